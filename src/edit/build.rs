@@ -1,0 +1,269 @@
+//! Turns a located region plus the model's NEW into the replacement text for that region.
+//!
+//! The rule that keeps edits honest: a line the model did not change (equal in OLD and NEW) is
+//! copied from the *file*, never from the model's copy — so the file keeps its own trailing
+//! whitespace, typographic characters, indentation characters and line endings wherever the model
+//! meant "leave this". Only lines the model added or changed are taken from NEW, converted to the
+//! file's frame (indentation shift, indent unit, line ending, ASCII for typographic slips).
+
+use std::ops::Range;
+
+use similar::{Algorithm, DiffOp, capture_diff_slices};
+
+use super::text::{IndentUnit, indent_cols, indent_of, is_blank};
+
+/// One file line inside a located span. `content` excludes the terminator; `eol` is the part of
+/// the terminator inside the span (empty when the span ends before it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Piece {
+    pub content: Range<usize>,
+    pub eol: Range<usize>,
+}
+
+/// Where OLD (or one elision segment of it) is in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Region {
+    pub span: Range<usize>,
+    pub pieces: Vec<Piece>,
+    /// For each OLD line, the piece it corresponds to (`None` for an OLD blank line the file
+    /// does not have).
+    pub map: Vec<Option<usize>>,
+}
+
+/// How NEW's added or changed lines are brought into the file's frame.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Transform {
+    pub reindent: Option<Reindent>,
+    /// The span starts at a line start but OLD's first line was copied without the whitespace
+    /// before it: NEW's first line gets this prefix back when it is written.
+    pub first_prefix: Option<String>,
+    /// Typographic characters the model used where the file has ASCII.
+    pub typo_fold: Vec<char>,
+    /// The model added trailing whitespace the file does not have.
+    pub trim_trailing: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reindent {
+    /// Columns to add to every changed line (negative: remove).
+    pub delta: isize,
+    pub tab_width: usize,
+    pub unit: IndentUnit,
+}
+
+/// NEW split into lines, with whether its last line ends with a newline.
+pub(crate) struct NewText<'a> {
+    pub lines: Vec<&'a str>,
+    pub terminated: bool,
+}
+
+/// Builds the text that replaces `region.span`.
+pub(crate) fn build(
+    file: &str,
+    region: &Region,
+    old_lines: &[&str],
+    new: &NewText<'_>,
+    transform: &Transform,
+    local_eol: &str,
+) -> String {
+    let ops = capture_diff_slices(Algorithm::Myers, old_lines, &new.lines);
+    let mut out = String::with_capacity(region.span.len() + 64);
+    let mut cursor = 0usize; // next piece not yet written or skipped
+    let mut prev_kept = true;
+    let n_new = new.lines.len();
+    let first_nb = new.lines.iter().position(|l| !is_blank(l));
+    let new_term = |j: usize| j + 1 < n_new || new.terminated;
+
+    let mut emit_old = |out: &mut String, i: usize, keep: Option<usize>, prev_kept: &mut bool| {
+        let Some(p) = region.map.get(i).copied().flatten() else {
+            return;
+        };
+        // Pieces the model's OLD skipped (blank lines it dropped) stay when both neighbours stay.
+        while cursor < p && cursor < region.pieces.len() {
+            if *prev_kept && keep.is_some() {
+                write_piece(out, file, &region.pieces[cursor], true, local_eol);
+            }
+            cursor += 1;
+        }
+        if let Some(j) = keep
+            && p < region.pieces.len()
+        {
+            write_piece(out, file, &region.pieces[p], new_term(j), local_eol);
+        }
+        cursor = cursor.max(p + 1);
+        *prev_kept = keep.is_some();
+    };
+
+    for op in ops {
+        match op {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => {
+                for k in 0..len {
+                    emit_old(&mut out, old_index + k, Some(new_index + k), &mut prev_kept);
+                }
+            }
+            DiffOp::Delete {
+                old_index, old_len, ..
+            } => {
+                for k in 0..old_len {
+                    emit_old(&mut out, old_index + k, None, &mut prev_kept);
+                }
+            }
+            DiffOp::Insert {
+                new_index, new_len, ..
+            } => {
+                for j in new_index..new_index + new_len {
+                    write_new(
+                        &mut out,
+                        new,
+                        j,
+                        first_nb,
+                        transform,
+                        local_eol,
+                        new_term(j),
+                    );
+                }
+            }
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
+                for k in 0..old_len {
+                    emit_old(&mut out, old_index + k, None, &mut prev_kept);
+                }
+                for j in new_index..new_index + new_len {
+                    write_new(
+                        &mut out,
+                        new,
+                        j,
+                        first_nb,
+                        transform,
+                        local_eol,
+                        new_term(j),
+                    );
+                }
+            }
+        }
+    }
+    // Trailing pieces no OLD line maps to (only possible after skipped blank lines).
+    for piece in region.pieces.iter().skip(cursor) {
+        if prev_kept {
+            write_piece(&mut out, file, piece, true, local_eol);
+        }
+    }
+    out
+}
+
+fn write_piece(out: &mut String, file: &str, piece: &Piece, terminated: bool, local_eol: &str) {
+    out.push_str(&file[piece.content.clone()]);
+    if terminated {
+        if piece.eol.is_empty() {
+            out.push_str(local_eol);
+        } else {
+            out.push_str(&file[piece.eol.clone()]);
+        }
+    }
+}
+
+fn write_new(
+    out: &mut String,
+    new: &NewText<'_>,
+    j: usize,
+    first_nb: Option<usize>,
+    t: &Transform,
+    local_eol: &str,
+    terminated: bool,
+) {
+    let raw = new.lines[j];
+    let mut line: String = if t.typo_fold.is_empty() {
+        raw.to_string()
+    } else {
+        raw.chars()
+            .map(|c| {
+                if t.typo_fold.contains(&c) {
+                    super::text::typographic_ascii(c).unwrap_or(c)
+                } else {
+                    c
+                }
+            })
+            .collect()
+    };
+    if t.trim_trailing {
+        line.truncate(line.trim_end().len());
+    }
+    if Some(j) == first_nb
+        && let Some(prefix) = &t.first_prefix
+    {
+        if let Some(r) = t.reindent {
+            // The prefix is the file's indentation of the first line; NEW's own indentation of
+            // its first line is relative to it.
+            let cols =
+                indent_cols(prefix, r.tab_width) + indent_cols(indent_of(&line), r.tab_width);
+            let body = line.trim_start_matches([' ', '\t']).to_string();
+            line = r.unit.render(cols, r.tab_width) + &body;
+        } else {
+            line = format!("{prefix}{line}");
+        }
+    } else if let Some(r) = t.reindent
+        && !is_blank(&line)
+    {
+        let ind = indent_of(&line);
+        let cols = indent_cols(ind, r.tab_width) as isize + r.delta;
+        let body = line[ind.len()..].to_string();
+        line = r.unit.render(cols.max(0) as usize, r.tab_width) + &body;
+    }
+    if is_blank(&line) && t.reindent.is_some() {
+        line.clear();
+    }
+    out.push_str(&line);
+    if terminated {
+        out.push_str(local_eol);
+    }
+}
+
+/// The smallest replacement that turns `original` into `replacement`: common prefix and suffix
+/// are left alone (on character boundaries). Returns the sub-range of `original` and the text.
+pub(crate) fn minimize(original: &str, replacement: &str) -> (Range<usize>, String) {
+    let a = original.as_bytes();
+    let b = replacement.as_bytes();
+    let mut pre = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    while pre > 0 && !(original.is_char_boundary(pre) && replacement.is_char_boundary(pre)) {
+        pre -= 1;
+    }
+    let max_suf = a.len().min(b.len()) - pre;
+    let mut suf = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take(max_suf)
+        .take_while(|(x, y)| x == y)
+        .count();
+    while suf > 0
+        && !(original.is_char_boundary(a.len() - suf)
+            && replacement.is_char_boundary(b.len() - suf))
+    {
+        suf -= 1;
+    }
+    (
+        pre..a.len() - suf,
+        replacement[pre..b.len() - suf].to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimizes_to_the_changed_bytes() {
+        assert_eq!(minimize("abcdef", "abXdef"), (2..3, "X".into()));
+        assert_eq!(minimize("aaa", "aaaa"), (3..3, "a".into()));
+        assert_eq!(minimize("héllo", "hállo"), (1..3, "á".into()));
+        assert_eq!(minimize("same", "same"), (4..4, String::new()));
+    }
+}

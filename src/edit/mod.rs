@@ -1,0 +1,389 @@
+//! The edit engine: turn "replace OLD with NEW in this text" (and its line, anchor and batch
+//! cousins) into a precise [`TextEdit`], or into a [`Refusal`] that tells the model exactly how
+//! to fix its request. `EDITING.md` is the contract.
+//!
+//! The one rule: never change text the model did not mean. Every lenient pass of the cascade
+//! maps what it found back to the real bytes of the file and counts matches there; more than one
+//! is a refusal naming every line (unless `replace_all`). Lines the model left unchanged are
+//! copied from the file, not from the model's copy of them.
+//!
+//! Pure: text in, change or refusal out. No I/O, no protocol types, and no input may panic.
+
+mod build;
+pub mod diff;
+pub mod formats;
+pub mod ledger;
+mod locate;
+mod normalize;
+pub mod ops;
+mod refusal;
+pub mod text;
+
+use std::fmt;
+use std::ops::Range;
+
+use crate::document::change::{Replacement, TextEdit};
+
+use self::build::{NewText, Region};
+use self::locate::{FileIndex, Found, Occurrence, Variant};
+
+pub use self::diff::unified_diff;
+pub use self::ledger::Ledger;
+pub use self::locate::Pass;
+pub use self::ops::{Operation, apply, apply_batch};
+pub use self::refusal::{Refusal, RefusalKind};
+
+/// Options of a replace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplaceOptions {
+    /// Replace every place OLD matches instead of refusing when there is more than one.
+    pub replace_all: bool,
+}
+
+/// The passes that found OLD, in order (a reading such as `line-numbers`, then the pass).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MatchedBy(pub Vec<Pass>);
+
+impl fmt::Display for MatchedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("none");
+        }
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One located edit, not yet applied: the replacements against the original text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    pub replacements: Vec<Replacement>,
+    pub matched_by: MatchedBy,
+    /// How many places were changed (more than one only with `replace_all`).
+    pub occurrences: usize,
+    /// 1-based first line of each place, in the original text.
+    pub lines: Vec<usize>,
+}
+
+/// An applied edit: the new text and what it took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub text: String,
+    pub edit: TextEdit,
+    /// One entry per operation (one for a single replace).
+    pub located: Vec<Located>,
+}
+
+impl Applied {
+    /// The matching pass of the first operation.
+    pub fn matched_by(&self) -> MatchedBy {
+        self.located
+            .first()
+            .map(|l| l.matched_by.clone())
+            .unwrap_or_default()
+    }
+
+    /// Places changed across all operations.
+    pub fn replacements(&self) -> usize {
+        self.located.iter().map(|l| l.occurrences).sum()
+    }
+}
+
+/// Replaces OLD with NEW in `text` through the matching cascade, or refuses.
+pub fn replace(
+    text: &str,
+    old: &str,
+    new: &str,
+    options: ReplaceOptions,
+) -> Result<Applied, Refusal> {
+    let located = locate_replace(text, old, new, options)?;
+    finish(text, vec![located])
+}
+
+/// Locates a replace without applying it (batches combine several of these).
+pub fn locate_replace(
+    text: &str,
+    old: &str,
+    new: &str,
+    options: ReplaceOptions,
+) -> Result<Located, Refusal> {
+    let file = FileIndex::new(text);
+    let (_, occurrences) = find(&file, old, new, options)?;
+    realize(&file, occurrences)
+}
+
+pub(crate) fn finish(text: &str, located: Vec<Located>) -> Result<Applied, Refusal> {
+    let all: Vec<Replacement> = located
+        .iter()
+        .flat_map(|l| l.replacements.iter().cloned())
+        .collect();
+    let edit = TextEdit::new(all).map_err(|e| {
+        Refusal::new(
+            RefusalKind::Overlap,
+            format!("the edits overlap ({e}); combine them into one edit or make them touch different lines"),
+        )
+    })?;
+    let new_text = edit.apply(text).map_err(|e| {
+        Refusal::new(
+            RefusalKind::Overlap,
+            format!("the located edit does not fit the text ({e})"),
+        )
+    })?;
+    Ok(Applied {
+        text: new_text,
+        edit,
+        located,
+    })
+}
+
+/// Runs the cascade over every reading of OLD and returns the places it matches, after the
+/// uniqueness rule.
+pub(crate) fn find(
+    file: &FileIndex<'_>,
+    old: &str,
+    new: &str,
+    options: ReplaceOptions,
+) -> Result<(Variant, Vec<Occurrence>), Refusal> {
+    if old.is_empty() {
+        return Err(refusal::empty_old());
+    }
+    if old == new || old.replace("\r\n", "\n") == new.replace("\r\n", "\n") {
+        return Err(refusal::no_op());
+    }
+    check_new_elision(file, old, new)?;
+    let variants = variants(old, new);
+    for v in &variants {
+        match locate::run_passes(file, v) {
+            Found::Matches(occ) => return choose(file, v.clone(), occ, options),
+            Found::ElisionProblem(msg) => return Err(Refusal::new(RefusalKind::Elision, msg)),
+            Found::None => {}
+        }
+    }
+    for v in &variants {
+        if let Some(o) = locate::fuzzy(file, v) {
+            return choose(file, v.clone(), vec![o], options);
+        }
+    }
+    let closest_old = variants.last().map_or(old, |v| v.old.as_str());
+    Err(refusal::not_found(
+        file,
+        closest_old,
+        new_present(file, new),
+    ))
+}
+
+fn variants(old: &str, new: &str) -> Vec<Variant> {
+    let mut out = vec![Variant {
+        old: old.to_string(),
+        new: new.to_string(),
+        passes: Vec::new(),
+        hint_line: None,
+    }];
+    if let Some((stripped, first, style)) = normalize::strip_line_numbers(old) {
+        out.push(Variant {
+            old: stripped,
+            new: normalize::strip_new_line_numbers(new, style),
+            passes: vec![Pass::LineNumbers],
+            hint_line: Some(first),
+        });
+    }
+    if let Some(unescaped) = normalize::json_unescape(old) {
+        let new = if new.contains('\n') {
+            new.to_string()
+        } else {
+            normalize::json_unescape(new).unwrap_or_else(|| new.to_string())
+        };
+        out.push(Variant {
+            old: unescaped,
+            new,
+            passes: vec![Pass::JsonEscaped],
+            hint_line: None,
+        });
+    }
+    out
+}
+
+/// NEW with an elision marker OLD does not have would write the marker over real code.
+fn check_new_elision(file: &FileIndex<'_>, old: &str, new: &str) -> Result<(), Refusal> {
+    let (old_lines, _) = text::snippet_lines(old);
+    let (new_lines, _) = text::snippet_lines(new);
+    let old_markers: Vec<&str> = old_lines
+        .iter()
+        .filter(|l| text::is_elision_marker(l, false))
+        .map(|l| l.trim())
+        .collect();
+    for l in new_lines {
+        if text::is_elision_marker(l, false) {
+            let t = l.trim();
+            if old_markers.is_empty() && !file.text.contains(t) {
+                return Err(Refusal::new(
+                    RefusalKind::Elision,
+                    format!(
+                        "NEW contains the elision marker `{}` but OLD has none, so writing NEW \
+                         would replace real code with the marker; send NEW in full, or elide the \
+                         same part of OLD with the same marker",
+                        text::clip(t, 80)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies the uniqueness rule to the places a pass found.
+fn choose(
+    file: &FileIndex<'_>,
+    v: Variant,
+    mut occ: Vec<Occurrence>,
+    options: ReplaceOptions,
+) -> Result<(Variant, Vec<Occurrence>), Refusal> {
+    occ.sort_by_key(|o| (o.span().start, o.span().end));
+    occ.dedup_by_key(|o| o.span());
+    if occ.len() > 1 {
+        if options.replace_all {
+            // Non-overlapping, first come first served (as `str::replace`).
+            let mut kept: Vec<Occurrence> = Vec::new();
+            for o in occ {
+                if kept.last().is_none_or(|k| k.span().end <= o.span().start) {
+                    kept.push(o);
+                }
+            }
+            occ = kept;
+        } else {
+            let at_hint: Vec<&Occurrence> = match v.hint_line {
+                Some(h) => occ.iter().filter(|o| first_line(file, o) == h).collect(),
+                None => Vec::new(),
+            };
+            if at_hint.len() == 1 {
+                let one = at_hint[0].clone();
+                occ = vec![one];
+            } else {
+                let lines: Vec<usize> = occ.iter().map(|o| first_line(file, o)).collect();
+                let pass = occ[0]
+                    .passes
+                    .last()
+                    .map_or_else(|| "exact".to_string(), |p| p.to_string());
+                return Err(refusal::ambiguous(file, &lines, &pass));
+            }
+        }
+    }
+    Ok((v, occ))
+}
+
+fn first_line(file: &FileIndex<'_>, o: &Occurrence) -> usize {
+    let span = o.span();
+    // A span starting at the very end of a line (after its text) belongs to the next line.
+    let mut line = file.line_of(span.start);
+    if let Some(l) = file.lines.get(line - 1)
+        && span.start == l.end
+        && line < file.lines.len()
+    {
+        line += 1;
+    }
+    line
+}
+
+/// Builds the replacements for located occurrences.
+pub(crate) fn realize(
+    file: &FileIndex<'_>,
+    occurrences: Vec<Occurrence>,
+) -> Result<Located, Refusal> {
+    let mut replacements = Vec::new();
+    let mut lines = Vec::new();
+    let mut matched_by = MatchedBy::default();
+    let count = occurrences.len();
+    for o in &occurrences {
+        lines.push(first_line(file, o));
+        if matched_by.0.is_empty() {
+            matched_by = MatchedBy(o.passes.clone());
+        }
+        for part in &o.parts {
+            let mut region = part.region.clone();
+            if part.new_lines.is_empty() {
+                extend_to_whole_lines(file, &mut region);
+            }
+            let new = NewText {
+                lines: part.new_lines.iter().map(String::as_str).collect(),
+                terminated: !part.new_lines.is_empty() && part.old_terminated,
+            };
+            let old_refs: Vec<&str> = part.old_lines.iter().map(String::as_str).collect();
+            let eol = file.local_eol(&region.span);
+            let written = build::build(file.text, &region, &old_refs, &new, &part.transform, eol);
+            let original = &file.text[region.span.clone()];
+            let (range, text) = build::minimize(original, &written);
+            if range.is_empty() && text.is_empty() {
+                continue;
+            }
+            replacements.push(Replacement::new(
+                region.span.start + range.start..region.span.start + range.end,
+                text,
+            ));
+        }
+    }
+    if replacements.is_empty() {
+        return Err(refusal::no_change(lines.first().copied().unwrap_or(1)));
+    }
+    Ok(Located {
+        replacements,
+        matched_by,
+        occurrences: count,
+        lines,
+    })
+}
+
+/// Deleting whole lines (NEW empty) takes their line break too, so no blank line is left behind.
+fn extend_to_whole_lines(file: &FileIndex<'_>, region: &mut Region) {
+    let span = region.span.clone();
+    let first = file.line_of(span.start) - 1;
+    let Some(l0) = file.lines.get(first) else {
+        return;
+    };
+    if span.start != l0.start || span.is_empty() {
+        return;
+    }
+    let last = file.line_of(span.end.saturating_sub(1)) - 1;
+    let Some(ll) = file.lines.get(last) else {
+        return;
+    };
+    if span.end == ll.content_end && ll.end > ll.content_end {
+        region.span.end = ll.end;
+        if let Some(p) = region.pieces.last_mut() {
+            p.eol = ll.content_end..ll.end;
+        }
+    }
+}
+
+/// The line where NEW already is, when it is distinctive enough to say so.
+fn new_present(file: &FileIndex<'_>, new: &str) -> Option<usize> {
+    let nonblank = new.lines().filter(|l| !text::is_blank(l)).count();
+    if nonblank == 0 || (nonblank < 2 && new.trim().len() < 12) {
+        return None;
+    }
+    let v = Variant {
+        old: new.to_string(),
+        new: String::new(),
+        passes: Vec::new(),
+        hint_line: None,
+    };
+    match locate::run_passes(file, &v) {
+        Found::Matches(occ) => occ.first().map(|o| first_line(file, o)),
+        _ => None,
+    }
+}
+
+/// The 1-based line range a byte range covers (for messages and previews).
+pub fn line_range(text: &str, range: &Range<usize>) -> Range<usize> {
+    let lines = text::lines(text);
+    let a = text::line_number_at(&lines, range.start);
+    let b = text::line_number_at(&lines, range.end.saturating_sub(1).max(range.start));
+    a..b + 1
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,260 @@
+//! Unit tests of the cascade on small inputs; the realistic cases live in `fixtures/edit/`.
+
+use super::*;
+
+fn ok(text: &str, old: &str, new: &str) -> Applied {
+    replace(text, old, new, ReplaceOptions::default()).unwrap_or_else(|r| panic!("refused: {r}"))
+}
+
+fn refused(text: &str, old: &str, new: &str) -> Refusal {
+    match replace(text, old, new, ReplaceOptions::default()) {
+        Ok(a) => panic!("applied with {}: {:?}", a.matched_by(), a.text),
+        Err(r) => r,
+    }
+}
+
+#[test]
+fn exact_replace() {
+    let a = ok("fn a() {\n    1\n}\n", "    1", "    2");
+    assert_eq!(a.text, "fn a() {\n    2\n}\n");
+    assert_eq!(a.matched_by().to_string(), "exact");
+}
+
+#[test]
+fn ambiguous_names_every_line() {
+    let r = refused("x = 1\ny = 2\nx = 1\n", "x = 1", "x = 3");
+    assert_eq!(r.kind, RefusalKind::Ambiguous { lines: vec![1, 3] });
+    assert!(r.message.contains("at lines 1, 3"), "{r}");
+    let a = replace(
+        "x = 1\ny = 2\nx = 1\n",
+        "x = 1",
+        "x = 3",
+        ReplaceOptions { replace_all: true },
+    )
+    .unwrap();
+    assert_eq!(a.text, "x = 3\ny = 2\nx = 3\n");
+    assert_eq!(a.replacements(), 2);
+}
+
+#[test]
+fn trailing_whitespace_keeps_the_files_own() {
+    let file = "def f():\n    a = 1  \n    b = 2\n";
+    let a = ok(file, "    a = 1\n    b = 2", "    a = 1\n    b = 3");
+    assert_eq!(a.text, "def f():\n    a = 1  \n    b = 3\n");
+    assert_eq!(a.matched_by().to_string(), "trailing-whitespace");
+}
+
+#[test]
+fn indentation_shift_reindents_new() {
+    let file = "class A:\n    def f(self):\n        a = 1\n        return a\n";
+    let a = ok(
+        file,
+        "def f(self):\n    a = 1\n    return a",
+        "def f(self):\n    a = 2\n    return a",
+    );
+    assert_eq!(
+        a.text,
+        "class A:\n    def f(self):\n        a = 2\n        return a\n"
+    );
+    assert_eq!(a.matched_by().to_string(), "indentation(+4)");
+}
+
+#[test]
+fn crlf_file_keeps_crlf() {
+    let file = "a\r\nb\r\nc\r\n";
+    let a = ok(file, "a\nb", "a\nB\nb2");
+    assert_eq!(a.text, "a\r\nB\r\nb2\r\nc\r\n");
+    assert_eq!(a.matched_by().to_string(), "line-endings");
+}
+
+#[test]
+fn tabs_to_spaces() {
+    let file = "fn f() {\n    if x {\n        y();\n    }\n}\n";
+    let a = ok(
+        file,
+        "\tif x {\n\t\ty();\n\t}",
+        "\tif x {\n\t\ty();\n\t\tz();\n\t}",
+    );
+    assert_eq!(
+        a.text,
+        "fn f() {\n    if x {\n        y();\n        z();\n    }\n}\n"
+    );
+    assert_eq!(a.matched_by().to_string(), "tabs-to-spaces");
+}
+
+#[test]
+fn elision_keeps_the_middle() {
+    let file = "fn f() {\n    a();\n    b();\n    c();\n}\n";
+    let a = ok(
+        file,
+        "fn f() {\n    // ... existing code ...\n}",
+        "fn f() {\n    // ... existing code ...\n    d();\n}",
+    );
+    assert_eq!(
+        a.text,
+        "fn f() {\n    a();\n    b();\n    c();\n    d();\n}\n"
+    );
+    assert_eq!(a.matched_by().to_string(), "elision");
+}
+
+#[test]
+fn new_eliding_what_old_did_not_is_refused() {
+    let file = "fn f() {\n    a();\n    b();\n}\n";
+    let r = refused(
+        file,
+        "fn f() {\n    a();\n    b();\n}",
+        "fn f() {\n    // ... existing code ...\n    c();\n}",
+    );
+    assert_eq!(r.kind, RefusalKind::Elision);
+}
+
+#[test]
+fn not_found_shows_closest_region_and_difference() {
+    let file = "fn a() {\n    let x = foo(1, 2);\n    x\n}\n";
+    let r = refused(
+        file,
+        "    let x = foo(1, 3);\n    y",
+        "    let x = foo(1, 4);\n    y",
+    );
+    assert_eq!(r.kind, RefusalKind::NotFound);
+    assert!(r.message.contains("First difference at line 2"), "{r}");
+    assert!(r.message.contains("····let·x·=·foo(1,·3);"), "{r}");
+}
+
+#[test]
+fn already_applied_is_detected() {
+    let file = "fn a() {\n    let total = compute(1, 2);\n}\n";
+    let r = refused(
+        file,
+        "    let total = compute(1);",
+        "    let total = compute(1, 2);",
+    );
+    assert_eq!(r.kind, RefusalKind::AlreadyApplied);
+}
+
+#[test]
+fn no_op_is_refused() {
+    assert_eq!(refused("abc", "b", "b").kind, RefusalKind::NoOp);
+    assert_eq!(refused("abc", "", "x").kind, RefusalKind::EmptyOld);
+}
+
+#[test]
+fn fuzzy_fixes_one_wrong_context_token() {
+    let file = "fn a() {\n    let x = load(path);\n    let y = parse(x);\n    check(y);\n}\n";
+    let a = ok(
+        file,
+        "    let x = load(file);\n    let y = parse(x);\n    check(y);",
+        "    let x = load(file);\n    let y = parse(x);\n    verify(y);",
+    );
+    assert_eq!(
+        a.text,
+        "fn a() {\n    let x = load(path);\n    let y = parse(x);\n    verify(y);\n}\n"
+    );
+    assert_eq!(a.matched_by().to_string(), "fuzzy");
+}
+
+#[test]
+fn line_numbers_are_stripped() {
+    let file = "a = 1\nb = 2\nc = 3\n";
+    let a = ok(
+        file,
+        "     2\tb = 2\n     3\tc = 3",
+        "     2\tb = 20\n     3\tc = 3",
+    );
+    assert_eq!(a.text, "a = 1\nb = 20\nc = 3\n");
+    assert_eq!(a.matched_by().to_string(), "line-numbers");
+}
+
+#[test]
+fn batches_are_all_or_nothing() {
+    let file = "a\nb\nc\n";
+    let ops = vec![
+        Operation::Replace {
+            old: "a".into(),
+            new: "A".into(),
+            replace_all: false,
+        },
+        Operation::InsertAfterLine {
+            line: 3,
+            text: "d".into(),
+        },
+    ];
+    assert_eq!(apply_batch(file, &ops).unwrap().text, "A\nb\nc\nd\n");
+    let bad = vec![
+        Operation::Replace {
+            old: "a\nb".into(),
+            new: "x".into(),
+            replace_all: false,
+        },
+        Operation::Replace {
+            old: "b\nc".into(),
+            new: "y".into(),
+            replace_all: false,
+        },
+    ];
+    assert_eq!(
+        apply_batch(file, &bad).unwrap_err().kind,
+        RefusalKind::Overlap
+    );
+}
+
+#[test]
+fn line_and_anchor_operations() {
+    let file = "one\ntwo\nthree";
+    let a = apply(
+        file,
+        &Operation::InsertBeforeLine {
+            line: 2,
+            text: "1.5".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(a.text, "one\n1.5\ntwo\nthree");
+    let a = apply(
+        file,
+        &Operation::Append {
+            text: "four".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(a.text, "one\ntwo\nthree\nfour");
+    let a = apply(
+        file,
+        &Operation::ReplaceLines {
+            start: 2,
+            end: 3,
+            text: "2\n3".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(a.text, "one\n2\n3");
+    let a = apply(
+        file,
+        &Operation::InsertAfter {
+            anchor: "two".into(),
+            text: "2b".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(a.text, "one\ntwo\n2b\nthree");
+    let err = apply(
+        file,
+        &Operation::ReplacePattern {
+            pattern: "(".into(),
+            replacement: "x".into(),
+            all: false,
+        },
+    )
+    .unwrap_err();
+    assert_eq!(err.kind, RefusalKind::InvalidPattern);
+    let a = apply(
+        file,
+        &Operation::ReplacePattern {
+            pattern: r"t(\w+)".into(),
+            replacement: "T$1".into(),
+            all: true,
+        },
+    )
+    .unwrap();
+    assert_eq!(a.text, "one\nTwo\nThree");
+}
