@@ -1,0 +1,4 @@
+//! Subcommands of the `patchwise` binary that are more than a call into the core: argument
+//! types and the code around them, kept out of `main.rs`.
+
+pub mod context;

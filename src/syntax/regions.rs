@@ -1,0 +1,966 @@
+//! The part of a file a model is shown: the whole file when it is small, otherwise its header,
+//! an outline of every top-level item and method, the complete target item(s) and as many
+//! neighbours as the token budget allows — every omitted span marked with its line range and
+//! the `read_file` call that shows it.
+//!
+//! Why: models lose context in large files, and a prompt cut at an arbitrary byte (the old
+//! design's 3,000 characters) hides the code the model must edit. Items are never cut in the
+//! middle; the one exception is a single target item larger than the whole budget, which is
+//! shown as a window around the target and labelled as partial. Line numbers are 1-based in
+//! `cat -n` style. Pure: never does I/O, never panics; languages without a grammar get
+//! line-based windows.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+
+use crate::syntax::lines::{LineIndex, line_text, numbered};
+use crate::syntax::size::{SizeThresholds, size_tag};
+use crate::syntax::symbols::{Scope, Symbol, SymbolKind, find_all, symbols};
+use crate::syntax::tree::SyntaxTree;
+use crate::tokens::{Encoding, count_tokens};
+
+/// What the region is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Nothing in particular: header, outline and the start of the file.
+    None,
+    /// A cursor: 1-based line and optional 1-based character column.
+    Position { line: usize, column: Option<usize> },
+    /// A selection of 1-based lines, both inclusive.
+    Lines { start: usize, end: usize },
+    /// A selection as byte offsets (what the language server has after converting positions).
+    Bytes(Range<usize>),
+    /// A symbol name, plain or qualified (`Type::method`, `Class.method`).
+    Symbol(String),
+    /// Free text (a task description), matched against the file's identifiers.
+    Query(String),
+}
+
+/// How a region is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionOptions {
+    /// Tokens the whole output may use.
+    pub budget: usize,
+    /// Files up to this many bytes are shown whole (when they fit the budget).
+    pub whole_file_bytes: usize,
+    /// The tokenizer the budget is counted in.
+    pub encoding: Encoding,
+    /// Thresholds of the `[LARGE]` / `[MASSIVE]` tag in the first line.
+    pub size: SizeThresholds,
+    /// The file header (imports, module docs) is shown up to this many lines.
+    pub max_header_lines: usize,
+    /// The outline uses at most this share of the budget, in percent.
+    pub outline_share: usize,
+}
+
+impl Default for RegionOptions {
+    fn default() -> Self {
+        RegionOptions {
+            budget: 4000,
+            whole_file_bytes: 8 * 1024,
+            encoding: Encoding::default(),
+            size: SizeThresholds::default(),
+            max_header_lines: 40,
+            outline_share: 30,
+        }
+    }
+}
+
+/// What the model is shown, and what went into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    /// Exactly the text a model is shown.
+    pub text: String,
+    /// Tokens of `text` in the options' encoding.
+    pub tokens: usize,
+    pub budget: usize,
+    /// The file is shown whole.
+    pub whole_file: bool,
+    /// Items shown completely, targets first (`Parser::parse (lines 40-98)`).
+    pub items: Vec<String>,
+    /// The items the target resolved to.
+    pub targets: Vec<String>,
+    /// Omitted spans as 1-based inclusive line ranges.
+    pub omitted: Vec<(usize, usize)>,
+    /// Things the caller should know (a symbol not found, a target larger than the budget).
+    pub notes: Vec<String>,
+}
+
+impl Region {
+    /// One line: tokens used / budget, items included, spans omitted.
+    pub fn summary(&self) -> String {
+        let items = if self.items.is_empty() {
+            "no items".to_string()
+        } else {
+            let shown: Vec<&str> = self.items.iter().take(6).map(String::as_str).collect();
+            let more = self.items.len().saturating_sub(shown.len());
+            let more = if more > 0 {
+                format!(", +{more} more")
+            } else {
+                String::new()
+            };
+            format!(
+                "{} item{} included ({}{more})",
+                self.items.len(),
+                plural(self.items.len()),
+                shown.join(", ")
+            )
+        };
+        let view = if self.whole_file {
+            "whole file"
+        } else {
+            "partial view"
+        };
+        format!(
+            "{} / {} tokens, {view}, {items}, {} span{} omitted",
+            self.tokens,
+            self.budget,
+            self.omitted.len(),
+            plural(self.omitted.len())
+        )
+    }
+}
+
+/// The region of `text` (parsed as `tree`, named `path` in the output) for `target`.
+pub fn extract_region(
+    text: &str,
+    tree: &SyntaxTree,
+    path: &str,
+    target: &Target,
+    options: &RegionOptions,
+) -> Region {
+    let builder = Builder::new(text, tree, path, options);
+    builder.build(target)
+}
+
+/// One contiguous run of lines that is shown, with why.
+#[derive(Debug, Clone)]
+struct Unit {
+    /// 0-based inclusive lines.
+    first: usize,
+    last: usize,
+    label: Option<String>,
+}
+
+struct Builder<'a> {
+    text: &'a str,
+    tree: &'a SyntaxTree,
+    path: &'a str,
+    options: &'a RegionOptions,
+    index: LineIndex,
+    outline: Vec<Symbol>,
+}
+
+impl<'a> Builder<'a> {
+    fn new(
+        text: &'a str,
+        tree: &'a SyntaxTree,
+        path: &'a str,
+        options: &'a RegionOptions,
+    ) -> Builder<'a> {
+        let outline = symbols(text, tree, Scope::Outline);
+        Builder {
+            text,
+            tree,
+            path,
+            options,
+            index: LineIndex::new(text),
+            outline,
+        }
+    }
+
+    fn tokens(&self, text: &str) -> usize {
+        count_tokens(text, self.options.encoding)
+    }
+
+    fn line_count(&self) -> usize {
+        if self.text.is_empty() {
+            0
+        } else {
+            self.index.line_count()
+        }
+    }
+
+    fn title(&self, whole: bool) -> String {
+        let lines = self.line_count();
+        let tag = size_tag(lines, &self.options.size)
+            .map(|t| format!(" {t}"))
+            .unwrap_or_default();
+        let what = if whole {
+            "whole file".to_string()
+        } else {
+            "partial view: header, outline, target and neighbours; `⋮` lines mark omitted spans"
+                .to_string()
+        };
+        format!(
+            "{} ({} line{}, {}){tag} — {what}. Line numbers are 1-based.\n",
+            self.path,
+            lines,
+            plural(lines),
+            self.tree.language()
+        )
+    }
+
+    fn build(self, target: &Target) -> Region {
+        let options = self.options;
+        if self.text.len() <= options.whole_file_bytes {
+            let (_, targets, notes) = self.resolve(target);
+            let mut text = self.title(true);
+            push_notes(&mut text, &notes);
+            if self.line_count() > 0 {
+                text.push_str(&crate::syntax::lines::number_all(self.text));
+            }
+            let tokens = self.tokens(&text);
+            if tokens <= options.budget {
+                return Region {
+                    text,
+                    tokens,
+                    budget: options.budget,
+                    whole_file: true,
+                    items: vec![format!("whole file (lines 1-{})", self.line_count())],
+                    targets: targets
+                        .iter()
+                        .map(|u| u.label.clone().unwrap_or_default())
+                        .collect(),
+                    omitted: Vec::new(),
+                    notes,
+                };
+            }
+        }
+        self.partial(target)
+    }
+
+    /// Target units (0-based lines) and notes for the caller.
+    fn resolve(&self, target: &Target) -> (Option<Range<usize>>, Vec<Unit>, Vec<String>) {
+        let mut notes = Vec::new();
+        let bytes = match target {
+            Target::None => None,
+            Target::Position { line, column } => Some(self.position(*line, *column)),
+            Target::Lines { start, end } => {
+                let first = start.saturating_sub(1);
+                let last = end.saturating_sub(1).max(first);
+                if first >= self.index.line_count() {
+                    notes.push(format!(
+                        "line {start} is past the end of the file ({} lines)",
+                        self.line_count()
+                    ));
+                }
+                let range = self.index.lines_range(first, last);
+                Some(range.start..range.end.saturating_sub(1).max(range.start))
+            }
+            Target::Bytes(range) => {
+                let start = range.start.min(self.text.len());
+                Some(start..range.end.clamp(start, self.text.len()))
+            }
+            Target::Symbol(name) => {
+                let all = symbols(self.text, self.tree, Scope::All);
+                let found = find_all(&all, name);
+                if found.is_empty() {
+                    let message = match crate::syntax::symbols::find_symbol(&all, name) {
+                        Err(err) => err.to_string(),
+                        Ok(_) => format!("no symbol named `{name}`"),
+                    };
+                    let message = if self.tree.root().is_none() {
+                        format!(
+                            "no symbol named `{name}`: {} files have no grammar",
+                            self.tree.language()
+                        )
+                    } else {
+                        message
+                    };
+                    notes.push(message);
+                }
+                let units = found.iter().take(5).map(|s| self.symbol_unit(s)).collect();
+                return (None, units, notes);
+            }
+            Target::Query(query) => {
+                let units = self.query_targets(query);
+                if units.is_empty() {
+                    notes.push(format!(
+                        "no identifier in the file matches the query {query:?}"
+                    ));
+                }
+                return (None, units, notes);
+            }
+        };
+        let Some(bytes) = bytes else {
+            return (None, Vec::new(), notes);
+        };
+        (Some(bytes.clone()), self.units_for_bytes(&bytes), notes)
+    }
+
+    fn position(&self, line: usize, column: Option<usize>) -> Range<usize> {
+        let line0 = line.saturating_sub(1).min(self.index.line_count() - 1);
+        let range = self.index.line_range(line0);
+        let content = line_text(self.text, &self.index, line0);
+        let offset = match column {
+            Some(col) => {
+                let skip = col.saturating_sub(1);
+                range.start
+                    + content
+                        .char_indices()
+                        .nth(skip)
+                        .map_or(content.len(), |(i, _)| i)
+            }
+            // Without a column, the first non-blank character of the line.
+            None => range.start + (content.len() - content.trim_start().len()),
+        };
+        offset..offset
+    }
+
+    /// The innermost outline item containing `bytes`, or the items it overlaps, or the lines
+    /// themselves with a little context.
+    fn units_for_bytes(&self, bytes: &Range<usize>) -> Vec<Unit> {
+        let containing = self
+            .outline
+            .iter()
+            .filter(|s| {
+                s.full_range.start <= bytes.start
+                    && bytes.end <= s.full_range.end.max(s.full_range.start + 1)
+            })
+            .max_by_key(|s| (s.depth, s.full_range.start));
+        if let Some(symbol) = containing {
+            // A container as large as the budget is no useful target when the cursor sits on
+            // one of its lines between members; its header line is.
+            return vec![self.symbol_unit(symbol)];
+        }
+        let overlapping: Vec<Unit> = self
+            .outline
+            .iter()
+            .filter(|s| {
+                s.depth == 0 && s.full_range.start < bytes.end && bytes.start < s.full_range.end
+            })
+            .map(|s| self.symbol_unit(s))
+            .collect();
+        if !overlapping.is_empty() {
+            return overlapping;
+        }
+        let (first, last) = self.index.lines_of(bytes);
+        vec![Unit {
+            first: first.saturating_sub(3),
+            last: (last + 3).min(self.index.line_count() - 1),
+            label: Some(format!("lines {}-{}", first + 1, last + 1)),
+        }]
+    }
+
+    fn symbol_unit(&self, symbol: &Symbol) -> Unit {
+        Unit {
+            first: symbol.lines.0 - 1,
+            last: symbol.lines.1 - 1,
+            label: Some(format!(
+                "{} (lines {}-{})",
+                symbol.display_name(),
+                symbol.lines.0,
+                symbol.lines.1
+            )),
+        }
+    }
+
+    /// The best-matching items for free text: names that appear in the query first, then
+    /// items whose code mentions the query's words.
+    fn query_targets(&self, query: &str) -> Vec<Unit> {
+        let words = query_words(query);
+        if words.is_empty() || self.outline.is_empty() {
+            return Vec::new();
+        }
+        let identifiers: BTreeSet<String> = query
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| w.len() >= 2)
+            .map(str::to_lowercase)
+            .collect();
+        let leaves: Vec<&Symbol> = self
+            .outline
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| {
+                !s.container
+                    || !self
+                        .outline
+                        .iter()
+                        .skip(i + 1)
+                        .any(|c| c.parent == Some(*i))
+            })
+            .map(|(_, s)| s)
+            .collect();
+        let lower = self.text.to_lowercase();
+        let mut scored: Vec<(usize, &Symbol)> = leaves
+            .iter()
+            .map(|s| {
+                let mut score = 0;
+                if identifiers.contains(&s.name.to_lowercase()) {
+                    score += 12;
+                }
+                let parts = split_identifier(&s.name);
+                score += 3 * parts.iter().filter(|p| words.contains(*p)).count();
+                if let Some(parent) = s.parent.and_then(|p| self.outline.get(p)) {
+                    let parent_parts = split_identifier(&parent.name);
+                    score += parent_parts.iter().filter(|p| words.contains(*p)).count();
+                }
+                if let Some(body) = lower.get(s.full_range.clone()) {
+                    score += words
+                        .iter()
+                        .filter(|w| body.contains(w.as_str()))
+                        .count()
+                        .min(4);
+                }
+                (score, *s)
+            })
+            .filter(|&(score, _)| score >= 2)
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.range.start.cmp(&b.1.range.start)));
+        let best = scored.first().map_or(0, |&(score, _)| score);
+        scored
+            .into_iter()
+            .filter(|&(score, _)| score * 2 >= best)
+            .take(3)
+            .map(|(_, s)| self.symbol_unit(s))
+            .collect()
+    }
+
+    fn header_unit(&self) -> Option<Unit> {
+        if self.line_count() == 0 {
+            return None;
+        }
+        let end = match self.outline.first() {
+            Some(first) => first.lines.0 - 1, // exclusive, 0-based
+            None => self.options.max_header_lines.min(self.index.line_count()),
+        };
+        let mut last = end.min(self.options.max_header_lines);
+        while last > 0
+            && line_text(self.text, &self.index, last - 1)
+                .trim()
+                .is_empty()
+        {
+            last -= 1;
+        }
+        (last > 0).then(|| Unit {
+            first: 0,
+            last: last - 1,
+            label: None,
+        })
+    }
+
+    /// Outline lines (and the items left out of them), at most `budget` tokens, items nearest
+    /// to `focus` (0-based lines) kept first.
+    fn outline_text(&self, focus: &[usize], targets: &[Unit], budget: usize) -> String {
+        let visible: Vec<(usize, &Symbol)> = self
+            .outline
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.kind != SymbolKind::Field && !s.nested)
+            .collect();
+        if visible.is_empty() {
+            return String::new();
+        }
+        let lines: Vec<String> = visible
+            .iter()
+            .map(|(_, s)| {
+                let is_target = targets
+                    .iter()
+                    .any(|t| t.first == s.lines.0 - 1 && t.last == s.lines.1 - 1);
+                format!(
+                    "{:>6}-{:<6} {}{}{}\n",
+                    s.lines.0,
+                    s.lines.1,
+                    "  ".repeat(s.depth),
+                    s.signature,
+                    if is_target { "   ← target" } else { "" }
+                )
+            })
+            .collect();
+        let head = "Outline (line range, signature):\n";
+        let full: String = lines.concat();
+        let total = self.tokens(head) + self.tokens(&full);
+        if total <= budget {
+            return format!("{head}{full}");
+        }
+        // Too long: keep the entries nearest to the focus (top level before members), and say
+        // how many were left out where.
+        let distance = |s: &Symbol| -> usize {
+            let (a, b) = (s.lines.0 - 1, s.lines.1 - 1);
+            focus
+                .iter()
+                .map(|&f| if f < a { a - f } else { f.saturating_sub(b) })
+                .min()
+                .unwrap_or(a)
+        };
+        // Targets, their containers and their siblings first; then top-level items before
+        // members; nearest first.
+        let target_indices: Vec<usize> = self
+            .outline
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                targets
+                    .iter()
+                    .any(|t| t.first == s.lines.0 - 1 && t.last == s.lines.1 - 1)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let mut close: BTreeSet<Option<usize>> = BTreeSet::new();
+        for &t in &target_indices {
+            let mut current = Some(t);
+            while let Some(i) = current {
+                close.insert(Some(i));
+                close.insert(self.outline[i].parent);
+                current = self.outline[i].parent;
+            }
+        }
+        let mut order: Vec<usize> = (0..visible.len()).collect();
+        order.sort_by_key(|&i| {
+            let (index, s) = visible[i];
+            let near =
+                close.contains(&Some(index)) || (s.parent.is_some() && close.contains(&s.parent));
+            (!near, s.depth.min(1), distance(s), i)
+        });
+        let mut kept = vec![false; visible.len()];
+        let mut used = self.tokens(head) + 24;
+        for i in order {
+            let cost = self.tokens(&lines[i]);
+            if used + cost + 16 > budget {
+                continue;
+            }
+            used += cost;
+            kept[i] = true;
+        }
+        let mut out = String::from(head);
+        let mut skipped: Option<(usize, usize, usize)> = None; // count, first line, last line
+        let flush = |out: &mut String, skipped: &mut Option<(usize, usize, usize)>| {
+            if let Some((count, first, last)) = skipped.take() {
+                out.push_str(&format!(
+                    "     ⋮ {count} more item{} in lines {first}-{last}\n",
+                    plural(count)
+                ));
+            }
+        };
+        for (i, (_, s)) in visible.iter().enumerate() {
+            if kept[i] {
+                flush(&mut out, &mut skipped);
+                out.push_str(&lines[i]);
+            } else {
+                let entry = skipped.get_or_insert((0, s.lines.0, s.lines.1));
+                entry.0 += 1;
+                entry.2 = entry.2.max(s.lines.1);
+            }
+        }
+        flush(&mut out, &mut skipped);
+        out
+    }
+
+    fn partial(self, target: &Target) -> Region {
+        let options = self.options;
+        let budget = options.budget;
+        let (anchor, targets, mut notes) = self.resolve(target);
+        let title = self.title(false);
+        let focus: Vec<usize> = if targets.is_empty() {
+            vec![0]
+        } else {
+            targets.iter().map(|u| u.first).collect()
+        };
+        // The outline gives way to the targets: it gets its share of the budget, or what the
+        // title, header and targets leave, but never less than a tenth.
+        let line_tokens = |first: usize, last: usize| -> usize {
+            (first..=last.min(self.index.line_count() - 1))
+                .map(|l| self.tokens(&numbered(l + 1, line_text(self.text, &self.index, l))) + 1)
+                .sum()
+        };
+        let target_cost: usize = targets
+            .iter()
+            .map(|u| line_tokens(u.first, u.last) + 24)
+            .sum();
+        let header_cost = self
+            .header_unit()
+            .map_or(0, |h| line_tokens(h.first, h.last).min(budget / 4));
+        let left = budget.saturating_sub(self.tokens(&title) + target_cost + header_cost + 64);
+        let outline_budget = (budget * options.outline_share / 100)
+            .min(left)
+            .max(budget / 10);
+        let outline = self.outline_text(&focus, &targets, outline_budget);
+        let fixed = self.tokens(&title) + self.tokens(&outline) + self.tokens("Code:\n") + 2;
+
+        let mut shown: BTreeSet<usize> = BTreeSet::new();
+        let mut items: Vec<String> = Vec::new();
+        let mut target_labels = Vec::new();
+        let line_cost = |line: usize| -> usize {
+            self.tokens(&numbered(line + 1, line_text(self.text, &self.index, line))) + 1
+        };
+        // Marker lines cost about this much each.
+        const MARKER: usize = 24;
+        let mut used = fixed;
+        let add = |first: usize,
+                   last: usize,
+                   shown: &mut BTreeSet<usize>,
+                   used: &mut usize,
+                   limit: usize|
+         -> bool {
+            let new: Vec<usize> = (first..=last).filter(|l| !shown.contains(l)).collect();
+            let cost: usize = new.iter().map(|&l| line_cost(l)).sum::<usize>() + MARKER;
+            if *used + cost > limit {
+                return false;
+            }
+            *used += cost;
+            shown.extend(new);
+            true
+        };
+
+        if let Some(header) = self.header_unit() {
+            let header_limit = used + budget / 4;
+            // The header is cut at a line when it alone would take more than a quarter.
+            let mut last = header.last;
+            while last > header.first
+                && !add(
+                    header.first,
+                    last,
+                    &mut shown,
+                    &mut used,
+                    header_limit.min(budget),
+                )
+            {
+                last = header.first + (last - header.first) / 2;
+            }
+            if shown.is_empty() {
+                add(header.first, header.first, &mut shown, &mut used, budget);
+            }
+        }
+
+        // Targets, whole; with the header lines of their containers.
+        for unit in &targets {
+            let label = unit.label.clone().unwrap_or_default();
+            target_labels.push(label.clone());
+            for container in self.containers_of(unit) {
+                add(container, container, &mut shown, &mut used, budget);
+            }
+            if add(unit.first, unit.last, &mut shown, &mut used, budget) {
+                items.push(label);
+            } else {
+                // Larger than what is left: a window around the target, labelled partial.
+                let center = anchor
+                    .as_ref()
+                    .map(|a| self.index.line_of(a.start))
+                    .filter(|&c| c >= unit.first && c <= unit.last)
+                    .unwrap_or(unit.first);
+                let (first, last) = self.window(center, unit, used, budget);
+                if let Some((first, last)) = first.zip(last) {
+                    add(first, last, &mut shown, &mut used, budget);
+                    notes.push(format!(
+                        "{label} does not fit the budget of {budget} tokens; showing lines {}-{} of it",
+                        first + 1,
+                        last + 1
+                    ));
+                    items.push(format!("part of {label}"));
+                } else {
+                    notes.push(format!(
+                        "{label} does not fit the budget of {budget} tokens"
+                    ));
+                }
+            }
+        }
+
+        // Neighbours, nearest first, while the budget lasts.
+        let focus_lines: Vec<usize> = if targets.is_empty() {
+            vec![0]
+        } else {
+            targets.iter().flat_map(|u| [u.first, u.last]).collect()
+        };
+        let target_parents: Vec<Option<usize>> = targets
+            .iter()
+            .map(|u| {
+                self.outline
+                    .iter()
+                    .find(|s| s.lines.0 - 1 == u.first && s.lines.1 - 1 == u.last)
+                    .and_then(|s| s.parent)
+            })
+            .collect();
+        let mut candidates: Vec<(usize, usize, &Symbol)> = self
+            .outline
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| {
+                !s.nested
+                    && s.kind != SymbolKind::Field
+                    && !(s.container
+                        && self
+                            .outline
+                            .iter()
+                            .skip(i + 1)
+                            .any(|c| c.parent == Some(*i)))
+            })
+            .map(|(_, s)| {
+                let (a, b) = (s.lines.0 - 1, s.lines.1 - 1);
+                let distance = focus_lines
+                    .iter()
+                    .map(|&f| if f < a { a - f } else { f.saturating_sub(b) })
+                    .min()
+                    .unwrap_or(a);
+                let sibling = usize::from(!target_parents.contains(&s.parent));
+                (sibling, distance, s)
+            })
+            .collect();
+        candidates.sort_by_key(|&(sibling, distance, s)| (sibling, distance, s.lines.0));
+        let mut misses = 0;
+        for (_, _, symbol) in candidates {
+            let (first, last) = (symbol.lines.0 - 1, symbol.lines.1 - 1);
+            if (first..=last).all(|l| shown.contains(&l)) {
+                continue;
+            }
+            let mut trial_used = used;
+            let mut trial = shown.clone();
+            let mut ok = true;
+            for container in self.containers_of(&Unit {
+                first,
+                last,
+                label: None,
+            }) {
+                ok &= add(container, container, &mut trial, &mut trial_used, budget);
+            }
+            ok = ok && add(first, last, &mut trial, &mut trial_used, budget);
+            if ok {
+                shown = trial;
+                used = trial_used;
+                items.push(format!(
+                    "{} (lines {}-{})",
+                    symbol.display_name(),
+                    symbol.lines.0,
+                    symbol.lines.1
+                ));
+                misses = 0;
+            } else {
+                misses += 1;
+                if misses >= 8 {
+                    break;
+                }
+            }
+        }
+        // Languages without items (text, or no outline): lines around the focus.
+        if self.outline.is_empty() {
+            let center = anchor
+                .as_ref()
+                .map(|a| self.index.line_of(a.start))
+                .unwrap_or(0);
+            let whole = Unit {
+                first: 0,
+                last: self.index.line_count() - 1,
+                label: None,
+            };
+            let (first, last) = self.window(center, &whole, used, budget);
+            if let Some((first, last)) = first.zip(last) {
+                add(first, last, &mut shown, &mut used, budget);
+                if targets.is_empty() || !items.iter().any(|i| i.starts_with("lines")) {
+                    items.push(format!("lines {}-{}", first + 1, last + 1));
+                }
+            }
+        }
+
+        // Render, then make sure the real count fits: drop shown lines from the far end of
+        // the last neighbours if the estimate was short.
+        loop {
+            let (text, omitted) = self.render(&title, &notes, &outline, &shown);
+            let tokens = self.tokens(&text);
+            if tokens <= budget || shown.is_empty() {
+                return Region {
+                    text,
+                    tokens,
+                    budget,
+                    whole_file: false,
+                    items,
+                    targets: target_labels,
+                    omitted,
+                    notes,
+                };
+            }
+            // Over budget by a few tokens: remove the shown line farthest from every target.
+            let far = shown
+                .iter()
+                .copied()
+                .max_by_key(|&l| {
+                    focus_lines
+                        .iter()
+                        .map(|&f| f.abs_diff(l))
+                        .min()
+                        .unwrap_or(l)
+                })
+                .unwrap_or(0);
+            shown.remove(&far);
+            if let Some(pos) = items.iter().rposition(|i| !target_labels.contains(i)) {
+                if !items[pos].starts_with("lines") {
+                    let label = items.remove(pos);
+                    notes.push(format!("{label} trimmed to fit the budget"));
+                }
+            }
+        }
+    }
+
+    /// The 0-based lines of the containers (impl, class, module) around `unit`: their first
+    /// lines, which tell the model where the unit lives.
+    fn containers_of(&self, unit: &Unit) -> Vec<usize> {
+        self.outline
+            .iter()
+            .filter(|s| s.container && s.lines.0 <= unit.first && unit.last < s.lines.1)
+            .map(|s| self.index.line_of(s.range.start))
+            .collect()
+    }
+
+    /// The widest window of lines of `unit` around `center` that fits what is left of the
+    /// budget.
+    fn window(
+        &self,
+        center: usize,
+        unit: &Unit,
+        used: usize,
+        budget: usize,
+    ) -> (Option<usize>, Option<usize>) {
+        let mut left = budget.saturating_sub(used + 48);
+        let (mut first, mut last) = (center, center);
+        let cost =
+            |l: usize| self.tokens(&numbered(l + 1, line_text(self.text, &self.index, l))) + 1;
+        let c = cost(center);
+        if c > left {
+            return (None, None);
+        }
+        left -= c;
+        loop {
+            let mut grew = false;
+            if last < unit.last {
+                let c = cost(last + 1);
+                if c <= left {
+                    left -= c;
+                    last += 1;
+                    grew = true;
+                }
+            }
+            if first > unit.first {
+                let c = cost(first - 1);
+                if c <= left {
+                    left -= c;
+                    first -= 1;
+                    grew = true;
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        (Some(first), Some(last))
+    }
+
+    /// The final text and the omitted spans (1-based). Gaps of one or two blank lines are
+    /// not worth a marker and are shown as they are.
+    fn render(
+        &self,
+        title: &str,
+        notes: &[String],
+        outline: &str,
+        shown: &BTreeSet<usize>,
+    ) -> (String, Vec<(usize, usize)>) {
+        let total = self.index.line_count();
+        let mut visible = shown.clone();
+        let sorted: Vec<usize> = shown.iter().copied().collect();
+        for pair in sorted.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            if b > a + 1
+                && b - a - 1 <= 2
+                && (a + 1..b).all(|l| line_text(self.text, &self.index, l).trim().is_empty())
+            {
+                visible.extend(a + 1..b);
+            }
+        }
+        let mut out = String::with_capacity(title.len() + outline.len() + 64 * visible.len());
+        out.push_str(title);
+        push_notes(&mut out, notes);
+        if !outline.is_empty() {
+            out.push('\n');
+            out.push_str(outline);
+        }
+        out.push_str("\nCode:\n");
+        let mut omitted = Vec::new();
+        let mut line = 0;
+        while line < total {
+            if visible.contains(&line) {
+                out.push_str(&numbered(line + 1, line_text(self.text, &self.index, line)));
+                out.push('\n');
+                line += 1;
+                continue;
+            }
+            let start = line;
+            while line < total && !visible.contains(&line) {
+                line += 1;
+            }
+            let (first, last) = (start + 1, line);
+            omitted.push((first, last));
+            out.push_str(&format!(
+                "     ⋮\t[lines {first}-{last} omitted: read_file with offset={first} limit={} shows them]\n",
+                last - first + 1
+            ));
+        }
+        (out, omitted)
+    }
+}
+
+fn push_notes(out: &mut String, notes: &[String]) {
+    for note in notes {
+        out.push_str("Note: ");
+        out.push_str(note);
+        out.push('\n');
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Lower-case words of a query worth matching: identifiers split at `_` and case changes,
+/// without stop words and words shorter than three letters.
+fn query_words(query: &str) -> BTreeSet<String> {
+    const STOP: &[&str] = &[
+        "the", "and", "for", "with", "that", "this", "from", "into", "when", "then", "than",
+        "should", "would", "could", "make", "add", "fix", "use", "all", "any", "not", "are", "but",
+        "its", "it's", "was", "has", "have", "can", "new", "get", "set", "self", "file", "code",
+        "function", "method", "class", "please", "also", "there", "which", "where", "what", "does",
+        "each", "instead", "need", "needs", "change", "update",
+    ];
+    query
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .flat_map(split_identifier)
+        .filter(|w| w.len() >= 3 && !STOP.contains(&w.as_str()))
+        .collect()
+}
+
+/// `parseHTTPHeader_v2` → `parse`, `http`, `header`, `v2` (lower case).
+fn split_identifier(name: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    for chunk in name.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = chunk.chars().collect();
+        let mut current = String::new();
+        for (i, &c) in chars.iter().enumerate() {
+            let boundary = i > 0
+                && c.is_uppercase()
+                && (chars[i - 1].is_lowercase()
+                    || chars.get(i + 1).is_some_and(|n| n.is_lowercase())
+                        && chars[i - 1].is_uppercase());
+            if boundary && !current.is_empty() {
+                parts.push(std::mem::take(&mut current).to_lowercase());
+            }
+            current.push(c);
+        }
+        if !current.is_empty() {
+            parts.push(current.to_lowercase());
+        }
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_identifiers() {
+        assert_eq!(
+            split_identifier("parseHTTPHeader_v2"),
+            ["parse", "http", "header", "v2"]
+        );
+        assert_eq!(split_identifier("Foo::bar"), ["foo", "bar"]);
+        assert!(query_words("Fix the parse_header function").contains("header"));
+        assert!(!query_words("Fix the parse_header function").contains("the"));
+    }
+}

@@ -1,0 +1,1106 @@
+//! Named items of a file — functions, methods, structs, enums, traits, impls, classes,
+//! interfaces, modules, tables — found with tree-sitter, looked up by plain or qualified name
+//! (`Type::method`, `Class.method`, `<Type as Trait>::method`) and replaced whole.
+//!
+//! Decisions (issue 4):
+//! - A symbol has two ranges. `range` is the declaration itself, from its first keyword
+//!   (`pub fn`, `def`, `class`, `function`) to its end; `full_range` adds what is attached in
+//!   front of it: doc comments and comments directly above (no blank line between), Rust
+//!   attributes, Python/TypeScript decorators, and a TypeScript `export`.
+//! - [`replace_symbol`] replaces `range` — keeping the attached part — unless the new text
+//!   brings its own (it starts with a comment, attribute, decorator or `export`); then it
+//!   replaces `full_range`. New text is re-indented to the symbol's indentation and gets the
+//!   file's line endings; empty new text deletes the symbol's lines.
+//! - TypeScript overloads (signatures followed by the implementation) are one symbol.
+//! - A name matches a symbol when it equals its qualified name or is a suffix of it on a path
+//!   boundary (`::` and `.` are interchangeable). One exact match wins; several suffix matches
+//!   are refused listing every candidate with its line.
+//!
+//! Never does I/O and never panics: text without a grammar has no symbols and lookups say so.
+
+use std::ops::Range;
+
+use tree_sitter::Node;
+
+use crate::document::change::{Replacement, TextEdit};
+use crate::syntax::language::Language;
+use crate::syntax::lines::LineIndex;
+use crate::syntax::tree::SyntaxTree;
+
+/// What kind of item a symbol is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SymbolKind {
+    Function,
+    Method,
+    Struct,
+    Enum,
+    Union,
+    Trait,
+    Impl,
+    Module,
+    Class,
+    Interface,
+    Type,
+    Const,
+    Static,
+    Variable,
+    Field,
+    Macro,
+    Key,
+    Table,
+}
+
+impl SymbolKind {
+    /// A short label for listings.
+    pub fn label(self) -> &'static str {
+        match self {
+            SymbolKind::Function => "fn",
+            SymbolKind::Method => "method",
+            SymbolKind::Struct => "struct",
+            SymbolKind::Enum => "enum",
+            SymbolKind::Union => "union",
+            SymbolKind::Trait => "trait",
+            SymbolKind::Impl => "impl",
+            SymbolKind::Module => "module",
+            SymbolKind::Class => "class",
+            SymbolKind::Interface => "interface",
+            SymbolKind::Type => "type",
+            SymbolKind::Const => "const",
+            SymbolKind::Static => "static",
+            SymbolKind::Variable => "variable",
+            SymbolKind::Field => "field",
+            SymbolKind::Macro => "macro",
+            SymbolKind::Key => "key",
+            SymbolKind::Table => "table",
+        }
+    }
+}
+
+/// One named item of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    /// The item's own name (`method`, `impl Display for Foo`, `a.b` for a TOML table).
+    pub name: String,
+    /// The name with its containers, joined by the language's separator (`Foo::method`).
+    pub qualified: String,
+    /// A second qualified name that tells trait-impl methods apart (`<Foo as Display>::fmt`).
+    pub alias: Option<String>,
+    pub kind: SymbolKind,
+    /// The declaration, from its first keyword to its end.
+    pub range: Range<usize>,
+    /// The declaration with its attached doc comments, attributes, decorators and `export`.
+    pub full_range: Range<usize>,
+    /// 1-based first and last line of `full_range`.
+    pub lines: (usize, usize),
+    /// The declaration's head on one line (`pub fn f(a: u32) -> u32`), at most 160 characters.
+    pub signature: String,
+    /// Index of the containing symbol in the list this symbol came from.
+    pub parent: Option<usize>,
+    /// Number of containers above this symbol.
+    pub depth: usize,
+    /// Whether members of this symbol are listed (impl, class, module, table, ...).
+    pub container: bool,
+    /// Found inside a function body: not part of outlines, still found by name.
+    pub nested: bool,
+    /// How many declarations were merged into this symbol (TypeScript overloads); 1 otherwise.
+    pub declarations: usize,
+}
+
+impl Symbol {
+    /// The name to show in listings: the alias when there is one (it is the unambiguous form).
+    pub fn display_name(&self) -> &str {
+        self.alias.as_deref().unwrap_or(&self.qualified)
+    }
+}
+
+/// How deep [`symbols`] looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Top-level items and the members of containers (what an outline shows). Cheap.
+    Outline,
+    /// Also items declared inside function bodies (nested functions, local types and impls).
+    All,
+}
+
+/// Why a lookup found no single symbol. Messages are written for a model to act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SymbolError {
+    #[error(
+        "cannot look up symbols in a {language} file: it has no grammar; use line numbers instead"
+    )]
+    NoGrammar { language: Language },
+    #[error("{}", not_found_message(.name, .suggestions))]
+    NotFound {
+        name: String,
+        /// Similar symbols as `name (kind, line N)`.
+        suggestions: Vec<String>,
+    },
+    #[error("{}", ambiguous_message(.name, .candidates))]
+    Ambiguous {
+        name: String,
+        /// Every match as `qualified name (kind, line N)`.
+        candidates: Vec<String>,
+    },
+}
+
+/// The symbols of `text` in document order; containers come before their members.
+pub fn symbols(text: &str, tree: &SyntaxTree, scope: Scope) -> Vec<Symbol> {
+    let Some(root) = tree.root() else {
+        return Vec::new();
+    };
+    let mut walker = Walker {
+        text,
+        language: tree.language(),
+        index: LineIndex::new(text),
+        scope,
+        out: Vec::new(),
+        signature_only: Vec::new(),
+    };
+    let body = match tree.language() {
+        // JSON: the members of the top-level object.
+        Language::Json => root.named_child(0).filter(|n| n.kind() == "object"),
+        _ => Some(root),
+    };
+    if let Some(body) = body {
+        walker.walk_body(body, None, &[], false);
+    }
+    walker.out
+}
+
+/// The one symbol `name` designates, or why there is none.
+pub fn find_symbol<'s>(symbols: &'s [Symbol], name: &str) -> Result<&'s Symbol, SymbolError> {
+    let matches = find_all(symbols, name);
+    match matches.as_slice() {
+        [] => Err(SymbolError::NotFound {
+            name: name.trim().to_string(),
+            suggestions: suggestions(symbols, name),
+        }),
+        [one] => Ok(one),
+        many => {
+            let wanted = normalise(name);
+            let exact: Vec<&&Symbol> = many
+                .iter()
+                .filter(|s| normalise(&s.qualified) == wanted)
+                .collect();
+            if let [one] = exact.as_slice() {
+                return Ok(one);
+            }
+            Err(SymbolError::Ambiguous {
+                name: name.trim().to_string(),
+                candidates: many.iter().map(|s| describe(s)).collect(),
+            })
+        }
+    }
+}
+
+/// Every symbol `name` matches (exactly or as a path suffix), in document order.
+pub fn find_all<'s>(symbols: &'s [Symbol], name: &str) -> Vec<&'s Symbol> {
+    let wanted = normalise(name);
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let suffix = format!(".{wanted}");
+    let hit = |candidate: &str| {
+        let candidate = normalise(candidate);
+        candidate == wanted || candidate.ends_with(&suffix)
+    };
+    symbols
+        .iter()
+        .filter(|s| hit(&s.qualified) || s.alias.as_deref().is_some_and(hit) || hit(&s.name))
+        .collect()
+}
+
+/// The edit that replaces symbol `name` of `text` with `new_text` (see the module docs for what
+/// is replaced and how the new text is indented).
+pub fn replace_symbol(
+    text: &str,
+    tree: &SyntaxTree,
+    name: &str,
+    new_text: &str,
+) -> Result<TextEdit, SymbolError> {
+    let language = tree.language();
+    if tree.root().is_none() {
+        return Err(SymbolError::NoGrammar { language });
+    }
+    let all = symbols(text, tree, Scope::All);
+    let symbol = find_symbol(&all, name)?;
+    Ok(TextEdit::single(replacement_for(
+        text, language, symbol, new_text,
+    )))
+}
+
+/// The replacement that puts `new_text` in place of `symbol` (already located in `text`).
+pub fn replacement_for(
+    text: &str,
+    language: Language,
+    symbol: &Symbol,
+    new_text: &str,
+) -> Replacement {
+    let index = LineIndex::new(text);
+    if new_text.trim().is_empty() {
+        // Deleting: the symbol's whole lines go, attached comments and attributes included,
+        // unless other code shares its first or last line.
+        let (first, last) = index.lines_of(&symbol.full_range);
+        let lines = index.lines_range(first, last);
+        let before = &text[lines.start..symbol.full_range.start];
+        let after = &text[symbol.full_range.end..lines.end];
+        let range = if before.trim().is_empty() && after.trim().is_empty() {
+            lines
+        } else {
+            symbol.full_range.clone()
+        };
+        return Replacement::delete(range);
+    }
+    let range = if starts_with_attachment(language, new_text) {
+        symbol.full_range.clone()
+    } else {
+        symbol.range.clone()
+    };
+    let line_start = index.line_range(index.line_of(range.start)).start;
+    let prefix = &text[line_start..range.start];
+    let indent = if prefix.chars().all(char::is_whitespace) {
+        prefix
+    } else {
+        &prefix[..prefix.len() - prefix.trim_start().len()]
+    };
+    Replacement::new(range, reindent(new_text, indent, file_is_crlf(text)))
+}
+
+/// Whether the first non-blank line of `new_text` is a comment, attribute, decorator or
+/// `export` — a part [`Symbol::full_range`] covers and `range` does not.
+pub fn starts_with_attachment(language: Language, new_text: &str) -> bool {
+    let first = new_text.trim_start();
+    let markers: &[&str] = match language {
+        Language::Rust => &["#[", "//", "/*"],
+        Language::Python => &["@", "#"],
+        Language::TypeScript | Language::Tsx | Language::JavaScript => {
+            &["@", "//", "/*", "export "]
+        }
+        Language::Go => &["//", "/*"],
+        Language::Toml => &["#"],
+        Language::Json => &["//", "/*"],
+        Language::Text => &[],
+    };
+    markers.iter().any(|m| first.starts_with(m))
+}
+
+fn file_is_crlf(text: &str) -> bool {
+    let crlf = text.matches("\r\n").count();
+    crlf > 0 && crlf * 2 >= text.matches('\n').count()
+}
+
+/// `new_text` without its common indentation, every line after the first indented by `indent`
+/// (the first goes where the old declaration started), trailing line breaks dropped, `\n` as
+/// `\r\n` when `crlf`.
+fn reindent(new_text: &str, indent: &str, crlf: bool) -> String {
+    let normalised = new_text.replace("\r\n", "\n");
+    let body = normalised.trim_end_matches(['\n', ' ', '\t']);
+    let body = body.trim_start_matches('\n');
+    let lines: Vec<&str> = body.split('\n').collect();
+    let common = lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| &l[..l.len() - l.trim_start().len()])
+        .reduce(|a, b| {
+            let shared = a
+                .char_indices()
+                .zip(b.chars())
+                .find(|((_, x), y)| x != y)
+                .map_or(a.len().min(b.len()), |((i, _), _)| i);
+            &a[..shared]
+        })
+        .unwrap_or("");
+    let mut out = String::with_capacity(body.len() + lines.len() * indent.len());
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push_str(if crlf { "\r\n" } else { "\n" });
+        }
+        let stripped = line.strip_prefix(common).unwrap_or(line.trim_start());
+        if stripped.trim().is_empty() {
+            continue;
+        }
+        if i > 0 {
+            out.push_str(indent);
+        }
+        out.push_str(stripped.trim_end_matches('\r'));
+    }
+    out
+}
+
+fn normalise(name: &str) -> String {
+    name.trim().replace("::", ".")
+}
+
+fn describe(symbol: &Symbol) -> String {
+    format!(
+        "{} ({}, line {})",
+        symbol.display_name(),
+        symbol.kind.label(),
+        symbol.lines.0
+    )
+}
+
+fn suggestions(symbols: &[Symbol], name: &str) -> Vec<String> {
+    let wanted = normalise(name);
+    let last = wanted.rsplit('.').next().unwrap_or(&wanted).to_lowercase();
+    if last.is_empty() {
+        return Vec::new();
+    }
+    let mut scored: Vec<(usize, &Symbol)> = symbols
+        .iter()
+        .filter_map(|s| {
+            let own = s.name.to_lowercase();
+            let score = if own == last {
+                0
+            } else if own.contains(&last) || (own.len() >= 3 && last.contains(&own)) {
+                1
+            } else {
+                let distance = edit_distance(&own, &last);
+                if distance <= 2.max(last.len() / 4) {
+                    1 + distance
+                } else {
+                    return None;
+                }
+            };
+            Some((score, s))
+        })
+        .collect();
+    scored.sort_by_key(|&(score, s)| (score, s.range.start));
+    scored
+        .into_iter()
+        .take(8)
+        .map(|(_, s)| describe(s))
+        .collect()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let current = row[j + 1];
+            row[j + 1] = if ca == cb {
+                previous
+            } else {
+                1 + previous.min(row[j]).min(row[j + 1])
+            };
+            previous = current;
+        }
+    }
+    row[b.len()]
+}
+
+fn not_found_message(name: &str, suggestions: &[String]) -> String {
+    if suggestions.is_empty() {
+        format!("no symbol named `{name}` in this file; use a name from the file's outline")
+    } else {
+        format!(
+            "no symbol named `{name}` in this file; similar symbols: {}",
+            suggestions.join(", ")
+        )
+    }
+}
+
+fn ambiguous_message(name: &str, candidates: &[String]) -> String {
+    format!(
+        "`{name}` is ambiguous: {} symbols match: {}; use one of these qualified names",
+        candidates.len(),
+        candidates.join(", ")
+    )
+}
+
+/// An item found at one level of the tree, before it becomes a [`Symbol`].
+struct Item<'t> {
+    kind: SymbolKind,
+    name: String,
+    /// The node that is attached-to (export statement, decorated definition, the declaration).
+    outer: Node<'t>,
+    /// The declaration proper.
+    decl: Node<'t>,
+    /// Members to list (impl/class/module bodies).
+    members: Option<Node<'t>>,
+    /// A function body to search for nested items (only with [`Scope::All`]).
+    code: Option<Node<'t>>,
+    /// The path segment members get instead of `name` (`Foo` for `impl Display for Foo`).
+    member_prefix: Option<String>,
+    /// `Display` for `impl Display for Foo`: members get the alias `<Foo as Display>::m`.
+    trait_name: Option<String>,
+    /// A declaration without body that may be an overload of the next one (TypeScript).
+    signature_only: bool,
+    /// A path segment between the container's path and the name (a Go method's receiver).
+    owner: Option<String>,
+}
+
+struct Walker<'a> {
+    text: &'a str,
+    language: Language,
+    index: LineIndex,
+    scope: Scope,
+    out: Vec<Symbol>,
+    signature_only: Vec<bool>,
+}
+
+const ATTACHED: &[&str] = &[
+    "line_comment",
+    "block_comment",
+    "comment",
+    "attribute_item",
+    "decorator",
+];
+
+impl<'a> Walker<'a> {
+    fn walk_body(&mut self, body: Node<'_>, parent: Option<usize>, path: &[String], nested: bool) {
+        let mut cursor = body.walk();
+        let children: Vec<Node> = body.named_children(&mut cursor).collect();
+        for child in children {
+            self.visit(child, parent, path, nested);
+        }
+    }
+
+    fn visit(&mut self, node: Node<'_>, parent: Option<usize>, path: &[String], nested: bool) {
+        let items = self.classify(node, parent, nested);
+        if items.is_empty() {
+            if nested {
+                // Inside code: keep looking for items at any depth.
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.visit(child, parent, path, true);
+                }
+            }
+            return;
+        }
+        for item in items {
+            self.push(item, parent, path, nested);
+        }
+    }
+
+    fn push(&mut self, item: Item<'_>, parent: Option<usize>, path: &[String], nested: bool) {
+        let sep = self.language.path_separator();
+        let mut own_path = path.to_vec();
+        own_path.extend(item.owner.clone());
+        own_path.push(item.name.clone());
+        let qualified = own_path.join(sep);
+        let alias = parent
+            .and_then(|p| self.out.get(p))
+            .and_then(|p| p.alias.clone())
+            .map(|a| format!("{a}{sep}{}", item.name));
+        let start = first_content_start(item.decl);
+        let range = start..item.decl.end_byte();
+        let full_start = self.attached_start(item.outer);
+        let full_range = full_start..item.outer.end_byte().max(range.end);
+        let (first, last) = self.index.lines_of(&full_range);
+        let mut symbol = Symbol {
+            signature: self.signature(item.decl, start),
+            name: item.name,
+            qualified,
+            alias,
+            kind: item.kind,
+            range,
+            full_range,
+            lines: (first + 1, last + 1),
+            parent,
+            depth: path.len(),
+            container: item.members.is_some(),
+            nested,
+            declarations: 1,
+        };
+        // TypeScript overloads: signatures directly followed by a declaration of the same name
+        // become one symbol.
+        if let (Some(previous), Some(&true)) = (self.out.last(), self.signature_only.last()) {
+            if previous.name == symbol.name
+                && previous.parent == parent
+                && matches!(previous.kind, SymbolKind::Function | SymbolKind::Method)
+                && previous.kind == symbol.kind
+            {
+                symbol.range.start = previous.range.start;
+                symbol.full_range.start = previous.full_range.start;
+                symbol.lines.0 = previous.lines.0;
+                symbol.signature = previous.signature.clone();
+                symbol.declarations += previous.declarations;
+                self.out.pop();
+                self.signature_only.pop();
+            }
+        }
+        let index = self.out.len();
+        if let Some(trait_name) = &item.trait_name {
+            let own = item.member_prefix.clone().unwrap_or_default();
+            symbol.alias = Some(format!("<{own} as {trait_name}>"));
+        }
+        self.out.push(symbol);
+        self.signature_only.push(item.signature_only);
+        let member_path = {
+            let mut p = path.to_vec();
+            p.push(
+                item.member_prefix
+                    .clone()
+                    .unwrap_or_else(|| self.out[index].name.clone()),
+            );
+            p
+        };
+        if let Some(members) = item.members {
+            // JSON: top-level keys and their children; deeper data is not an outline.
+            let depth_limit = self.language == Language::Json && !path.is_empty();
+            if !depth_limit {
+                self.walk_body(members, Some(index), &member_path, nested);
+            }
+        }
+        if self.scope == Scope::All {
+            if let Some(code) = item.code {
+                self.walk_body(code, Some(index), &member_path, true);
+            }
+        }
+        // An impl's alias (`<Foo as Display>`) is only a prefix for its members.
+        if item.trait_name.is_some() {
+            self.out[index].alias = None;
+        }
+    }
+
+    /// Where the comments, attributes and decorators attached above `node` begin.
+    fn attached_start(&self, node: Node<'_>) -> usize {
+        let mut start = node.start_byte();
+        let mut current = node;
+        while let Some(previous) = current.prev_named_sibling() {
+            if !ATTACHED.contains(&previous.kind()) {
+                break;
+            }
+            let (_, previous_last) = self.index.lines_of(&previous.byte_range());
+            let current_first = self.index.line_of(current.start_byte());
+            if current_first > previous_last + 1 {
+                break; // a blank line separates them
+            }
+            // A trailing comment on the line of earlier code is not attached to this item.
+            let line_start = self
+                .index
+                .line_range(self.index.line_of(previous.start_byte()))
+                .start;
+            if !self.text[line_start..previous.start_byte()]
+                .trim()
+                .is_empty()
+            {
+                break;
+            }
+            if previous.kind() == "line_comment" || previous.kind() == "comment" {
+                let comment = &self.text[previous.byte_range()];
+                // `//!` documents the enclosing module, not the next item.
+                if comment.starts_with("//!") {
+                    break;
+                }
+            }
+            start = previous.start_byte();
+            current = previous;
+        }
+        start
+    }
+
+    /// The declaration's head on one line: from its first keyword to its body (or the end of
+    /// its first line), whitespace collapsed.
+    fn signature(&self, decl: Node<'_>, start: usize) -> String {
+        let body_start = decl
+            .child_by_field_name("body")
+            .map(|b| b.start_byte())
+            .filter(|&b| b > start);
+        let end = match body_start {
+            Some(b) => b,
+            None => {
+                let line = self.index.line_of(start);
+                let line_end = self.index.line_range(line).end;
+                line_end.min(decl.end_byte()).max(start)
+            }
+        };
+        let raw = self.text.get(start..end).unwrap_or("");
+        let collapsed = raw
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace("( ", "(")
+            .replace(", )", ")")
+            .replace(" )", ")");
+        let trimmed = collapsed
+            .trim_end_matches(['{', ':', '=', ' '])
+            .trim_end()
+            .to_string();
+        let head = if trimmed.is_empty() {
+            collapsed
+        } else {
+            trimmed
+        };
+        if head.chars().count() > 160 {
+            let cut: String = head.chars().take(159).collect();
+            format!("{cut}…")
+        } else {
+            head
+        }
+    }
+
+    fn node_text(&self, node: Node<'_>) -> &'a str {
+        self.text.get(node.byte_range()).unwrap_or("")
+    }
+
+    fn field_text(&self, node: Node<'_>, field: &str) -> Option<String> {
+        node.child_by_field_name(field)
+            .map(|n| self.node_text(n).to_string())
+    }
+
+    fn classify<'t>(&self, node: Node<'t>, parent: Option<usize>, nested: bool) -> Vec<Item<'t>> {
+        let in_container = parent
+            .is_some_and(|p| matches!(self.out[p].kind, SymbolKind::Class | SymbolKind::Interface));
+        match self.language {
+            Language::Rust => self.classify_rust(node, parent).into_iter().collect(),
+            Language::Python => self.classify_python(node, node, parent, nested),
+            Language::TypeScript | Language::Tsx | Language::JavaScript => {
+                self.classify_js(node, node, parent, nested, in_container)
+            }
+            Language::Go => self.classify_go(node, nested),
+            Language::Json => self.classify_json(node),
+            Language::Toml => self.classify_toml(node, parent),
+            Language::Text => Vec::new(),
+        }
+    }
+
+    fn item<'t>(&self, kind: SymbolKind, name: String, node: Node<'t>) -> Item<'t> {
+        Item {
+            kind,
+            name,
+            outer: node,
+            decl: node,
+            members: None,
+            code: None,
+            member_prefix: None,
+            trait_name: None,
+            signature_only: false,
+            owner: None,
+        }
+    }
+
+    fn classify_rust<'t>(&self, node: Node<'t>, parent: Option<usize>) -> Option<Item<'t>> {
+        let in_impl = parent
+            .is_some_and(|p| matches!(self.out[p].kind, SymbolKind::Impl | SymbolKind::Trait));
+        let name = || self.field_text(node, "name");
+        let item = match node.kind() {
+            "function_item" | "function_signature_item" => {
+                let kind = if in_impl {
+                    SymbolKind::Method
+                } else {
+                    SymbolKind::Function
+                };
+                let mut item = self.item(kind, name()?, node);
+                item.code = node.child_by_field_name("body");
+                item
+            }
+            "struct_item" => self.item(SymbolKind::Struct, name()?, node),
+            "enum_item" => self.item(SymbolKind::Enum, name()?, node),
+            "union_item" => self.item(SymbolKind::Union, name()?, node),
+            "type_item" | "associated_type" => self.item(SymbolKind::Type, name()?, node),
+            "const_item" => self.item(SymbolKind::Const, name()?, node),
+            "static_item" => self.item(SymbolKind::Static, name()?, node),
+            "macro_definition" => self.item(SymbolKind::Macro, format!("{}!", name()?), node),
+            "trait_item" => {
+                let mut item = self.item(SymbolKind::Trait, name()?, node);
+                item.members = node.child_by_field_name("body");
+                item
+            }
+            "mod_item" => {
+                let mut item = self.item(SymbolKind::Module, name()?, node);
+                item.members = node.child_by_field_name("body");
+                item
+            }
+            "foreign_mod_item" => {
+                let abi = node
+                    .named_child(0)
+                    .filter(|n| n.kind() == "extern_modifier")
+                    .map(|n| self.node_text(n).to_string())
+                    .unwrap_or_else(|| "extern".to_string());
+                let mut item = self.item(SymbolKind::Module, abi, node);
+                item.members = node.child_by_field_name("body");
+                item
+            }
+            "impl_item" => {
+                let ty = node.child_by_field_name("type")?;
+                let ty_text = collapse(self.node_text(ty));
+                let trait_text = node
+                    .child_by_field_name("trait")
+                    .map(|t| collapse(self.node_text(t)));
+                let negative = node.children(&mut node.walk()).any(|c| c.kind() == "!");
+                let name = match &trait_text {
+                    Some(t) if negative => format!("impl !{t} for {ty_text}"),
+                    Some(t) => format!("impl {t} for {ty_text}"),
+                    None => format!("impl {ty_text}"),
+                };
+                let base = base_type_name(self, ty);
+                let mut item = self.item(SymbolKind::Impl, name, node);
+                item.members = node.child_by_field_name("body");
+                item.trait_name = trait_text;
+                item.member_prefix = Some(base);
+                item
+            }
+            "macro_invocation" if parent.is_none() => {
+                let mac = node.child_by_field_name("macro")?;
+                self.item(SymbolKind::Macro, format!("{}!", self.node_text(mac)), node)
+            }
+            _ => return None,
+        };
+        Some(item)
+    }
+
+    fn classify_python<'t>(
+        &self,
+        node: Node<'t>,
+        outer: Node<'t>,
+        parent: Option<usize>,
+        nested: bool,
+    ) -> Vec<Item<'t>> {
+        let in_class = parent.is_some_and(|p| self.out[p].kind == SymbolKind::Class);
+        let name = || self.field_text(node, "name");
+        let mut item = match node.kind() {
+            "decorated_definition" => {
+                return match node.child_by_field_name("definition") {
+                    Some(def) => self.classify_python(def, outer, parent, nested),
+                    None => Vec::new(),
+                };
+            }
+            "function_definition" => {
+                let kind = if in_class && !nested {
+                    SymbolKind::Method
+                } else {
+                    SymbolKind::Function
+                };
+                let Some(name) = name() else {
+                    return Vec::new();
+                };
+                let mut item = self.item(kind, name, node);
+                item.code = node.child_by_field_name("body");
+                item
+            }
+            "class_definition" => {
+                let Some(name) = name() else {
+                    return Vec::new();
+                };
+                let mut item = self.item(SymbolKind::Class, name, node);
+                item.members = node.child_by_field_name("body");
+                item
+            }
+            "expression_statement" if parent.is_none() && !nested => {
+                let Some(assign) = node.named_child(0).filter(|n| n.kind() == "assignment") else {
+                    return Vec::new();
+                };
+                let Some(left) = assign
+                    .child_by_field_name("left")
+                    .filter(|l| l.kind() == "identifier")
+                else {
+                    return Vec::new();
+                };
+                self.item(SymbolKind::Variable, self.node_text(left).to_string(), node)
+            }
+            _ => return Vec::new(),
+        };
+        item.outer = outer;
+        vec![item]
+    }
+
+    fn classify_js<'t>(
+        &self,
+        node: Node<'t>,
+        outer: Node<'t>,
+        parent: Option<usize>,
+        nested: bool,
+        in_container: bool,
+    ) -> Vec<Item<'t>> {
+        let name = || self.field_text(node, "name");
+        let with_outer = |mut item: Item<'t>| {
+            item.outer = outer;
+            vec![item]
+        };
+        match node.kind() {
+            "export_statement" => {
+                if let Some(decl) = node.child_by_field_name("declaration") {
+                    return self.classify_js(decl, outer, parent, nested, in_container);
+                }
+                if let Some(value) = node.child_by_field_name("value") {
+                    // `export default function () {}` / `export default class {}`
+                    let kind = match value.kind() {
+                        "class" | "class_declaration" => SymbolKind::Class,
+                        "function_expression" | "function_declaration" | "arrow_function" => {
+                            SymbolKind::Function
+                        }
+                        _ => return Vec::new(),
+                    };
+                    let name = self
+                        .field_text(value, "name")
+                        .unwrap_or_else(|| "default".to_string());
+                    let mut item = self.item(kind, name, value);
+                    item.outer = outer;
+                    item.members = value
+                        .child_by_field_name("body")
+                        .filter(|_| kind == SymbolKind::Class);
+                    item.code = value
+                        .child_by_field_name("body")
+                        .filter(|_| kind == SymbolKind::Function);
+                    return vec![item];
+                }
+                Vec::new()
+            }
+            "expression_statement" => match node.named_child(0) {
+                Some(inner) if inner.kind() == "internal_module" => {
+                    self.classify_js(inner, outer, parent, nested, in_container)
+                }
+                _ => Vec::new(),
+            },
+            "ambient_declaration" => match node.named_child(0) {
+                Some(inner) => self.classify_js(inner, outer, parent, nested, in_container),
+                None => Vec::new(),
+            },
+            "function_declaration" | "generator_function_declaration" | "function_signature" => {
+                let Some(name) = name() else {
+                    return Vec::new();
+                };
+                let mut item = self.item(SymbolKind::Function, name, node);
+                item.code = node.child_by_field_name("body");
+                item.signature_only = node.kind() == "function_signature";
+                with_outer(item)
+            }
+            "class_declaration" | "abstract_class_declaration" | "class" => {
+                let Some(name) = name() else {
+                    return Vec::new();
+                };
+                let mut item = self.item(SymbolKind::Class, name, node);
+                item.members = node.child_by_field_name("body");
+                with_outer(item)
+            }
+            "interface_declaration" => {
+                let Some(name) = name() else {
+                    return Vec::new();
+                };
+                let mut item = self.item(SymbolKind::Interface, name, node);
+                item.members = node.child_by_field_name("body");
+                with_outer(item)
+            }
+            "type_alias_declaration" => match name() {
+                Some(name) => with_outer(self.item(SymbolKind::Type, name, node)),
+                None => Vec::new(),
+            },
+            "enum_declaration" => match name() {
+                Some(name) => with_outer(self.item(SymbolKind::Enum, name, node)),
+                None => Vec::new(),
+            },
+            "internal_module" | "module" => {
+                let Some(name) = name() else {
+                    return Vec::new();
+                };
+                let name = name.trim_matches(['"', '\'']).to_string();
+                let mut item = self.item(SymbolKind::Module, name, node);
+                item.members = node.child_by_field_name("body");
+                with_outer(item)
+            }
+            "method_definition" | "method_signature" | "abstract_method_signature" => {
+                let Some(name) = name() else {
+                    return Vec::new();
+                };
+                let mut item = self.item(SymbolKind::Method, name, node);
+                item.code = node.child_by_field_name("body");
+                item.signature_only = node.kind() != "method_definition";
+                with_outer(item)
+            }
+            "public_field_definition" | "field_definition" | "property_signature"
+                if in_container =>
+            {
+                let name = self
+                    .field_text(node, "name")
+                    .or_else(|| self.field_text(node, "property"));
+                match name {
+                    Some(name) => with_outer(self.item(SymbolKind::Field, name, node)),
+                    None => Vec::new(),
+                }
+            }
+            "lexical_declaration" | "variable_declaration" if !nested && parent.is_none() => {
+                let mut cursor = node.walk();
+                let Some(declarator) = node
+                    .named_children(&mut cursor)
+                    .find(|c| c.kind() == "variable_declarator")
+                else {
+                    return Vec::new();
+                };
+                let Some(name_node) = declarator
+                    .child_by_field_name("name")
+                    .filter(|n| n.kind() == "identifier")
+                else {
+                    return Vec::new();
+                };
+                let value = declarator.child_by_field_name("value");
+                let is_function = value.is_some_and(|v| {
+                    matches!(
+                        v.kind(),
+                        "arrow_function"
+                            | "function_expression"
+                            | "function"
+                            | "generator_function"
+                    )
+                });
+                let is_class = value.is_some_and(|v| v.kind() == "class");
+                let constant = self.node_text(node).starts_with("const");
+                let kind = if is_function {
+                    SymbolKind::Function
+                } else if is_class {
+                    SymbolKind::Class
+                } else if constant {
+                    SymbolKind::Const
+                } else {
+                    SymbolKind::Variable
+                };
+                let mut item = self.item(kind, self.node_text(name_node).to_string(), node);
+                if is_function {
+                    item.code = value.and_then(|v| v.child_by_field_name("body"));
+                }
+                if is_class {
+                    item.members = value.and_then(|v| v.child_by_field_name("body"));
+                }
+                with_outer(item)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn classify_go<'t>(&self, node: Node<'t>, nested: bool) -> Vec<Item<'t>> {
+        match node.kind() {
+            "function_declaration" => {
+                let Some(name) = self.field_text(node, "name") else {
+                    return Vec::new();
+                };
+                let mut item = self.item(SymbolKind::Function, name, node);
+                item.code = node.child_by_field_name("body");
+                vec![item]
+            }
+            "method_declaration" => {
+                let Some(name) = self.field_text(node, "name") else {
+                    return Vec::new();
+                };
+                let receiver = node
+                    .child_by_field_name("receiver")
+                    .and_then(|r| r.named_child(0))
+                    .and_then(|p| p.child_by_field_name("type"))
+                    .map(|t| base_type_name(self, t))
+                    .unwrap_or_default();
+                let mut item = self.item(SymbolKind::Method, name, node);
+                item.code = node.child_by_field_name("body");
+                item.owner = Some(receiver).filter(|r| !r.is_empty());
+                vec![item]
+            }
+            "type_declaration" | "const_declaration" | "var_declaration" if !nested => {
+                let mut cursor = node.walk();
+                let specs: Vec<Node> = node
+                    .named_children(&mut cursor)
+                    .filter(|c| {
+                        matches!(
+                            c.kind(),
+                            "type_spec" | "type_alias" | "const_spec" | "var_spec"
+                        )
+                    })
+                    .collect();
+                let single = specs.len() == 1;
+                specs
+                    .into_iter()
+                    .filter_map(|spec| {
+                        let name = self.field_text(spec, "name")?;
+                        let kind = match spec.kind() {
+                            "const_spec" => SymbolKind::Const,
+                            "var_spec" => SymbolKind::Variable,
+                            "type_alias" => SymbolKind::Type,
+                            _ => match spec.child_by_field_name("type").map(|t| t.kind()) {
+                                Some("struct_type") => SymbolKind::Struct,
+                                Some("interface_type") => SymbolKind::Interface,
+                                _ => SymbolKind::Type,
+                            },
+                        };
+                        // A lone spec is the whole `type X struct {...}` declaration, so that
+                        // replacing it keeps exactly one `type` keyword.
+                        let node = if single { node } else { spec };
+                        let name = name.split(',').next().unwrap_or("").trim().to_string();
+                        Some(self.item(kind, name, node))
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn classify_json<'t>(&self, node: Node<'t>) -> Vec<Item<'t>> {
+        if node.kind() != "pair" {
+            return Vec::new();
+        }
+        let Some(key) = node.child_by_field_name("key") else {
+            return Vec::new();
+        };
+        let name = self.node_text(key).trim_matches('"').to_string();
+        let mut item = self.item(SymbolKind::Key, name, node);
+        item.members = node
+            .child_by_field_name("value")
+            .filter(|v| v.kind() == "object");
+        vec![item]
+    }
+
+    fn classify_toml<'t>(&self, node: Node<'t>, parent: Option<usize>) -> Vec<Item<'t>> {
+        let key = |node: Node<'t>| {
+            let mut cursor = node.walk();
+            let key = node
+                .named_children(&mut cursor)
+                .find(|c| matches!(c.kind(), "bare_key" | "dotted_key" | "quoted_key"));
+            key.map(|k| collapse(self.node_text(k)))
+        };
+        match node.kind() {
+            "table" | "table_array_element" => {
+                let Some(name) = key(node) else {
+                    return Vec::new();
+                };
+                let mut item = self.item(SymbolKind::Table, name, node);
+                item.members = Some(node);
+                vec![item]
+            }
+            "pair" if parent.is_none_or(|p| self.out[p].kind == SymbolKind::Table) => {
+                match key(node) {
+                    Some(name) => vec![self.item(SymbolKind::Key, name, node)],
+                    None => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Where the declaration's own text starts: after decorators, attributes and comments that the
+/// grammar put inside the node.
+fn first_content_start(decl: Node<'_>) -> usize {
+    let mut cursor = decl.walk();
+    decl.children(&mut cursor)
+        .find(|c| !ATTACHED.contains(&c.kind()))
+        .map_or(decl.start_byte(), |c| c.start_byte())
+}
+
+/// `Foo` for `Foo<T>`, `&'a mut Foo`, `*Foo`, `pkg.Foo[T]`.
+fn base_type_name(walker: &Walker<'_>, ty: Node<'_>) -> String {
+    let mut node = ty;
+    while matches!(
+        node.kind(),
+        "generic_type" | "reference_type" | "pointer_type" | "qualified_type"
+    ) {
+        let inner = node
+            .child_by_field_name("type")
+            .or_else(|| node.child_by_field_name("name"))
+            .or_else(|| {
+                let count = node.named_child_count();
+                (count > 0)
+                    .then(|| node.named_child((count - 1) as u32))
+                    .flatten()
+            });
+        match inner {
+            Some(inner) if inner.id() != node.id() => node = inner,
+            _ => break,
+        }
+    }
+    collapse(walker.node_text(node))
+}
+
+fn collapse(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
