@@ -2,3 +2,4 @@
 //! types and the code around them, kept out of `main.rs`.
 
 pub mod context;
+pub mod doctor;

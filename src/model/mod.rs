@@ -1,0 +1,86 @@
+//! One way for every workflow to talk to a model, whatever serves it: OpenAI-compatible servers
+//! (OpenAI, Ollama, LM Studio, llama.cpp, vLLM, OpenRouter), Anthropic and Gemini.
+//!
+//! A workflow builds a neutral [`ChatRequest`], asks the [`ModelRouter`] for the model of a role
+//! and reads a stream of [`StreamEvent`]s: text deltas, tool calls (native, or recognised in the
+//! text for models without native tools), then one `Done` with usage and finish reason. Requests
+//! are fitted to the model's context window before sending; transport faults, 429s and 5xx
+//! answers are retried with backoff while nothing has reached the caller, and become typed
+//! [`ModelError`]s otherwise. Cancelling the token stops an in-flight request.
+//!
+//! This module never sees LSP types, never logs a request body or header, and never lets an API
+//! key reach a log line, an error or `Debug` output.
+
+pub mod anthropic;
+pub mod budget;
+mod error;
+pub mod gemini;
+pub mod http;
+pub mod openai;
+pub mod replay;
+pub mod roles;
+pub mod text_tools;
+mod types;
+
+use std::pin::Pin;
+
+use futures::{Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
+
+pub use crate::config::ModelRole;
+pub use error::{ModelError, TimeoutPhase};
+pub use http::HttpModel;
+pub use roles::{ModelRouter, ProbeResult};
+pub use types::{
+    ChatOptions, ChatRequest, ChatResponse, FinishReason, Message, StreamEvent, ToolCall,
+    ToolChoice, ToolSpec, Usage,
+};
+
+/// The events of one answer. Ends after `Done` or after the first error.
+pub type ChatStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ModelError>> + Send>>;
+
+/// A model that answers chat requests. Implemented by [`HttpModel`] for every provider, and by
+/// test doubles in workflow tests.
+pub trait ChatModel: Send + Sync {
+    /// `provider/model`, for logs, hovers and the audit log.
+    fn name(&self) -> &str;
+
+    /// The context window the request is fitted to, in tokens.
+    fn context_window(&self) -> usize;
+
+    /// Starts answering `request`. Nothing happens until the stream is polled; cancelling
+    /// `cancel` (or dropping the stream) stops the request promptly and the stream then yields
+    /// [`ModelError::Cancelled`].
+    fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream;
+}
+
+/// Reads a whole answer. Fails with the stream's first error, or with
+/// [`ModelError::StreamEndedEarly`] if it ends without `Done`.
+pub async fn collect(mut stream: ChatStream) -> Result<ChatResponse, ModelError> {
+    let mut response = ChatResponse::default();
+    while let Some(event) = stream.next().await {
+        match event? {
+            StreamEvent::TextDelta { text } => response.text.push_str(&text),
+            StreamEvent::ToolCall { call, .. } => response.tool_calls.push(call),
+            StreamEvent::ToolCallStarted { .. } | StreamEvent::ToolCallDelta { .. } => {}
+            StreamEvent::Done { finish, usage } => {
+                response.finish = Some(finish);
+                response.usage = usage;
+                return Ok(response);
+            }
+        }
+    }
+    Err(ModelError::StreamEndedEarly {
+        url: "the model".to_owned(),
+        detail: "no final event".to_owned(),
+    })
+}
+
+/// `model.chat` then [`collect`].
+pub async fn complete(
+    model: &dyn ChatModel,
+    request: ChatRequest,
+    cancel: CancellationToken,
+) -> Result<ChatResponse, ModelError> {
+    collect(model.chat(request, cancel)).await
+}

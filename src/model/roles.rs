@@ -1,0 +1,234 @@
+//! Roles to models: which provider and model answers for `coder`, `planner`, `judge` and
+//! `escalation`, falling back to `coder`, and probing servers (`GET …/models`) when the
+//! configuration leaves the choice open (the built-in Ollama → LM Studio default).
+//!
+//! Probing never sends a request body and never reports a key; a probe failure is data for
+//! `patchwise doctor`, not an error.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, ModelRole, ProviderConfig, ProviderKind};
+use crate::model::http::{error_message, secret_header, shared_client};
+use crate::model::{ChatModel, HttpModel, ModelError, anthropic};
+
+/// What a provider's model list said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProbeResult {
+    pub url: String,
+    pub answers: bool,
+    pub models: Vec<String>,
+    /// Why the server did not answer (or answered with an error).
+    pub error: Option<String>,
+}
+
+/// Lists the models `provider` serves, within `timeout`.
+pub async fn probe(provider: &ProviderConfig, timeout: Duration) -> ProbeResult {
+    let base = provider.base_url();
+    let url = match provider.kind {
+        ProviderKind::OpenAi | ProviderKind::Gemini => format!("{base}/models"),
+        ProviderKind::Anthropic => anthropic::messages_url(base).replace("/messages", "/models"),
+    };
+    let mut result = ProbeResult {
+        url: url.clone(),
+        answers: false,
+        models: Vec::new(),
+        error: None,
+    };
+    let client = match shared_client(timeout) {
+        Ok(c) => c,
+        Err(err) => {
+            result.error = Some(err.to_string());
+            return result;
+        }
+    };
+    let mut headers = HeaderMap::new();
+    if let Some(key) = provider.api_key() {
+        let header = match provider.kind {
+            ProviderKind::OpenAi => {
+                secret_header(&format!("Bearer {}", key.expose())).map(|v| (AUTHORIZATION, v))
+            }
+            ProviderKind::Anthropic => {
+                secret_header(key.expose()).map(|v| (HeaderName::from_static("x-api-key"), v))
+            }
+            ProviderKind::Gemini => {
+                secret_header(key.expose()).map(|v| (HeaderName::from_static("x-goog-api-key"), v))
+            }
+        };
+        match header {
+            Ok((name, value)) => {
+                headers.insert(name, value);
+            }
+            Err(err) => {
+                result.error = Some(err.to_string());
+                return result;
+            }
+        }
+    }
+    if provider.kind == ProviderKind::Anthropic {
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(anthropic::API_VERSION),
+        );
+    }
+    let request = client.get(&url).headers(headers).send();
+    let response = match tokio::time::timeout(timeout, request).await {
+        Err(_) => {
+            result.error = Some(format!("no answer within {}s", timeout.as_secs_f32()));
+            return result;
+        }
+        Ok(Err(err)) => {
+            result.error = Some(if err.is_connect() {
+                let text = format!("{err:?}").to_ascii_lowercase();
+                if text.contains("refused") {
+                    "connection refused".to_owned()
+                } else {
+                    "cannot connect".to_owned()
+                }
+            } else {
+                err.without_url().to_string()
+            });
+            return result;
+        }
+        Ok(Ok(response)) => response,
+    };
+    let status = response.status();
+    let body = tokio::time::timeout(timeout, response.bytes())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    if !status.is_success() {
+        result.answers = true;
+        result.error = Some(format!(
+            "HTTP {}: {}",
+            status.as_u16(),
+            error_message(&body)
+        ));
+        return result;
+    }
+    result.answers = true;
+    let value: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(err) => {
+            result.error = Some(format!(
+                "expected a JSON model list, found invalid JSON ({err})"
+            ));
+            return result;
+        }
+    };
+    let list = value
+        .get("data")
+        .or_else(|| value.get("models"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    result.models = list
+        .iter()
+        .filter_map(|m| {
+            m.get("id")
+                .or_else(|| m.get("name"))
+                .or_else(|| m.get("model"))
+                .and_then(Value::as_str)
+        })
+        .map(|name| name.strip_prefix("models/").unwrap_or(name).to_owned())
+        .collect();
+    result
+}
+
+/// Whether `wanted` is in a server's list (Ollama lists `name:latest` for `name`).
+pub fn lists_model(models: &[String], wanted: &str) -> bool {
+    models.iter().any(|m| {
+        m == wanted
+            || m.strip_suffix(":latest") == Some(wanted)
+            || wanted.strip_suffix(":latest") == Some(m)
+    })
+}
+
+/// Hands out the model for each role, resolving (and caching) open choices by probing.
+pub struct ModelRouter {
+    config: Config,
+    resolved: Mutex<HashMap<ModelRole, Arc<HttpModel>>>,
+}
+
+impl ModelRouter {
+    pub fn new(config: Config) -> ModelRouter {
+        ModelRouter {
+            config,
+            resolved: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The model for `role` (falling back to `coder`'s when the role is not configured).
+    pub async fn model(
+        &self,
+        role: ModelRole,
+        cancel: CancellationToken,
+    ) -> Result<Arc<dyn ChatModel>, ModelError> {
+        let (source_role, candidates) = self.config.role_candidates(role);
+        if let Some(model) = self.resolved.lock().await.get(&source_role) {
+            return Ok(model.clone());
+        }
+        let providers = self.config.effective_providers();
+        let probe_timeout = self.config.timeouts.connect.min(Duration::from_secs(5));
+        let mut reasons = Vec::new();
+        for target in &candidates {
+            let Some(provider) = providers.get(&target.provider) else {
+                reasons.push(format!("provider {:?} is not configured", target.provider));
+                continue;
+            };
+            let model = if !target.model.is_empty() {
+                target.model.clone()
+            } else {
+                let probed = tokio::select! {
+                    _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+                    p = probe(provider, probe_timeout) => p,
+                };
+                match (probed.error, probed.models.first()) {
+                    (None, Some(first)) => first.clone(),
+                    (Some(error), _) => {
+                        reasons.push(format!("{} ({}): {error}", target.provider, probed.url));
+                        continue;
+                    }
+                    (None, None) => {
+                        reasons.push(format!(
+                            "{} ({}): lists no models",
+                            target.provider, probed.url
+                        ));
+                        continue;
+                    }
+                }
+            };
+            let resolved = Arc::new(HttpModel::new(
+                &self.config,
+                &target.provider,
+                provider,
+                &model,
+            ));
+            tracing::info!(role = %role, model = %resolved.name(), "model chosen");
+            self.resolved
+                .lock()
+                .await
+                .insert(source_role, resolved.clone());
+            return Ok(resolved);
+        }
+        Err(ModelError::NoModel {
+            role: role.to_string(),
+            reason: format!(
+                "{}; set [roles] {source_role} = \"provider/model\" in .patchwise/config.toml",
+                reasons.join("; ")
+            ),
+        })
+    }
+}

@@ -1,0 +1,638 @@
+//! Tool calls written as text, for models and servers without native tool calling, and for
+//! small local models that answer a tool-enabled request with the call as JSON in `content`
+//! (llama.cpp's server with Qwen2.5-Coder writes ```` ```json {"name": …, "arguments": …} ``` ````).
+//!
+//! # The documented format (taught by [`to_text_protocol`])
+//!
+//! ````text
+//! ```tool
+//! {"name": "read_file", "arguments": {"path": "src/main.rs"}}
+//! ```
+//! ````
+//!
+//! The parser also accepts `~~~` fences, any fence length, the tags `tool`, `tool_call`, `json`
+//! (or none), `<tool_call>…</tool_call>` tags, a bare JSON object as the whole answer, prose
+//! around the blocks, `parameters`/`args`/`input` for `arguments`, arguments given as a JSON
+//! string, trailing commas, single quotes, comments and Python's `True`/`False`/`None`.
+//! A block the answer never closed is reported as incomplete — its call is not guessed.
+//! Blocks tagged `json` (or untagged) only count when they name a tool the request offered, so
+//! JSON examples in an answer are not mistaken for calls. This module never does I/O.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+
+use crate::model::{
+    ChatOptions, ChatRequest, FinishReason, Message, ModelError, StreamEvent, ToolCall, ToolChoice,
+    ToolSpec,
+};
+
+/// A tool call block that was opened but not finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incomplete {
+    /// 1-based line where the block opened.
+    pub line: usize,
+    pub detail: String,
+}
+
+/// What [`parse_tool_text`] found.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolText {
+    pub calls: Vec<ToolCall>,
+    /// The text with the tool blocks removed.
+    pub prose: String,
+    pub incomplete: Option<Incomplete>,
+}
+
+/// Finds tool calls in `text`. `known` lists the tool names the request offered; blocks that are
+/// not explicitly tagged as tool calls only count when they name one of them.
+pub fn parse_tool_text(text: &str, known: &[&str]) -> ToolText {
+    let mut result = ToolText::default();
+    let mut prose = String::new();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let Some(open) = Opening::parse(line) else {
+            prose.push_str(line);
+            i += 1;
+            continue;
+        };
+        // Collect the body up to the closing fence (or tag), which may end a content line.
+        let mut body = open.rest.clone();
+        let mut closed = open.closed_inline;
+        let mut j = i + 1;
+        if !closed {
+            while j < lines.len() {
+                let l = lines[j];
+                j += 1;
+                if let Some(before) = open.closes(l) {
+                    body.push_str(before);
+                    closed = true;
+                    break;
+                }
+                body.push_str(l);
+            }
+        }
+        let candidate = !open.skip && (open.explicit || looks_like_call(&body));
+        if !candidate {
+            prose.extend(lines[i..j].iter().copied());
+            i = j;
+            continue;
+        }
+        match lenient_json(&body) {
+            Ok(value) => {
+                let calls = calls_from_value(&value, known, open.explicit);
+                if calls.is_empty() {
+                    prose.extend(lines[i..j].iter().copied());
+                } else {
+                    result.calls.extend(calls);
+                }
+            }
+            Err(err) if !closed || err.eof => {
+                result.incomplete.get_or_insert(Incomplete {
+                    line: i + 1,
+                    detail: if closed {
+                        format!("the JSON in the block is cut off ({})", err.message)
+                    } else {
+                        format!("the block was never closed with {}", open.closer())
+                    },
+                });
+                prose.extend(lines[i..j].iter().copied());
+            }
+            Err(_) => prose.extend(lines[i..j].iter().copied()),
+        }
+        i = j;
+    }
+    // A whole answer that is one bare JSON call (no fence at all).
+    if result.calls.is_empty() && result.incomplete.is_none() {
+        let trimmed = text.trim();
+        if trimmed.starts_with('{') || trimmed.starts_with('[') {
+            match lenient_json(trimmed) {
+                Ok(value) => {
+                    let calls = calls_from_value(&value, known, false);
+                    if !calls.is_empty() {
+                        result.calls = calls;
+                        prose.clear();
+                    }
+                }
+                Err(err) if err.eof && looks_like_call(trimmed) => {
+                    result.incomplete = Some(Incomplete {
+                        line: 1,
+                        detail: format!("the JSON call is cut off ({})", err.message),
+                    });
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    result.prose = prose.trim().to_owned();
+    result
+}
+
+/// The arguments of a native tool call: `{}` for an empty string, tolerant JSON otherwise; a
+/// JSON string holding JSON (double-encoded arguments) is decoded once more.
+pub fn parse_arguments(raw: &str) -> (Value, Option<String>) {
+    if raw.trim().is_empty() {
+        return (json!({}), None);
+    }
+    match lenient_json(raw) {
+        Ok(Value::String(inner)) if inner.trim_start().starts_with('{') => {
+            match lenient_json(&inner) {
+                Ok(value) => (value, None),
+                Err(_) => (Value::String(inner), None),
+            }
+        }
+        Ok(value) => (value, None),
+        Err(err) => (
+            Value::Null,
+            Some(format!(
+                "the arguments are not valid JSON ({}): {}",
+                err.message,
+                crate::model::http::snippet(raw)
+            )),
+        ),
+    }
+}
+
+/// Why [`lenient_json`] failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonError {
+    pub message: String,
+    /// The text ended inside a value (it was cut off, rather than wrong).
+    pub eof: bool,
+}
+
+/// Parses JSON written by a model: strict JSON first, then again after repairing single-quoted
+/// strings, trailing commas, comments and Python literals.
+pub fn lenient_json(text: &str) -> Result<Value, JsonError> {
+    let text = text.trim();
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => return Ok(value),
+        Err(err) if err.is_eof() => {
+            return Err(JsonError {
+                message: err.to_string(),
+                eof: true,
+            });
+        }
+        Err(_) => {}
+    }
+    let repaired = repair_json(text);
+    serde_json::from_str::<Value>(&repaired).map_err(|err| JsonError {
+        message: err.to_string(),
+        eof: err.is_eof(),
+    })
+}
+
+fn repair_json(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '"' => {
+                // Copy a double-quoted string verbatim.
+                out.push(c);
+                i += 1;
+                while i < chars.len() {
+                    out.push(chars[i]);
+                    if chars[i] == '\\' && i + 1 < chars.len() {
+                        out.push(chars[i + 1]);
+                        i += 2;
+                        continue;
+                    }
+                    i += 1;
+                    if chars[i - 1] == '"' {
+                        break;
+                    }
+                }
+            }
+            '\'' => {
+                // A single-quoted string becomes a double-quoted one.
+                out.push('"');
+                i += 1;
+                while i < chars.len() && chars[i] != '\'' {
+                    match chars[i] {
+                        '\\' if i + 1 < chars.len() => {
+                            if chars[i + 1] == '\'' {
+                                out.push('\'');
+                            } else {
+                                out.push('\\');
+                                out.push(chars[i + 1]);
+                            }
+                            i += 2;
+                        }
+                        '"' => {
+                            out.push_str("\\\"");
+                            i += 1;
+                        }
+                        '\n' => {
+                            out.push_str("\\n");
+                            i += 1;
+                        }
+                        other => {
+                            out.push(other);
+                            i += 1;
+                        }
+                    }
+                }
+                if i < chars.len() {
+                    out.push('"');
+                    i += 1;
+                }
+            }
+            '/' if chars.get(i + 1) == Some(&'/') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '/' if chars.get(i + 1) == Some(&'*') => {
+                i += 2;
+                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                    i += 1;
+                }
+                i = (i + 2).min(chars.len());
+            }
+            ',' => {
+                let mut k = i + 1;
+                while k < chars.len() && chars[k].is_whitespace() {
+                    k += 1;
+                }
+                if !matches!(chars.get(k), Some('}') | Some(']')) {
+                    out.push(',');
+                }
+                i += 1;
+            }
+            c if c.is_ascii_alphabetic() => {
+                let start = i;
+                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
+                    i += 1;
+                }
+                let word: String = chars[start..i].iter().collect();
+                out.push_str(match word.as_str() {
+                    "True" => "true",
+                    "False" => "false",
+                    "None" => "null",
+                    other => other,
+                });
+            }
+            other => {
+                out.push(other);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// How a block opened.
+struct Opening {
+    /// `Some((char, len))` for a fence, `None` for a `<tool_call>` tag.
+    fence: Option<(char, usize)>,
+    /// Tagged `tool`/`tool_call` (or the tag form): its name need not be known.
+    explicit: bool,
+    /// A code block in another language, passed through as prose.
+    skip: bool,
+    /// Text after the opener on the same line.
+    rest: String,
+    /// The block also closed on its opening line.
+    closed_inline: bool,
+}
+
+impl Opening {
+    fn parse(line: &str) -> Option<Opening> {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        let trimmed = line.trim();
+        if indent <= 3 {
+            for fence_char in ['`', '~'] {
+                let len = trimmed.chars().take_while(|c| *c == fence_char).count();
+                if len < 3 {
+                    continue;
+                }
+                let after = &trimmed[len..];
+                let tag_len = after
+                    .find(|c: char| c.is_whitespace() || c == '{' || c == '[')
+                    .unwrap_or(after.len());
+                let tag = after[..tag_len].to_ascii_lowercase();
+                if fence_char == '`' && tag.contains('`') {
+                    return None;
+                }
+                let explicit = matches!(
+                    tag.as_str(),
+                    "tool" | "tool_call" | "tool_code" | "tool-call"
+                );
+                let allowed = explicit
+                    || matches!(
+                        tag.as_str(),
+                        "" | "json" | "jsonc" | "json5" | "javascript" | "js"
+                    );
+                if !allowed {
+                    // A code block in another language: skipped whole, so that JSON or
+                    // fences inside it are not misread.
+                    return Some(Opening {
+                        fence: Some((fence_char, len)),
+                        explicit: false,
+                        skip: true,
+                        rest: String::new(),
+                        closed_inline: false,
+                    });
+                }
+                let mut rest = after[tag_len..].trim_start().to_owned();
+                let mut closed_inline = false;
+                let fence: String = std::iter::repeat_n(fence_char, len).collect();
+                if !rest.is_empty()
+                    && let Some(pos) = rest.rfind(&fence)
+                {
+                    rest.truncate(pos);
+                    closed_inline = true;
+                }
+                if !rest.is_empty() && !closed_inline {
+                    rest.push('\n');
+                }
+                return Some(Opening {
+                    fence: Some((fence_char, len)),
+                    explicit,
+                    skip: false,
+                    rest,
+                    closed_inline,
+                });
+            }
+        }
+        let lower = trimmed.to_ascii_lowercase();
+        if let Some(after) = lower.strip_prefix("<tool_call>") {
+            let start = trimmed.len() - after.len();
+            let mut rest = trimmed[start..].to_owned();
+            let mut closed_inline = false;
+            if let Some(pos) = rest.to_ascii_lowercase().find("</tool_call>") {
+                rest.truncate(pos);
+                closed_inline = true;
+            } else if !rest.is_empty() {
+                rest.push('\n');
+            }
+            return Some(Opening {
+                fence: None,
+                explicit: true,
+                skip: false,
+                rest,
+                closed_inline,
+            });
+        }
+        None
+    }
+
+    /// If `line` closes this block, the content before the closer.
+    fn closes<'l>(&self, line: &'l str) -> Option<&'l str> {
+        match self.fence {
+            Some((c, len)) => {
+                let trimmed = line.trim_end();
+                let run = trimmed.chars().rev().take_while(|x| *x == c).count();
+                if run < len {
+                    return None;
+                }
+                let before = &trimmed[..trimmed.len() - run * c.len_utf8()];
+                // A closing fence stands alone, or ends a line of JSON (`…}```).
+                if before.trim().is_empty() || before.trim_end().ends_with(['}', ']']) {
+                    Some(if before.trim().is_empty() { "" } else { before })
+                } else {
+                    None
+                }
+            }
+            None => {
+                let lower = line.to_ascii_lowercase();
+                lower.find("</tool_call>").map(|pos| &line[..pos])
+            }
+        }
+    }
+
+    fn closer(&self) -> String {
+        match self.fence {
+            Some((c, len)) => std::iter::repeat_n(c, len).collect(),
+            None => "</tool_call>".to_owned(),
+        }
+    }
+}
+
+/// Whether a block's text starts like a tool call object.
+fn looks_like_call(body: &str) -> bool {
+    let t = body.trim_start();
+    (t.starts_with('{') || t.starts_with('['))
+        && ["\"name\"", "'name'", "\"tool\"", "'tool'", "\"function\""]
+            .iter()
+            .any(|k| t.contains(k))
+}
+
+fn calls_from_value(value: &Value, known: &[&str], explicit: bool) -> Vec<ToolCall> {
+    let items: Vec<&Value> = match value {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    let mut calls = Vec::new();
+    for item in items {
+        let Some(object) = item.as_object() else {
+            return Vec::new();
+        };
+        // OpenAI-shaped `{"function": {"name", "arguments"}}` or the flat form.
+        let object = match object.get("function").and_then(Value::as_object) {
+            Some(inner) if inner.contains_key("name") => inner,
+            _ => object,
+        };
+        let Some(name) = object
+            .get("name")
+            .or_else(|| object.get("tool"))
+            .and_then(Value::as_str)
+        else {
+            return Vec::new();
+        };
+        if !explicit && !known.contains(&name) {
+            return Vec::new();
+        }
+        let raw = ["arguments", "parameters", "args", "input"]
+            .iter()
+            .find_map(|k| object.get(*k));
+        let (arguments, arguments_error) = match raw {
+            None => (json!({}), None),
+            Some(Value::String(s)) => parse_arguments(s),
+            Some(other) => (other.clone(), None),
+        };
+        calls.push(ToolCall {
+            id: next_call_id(),
+            name: name.to_owned(),
+            arguments,
+            arguments_error,
+        });
+    }
+    calls
+}
+
+fn next_call_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("call_text_{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Rewrites a request for a model without native tools: the tools are described in the system
+/// prompt, earlier calls become fenced blocks in the assistant's text, and results become user
+/// messages.
+pub fn to_text_protocol(request: ChatRequest) -> ChatRequest {
+    let ChatRequest {
+        messages,
+        tools,
+        options,
+    } = request;
+    let mut guide = String::from(
+        "You can call tools. To call one, write a fenced block tagged `tool` holding one JSON object with the tool's name and its arguments, then stop and wait for the result:\n\n```tool\n{\"name\": \"TOOL_NAME\", \"arguments\": {\"ARGUMENT\": \"VALUE\"}}\n```\n\nUse one block per call; several blocks make several calls. Results come back in a message starting with \"Result of\". The tools:\n",
+    );
+    for tool in &tools {
+        guide.push_str(&format!(
+            "\n- `{}`: {}\n  arguments (JSON Schema): {}\n",
+            tool.name,
+            tool.description.trim(),
+            tool.parameters
+        ));
+    }
+    match &options.tool_choice {
+        ToolChoice::Auto => {}
+        ToolChoice::None => guide.push_str("\nDo not call a tool in this answer.\n"),
+        ToolChoice::Required => guide.push_str("\nCall a tool in this answer.\n"),
+        ToolChoice::Tool(name) => {
+            guide.push_str(&format!("\nCall the tool `{name}` in this answer.\n"))
+        }
+    }
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len() + 1);
+    let mut guided = false;
+    for message in messages {
+        match message {
+            Message::System { content } if !guided => {
+                guided = true;
+                out.push(Message::System {
+                    content: format!("{}\n\n{guide}", content.trim_end()),
+                });
+            }
+            Message::Assistant {
+                content,
+                tool_calls,
+            } if !tool_calls.is_empty() => {
+                let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+                let already = parse_tool_text(&content, &names).calls.len() >= tool_calls.len();
+                let mut text = content.trim_end().to_owned();
+                if !already {
+                    for call in &tool_calls {
+                        if !text.is_empty() {
+                            text.push_str("\n\n");
+                        }
+                        text.push_str(&format!(
+                            "```tool\n{}\n```",
+                            json!({"name": call.name, "arguments": call.arguments})
+                        ));
+                    }
+                }
+                out.push(Message::Assistant {
+                    content: text,
+                    tool_calls: Vec::new(),
+                });
+            }
+            Message::ToolResult {
+                name,
+                content,
+                is_error,
+                ..
+            } => {
+                let head = if is_error { "Error from" } else { "Result of" };
+                let block = format!("{head} `{name}`:\n~~~\n{}\n~~~", content.trim_end());
+                match out.last_mut() {
+                    Some(Message::User { content })
+                        if content.starts_with("Result of")
+                            || content.starts_with("Error from") =>
+                    {
+                        content.push_str("\n\n");
+                        content.push_str(&block);
+                    }
+                    _ => out.push(Message::User { content: block }),
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    if !guided {
+        out.insert(0, Message::System { content: guide });
+    }
+    ChatRequest {
+        messages: out,
+        tools: Vec::new(),
+        options: ChatOptions {
+            tool_choice: ToolChoice::Auto,
+            ..options
+        },
+    }
+}
+
+/// Watches a stream's text and, when the answer carried no native tool call, turns tool blocks
+/// written in the text into tool-call events before `Done`.
+pub(crate) struct ToolTextWatcher {
+    names: Vec<String>,
+    enabled: bool,
+    text: String,
+    native_calls: usize,
+}
+
+impl ToolTextWatcher {
+    pub(crate) fn new(tools: &[ToolSpec]) -> ToolTextWatcher {
+        ToolTextWatcher {
+            names: tools.iter().map(|t| t.name.clone()).collect(),
+            enabled: !tools.is_empty(),
+            text: String::new(),
+            native_calls: 0,
+        }
+    }
+
+    pub(crate) fn on_event(&mut self, event: StreamEvent) -> Result<Vec<StreamEvent>, ModelError> {
+        match event {
+            StreamEvent::TextDelta { ref text } => {
+                if self.enabled {
+                    self.text.push_str(text);
+                }
+                Ok(vec![event])
+            }
+            StreamEvent::ToolCallStarted { .. } | StreamEvent::ToolCall { .. } => {
+                if matches!(event, StreamEvent::ToolCall { .. }) {
+                    self.native_calls += 1;
+                }
+                Ok(vec![event])
+            }
+            StreamEvent::ToolCallDelta { .. } => Ok(vec![event]),
+            StreamEvent::Done { finish, usage } => {
+                if !self.enabled || self.native_calls > 0 {
+                    return Ok(vec![StreamEvent::Done { finish, usage }]);
+                }
+                let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+                let parsed = parse_tool_text(&self.text, &names);
+                if let Some(incomplete) = parsed.incomplete {
+                    return Err(ModelError::IncompleteToolCall {
+                        line: incomplete.line,
+                        detail: incomplete.detail,
+                    });
+                }
+                let mut events = Vec::new();
+                let found = !parsed.calls.is_empty();
+                for (index, call) in parsed.calls.into_iter().enumerate() {
+                    events.push(StreamEvent::ToolCallStarted {
+                        index,
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                    });
+                    events.push(StreamEvent::ToolCall { index, call });
+                }
+                let finish = if found && matches!(finish, FinishReason::Stop) {
+                    FinishReason::ToolCalls
+                } else {
+                    finish
+                };
+                events.push(StreamEvent::Done { finish, usage });
+                Ok(events)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

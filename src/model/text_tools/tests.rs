@@ -1,0 +1,284 @@
+use serde_json::json;
+
+use super::*;
+
+const KNOWN: &[&str] = &["read_file", "edit_file"];
+
+fn calls(text: &str) -> Vec<(String, Value)> {
+    parse_tool_text(text, KNOWN)
+        .calls
+        .into_iter()
+        .map(|c| (c.name, c.arguments))
+        .collect()
+}
+
+#[test]
+fn documented_tool_fence() {
+    let text = "I'll look first.\n\n```tool\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/main.rs\"}}\n```\n";
+    let parsed = parse_tool_text(text, KNOWN);
+    assert_eq!(parsed.calls.len(), 1);
+    assert_eq!(parsed.calls[0].name, "read_file");
+    assert_eq!(parsed.calls[0].arguments, json!({"path": "src/main.rs"}));
+    assert_eq!(parsed.prose, "I'll look first.");
+    assert!(parsed.incomplete.is_none());
+}
+
+#[test]
+fn json_in_content_as_llama_cpp_sends_it() {
+    // Seen from llama.cpp's server with Qwen2.5-Coder and tool_choice "auto".
+    let text = "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n```";
+    assert_eq!(
+        calls(text),
+        vec![("read_file".into(), json!({"path": "src/lib.rs"}))]
+    );
+    // One line, fence and all.
+    let text = "```json {\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}} ```";
+    assert_eq!(
+        calls(text),
+        vec![("read_file".into(), json!({"path": "a"}))]
+    );
+}
+
+#[test]
+fn tilde_fences_tags_and_prose() {
+    let text = "Sure! Here is the call:\n~~~json\n{'name': 'edit_file', 'arguments': {'path': 'a.rs', 'old': \"it's\", 'new': 'x',},}\n~~~\nDone.";
+    let parsed = parse_tool_text(text, KNOWN);
+    assert_eq!(parsed.calls.len(), 1, "{parsed:?}");
+    assert_eq!(
+        parsed.calls[0].arguments,
+        json!({"path": "a.rs", "old": "it's", "new": "x"})
+    );
+    assert_eq!(parsed.prose, "Sure! Here is the call:\nDone.");
+    // Longer fences and no tag.
+    let text = "````\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"b\"}}\n````";
+    assert_eq!(calls(text).len(), 1);
+}
+
+#[test]
+fn trailing_commas_comments_and_python_literals() {
+    let text = "```json\n{\n  \"name\": \"read_file\", // the tool\n  \"arguments\": {\"path\": \"c\", \"all\": True, \"limit\": None,},\n}\n```";
+    assert_eq!(
+        calls(text),
+        vec![(
+            "read_file".into(),
+            json!({"path": "c", "all": true, "limit": null})
+        )]
+    );
+}
+
+#[test]
+fn alternative_shapes() {
+    // `parameters`, arguments as a JSON string, OpenAI's nested `function`, a list, tags.
+    let text = "```json\n{\"name\": \"read_file\", \"parameters\": {\"path\": \"d\"}}\n```";
+    assert_eq!(calls(text)[0].1, json!({"path": "d"}));
+    let text =
+        "```json\n{\"name\": \"read_file\", \"arguments\": \"{\\\"path\\\": \\\"e\\\"}\"}\n```";
+    assert_eq!(calls(text)[0].1, json!({"path": "e"}));
+    let text = "```json\n{\"type\": \"function\", \"function\": {\"name\": \"read_file\", \"arguments\": {\"path\": \"f\"}}}\n```";
+    assert_eq!(calls(text)[0].1, json!({"path": "f"}));
+    let text = "```json\n[{\"name\": \"read_file\", \"arguments\": {\"path\": \"g\"}}, {\"name\": \"read_file\", \"arguments\": {\"path\": \"h\"}}]\n```";
+    assert_eq!(calls(text).len(), 2);
+    let text =
+        "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"i\"}}\n</tool_call>";
+    assert_eq!(calls(text)[0].1, json!({"path": "i"}));
+    let text = "{\"name\": \"read_file\", \"arguments\": {\"path\": \"j\"}}";
+    assert_eq!(calls(text)[0].1, json!({"path": "j"}));
+}
+
+#[test]
+fn several_blocks_make_several_calls() {
+    let text = "```tool\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n```\nand\n```tool\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"b\"}}\n```";
+    let parsed = parse_tool_text(text, KNOWN);
+    assert_eq!(parsed.calls.len(), 2);
+    assert_ne!(parsed.calls[0].id, parsed.calls[1].id);
+    assert_eq!(parsed.prose, "and");
+}
+
+#[test]
+fn json_that_is_not_a_call_stays_prose() {
+    // Unknown tool names in a json block are examples, not calls.
+    let text = "Config:\n```json\n{\"name\": \"my-package\", \"version\": \"1.0.0\"}\n```";
+    let parsed = parse_tool_text(text, KNOWN);
+    assert!(parsed.calls.is_empty());
+    assert!(parsed.incomplete.is_none());
+    assert_eq!(parsed.prose, text);
+    // Code in another language is skipped whole, fences inside included.
+    let text = "```rust\nlet x = r#\"{\"name\": \"read_file\", \"arguments\": {}}\"#;\n```\n";
+    assert!(parse_tool_text(text, KNOWN).calls.is_empty());
+    let text = "```markdown\n```json\n{\"name\": \"read_file\", \"arguments\": {}}\n```\n```\n";
+    assert!(
+        parse_tool_text(text, KNOWN).calls.is_empty(),
+        "nested example in markdown"
+    );
+    // An explicit tool fence accepts any name (the tool layer reports unknown tools).
+    let text = "```tool\n{\"name\": \"lookup\", \"arguments\": {}}\n```";
+    assert_eq!(parse_tool_text(text, KNOWN).calls[0].name, "lookup");
+}
+
+#[test]
+fn cut_off_blocks_are_incomplete_not_guessed() {
+    let text = "Reading it.\n\n```tool\n{\"name\": \"read_file\", \"arguments\": {\"pa";
+    let parsed = parse_tool_text(text, KNOWN);
+    assert!(parsed.calls.is_empty());
+    let incomplete = parsed.incomplete.expect("incomplete");
+    assert_eq!(incomplete.line, 3);
+    assert!(
+        incomplete.detail.contains("never closed"),
+        "{}",
+        incomplete.detail
+    );
+
+    let text = "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"x\"";
+    assert!(parse_tool_text(text, KNOWN).incomplete.is_some());
+    let text = "{\"name\": \"read_file\", \"arguments\": {\"path\":";
+    assert!(parse_tool_text(text, KNOWN).incomplete.is_some());
+    let text = "<tool_call>\n{\"name\": \"read_file\"";
+    assert!(parse_tool_text(text, KNOWN).incomplete.is_some());
+    // The JSON is whole and only the closing fence is missing: the call is complete.
+    let text = "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"x\"}}\n";
+    let parsed = parse_tool_text(text, KNOWN);
+    assert_eq!(parsed.calls.len(), 1);
+}
+
+#[test]
+fn arguments_parsing() {
+    assert_eq!(parse_arguments(""), (json!({}), None));
+    assert_eq!(parse_arguments("{\"a\": 1,}"), (json!({"a": 1}), None));
+    assert_eq!(
+        parse_arguments("\"{\\\"a\\\": 2}\""),
+        (json!({"a": 2}), None)
+    );
+    let (value, error) = parse_arguments("{\"a\": tru");
+    assert_eq!(value, Value::Null);
+    assert!(error.unwrap().contains("not valid JSON"));
+}
+
+#[test]
+fn hostile_input_never_panics() {
+    let inputs = [
+        "```",
+        "~~~",
+        "```tool",
+        "```tool\n",
+        "```json\n{",
+        "'",
+        "{'",
+        "/*",
+        "\"\\",
+        "```\n```\n```",
+        "<tool_call>",
+        "<TOOL_CALL></tool_call>",
+        "```tool\n[1,2]\n```",
+        "```tool\n{\"name\": 3}\n```",
+        "é```json\n{\"name\":\"read_file\"}```",
+        "```json {\"name\": \"read_file\", \"arguments\": {}}```trailing",
+    ];
+    for input in inputs {
+        let _ = parse_tool_text(input, KNOWN);
+        let _ = lenient_json(input);
+        let _ = parse_arguments(input);
+    }
+}
+
+#[test]
+fn text_protocol_rewrites_history() {
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "read_file".into(),
+        arguments: json!({"path": "a.rs"}),
+        arguments_error: None,
+    };
+    let request = ChatRequest {
+        messages: vec![
+            Message::system("Be brief."),
+            Message::user("Fix a.rs"),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![call.clone()],
+            },
+            Message::tool_result(&call, "1: fn main() {}", false),
+        ],
+        tools: vec![ToolSpec {
+            name: "read_file".into(),
+            description: "Read a file with line numbers.".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }],
+        options: ChatOptions {
+            tool_choice: ToolChoice::Tool("read_file".into()),
+            ..ChatOptions::default()
+        },
+    };
+    let text = to_text_protocol(request);
+    assert!(text.tools.is_empty());
+    let system = text.messages[0].text();
+    assert!(system.starts_with("Be brief."));
+    assert!(system.contains("```tool") && system.contains("`read_file`: Read a file"));
+    assert!(system.contains("Call the tool `read_file` in this answer."));
+    let Message::Assistant {
+        content,
+        tool_calls,
+    } = &text.messages[2]
+    else {
+        panic!()
+    };
+    assert!(tool_calls.is_empty());
+    // The rewritten call parses back to the same call.
+    let back = parse_tool_text(content, &["read_file"]);
+    assert_eq!(back.calls[0].arguments, json!({"path": "a.rs"}));
+    assert!(
+        matches!(&text.messages[3], Message::User { content } if content.starts_with("Result of `read_file`"))
+    );
+}
+
+#[test]
+fn watcher_turns_text_calls_into_events() {
+    let tools = vec![ToolSpec {
+        name: "read_file".into(),
+        description: String::new(),
+        parameters: json!({}),
+    }];
+    let mut watcher = ToolTextWatcher::new(&tools);
+    let mut out = Vec::new();
+    for event in [
+        StreamEvent::TextDelta {
+            text: "```json\n{\"name\": \"read_file\", ".into(),
+        },
+        StreamEvent::TextDelta {
+            text: "\"arguments\": {\"path\": \"x\"}}\n```".into(),
+        },
+        StreamEvent::Done {
+            finish: FinishReason::Stop,
+            usage: Default::default(),
+        },
+    ] {
+        out.extend(watcher.on_event(event).unwrap());
+    }
+    assert!(matches!(&out[2], StreamEvent::ToolCallStarted { name, .. } if name == "read_file"));
+    assert!(
+        matches!(&out[3], StreamEvent::ToolCall { call, .. } if call.arguments == json!({"path": "x"}))
+    );
+    assert!(matches!(
+        &out[4],
+        StreamEvent::Done {
+            finish: FinishReason::ToolCalls,
+            ..
+        }
+    ));
+
+    let mut watcher = ToolTextWatcher::new(&tools);
+    watcher
+        .on_event(StreamEvent::TextDelta {
+            text: "```tool\n{\"name\": \"read_file\", \"argu".into(),
+        })
+        .unwrap();
+    let err = watcher
+        .on_event(StreamEvent::Done {
+            finish: FinishReason::Length,
+            usage: Default::default(),
+        })
+        .unwrap_err();
+    assert!(
+        matches!(err, ModelError::IncompleteToolCall { line: 1, .. }),
+        "{err}"
+    );
+}
