@@ -388,13 +388,17 @@ impl<'a> Builder<'a> {
             .map(|s| {
                 let mut score = 0;
                 if identifiers.contains(&s.name.to_lowercase()) {
-                    score += 12;
+                    score += 6;
                 }
                 let parts = split_identifier(&s.name);
-                score += 3 * parts.iter().filter(|p| words.contains(*p)).count();
+                score += 3 * parts.iter().filter(|p| matches_word(&words, p)).count();
                 if let Some(parent) = s.parent.and_then(|p| self.outline.get(p)) {
                     let parent_parts = split_identifier(&parent.name);
-                    score += parent_parts.iter().filter(|p| words.contains(*p)).count();
+                    score += 3 * parent_parts
+                        .iter()
+                        .filter(|p| matches_word(&words, p))
+                        .count()
+                        .min(1);
                 }
                 if let Some(body) = lower.get(s.full_range.clone()) {
                     score += words
@@ -513,38 +517,30 @@ impl<'a> Builder<'a> {
                 close.contains(&Some(index)) || (s.parent.is_some() && close.contains(&s.parent));
             (!near, s.depth.min(1), distance(s), i)
         });
+        // Every kept entry may open a gap marker (`⋮ N more items ...`, about 12 tokens).
+        const GAP: usize = 12;
         let mut kept = vec![false; visible.len()];
-        let mut used = self.tokens(head) + 24;
+        let mut kept_order = Vec::new();
+        let mut used = self.tokens(head) + GAP;
         for i in order {
-            let cost = self.tokens(&lines[i]);
-            if used + cost + 16 > budget {
+            let cost = self.tokens(&lines[i]) + GAP;
+            if used + cost > budget {
                 continue;
             }
             used += cost;
             kept[i] = true;
+            kept_order.push(i);
         }
-        let mut out = String::from(head);
-        let mut skipped: Option<(usize, usize, usize)> = None; // count, first line, last line
-        let flush = |out: &mut String, skipped: &mut Option<(usize, usize, usize)>| {
-            if let Some((count, first, last)) = skipped.take() {
-                out.push_str(&format!(
-                    "     ⋮ {count} more item{} in lines {first}-{last}\n",
-                    plural(count)
-                ));
+        loop {
+            let out = render_outline(head, &visible, &lines, &kept);
+            if self.tokens(&out) <= budget {
+                return out;
             }
-        };
-        for (i, (_, s)) in visible.iter().enumerate() {
-            if kept[i] {
-                flush(&mut out, &mut skipped);
-                out.push_str(&lines[i]);
-            } else {
-                let entry = skipped.get_or_insert((0, s.lines.0, s.lines.1));
-                entry.0 += 1;
-                entry.2 = entry.2.max(s.lines.1);
+            match kept_order.pop() {
+                Some(last) => kept[last] = false,
+                None => return String::new(),
             }
         }
-        flush(&mut out, &mut skipped);
-        out
     }
 
     fn partial(self, target: &Target) -> Region {
@@ -896,6 +892,37 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// The outline with the entries not `kept` folded into `⋮ N more items in lines A-B` lines.
+fn render_outline(
+    head: &str,
+    visible: &[(usize, &Symbol)],
+    lines: &[String],
+    kept: &[bool],
+) -> String {
+    let mut out = String::from(head);
+    let mut skipped: Option<(usize, usize, usize)> = None; // count, first line, last line
+    let flush = |out: &mut String, skipped: &mut Option<(usize, usize, usize)>| {
+        if let Some((count, first, last)) = skipped.take() {
+            out.push_str(&format!(
+                "     ⋮ {count} more item{} in lines {first}-{last}\n",
+                plural(count)
+            ));
+        }
+    };
+    for (i, (_, s)) in visible.iter().enumerate() {
+        if kept[i] {
+            flush(&mut out, &mut skipped);
+            out.push_str(&lines[i]);
+        } else {
+            let entry = skipped.get_or_insert((0, s.lines.0, s.lines.1));
+            entry.0 += 1;
+            entry.2 = entry.2.max(s.lines.1);
+        }
+    }
+    flush(&mut out, &mut skipped);
+    out
+}
+
 fn push_notes(out: &mut String, notes: &[String]) {
     for note in notes {
         out.push_str("Note: ");
@@ -906,6 +933,16 @@ fn push_notes(out: &mut String, notes: &[String]) {
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+/// Whether identifier part `part` matches a query word: equal, or one a prefix of the other
+/// when both have four letters or more (`post` / `posting`).
+fn matches_word(words: &BTreeSet<String>, part: &str) -> bool {
+    words.contains(part)
+        || (part.len() >= 4
+            && words
+                .iter()
+                .any(|w| w.len() >= 4 && (w.starts_with(part) || part.starts_with(w.as_str()))))
 }
 
 /// Lower-case words of a query worth matching: identifiers split at `_` and case changes,

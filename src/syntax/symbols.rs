@@ -611,6 +611,28 @@ impl<'a> Walker<'a> {
             }
         };
         let raw = self.text.get(start..end).unwrap_or("");
+        // A Python comment between `class X:` and the body is not part of the head.
+        let uncommented: String;
+        let raw = if self.language == Language::Python && raw.contains('#') {
+            uncommented = raw
+                .lines()
+                .map(|line| {
+                    let mut quotes = 0;
+                    for (i, c) in line.char_indices() {
+                        match c {
+                            '"' | '\'' => quotes += 1,
+                            '#' if quotes % 2 == 0 => return &line[..i],
+                            _ => {}
+                        }
+                    }
+                    line
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            uncommented.as_str()
+        } else {
+            raw
+        };
         let collapsed = raw
             .split_whitespace()
             .collect::<Vec<_>>()
