@@ -78,9 +78,10 @@ pub(crate) fn build(
         let Some(p) = region.map.get(i).copied().flatten() else {
             return;
         };
-        // Pieces the model's OLD skipped (blank lines it dropped) stay when both neighbours stay.
+        // Pieces the model's OLD skipped (blank lines it never saw) stay unless the lines on both
+        // sides of them are deleted.
         while cursor < p && cursor < region.pieces.len() {
-            if *prev_kept && keep.is_some() {
+            if *prev_kept || keep.is_some() {
                 write_piece(out, file, &region.pieces[cursor], true, local_eol);
             }
             cursor += 1;

@@ -675,6 +675,21 @@ fn consistent_shift(pairs: &[(&str, &str)], unit: IndentUnit) -> Option<(isize, 
     if pairs.is_empty() {
         return Some((0, unit.width()));
     }
+    // Same indent characters on both sides: the file's unit is the tab width. Tabs on one side
+    // and spaces on the other: every tab width that explains the lines is a candidate and the
+    // smallest shift wins (a conversion that does not move the block is the likelier story).
+    let uses = |c: char, old_side: bool| {
+        pairs.iter().any(|(o, f)| {
+            if old_side {
+                o.contains(c)
+            } else {
+                f.contains(c)
+            }
+        })
+    };
+    let mixed_kinds = (uses('\t', true) && !uses('\t', false))
+        || (uses(' ', true) && !uses(' ', false) && uses('\t', false));
+    let mut best: Option<(isize, usize)> = None;
     for tw in widths {
         let mut delta = None;
         let mut ok = true;
@@ -690,10 +705,16 @@ fn consistent_shift(pairs: &[(&str, &str)], unit: IndentUnit) -> Option<(isize, 
             }
         }
         if ok {
-            return Some((delta.unwrap_or(0), tw));
+            let d = delta.unwrap_or(0);
+            if !mixed_kinds {
+                return Some((d, tw));
+            }
+            if best.is_none_or(|(bd, _)| d.abs() < bd.abs()) {
+                best = Some((d, tw));
+            }
         }
     }
-    None
+    best
 }
 
 fn occurrence_from_window(
@@ -1081,48 +1102,41 @@ pub(crate) fn fuzzy(file: &FileIndex<'_>, v: &Variant) -> Option<Occurrence> {
     };
     let votes = window_votes(file, &old, mode);
     let need = nonblank.len() - 1;
-    let mut best: Vec<usize> = Vec::new();
+    let mut tied: Vec<usize> = Vec::new();
     let mut second = 0usize;
     for (&s, &count) in &votes {
         if count >= need {
-            best.push(s);
+            tied.push(s);
         } else {
             second = second.max(count);
         }
     }
-    if best.len() != 1 {
-        return None;
-    }
     let margin = (nonblank.len() / 4).max(1);
-    if second + margin > need {
+    if tied.is_empty() || second + margin > need {
         return None;
     }
-    let s = best[0];
-    if s + old.len() > file.lines.len() {
-        return None;
-    }
-    // Exactly one non-blank line differs, a token or two, in a line NEW keeps unchanged.
-    let mut differing = None;
-    for &i in &nonblank {
-        let fl = file.content(s + i);
-        if key(old[i], mode) != key(fl, mode) {
-            if differing.is_some() {
-                return None;
-            }
-            differing = Some(i);
+    // Among windows equal on all lines but one, the differing line decides: one window's line
+    // must be a token away from OLD's, every other window's clearly further.
+    let mut scored: Vec<(usize, usize, f64, bool)> = Vec::new(); // start, differing line, sim, small
+    for &s in &tied {
+        if s + old.len() > file.lines.len() {
+            continue;
         }
+        // A window equal on every line (its indentation did not add up) or with blank lines
+        // out of step is a competitor this pass cannot rank: refuse rather than pass it over.
+        let d = single_difference(file, &old, &nonblank, s, mode)?;
+        let (a, b) = (key(old[d], mode), key(file.content(s + d), mode));
+        let tokens = text::token_difference(&a, &b);
+        let sim = text::similarity(&a, &b);
+        let small = a.len() >= 4 && b.len() >= 4 && (tokens <= 1 || (tokens <= 2 && sim >= 0.75));
+        scored.push((s, d, sim, small));
     }
-    for (i, o) in old.iter().enumerate() {
-        if is_blank(o) != is_blank(file.content(s + i)) {
-            return None;
-        }
-    }
-    let d = differing?;
-    let (a, b) = (key(old[d], mode), key(file.content(s + d), mode));
-    if text::token_difference(&a, &b) > 2 || text::similarity(&a, &b) < 0.75 {
+    let winners: Vec<&(usize, usize, f64, bool)> = scored.iter().filter(|x| x.3).collect();
+    if winners.len() != 1 {
         return None;
     }
-    if a.len() < 4 || b.len() < 4 {
+    let &(s, d, sim, _) = winners[0];
+    if scored.iter().any(|x| x.0 != s && x.2 + 0.15 > sim) {
         return None;
     }
     if !new.0.contains(&old[d]) {
@@ -1163,6 +1177,31 @@ pub(crate) fn fuzzy(file: &FileIndex<'_>, v: &Variant) -> Option<Occurrence> {
         }],
         passes,
     })
+}
+
+/// The one non-blank OLD line that differs from the window at `s` (blank lines must line up).
+fn single_difference(
+    file: &FileIndex<'_>,
+    old: &[&str],
+    nonblank: &[usize],
+    s: usize,
+    mode: LineMode,
+) -> Option<usize> {
+    let mut differing = None;
+    for &i in nonblank {
+        if key(old[i], mode) != key(file.content(s + i), mode) {
+            if differing.is_some() {
+                return None;
+            }
+            differing = Some(i);
+        }
+    }
+    for (i, o) in old.iter().enumerate() {
+        if is_blank(o) != is_blank(file.content(s + i)) {
+            return None;
+        }
+    }
+    differing
 }
 
 /// For every window start, how many non-blank OLD lines equal the file line at that offset.

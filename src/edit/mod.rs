@@ -159,7 +159,15 @@ pub(crate) fn find(
     let variants = variants(old, new);
     for v in &variants {
         match locate::run_passes(file, v) {
-            Found::Matches(occ) => return choose(file, v.clone(), occ, options),
+            Found::Matches(occ) => {
+                let (v, occ) = choose(file, v.clone(), occ, options)?;
+                if let [one] = occ.as_slice()
+                    && let Some(lines) = already_applied(file, &v, one)
+                {
+                    return Err(refusal::applied_around(file, first_line(file, one), lines));
+                }
+                return Ok((v, occ));
+            }
             Found::ElisionProblem(msg) => return Err(Refusal::new(RefusalKind::Elision, msg)),
             Found::None => {}
         }
@@ -357,6 +365,56 @@ fn extend_to_whole_lines(file: &FileIndex<'_>, region: &mut Region) {
             p.eol = ll.content_end..ll.end;
         }
     }
+}
+
+/// NEW is OLD with lines (or text) added around it, and the file already has those additions
+/// around the place OLD matched: applying again would duplicate them. Returns NEW's 1-based
+/// line range in the file.
+fn already_applied(file: &FileIndex<'_>, v: &Variant, o: &Occurrence) -> Option<Range<usize>> {
+    let [part] = o.parts.as_slice() else {
+        return None;
+    };
+    let span = &part.region.span;
+    // Byte level: NEW = P + OLD + Q, and P, Q are already on either side of the match.
+    if let Some(k) = v.new.find(v.old.as_str()) {
+        let (p, q) = (&v.new[..k], &v.new[k + v.old.len()..]);
+        let before = span
+            .start
+            .checked_sub(p.len())
+            .and_then(|s| file.text.get(s..span.start));
+        let after = file.text.get(span.end..span.end + q.len());
+        if before == Some(p) && after == Some(q) && !(p.trim().is_empty() && q.trim().is_empty()) {
+            let start = span.start - p.len();
+            return Some(file.line_of(start)..file.line_of(span.end + q.len()) + 1);
+        }
+    }
+    // Line level, for the lenient passes: NEW's lines = P + OLD's lines + Q.
+    let (old_lines, _) = text::snippet_lines(&v.old);
+    let (new_lines, _) = text::snippet_lines(&v.new);
+    let n = old_lines.len();
+    if n == 0 || new_lines.len() <= n {
+        return None;
+    }
+    let k = (0..=new_lines.len() - n).find(|&k| new_lines[k..k + n] == old_lines[..])?;
+    let (p, q) = (&new_lines[..k], &new_lines[k + n..]);
+    if p.iter().chain(q).all(|l| text::is_blank(l)) {
+        return None;
+    }
+    let first = file.line_of(span.start) - 1;
+    let last = file.line_of(span.end.saturating_sub(1).max(span.start)) - 1;
+    if p.len() > first || last + 1 + q.len() > file.lines.len() {
+        return None;
+    }
+    let same = |a: &str, b: &str| a.trim() == b.trim();
+    let p_ok = p
+        .iter()
+        .enumerate()
+        .all(|(i, l)| same(l, file.content(first - p.len() + i)));
+    let q_ok = q
+        .iter()
+        .enumerate()
+        .all(|(i, l)| same(l, file.content(last + 1 + i)));
+    (p_ok && q_ok).then(|| first - p.len() + 1..last + q.len() + 2)
 }
 
 /// The line where NEW already is, when it is distinctive enough to say so.

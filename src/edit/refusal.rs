@@ -109,6 +109,25 @@ pub(crate) fn no_change(line: usize) -> Refusal {
     )
 }
 
+/// OLD matched, but the lines NEW adds around it are already there.
+pub(crate) fn applied_around(
+    file: &FileIndex<'_>,
+    line: usize,
+    new_lines: std::ops::Range<usize>,
+) -> Refusal {
+    let start = new_lines.start.saturating_sub(1);
+    let n = new_lines.end.saturating_sub(new_lines.start).max(1);
+    let mut msg = format!(
+        "OLD matches at line {line}, but NEW is already there (lines {}-{}): the edit looks \
+         applied already, and applying it again would duplicate what it adds. Read the file again \
+         before editing further.\n",
+        new_lines.start,
+        new_lines.end.saturating_sub(1).max(new_lines.start)
+    );
+    msg.push_str(&region_text(file, start, n));
+    Refusal::new(RefusalKind::AlreadyApplied, msg.trim_end().to_string())
+}
+
 /// More than one place matches.
 pub(crate) fn ambiguous(file: &FileIndex<'_>, lines: &[usize], pass: &str) -> Refusal {
     let shown: Vec<String> = lines.iter().map(|n| n.to_string()).collect();
