@@ -222,6 +222,7 @@ async fn openai_parallel_tool_calls_streamed() {
             StreamEvent::ToolCallStarted { index, .. } => format!("start{index}"),
             StreamEvent::ToolCallDelta { index, .. } => format!("delta{index}"),
             StreamEvent::ToolCall { index, .. } => format!("call{index}"),
+            StreamEvent::TextToolCalls { .. } => "text-calls".to_owned(),
             StreamEvent::Done { .. } => "done".to_owned(),
         })
         .collect();
@@ -266,6 +267,36 @@ async fn openai_tool_call_split_across_many_deltas() {
         )]
     );
     assert_eq!(response.tool_calls[0].id, "call_split01");
+}
+
+#[tokio::test]
+async fn recorded_llama_cpp_streams() {
+    // Recorded from the real server: the name and id repeat in every delta.
+    let (_server, model) = setup(
+        "openai",
+        vec![fixture("openai/llamacpp_forced_tool_call.http")],
+        "",
+    )
+    .await;
+    let response = answer(&model, request(false)).await.unwrap();
+    assert_eq!(
+        call_args(&response),
+        vec![("read_file".to_owned(), json!({"path": "src/main.rs"}))]
+    );
+    assert_eq!(response.finish, Some(FinishReason::ToolCalls));
+
+    let (_server, model) = setup(
+        "openai",
+        vec![fixture("openai/llamacpp_auto_json_in_content.http")],
+        "",
+    )
+    .await;
+    let response = answer(&model, request(false)).await.unwrap();
+    assert_eq!(
+        call_args(&response),
+        vec![("read_file".to_owned(), json!({"path": "src/main.rs"}))]
+    );
+    assert_eq!(response.finish, Some(FinishReason::ToolCalls));
 }
 
 #[tokio::test]
@@ -524,6 +555,8 @@ async fn json_in_content_becomes_a_tool_call() {
         call_args(&response),
         vec![("read_file".to_owned(), json!({"path": "src/main.rs"}))]
     );
+    // The call block is not left in the text (it would be sent back twice).
+    assert_eq!(response.text, "");
     assert_eq!(response.finish, Some(FinishReason::ToolCalls));
 }
 

@@ -154,7 +154,7 @@ impl ChatModel for HttpModel {
 
     fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         let text_mode = self.provider.tools == ToolMode::Text && !request.tools.is_empty();
-        let watcher = ToolTextWatcher::new(&request.tools);
+        let watcher = ToolTextWatcher::new(&request.tools, &request.options.tool_choice);
         let mut request = if text_mode {
             text_tools::to_text_protocol(request)
         } else {

@@ -62,6 +62,7 @@ pub async fn collect(mut stream: ChatStream) -> Result<ChatResponse, ModelError>
         match event? {
             StreamEvent::TextDelta { text } => response.text.push_str(&text),
             StreamEvent::ToolCall { call, .. } => response.tool_calls.push(call),
+            StreamEvent::TextToolCalls { prose } => response.text = prose,
             StreamEvent::ToolCallStarted { .. } | StreamEvent::ToolCallDelta { .. } => {}
             StreamEvent::Done { finish, usage } => {
                 response.finish = Some(finish);

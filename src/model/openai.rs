@@ -453,8 +453,12 @@ impl StreamDecoder for OpenAiDecoder {
                     partial.id = id.to_owned();
                 }
                 let function = call.get("function").cloned().unwrap_or(Value::Null);
-                if let Some(name) = function.get("name").and_then(Value::as_str) {
-                    partial.name.push_str(name);
+                // OpenAI sends the name once; llama-cpp-python repeats it in every delta.
+                if let Some(name) = function.get("name").and_then(Value::as_str)
+                    && !name.is_empty()
+                    && partial.name.is_empty()
+                {
+                    partial.name = name.to_owned();
                 }
                 let fragment = match function.get("arguments") {
                     Some(Value::String(s)) => s.clone(),

@@ -576,10 +576,10 @@ pub(crate) struct ToolTextWatcher {
 }
 
 impl ToolTextWatcher {
-    pub(crate) fn new(tools: &[ToolSpec]) -> ToolTextWatcher {
+    pub(crate) fn new(tools: &[ToolSpec], tool_choice: &ToolChoice) -> ToolTextWatcher {
         ToolTextWatcher {
             names: tools.iter().map(|t| t.name.clone()).collect(),
-            enabled: !tools.is_empty(),
+            enabled: !tools.is_empty() && tool_choice != &ToolChoice::None,
             text: String::new(),
             native_calls: 0,
         }
@@ -599,7 +599,9 @@ impl ToolTextWatcher {
                 }
                 Ok(vec![event])
             }
-            StreamEvent::ToolCallDelta { .. } => Ok(vec![event]),
+            StreamEvent::ToolCallDelta { .. } | StreamEvent::TextToolCalls { .. } => {
+                Ok(vec![event])
+            }
             StreamEvent::Done { finish, usage } => {
                 if !self.enabled || self.native_calls > 0 {
                     return Ok(vec![StreamEvent::Done { finish, usage }]);
@@ -614,6 +616,11 @@ impl ToolTextWatcher {
                 }
                 let mut events = Vec::new();
                 let found = !parsed.calls.is_empty();
+                if found {
+                    events.push(StreamEvent::TextToolCalls {
+                        prose: parsed.prose,
+                    });
+                }
                 for (index, call) in parsed.calls.into_iter().enumerate() {
                     events.push(StreamEvent::ToolCallStarted {
                         index,

@@ -181,6 +181,10 @@ pub enum StreamEvent {
     ToolCallDelta { index: usize, fragment: String },
     /// A tool call is complete and its arguments parsed.
     ToolCall { index: usize, call: ToolCall },
+    /// The text streamed so far held tool calls written as text (the model had no native tool
+    /// call, or wrote JSON in its answer); `prose` is that text without the call blocks, and the
+    /// calls follow as [`StreamEvent::ToolCall`]s.
+    TextToolCalls { prose: String },
     /// The answer is complete.
     Done { finish: FinishReason, usage: Usage },
 }

@@ -237,7 +237,7 @@ fn watcher_turns_text_calls_into_events() {
         description: String::new(),
         parameters: json!({}),
     }];
-    let mut watcher = ToolTextWatcher::new(&tools);
+    let mut watcher = ToolTextWatcher::new(&tools, &ToolChoice::Auto);
     let mut out = Vec::new();
     for event in [
         StreamEvent::TextDelta {
@@ -253,19 +253,40 @@ fn watcher_turns_text_calls_into_events() {
     ] {
         out.extend(watcher.on_event(event).unwrap());
     }
-    assert!(matches!(&out[2], StreamEvent::ToolCallStarted { name, .. } if name == "read_file"));
+    assert_eq!(
+        out[2],
+        StreamEvent::TextToolCalls {
+            prose: String::new()
+        }
+    );
+    assert!(matches!(&out[3], StreamEvent::ToolCallStarted { name, .. } if name == "read_file"));
     assert!(
-        matches!(&out[3], StreamEvent::ToolCall { call, .. } if call.arguments == json!({"path": "x"}))
+        matches!(&out[4], StreamEvent::ToolCall { call, .. } if call.arguments == json!({"path": "x"}))
     );
     assert!(matches!(
-        &out[4],
+        &out[5],
         StreamEvent::Done {
             finish: FinishReason::ToolCalls,
             ..
         }
     ));
 
-    let mut watcher = ToolTextWatcher::new(&tools);
+    // With tool_choice none, JSON in the text is just text.
+    let mut watcher = ToolTextWatcher::new(&tools, &ToolChoice::None);
+    watcher
+        .on_event(StreamEvent::TextDelta {
+            text: "{\"name\": \"read_file\", \"arguments\": {}}".into(),
+        })
+        .unwrap();
+    let out = watcher
+        .on_event(StreamEvent::Done {
+            finish: FinishReason::Stop,
+            usage: Default::default(),
+        })
+        .unwrap();
+    assert_eq!(out.len(), 1);
+
+    let mut watcher = ToolTextWatcher::new(&tools, &ToolChoice::Auto);
     watcher
         .on_event(StreamEvent::TextDelta {
             text: "```tool\n{\"name\": \"read_file\", \"argu".into(),
