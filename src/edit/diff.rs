@@ -4,13 +4,16 @@
 use similar::{Algorithm, TextDiff};
 
 /// A unified diff from `before` to `after` with three lines of context, headed `a/PATH` and
-/// `b/PATH`. Empty when the texts are equal.
+/// `b/PATH` (an absolute path is shown as it is). Empty when the texts are equal.
 pub fn unified_diff(before: &str, after: &str, path: &str) -> String {
     if before == after {
         return String::new();
     }
-    let a = format!("a/{path}");
-    let b = format!("b/{path}");
+    let (a, b) = if path.starts_with('/') {
+        (path.to_string(), path.to_string())
+    } else {
+        (format!("a/{path}"), format!("b/{path}"))
+    };
     TextDiff::configure()
         .algorithm(Algorithm::Myers)
         .diff_lines(before, after)
