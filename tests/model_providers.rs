@@ -502,6 +502,92 @@ async fn stall_after_output_times_out_without_retry() {
 }
 
 #[tokio::test]
+async fn total_timeout_bounds_a_slow_stream() {
+    let server = ReplayServer::start(vec![fixture("openai/stream_hang_mid.http")])
+        .await
+        .unwrap();
+    let mut config = config("openai", &format!("{}/v1", server.url()), "");
+    config.timeouts.first_token = Duration::from_secs(3600);
+    config.timeouts.total = Duration::from_millis(400);
+    let model = HttpModel::new(&config, "test", &config.providers["test"], "test-model");
+    let err = answer(&model, request(false)).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ModelError::Timeout {
+                phase: TimeoutPhase::Total,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn stream_ending_before_any_output_is_retried() {
+    let (server, model) = setup(
+        "anthropic",
+        vec![
+            fixture("anthropic/stream_cut_before_output.http"),
+            fixture("anthropic/stream_text.http"),
+        ],
+        "",
+    )
+    .await;
+    let response = answer(&model, request(false)).await.unwrap();
+    assert_eq!(response.text, "Hello!");
+    assert_eq!(server.requests().len(), 2);
+
+    // Every attempt cut: the error says where the stream ended.
+    let (server, model) = setup(
+        "anthropic",
+        vec![fixture("anthropic/stream_cut_before_output.http")],
+        "",
+    )
+    .await;
+    let err = answer(&model, request(false)).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the answer stream from {}/v1/messages ended early: after 0 characters of text, before message_stop",
+            server.url()
+        )
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+/// Waits (bounded) until `condition` holds.
+async fn eventually(what: &str, condition: impl Fn() -> bool) {
+    for _ in 0..3000 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+#[tokio::test]
+async fn dropping_the_stream_abandons_the_request() {
+    let server = ReplayServer::start(vec![Reply::Hang]).await.unwrap();
+    let mut config = config("openai", &format!("{}/v1", server.url()), "");
+    config.timeouts.first_token = Duration::from_secs(3600);
+    config.timeouts.total = Duration::from_secs(3600);
+    let model = HttpModel::new(&config, "test", &config.providers["test"], "test-model");
+    let stream = model.chat(request(false), CancellationToken::new());
+    eventually("the request reached the server", || {
+        server.requests().len() == 1
+    })
+    .await;
+    assert_eq!(server.disconnects(), 0);
+    drop(stream);
+    eventually("the client closed the connection", || {
+        server.disconnects() == 1
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn connection_refused_is_a_clear_error() {
     // Bind and drop a listener: nothing listens on that port afterwards.
     let port = {
@@ -531,15 +617,19 @@ async fn cancellation_stops_an_in_flight_request() {
     let model = HttpModel::new(&config, "test", &config.providers["test"], "test-model");
     let cancel = CancellationToken::new();
     let stream = model.chat(request(false), cancel.clone());
-    let canceller = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        canceller.cancel();
-    });
+    eventually("the request reached the server", || {
+        server.requests().len() == 1
+    })
+    .await;
+    cancel.cancel();
     let result = tokio::time::timeout(Duration::from_secs(60), collect(stream))
         .await
         .expect("cancellation ended the request");
     assert_eq!(result.unwrap_err(), ModelError::Cancelled);
+    eventually("the client closed the connection", || {
+        server.disconnects() == 1
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -193,7 +193,16 @@ impl ChatModel for HttpModel {
                         emitted: false,
                     },
                 };
-                tokio::spawn(job.run());
+                match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => {
+                        runtime.spawn(job.run());
+                    }
+                    Err(_) => {
+                        let _ = job.out.tx.try_send(Err(ModelError::Request(
+                            "chat() must be called inside a tokio runtime".to_owned(),
+                        )));
+                    }
+                }
             }
         }
         let mut rx = rx;
@@ -288,11 +297,21 @@ impl Job {
                 self.out.fail(error).await;
                 return;
             }
-            let delay = failure
-                .retry_after
-                .unwrap_or_else(|| backoff(&self.retry, attempt))
-                .min(self.retry.max_backoff);
+            // A server's Retry-After is honoured in full (retrying sooner only earns another
+            // 429); our own backoff is capped by `max_backoff`.
+            let delay = match failure.retry_after {
+                Some(asked) => asked,
+                None => backoff(&self.retry, attempt),
+            };
             if Instant::now() + delay >= deadline {
+                if let (Some(asked), ModelError::Http { message, .. }) =
+                    (failure.retry_after, &mut error)
+                {
+                    message.push_str(&format!(
+                        " (the server asked to wait {}s, past the total timeout)",
+                        asked.as_secs_f32()
+                    ));
+                }
                 self.out.fail(exhausted(error, attempt)).await;
                 return;
             }
@@ -303,7 +322,7 @@ impl Job {
                 "retrying after: {error}"
             );
             tokio::select! {
-                _ = self.cancel.cancelled() => {
+                _ = stopped(&self.cancel, &self.out.tx) => {
                     self.out.fail(ModelError::Cancelled).await;
                     return;
                 }
@@ -326,7 +345,7 @@ impl Job {
             .send();
         let wait = self.wait_limit(Instant::now(), deadline);
         let response = tokio::select! {
-            _ = self.cancel.cancelled() => return Err(Failure::fatal(ModelError::Cancelled)),
+            _ = stopped(&self.cancel, &self.out.tx) => return Err(Failure::fatal(ModelError::Cancelled)),
             r = tokio::time::timeout(wait.0, send) => match r {
                 Err(_) => return Err(Failure::transient(timeout(wait.1, &url, start))),
                 Ok(Err(err)) => return Err(transport_failure(&err, &url, start)),
@@ -337,7 +356,7 @@ impl Job {
         if !status.is_success() {
             let retry_after = retry_after(response.headers(), SystemTime::now());
             let body = tokio::select! {
-                _ = self.cancel.cancelled() => return Err(Failure::fatal(ModelError::Cancelled)),
+                _ = stopped(&self.cancel, &self.out.tx) => return Err(Failure::fatal(ModelError::Cancelled)),
                 r = tokio::time::timeout(Duration::from_secs(10), response.bytes()) => {
                     r.ok().and_then(Result::ok).unwrap_or_default()
                 }
@@ -396,7 +415,7 @@ impl Job {
     ) -> Result<(), Failure> {
         let wait = self.wait_limit(Instant::now(), deadline);
         let bytes = tokio::select! {
-            _ = self.cancel.cancelled() => return Err(Failure::fatal(ModelError::Cancelled)),
+            _ = stopped(&self.cancel, &self.out.tx) => return Err(Failure::fatal(ModelError::Cancelled)),
             r = tokio::time::timeout(wait.0, response.bytes()) => match r {
                 Err(_) => return Err(Failure::transient(timeout(wait.1, url, start))),
                 Ok(Err(err)) => return Err(Failure::transient(ModelError::StreamEndedEarly {
@@ -432,7 +451,7 @@ impl Job {
         loop {
             let wait = self.wait_limit(Instant::now(), deadline);
             let next = tokio::select! {
-                _ = self.cancel.cancelled() => return Err(Failure::fatal(ModelError::Cancelled)),
+                _ = stopped(&self.cancel, &self.out.tx) => return Err(Failure::fatal(ModelError::Cancelled)),
                 r = tokio::time::timeout(wait.0, events.next()) => match r {
                     Err(_) => return Err(Failure::transient(timeout(wait.1, url, start))),
                     Ok(next) => next,
@@ -474,6 +493,14 @@ impl Job {
     /// Sends events to the caller; `Ok(false)` when the caller is gone.
     async fn send(&mut self, events: Vec<StreamEvent>) -> Result<bool, Failure> {
         self.out.send(events).await.map_err(Failure::fatal)
+    }
+}
+
+/// Resolves when the caller cancelled or dropped the stream.
+async fn stopped(cancel: &CancellationToken, tx: &mpsc::Sender<Result<StreamEvent, ModelError>>) {
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        _ = tx.closed() => {}
     }
 }
 

@@ -48,9 +48,9 @@ pub trait ChatModel: Send + Sync {
     /// The context window the request is fitted to, in tokens.
     fn context_window(&self) -> usize;
 
-    /// Starts answering `request`. Nothing happens until the stream is polled; cancelling
-    /// `cancel` (or dropping the stream) stops the request promptly and the stream then yields
-    /// [`ModelError::Cancelled`].
+    /// Starts answering `request` at once (on the current tokio runtime). Cancelling `cancel`
+    /// stops the request promptly and the stream then yields [`ModelError::Cancelled`];
+    /// dropping the stream abandons the request the same way.
     fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream;
 }
 

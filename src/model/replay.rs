@@ -12,6 +12,7 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -107,6 +108,7 @@ impl RecordedRequest {
 pub struct ReplayServer {
     addr: SocketAddr,
     requests: Arc<Mutex<Vec<RecordedRequest>>>,
+    disconnects: Arc<AtomicUsize>,
     stop: CancellationToken,
 }
 
@@ -116,11 +118,13 @@ impl ReplayServer {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let disconnects = Arc::new(AtomicUsize::new(0));
         let stop = CancellationToken::new();
         let replies = Arc::new(replies);
         let served = Arc::new(Mutex::new(0usize));
         {
             let requests = requests.clone();
+            let disconnects = disconnects.clone();
             let stop = stop.clone();
             tokio::spawn(async move {
                 loop {
@@ -136,11 +140,12 @@ impl ReplayServer {
                         replies.get(i).cloned()
                     };
                     let requests = requests.clone();
+                    let disconnects = disconnects.clone();
                     let stop = stop.clone();
                     tokio::spawn(async move {
                         tokio::select! {
                             _ = stop.cancelled() => {}
-                            _ = serve(socket, reply, requests) => {}
+                            _ = serve(socket, reply, requests, disconnects) => {}
                         }
                     });
                 }
@@ -149,6 +154,7 @@ impl ReplayServer {
         Ok(ReplayServer {
             addr,
             requests,
+            disconnects,
             stop,
         })
     }
@@ -156,6 +162,11 @@ impl ReplayServer {
     /// `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// How many stalled answers ([`Reply::Hang`], `!hang`) the client walked away from.
+    pub fn disconnects(&self) -> usize {
+        self.disconnects.load(Ordering::SeqCst)
     }
 
     pub fn requests(&self) -> Vec<RecordedRequest> {
@@ -176,6 +187,7 @@ async fn serve(
     mut socket: TcpStream,
     reply: Option<Reply>,
     requests: Arc<Mutex<Vec<RecordedRequest>>>,
+    disconnects: Arc<AtomicUsize>,
 ) {
     let Some(request) = read_request(&mut socket).await else {
         return;
@@ -189,7 +201,7 @@ async fn serve(
         body: "no reply scripted".to_owned(),
     });
     match reply {
-        Reply::Hang => std::future::pending::<()>().await,
+        Reply::Hang => stall(&mut socket, &disconnects).await,
         Reply::Close => {}
         Reply::Http { head, body } => {
             let sse = head.to_ascii_lowercase().contains("text/event-stream");
@@ -211,7 +223,8 @@ async fn serve(
                         piece.lines().take(pos).map(|l| format!("{l}\n")).collect();
                     let _ = socket.write_all(before.as_bytes()).await;
                     let _ = socket.flush().await;
-                    std::future::pending::<()>().await;
+                    stall(&mut socket, &disconnects).await;
+                    return;
                 }
                 if socket.write_all(piece.as_bytes()).await.is_err() {
                     return;
@@ -222,6 +235,18 @@ async fn serve(
             let _ = socket.shutdown().await;
         }
     }
+}
+
+/// Says nothing more; returns when the client closes the connection (and counts it).
+async fn stall(socket: &mut TcpStream, disconnects: &AtomicUsize) {
+    let mut sink = [0u8; 1024];
+    loop {
+        match socket.read(&mut sink).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    disconnects.fetch_add(1, Ordering::SeqCst);
 }
 
 async fn read_request(socket: &mut TcpStream) -> Option<RecordedRequest> {
