@@ -68,6 +68,8 @@ pub struct Located {
     pub occurrences: usize,
     /// 1-based first line of each place, in the original text.
     pub lines: Vec<usize>,
+    /// The byte range of each place in the original text; every replacement lies inside one.
+    pub spans: Vec<Range<usize>>,
 }
 
 /// An applied edit: the new text and what it took.
@@ -304,10 +306,12 @@ pub(crate) fn realize(
 ) -> Result<Located, Refusal> {
     let mut replacements = Vec::new();
     let mut lines = Vec::new();
+    let mut spans = Vec::new();
     let mut matched_by = MatchedBy::default();
     let count = occurrences.len();
     for o in &occurrences {
         lines.push(first_line(file, o));
+        let mut hull = o.span();
         if matched_by.0.is_empty() {
             matched_by = MatchedBy(o.passes.clone());
         }
@@ -323,6 +327,8 @@ pub(crate) fn realize(
             let old_refs: Vec<&str> = part.old_lines.iter().map(String::as_str).collect();
             let eol = file.local_eol(&region.span);
             let written = build::build(file.text, &region, &old_refs, &new, &part.transform, eol);
+            hull.start = hull.start.min(region.span.start);
+            hull.end = hull.end.max(region.span.end);
             let original = &file.text[region.span.clone()];
             let (range, text) = build::minimize(original, &written);
             if range.is_empty() && text.is_empty() {
@@ -333,6 +339,7 @@ pub(crate) fn realize(
                 text,
             ));
         }
+        spans.push(hull);
     }
     if replacements.is_empty() {
         return Err(refusal::no_change(lines.first().copied().unwrap_or(1)));
@@ -342,6 +349,7 @@ pub(crate) fn realize(
         matched_by,
         occurrences: count,
         lines,
+        spans,
     })
 }
 

@@ -213,6 +213,7 @@ fn insert_lines(file: &FileIndex<'_>, after: usize, text: &str) -> Result<Locate
         matched_by: MatchedBy(vec![Pass::Lines]),
         occurrences: 1,
         lines: vec![after + 1],
+        spans: vec![offset..offset],
     })
 }
 
@@ -278,6 +279,7 @@ fn replace_lines(
         matched_by: MatchedBy(vec![Pass::Lines]),
         occurrences: 1,
         lines: vec![start],
+        spans: vec![span],
     })
 }
 
@@ -329,6 +331,7 @@ fn replace_pattern(
     }
     Ok(Located {
         occurrences: replacements.len(),
+        spans: replacements.iter().map(|r| r.range.clone()).collect(),
         replacements,
         matched_by: MatchedBy(vec![Pass::Pattern]),
         lines,
