@@ -213,7 +213,7 @@ fn insert_lines(file: &FileIndex<'_>, after: usize, text: &str) -> Result<Locate
         matched_by: MatchedBy(vec![Pass::Lines]),
         occurrences: 1,
         lines: vec![after + 1],
-        spans: vec![offset..offset],
+        spans: std::iter::once(offset..offset).collect(),
     })
 }
 
