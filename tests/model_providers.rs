@@ -688,6 +688,7 @@ async fn assistant_tool_call_messages_carry_empty_content_not_null() {
         name: "read_file".into(),
         arguments: json!({"path": "a.rs"}),
         arguments_error: None,
+        provider_data: None,
     };
     let mut req = request(true);
     req.messages.push(Message::Assistant {
@@ -899,6 +900,15 @@ async fn gemini_answers_and_function_calls() {
         ]
     );
     assert_ne!(response.tool_calls[0].id, response.tool_calls[1].id);
+    // The signature travels back with the call.
+    let signature = json!({"thoughtSignature": "CiQBcsjafEwv0X2nGk8VQ2hdT0tS3g=="});
+    assert_eq!(response.tool_calls[0].provider_data, Some(signature));
+    let (_, wire) = gemini::messages_to_wire(&[response.to_message()]);
+    assert_eq!(
+        wire[0]["parts"][1]["thoughtSignature"],
+        "CiQBcsjafEwv0X2nGk8VQ2hdT0tS3g=="
+    );
+    assert!(wire[0]["parts"][2].get("thoughtSignature").is_none());
     assert_eq!(response.finish, Some(FinishReason::ToolCalls));
 
     let (server, model) = setup(
@@ -942,12 +952,14 @@ fn conversation() -> Vec<Message> {
         name: "read_file".into(),
         arguments: json!({"path": "src/main.rs"}),
         arguments_error: None,
+        provider_data: None,
     };
     let search = ToolCall {
         id: "call_b".into(),
         name: "search".into(),
         arguments: json!({"query": "TODO", "max_results": 3}),
         arguments_error: None,
+        provider_data: None,
     };
     vec![
         Message::system("You fix bugs."),

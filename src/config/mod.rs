@@ -11,6 +11,42 @@
 //! (`api_key_env`), and the key is read from it when a request is made, wrapped in [`Secret`].
 //! Tables owned by other modules (`research`, `edit`, `lsp`, ...) are kept raw in
 //! [`Config::sections`] for those modules to validate.
+//!
+//! # Reference
+//!
+//! ```toml
+//! data_dir = "~/.local/share/patchwise"   # relative paths are relative to this file
+//!
+//! [providers.local]                 # any name of letters, digits, '-', '_', '.'
+//! kind = "openai"                   # openai (default) | anthropic | gemini
+//! base_url = "http://127.0.0.1:11434/v1"   # default: the kind's public API
+//! api_key_env = "OPENAI_API_KEY"    # the variable's NAME; default per kind, none for
+//!                                   # loopback servers; "" never sends a key
+//! tools = "native"                  # native | text (tools taught in the prompt)
+//!
+//! [roles]                           # provider/model; unset roles use coder
+//! coder = "local/qwen2.5-coder:7b"  # "local" alone: the first model the server lists
+//! planner = "local/qwen2.5-coder:7b"
+//! judge = "local/qwen2.5-coder:7b"
+//! escalation = "local/qwen2.5-coder:32b"
+//!
+//! [models."qwen2.5-coder:7b"]       # or "provider/model"
+//! context_window = 32768            # default: built-in table (local servers: at most 8192)
+//! max_output_tokens = 2048          # reserved for the answer when a request sets none
+//!
+//! [timeouts]                        # seconds
+//! connect = 10
+//! first_token = 180                 # also the longest silence allowed mid-answer
+//! total = 900
+//!
+//! [retry]
+//! max_attempts = 4                  # including the first
+//! initial_backoff_ms = 500          # doubles per attempt; Retry-After wins
+//! max_backoff_ms = 30000
+//! ```
+//!
+//! Without any provider, `ollama` (`http://127.0.0.1:11434/v1`) then `lmstudio`
+//! (`http://127.0.0.1:1234/v1`) are tried, each with the first model it lists.
 
 mod secret;
 

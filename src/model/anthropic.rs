@@ -228,6 +228,7 @@ pub fn messages_from_wire(system: &str, messages: &[Value]) -> Vec<Message> {
                         name,
                         arguments: block.get("input").cloned().unwrap_or(json!({})),
                         arguments_error: None,
+                        provider_data: None,
                     });
                 }
                 Some("tool_result") => {
@@ -332,6 +333,7 @@ pub fn parse_response(body: &Value) -> Result<Vec<StreamEvent>, DecodeError> {
                         .to_owned(),
                     arguments: block.get("input").cloned().unwrap_or(json!({})),
                     arguments_error: None,
+                    provider_data: None,
                 };
                 events.push(StreamEvent::ToolCallStarted {
                     index,
@@ -504,6 +506,7 @@ impl StreamDecoder for AnthropicDecoder {
                             name: tool.name,
                             arguments,
                             arguments_error,
+                            provider_data: None,
                         },
                     });
                 }

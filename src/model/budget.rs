@@ -18,8 +18,10 @@ use crate::tokens::{Encoding, count_tokens, truncate_to_tokens};
 const MESSAGE_OVERHEAD: usize = 4;
 /// Tokens a truncated tool result keeps at least, so the model still sees what it was.
 const MIN_KEPT: usize = 64;
-/// The share of the window kept free because counts are estimates.
-const MARGIN_PERCENT: usize = 3;
+/// The share of the window kept free because counts are estimates: small for OpenAI models
+/// (tiktoken is their tokenizer), larger for everyone else's.
+const MARGIN_PERCENT_EXACT: usize = 3;
+const MARGIN_PERCENT_ESTIMATED: usize = 10;
 
 /// Known context windows, by model-name prefix (lowercase, provider prefix removed).
 /// Longer prefixes are listed before shorter ones that they extend.
@@ -91,6 +93,8 @@ pub struct Budget {
     /// Output tokens reserved when the request sets no `max_tokens`.
     pub default_reserve: usize,
     pub encoding: Encoding,
+    /// Share of the window kept free for counting errors.
+    pub margin_percent: usize,
 }
 
 impl Budget {
@@ -109,11 +113,24 @@ impl Budget {
             .max_output_tokens
             .map(|n| n as usize)
             .unwrap_or_else(|| (window / 4).min(4_096));
+        let name = model
+            .rsplit('/')
+            .next()
+            .unwrap_or(model)
+            .to_ascii_lowercase();
+        let exact = ["gpt-", "o1", "o3", "o4", "chatgpt-", "codex"]
+            .iter()
+            .any(|p| name.starts_with(p));
         Budget {
             model: model.to_owned(),
             window,
             default_reserve,
             encoding: Encoding::for_model(model),
+            margin_percent: if exact {
+                MARGIN_PERCENT_EXACT
+            } else {
+                MARGIN_PERCENT_ESTIMATED
+            },
         }
     }
 
@@ -133,7 +150,7 @@ impl Budget {
 
     /// Tokens the prompt may use.
     pub fn available(&self, request: &ChatRequest) -> usize {
-        let margin = self.window * MARGIN_PERCENT / 100;
+        let margin = self.window * self.margin_percent / 100;
         self.window
             .saturating_sub(self.reserve(request))
             .saturating_sub(margin)
@@ -419,6 +436,7 @@ mod tests {
             window,
             default_reserve: 100,
             encoding: Encoding::Cl100k,
+            margin_percent: 3,
         }
     }
 
@@ -428,6 +446,7 @@ mod tests {
             name: "read_file".into(),
             arguments: json!({"path": format!("src/{id}.rs")}),
             arguments_error: None,
+            provider_data: None,
         }
     }
 

@@ -208,7 +208,15 @@ pub fn messages_to_wire(messages: &[Message]) -> (String, Vec<Value>) {
                     if !call.id.starts_with(GENERATED_ID_PREFIX) {
                         function_call["id"] = json!(call.id);
                     }
-                    parts.push(json!({"functionCall": function_call}));
+                    let mut part = json!({"functionCall": function_call});
+                    if let Some(signature) = call
+                        .provider_data
+                        .as_ref()
+                        .and_then(|d| d.get("thoughtSignature"))
+                    {
+                        part["thoughtSignature"] = signature.clone();
+                    }
+                    parts.push(part);
                 }
                 ("model", parts)
             }
@@ -277,6 +285,7 @@ pub fn messages_from_wire(system: &str, contents: &[Value]) -> Vec<Message> {
             if let Some(t) = part.get("text").and_then(Value::as_str) {
                 text.push_str(t);
             } else if let Some(call) = part.get("functionCall") {
+                let signature = part.get("thoughtSignature").cloned();
                 let name = call
                     .get("name")
                     .and_then(Value::as_str)
@@ -293,6 +302,7 @@ pub fn messages_from_wire(system: &str, contents: &[Value]) -> Vec<Message> {
                     name,
                     arguments: call.get("args").cloned().unwrap_or(json!({})),
                     arguments_error: None,
+                    provider_data: signature.map(|sig| json!({"thoughtSignature": sig})),
                 });
             } else if let Some(response) = part.get("functionResponse") {
                 let name = response
@@ -425,6 +435,7 @@ impl GeminiDecoder {
                     });
                 }
             } else if let Some(call) = part.get("functionCall") {
+                let signature = part.get("thoughtSignature").cloned();
                 let index = self.calls;
                 self.calls += 1;
                 let call = ToolCall {
@@ -440,6 +451,7 @@ impl GeminiDecoder {
                         .to_owned(),
                     arguments: call.get("args").cloned().unwrap_or(json!({})),
                     arguments_error: None,
+                    provider_data: signature.map(|sig| json!({"thoughtSignature": sig})),
                 };
                 events.push(StreamEvent::ToolCallStarted {
                     index,

@@ -15,6 +15,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::config::{
     Config, ProviderConfig, ProviderKind, RetryPolicy, Timeouts, ToolMode, is_loopback_url,
@@ -195,7 +196,8 @@ impl ChatModel for HttpModel {
                 };
                 match tokio::runtime::Handle::try_current() {
                     Ok(runtime) => {
-                        runtime.spawn(job.run());
+                        let span = tracing::info_span!("model_request", model = %self.name);
+                        runtime.spawn(job.run().instrument(span));
                     }
                     Err(_) => {
                         let _ = job.out.tx.try_send(Err(ModelError::Request(

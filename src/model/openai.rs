@@ -89,7 +89,14 @@ pub fn request_body(model: &str, request: &ChatRequest, stream: bool, official: 
         body.insert("tool_choice".into(), choice);
     }
     let options = &request.options;
-    if let Some(t) = options.temperature {
+    // OpenAI's reasoning models refuse any temperature but the default.
+    let reasoning = official
+        && ["o1", "o3", "o4", "gpt-5"]
+            .iter()
+            .any(|p| model.starts_with(p));
+    if let Some(t) = options.temperature
+        && !reasoning
+    {
         body.insert("temperature".into(), json!(t));
     }
     if let Some(n) = options.max_tokens {
@@ -246,6 +253,7 @@ fn wire_tool_call(call: &Value, index: usize) -> Option<ToolCall> {
         name,
         arguments,
         arguments_error,
+        provider_data: None,
     })
 }
 
@@ -389,6 +397,7 @@ impl OpenAiDecoder {
                     name: partial.name.clone(),
                     arguments,
                     arguments_error,
+                    provider_data: None,
                 },
             });
         }

@@ -460,6 +460,7 @@ fn calls_from_value(value: &Value, known: &[&str], explicit: bool) -> Vec<ToolCa
             name: name.to_owned(),
             arguments,
             arguments_error,
+            provider_data: None,
         });
     }
     calls

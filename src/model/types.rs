@@ -31,6 +31,10 @@ pub struct ToolCall {
     /// written so that the tool layer can hand it back to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_error: Option<String>,
+    /// Opaque data the provider wants back with this call in later requests (Gemini's
+    /// `thoughtSignature`, which thinking models require when the conversation continues).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_data: Option<Value>,
 }
 
 /// One message of a conversation.

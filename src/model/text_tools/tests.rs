@@ -187,6 +187,7 @@ fn text_protocol_rewrites_history() {
         name: "read_file".into(),
         arguments: json!({"path": "a.rs"}),
         arguments_error: None,
+        provider_data: None,
     };
     let request = ChatRequest {
         messages: vec![
