@@ -1,0 +1,15 @@
+//! patchwise: a language server that brings model-driven coding into any editor that speaks LSP.
+//!
+//! The crate is laid out as `ARCHITECTURE.md` describes: a pure core that speaks byte offsets
+//! (`document`), and a protocol edge (`lsp`) that is the only place LSP types are known.
+
+pub mod cli;
+pub mod config;
+pub mod document;
+pub mod edit;
+pub mod logging;
+pub mod lsp;
+pub mod model;
+pub mod syntax;
+pub mod tokens;
+pub mod workspace;

@@ -1,0 +1,67 @@
+//! The `patchwise` command line: `serve` (the default) speaks LSP over stdio; the other
+//! subcommands run the same core from a terminal, for users, scripts and benchmarks.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use patchwise::logging::{self, LogOptions};
+use patchwise::lsp::Exit;
+
+#[derive(Debug, Parser)]
+#[command(name = "patchwise", version, about, long_about = None)]
+struct Cli {
+    /// More log output on stderr (or the log file): -v info, -vv debug, -vvv trace.
+    /// `RUST_LOG` takes precedence when set.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
+    /// Write logs to this file instead of stderr.
+    #[arg(long, global = true, value_name = "PATH")]
+    log_file: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Speak the Language Server Protocol over stdin/stdout (the default).
+    Serve,
+    /// Print what a model would be shown of a file for a target, then a one-line summary.
+    Context(patchwise::cli::context::ContextArgs),
+    /// Show the configuration in effect and whether each role's model server answers.
+    Doctor(patchwise::cli::doctor::DoctorArgs),
+    /// Replace OLD with NEW in a file through the edit engine, or print why not.
+    Edit(patchwise::cli::edit::EditArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let log = LogOptions {
+        verbosity: cli.verbose,
+        file: cli.log_file.clone(),
+    };
+    if let Err(err) = logging::init(&log) {
+        eprintln!("patchwise: cannot set up logging: {err:#}");
+        return ExitCode::from(2);
+    }
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Context(args) => patchwise::cli::context::run(&args),
+        Command::Doctor(args) => patchwise::cli::doctor::run(&args),
+        Command::Edit(args) => patchwise::cli::edit::run(&args),
+        Command::Serve => match patchwise::lsp::run_stdio() {
+            Ok(Exit::Clean) => ExitCode::SUCCESS,
+            Ok(Exit::WithoutShutdown) => {
+                tracing::info!("stopped without a shutdown request");
+                ExitCode::FAILURE
+            }
+            Err(err) => {
+                tracing::error!("server failed: {err:#}");
+                eprintln!("patchwise: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}

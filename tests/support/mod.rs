@@ -1,0 +1,380 @@
+//! A small JSON-RPC harness that drives the real `patchwise` binary over stdio.
+//!
+//! Every byte the server writes to stdout must be part of a well-formed LSP frame: the reader
+//! thread fails loudly on anything else, so a stray `println!` breaks the tests. Messages the
+//! test did not ask for (notifications, server requests) are kept in order for inspection.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// Long enough for a debug build under load; a test that waits this long has failed anyway.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+pub struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    incoming: Receiver<Result<Value, String>>,
+    unsolicited: VecDeque<Value>,
+    responses: Vec<Value>,
+    next_id: i64,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+pub struct Options<'a> {
+    pub args: Vec<&'a str>,
+    pub env: Vec<(&'a str, String)>,
+    pub cwd: Option<&'a Path>,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Self {
+            args: vec!["serve"],
+            env: Vec::new(),
+            cwd: None,
+        }
+    }
+}
+
+impl Server {
+    pub fn spawn(options: Options<'_>) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_patchwise"));
+        command
+            .args(&options.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("RUST_LOG", "patchwise=debug")
+            .env("RUST_BACKTRACE", "0");
+        for (key, value) in &options.env {
+            command.env(key, value);
+        }
+        if let Some(cwd) = options.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().expect("spawn patchwise");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let mut stderr_pipe = child.stderr.take().unwrap();
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let sink = stderr.clone();
+        thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = stderr_pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        let (tx, incoming) = channel();
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                match read_frame(&mut reader) {
+                    Ok(Some(value)) => {
+                        if tx.send(Ok(value)).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(err) => {
+                        let _ = tx.send(Err(err));
+                        break;
+                    }
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            incoming,
+            unsolicited: VecDeque::new(),
+            responses: Vec::new(),
+            next_id: 1,
+            stderr,
+        }
+    }
+
+    /// Spawns and completes `initialize` / `initialized`; returns the initialize result.
+    pub fn initialized(capabilities: Value) -> (Self, Value) {
+        Self::initialized_with(Options::default(), capabilities, Value::Null)
+    }
+
+    pub fn initialized_with(
+        options: Options<'_>,
+        capabilities: Value,
+        root_uri: Value,
+    ) -> (Self, Value) {
+        let mut server = Self::spawn(options);
+        let result = server
+            .request(
+                "initialize",
+                json!({ "processId": null, "rootUri": root_uri, "capabilities": capabilities }),
+            )
+            .expect("initialize succeeds");
+        server.notify("initialized", json!({}));
+        (server, result)
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        let body = serde_json::to_vec(message).unwrap();
+        let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        frame.extend_from_slice(&body);
+        self.send_raw(&frame);
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write to server");
+        stdin.flush().unwrap();
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+    }
+
+    /// Sends a request without waiting; collect the answer with [`Server::response`].
+    pub fn request_async(&mut self, method: &str, params: Value) -> i64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        id
+    }
+
+    /// Sends a request and waits for its response: `Ok(result)` or `Err(error object)`.
+    pub fn request(&mut self, method: &str, params: Value) -> Result<Value, Value> {
+        let id = self.request_async(method, params);
+        self.response(json!(id))
+    }
+
+    pub fn response(&mut self, id: Value) -> Result<Value, Value> {
+        let message = self.wait_for(|m| m.get("method").is_none() && m["id"] == id);
+        match message.get("error") {
+            Some(error) => Err(error.clone()),
+            None => Ok(message["result"].clone()),
+        }
+    }
+
+    /// Waits for a message matching `pred`; others are kept for later.
+    pub fn wait_for(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.responses.iter().position(&pred) {
+            return self.responses.remove(i);
+        }
+        if let Some(i) = self.unsolicited.iter().position(&pred) {
+            return self.unsolicited.remove(i).unwrap();
+        }
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = match self.incoming.recv_timeout(left) {
+                Ok(Ok(message)) => message,
+                Ok(Err(err)) => panic!(
+                    "bad output from the server: {err}\nstderr:\n{}",
+                    self.stderr()
+                ),
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "no matching message from the server\nstderr:\n{}",
+                        self.stderr()
+                    )
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("server closed stdout\nstderr:\n{}", self.stderr())
+                }
+            };
+            if pred(&message) {
+                return message;
+            }
+            if message.get("method").is_some() {
+                self.unsolicited.push_back(message);
+            } else {
+                self.responses.push(message);
+            }
+        }
+    }
+
+    /// Notifications and server-to-client requests received so far and not yet consumed.
+    pub fn take_unsolicited(&mut self) -> Vec<Value> {
+        self.unsolicited.drain(..).collect()
+    }
+
+    /// `shutdown`, `exit`, and the process's exit status. Fails if a response was left unread.
+    pub fn shutdown(mut self) -> ExitStatus {
+        let result = self.request("shutdown", Value::Null);
+        assert_eq!(result, Ok(Value::Null));
+        self.notify("exit", Value::Null);
+        let status = self.wait_exit();
+        assert!(
+            self.responses.is_empty(),
+            "responses left unread: {:?}",
+            self.responses
+        );
+        status
+    }
+
+    /// Waits for the process to end on its own.
+    pub fn wait_exit(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("server did not exit\nstderr:\n{}", self.stderr());
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Reads one LSP frame. `Ok(None)` at a clean end of stream.
+fn read_frame(reader: &mut impl BufRead) -> Result<Option<Value>, String> {
+    let mut length = None;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader
+            .read_line(&mut line)
+            .map_err(|e| format!("reading a header: {e}"))?;
+        if n == 0 {
+            return if length.is_none() {
+                Ok(None)
+            } else {
+                Err("stdout ended inside a header".into())
+            };
+        }
+        if line == "\r\n" {
+            break;
+        }
+        let Some((name, value)) = line.trim_end_matches("\r\n").split_once(": ") else {
+            return Err(format!("not an LSP header line on stdout: {line:?}"));
+        };
+        match name.to_ascii_lowercase().as_str() {
+            "content-length" => {
+                length = Some(
+                    value
+                        .parse::<usize>()
+                        .map_err(|e| format!("bad Content-Length {value:?}: {e}"))?,
+                )
+            }
+            "content-type" => {}
+            _ => return Err(format!("unexpected header on stdout: {line:?}")),
+        }
+    }
+    let length = length.ok_or("frame without Content-Length")?;
+    let mut body = vec![0; length];
+    reader
+        .read_exact(&mut body)
+        .map_err(|e| format!("reading a body of {length} bytes: {e}"))?;
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| format!("frame body is not JSON: {e}"))
+}
+
+// ---- client-side text model, independent of the server's code ----
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enc {
+    Utf8,
+    Utf16,
+    Utf32,
+}
+
+impl Enc {
+    pub fn name(self) -> &'static str {
+        match self {
+            Enc::Utf8 => "utf-8",
+            Enc::Utf16 => "utf-16",
+            Enc::Utf32 => "utf-32",
+        }
+    }
+}
+
+/// The LSP position of a byte offset in `text` (lines end at LF, CRLF or lone CR).
+pub fn position_of(text: &str, offset: usize, enc: Enc) -> Value {
+    let before = &text[..offset];
+    let mut line = 0;
+    let mut line_start = 0;
+    let bytes = before.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => {
+                line += 1;
+                line_start = i + 1;
+            }
+            b'\r' if bytes.get(i + 1) == Some(&b'\n') => {
+                line += 1;
+                line_start = i + 2;
+                i += 1;
+            }
+            b'\r' => {
+                line += 1;
+                line_start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let prefix = &before[line_start..];
+    let character: usize = match enc {
+        Enc::Utf8 => prefix.len(),
+        Enc::Utf16 => prefix.chars().map(char::len_utf16).sum(),
+        Enc::Utf32 => prefix.chars().count(),
+    };
+    json!({ "line": line, "character": character })
+}
+
+/// A tiny deterministic generator, so failures reproduce.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.max(1))
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+pub fn file_uri(path: &Path) -> String {
+    let path = path.to_str().expect("utf-8 temp path");
+    format!("file://{path}")
+}
