@@ -122,7 +122,7 @@ fn violations(dir: &str, skip: Option<&str>, forbidden: &[&str]) -> Vec<String> 
                     let after = line[at + word.len()..].chars().next();
                     let ident =
                         |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-                    !ident(before) && !(ident(after) && !word.ends_with(['(', ':', '!']))
+                    !ident(before) && (!ident(after) || word.ends_with(['(', ':', '!']))
                 });
                 if hit {
                     let shown = file.strip_prefix(root).unwrap().display();
