@@ -471,6 +471,10 @@ fn next_call_id() -> String {
     format!("call_text_{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
+/// Stop sequence for text-protocol requests: a model that starts writing a result itself has
+/// finished its call.
+pub const RESULT_STOP: &str = "\nResult of";
+
 /// Rewrites a request for a model without native tools: the tools are described in the system
 /// prompt, earlier calls become fenced blocks in the assistant's text, and results become user
 /// messages.
@@ -481,7 +485,7 @@ pub fn to_text_protocol(request: ChatRequest) -> ChatRequest {
         options,
     } = request;
     let mut guide = String::from(
-        "You can call tools. To call one, write a fenced block tagged `tool` holding one JSON object with the tool's name and its arguments, then stop and wait for the result:\n\n```tool\n{\"name\": \"TOOL_NAME\", \"arguments\": {\"ARGUMENT\": \"VALUE\"}}\n```\n\nUse one block per call; several blocks make several calls. Results come back in a message starting with \"Result of\". The tools:\n",
+        "# Tools\n\nYou can call tools to read and change the workspace. Never guess what a file contains: call a tool. To call one, answer with a fenced block tagged `tool` holding one JSON object with the tool's name and its arguments, and stop there; the result comes back in the next message, starting with \"Result of\".\n\n```tool\n{\"name\": \"TOOL_NAME\", \"arguments\": {\"ARGUMENT\": \"VALUE\"}}\n```\n\nOne block per call; several blocks make several calls. Available tools:\n",
     );
     for tool in &tools {
         guide.push_str(&format!(
@@ -557,13 +561,18 @@ pub fn to_text_protocol(request: ChatRequest) -> ChatRequest {
     if !guided {
         out.insert(0, Message::System { content: guide });
     }
+    // Small models go on to imagine the result after their call; stop them there.
+    let mut options = ChatOptions {
+        tool_choice: ToolChoice::Auto,
+        ..options
+    };
+    if !options.stop.iter().any(|s| s == RESULT_STOP) {
+        options.stop.push(RESULT_STOP.to_owned());
+    }
     ChatRequest {
         messages: out,
         tools: Vec::new(),
-        options: ChatOptions {
-            tool_choice: ToolChoice::Auto,
-            ..options
-        },
+        options,
     }
 }
 
