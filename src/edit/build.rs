@@ -41,6 +41,9 @@ pub(crate) struct Transform {
     pub typo_fold: Vec<char>,
     /// The model added trailing whitespace the file does not have.
     pub trim_trailing: bool,
+    /// The file indents with this unit only: leading tabs (or spaces) of the other kind in an
+    /// added line are converted, when no reindent is in force.
+    pub file_unit: Option<IndentUnit>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,12 +221,33 @@ fn write_new(
         let body = line[ind.len()..].to_string();
         line = r.unit.render(cols.max(0) as usize, r.tab_width) + &body;
     }
+    if t.reindent.is_none()
+        && let Some(unit) = t.file_unit
+    {
+        line = convert_unit(&line, unit);
+    }
     if is_blank(&line) && t.reindent.is_some() {
         line.clear();
     }
     out.push_str(&line);
     if terminated {
         out.push_str(local_eol);
+    }
+}
+
+/// Leading tabs in a spaces-only file become spaces; leading spaces (whole levels of 4) in a
+/// tabs-only file become tabs. Anything else is left as the model wrote it.
+fn convert_unit(line: &str, unit: IndentUnit) -> String {
+    let ind = indent_of(line);
+    match unit {
+        IndentUnit::Spaces(n) if ind.contains('\t') => {
+            let cols = indent_cols(ind, n);
+            format!("{}{}", " ".repeat(cols), &line[ind.len()..])
+        }
+        IndentUnit::Tabs if !ind.is_empty() && !ind.contains('\t') && ind.len() % 4 == 0 => {
+            format!("{}{}", "\t".repeat(ind.len() / 4), &line[ind.len()..])
+        }
+        _ => line.to_string(),
     }
 }
 

@@ -108,7 +108,7 @@ pub fn stale(path: &Path, current: &str, old: Option<&str>) -> Refusal {
             msg.push_str(&format!(
                 ". The current text of the region you aimed at (lines {}-{}):\n",
                 start + 1,
-                (start + old_lines.len().max(1)).min(file.lines.len())
+                (start + old_lines.len().max(1)).min(file.lines().len())
             ));
             msg.push_str(refusal::region_text(&file, start, old_lines.len().max(1)).trim_end());
         }

@@ -6,6 +6,7 @@
 //! finds two places is an ambiguity, never a guess. Nothing here picks between two candidates
 //! except the fuzzy pass, and only when one candidate is clearly better than every other.
 
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
@@ -88,51 +89,111 @@ impl Occurrence {
 /// Facts about the file computed once per request.
 pub(crate) struct FileIndex<'a> {
     pub text: &'a str,
-    pub lines: Vec<Line>,
-    pub unit: IndentUnit,
-    pub eol: &'static str,
+    lines: OnceCell<Vec<Line>>,
+    unit: OnceCell<IndentUnit>,
+    has_typo: OnceCell<bool>,
+    pure: OnceCell<Option<IndentUnit>>,
     has_cr: bool,
-    has_typo: bool,
 }
 
 impl<'a> FileIndex<'a> {
+    /// Cheap: the line index, indent unit and the like are computed on first use, so an exact
+    /// match pays only for the search.
     pub fn new(text: &'a str) -> Self {
         Self {
             text,
-            lines: text::lines(text),
-            unit: text::detect_indent(text),
-            eol: text::dominant_eol(text),
-            has_cr: text.contains('\r'),
-            has_typo: text::has_typographic(text),
+            lines: OnceCell::new(),
+            unit: OnceCell::new(),
+            has_typo: OnceCell::new(),
+            pure: OnceCell::new(),
+            has_cr: text.as_bytes().contains(&b'\r'),
         }
+    }
+
+    pub fn lines(&self) -> &[Line] {
+        self.lines.get_or_init(|| text::lines(self.text))
+    }
+
+    pub fn unit(&self) -> IndentUnit {
+        *self.unit.get_or_init(|| text::detect_indent(self.text))
+    }
+
+    pub fn eol(&self) -> &'static str {
+        if self.has_cr {
+            text::dominant_eol(self.text)
+        } else {
+            "\n"
+        }
+    }
+
+    /// Whether the file indents with tabs only or spaces only (`None`: both, or neither).
+    pub fn pure_unit(&self) -> Option<IndentUnit> {
+        *self.pure.get_or_init(|| {
+            let (mut tabs, mut spaces) = (0usize, 0usize);
+            for l in self.text.lines().take(50_000) {
+                match l.as_bytes().first() {
+                    Some(b'\t') => tabs += 1,
+                    Some(b' ') if !is_blank(l) => spaces += 1,
+                    _ => {}
+                }
+            }
+            match (tabs, spaces) {
+                (0, s) if s > 0 => Some(self.unit()),
+                (t, 0) if t > 0 => Some(IndentUnit::Tabs),
+                _ => None,
+            }
+        })
+    }
+
+    fn has_typo(&self) -> bool {
+        *self
+            .has_typo
+            .get_or_init(|| !self.text.is_ascii() && text::has_typographic(self.text))
     }
 
     pub fn content(&self, i: usize) -> &'a str {
-        self.lines[i].content(self.text)
+        self.lines()[i].content(self.text)
     }
 
-    /// The line ending to give new lines written inside `span`.
+    /// The line ending to give new lines written inside `span`: the first one inside or right
+    /// after it, else the one before it, else the file's.
     pub fn local_eol(&self, span: &Range<usize>) -> &'a str {
-        let first = text::line_number_at(&self.lines, span.start).saturating_sub(1);
-        for l in self.lines.iter().skip(first).take(64) {
-            if l.start > span.end && l.start > span.start {
-                break;
-            }
-            let t = l.terminator(self.text);
-            if !t.is_empty() {
-                return t;
-            }
+        let bytes = self.text.as_bytes();
+        let from = span.start.min(bytes.len());
+        if let Some(nl) = self.text[from..].find('\n') {
+            let nl = from + nl;
+            return if nl > 0 && bytes[nl - 1] == b'\r' {
+                &self.text[nl - 1..=nl]
+            } else {
+                &self.text[nl..=nl]
+            };
         }
-        let t = self
-            .lines
-            .get(first.saturating_sub(1))
-            .map(|l| l.terminator(self.text))
-            .unwrap_or("");
-        if t.is_empty() { self.eol } else { t }
+        if let Some(nl) = self.text[..from].rfind('\n') {
+            return if nl > 0 && bytes[nl - 1] == b'\r' {
+                &self.text[nl - 1..=nl]
+            } else {
+                &self.text[nl..=nl]
+            };
+        }
+        self.eol()
     }
 
+    /// 1-based line of byte `offset`.
     pub fn line_of(&self, offset: usize) -> usize {
-        text::line_number_at(&self.lines, offset)
+        if let Some(lines) = self.lines.get() {
+            return text::line_number_at(lines, offset);
+        }
+        let offset = offset.min(self.text.len());
+        let n = self.text.as_bytes()[..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        // An offset at the very end of a text ending with a newline belongs to its last line.
+        if offset == self.text.len() && offset > 0 && self.text.ends_with('\n') {
+            n
+        } else {
+            n + 1
+        }
     }
 }
 
@@ -233,7 +294,7 @@ pub(crate) fn run_passes(file: &FileIndex<'_>, v: &Variant) -> Found {
             return mk(Pass::BlankLines, occ);
         }
     }
-    if file.has_typo || text::has_typographic(old) {
+    if file.has_typo() || text::has_typographic(old) {
         let occ = substring_matches(file, old, &v.new, ViewKind::Typographic);
         if !occ.is_empty() {
             return mk(Pass::Typographic, occ);
@@ -395,9 +456,15 @@ fn substring_matches(
         // OLD began after the indentation of its first line: put the span at the line start so a
         // line NEW inserts before it is indented like the file, not glued after the indentation.
         let line = file.line_of(region.span.start) - 1;
-        let line_start = file.lines.get(line).map_or(region.span.start, |l| l.start);
+        let line_start = file
+            .lines()
+            .get(line)
+            .map_or(region.span.start, |l| l.start);
         let before = &file.text[line_start..region.span.start];
-        if !before.is_empty() && before.chars().all(|c| c == ' ' || c == '\t') {
+        if !before.is_empty()
+            && before.chars().all(|c| c == ' ' || c == '\t')
+            && old_lines.first().is_some_and(|l| !is_blank(l))
+        {
             transform.first_prefix = Some(before.to_string());
             region.span.start = line_start;
             region.pieces[0].content.start = line_start;
@@ -426,32 +493,34 @@ fn substring_matches(
 
 /// Splits a real span into the file lines it touches, mapping OLD line i to piece i.
 fn region_from_span(file: &FileIndex<'_>, span: Range<usize>) -> Option<Region> {
-    if span.start > span.end || span.end > file.text.len() {
+    let text = file.text;
+    if span.start > span.end || span.end > text.len() {
         return None;
     }
+    let bytes = text.as_bytes();
     let mut pieces = Vec::new();
-    let first = file.line_of(span.start).saturating_sub(1);
-    for l in file.lines.iter().skip(first) {
-        if l.start >= span.end && !(span.is_empty() && l.start == span.start) {
-            break;
-        }
-        let cs = l.start.max(span.start);
-        let ce = l.content_end.min(span.end).max(cs);
-        let es = l.content_end.max(cs);
-        let ee = l.end.min(span.end).max(es);
+    // Walk the lines the span touches without indexing the whole file.
+    let mut line_start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    loop {
+        let nl = text[line_start..].find('\n').map(|i| line_start + i);
+        let end = nl.map_or(text.len(), |i| i + 1);
+        let content_end = match nl {
+            Some(i) if i > line_start && bytes[i - 1] == b'\r' => i - 1,
+            Some(i) => i,
+            None => text.len(),
+        };
+        let cs = line_start.max(span.start);
+        let ce = content_end.min(span.end).max(cs);
+        let es = content_end.max(cs);
+        let ee = end.min(span.end).max(es);
         pieces.push(Piece {
             content: cs..ce,
             eol: es..ee,
         });
-        if l.end >= span.end {
+        if end >= span.end || nl.is_none() {
             break;
         }
-    }
-    if pieces.is_empty() {
-        pieces.push(Piece {
-            content: span.clone(),
-            eol: span.end..span.end,
-        });
+        line_start = end;
     }
     let map = (0..pieces.len()).map(Some).collect();
     Some(Region { span, pieces, map })
@@ -518,7 +587,7 @@ fn find_windows(file: &FileIndex<'_>, old: &[&str], mode: LineMode) -> Option<Ve
             ..mode
         },
     );
-    let n_lines = file.lines.len();
+    let n_lines = file.lines().len();
     let mut out = Vec::new();
     if mode.skip_blank {
         // Blank lines on either side are ignored: compare the non-blank sequences.
@@ -645,7 +714,7 @@ fn finish_window(
         .map(|(i, f)| (indent_of(old[*i]), indent_of(file.content(*f))))
         .collect();
     let reindent = if mode.lenient_indent {
-        Some(consistent_shift(&pairs, file.unit)?)
+        Some(consistent_shift(&pairs, file.unit())?)
     } else {
         // Strict passes: indentation must be identical apart from the first line's.
         if pairs.iter().any(|(a, b)| a != b) {
@@ -745,7 +814,7 @@ fn region_for_window(
     w: &Window,
     mode: LineMode,
 ) -> Option<(Region, Transform, Option<Pass>)> {
-    let lines = &file.lines;
+    let lines = &file.lines();
     let first = lines.get(w.first)?;
     let last = lines.get(w.last)?;
     let last_old_mapped = w.map.iter().rposition(|m| m.is_some())?;
@@ -780,9 +849,9 @@ fn region_for_window(
     let render_unit = if region_has_tabs {
         IndentUnit::Tabs
     } else if region_has_spaces {
-        IndentUnit::Spaces(file.unit.width())
+        IndentUnit::Spaces(file.unit().width())
     } else {
-        file.unit
+        file.unit()
     };
     let mut pass = None;
     if let Some((delta, tw)) = w.reindent {
@@ -988,7 +1057,7 @@ fn elision(
                         transform.reindent = Some(Reindent {
                             delta: other.0,
                             tab_width: other.1,
-                            unit: file.unit,
+                            unit: file.unit(),
                         });
                     }
                 }
@@ -1019,20 +1088,20 @@ fn elision(
                     );
                 };
                 let at = if before {
-                    file.lines[nw.first].start
+                    file.lines()[nw.first].start
                 } else {
-                    file.lines[nw.last].end
+                    file.lines()[nw.last].end
                 };
                 let mut transform = Transform::default();
                 if let Some((d, tw)) = nw.reindent {
                     transform.reindent = Some(Reindent {
                         delta: d,
                         tab_width: tw,
-                        unit: file.unit,
+                        unit: file.unit(),
                     });
                 }
                 let mut new_lines: Vec<String> = new_seg.iter().map(|s| s.to_string()).collect();
-                if !before && file.lines[nw.last].terminator(file.text).is_empty() {
+                if !before && file.lines()[nw.last].terminator(file.text).is_empty() {
                     // Appending after a last line with no newline: start a new line first.
                     new_lines.insert(0, String::new());
                     transform.reindent = None;
@@ -1046,7 +1115,8 @@ fn elision(
                     transform,
                     old_lines: Vec::new(),
                     new_lines,
-                    old_terminated: before || !file.lines[nw.last].terminator(file.text).is_empty(),
+                    old_terminated: before
+                        || !file.lines()[nw.last].terminator(file.text).is_empty(),
                 });
             }
         }
@@ -1064,7 +1134,7 @@ fn elision(
 /// indented no deeper than the head — or that line itself when it closes the block (`}`, `end`).
 fn block_end_after(file: &FileIndex<'_>, head_last: usize, head_indent: &str) -> usize {
     let hw = indent_cols(head_indent, 4);
-    for i in head_last + 1..file.lines.len() {
+    for i in head_last + 1..file.lines().len() {
         let c = file.content(i);
         if is_blank(c) {
             continue;
@@ -1079,7 +1149,7 @@ fn block_end_after(file: &FileIndex<'_>, head_last: usize, head_indent: &str) ->
             return if closes { i } else { i.saturating_sub(1) };
         }
     }
-    file.lines.len().saturating_sub(1)
+    file.lines().len().saturating_sub(1)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1092,7 +1162,7 @@ pub(crate) fn fuzzy(file: &FileIndex<'_>, v: &Variant) -> Option<Occurrence> {
     let (old, old_terminated) = text::snippet_lines(&v.old);
     let new = text::snippet_lines(&v.new);
     let nonblank: Vec<usize> = (0..old.len()).filter(|&i| !is_blank(old[i])).collect();
-    if nonblank.len() < 3 || file.lines.is_empty() || old.len() > file.lines.len() {
+    if nonblank.len() < 3 || file.lines().is_empty() || old.len() > file.lines().len() {
         return None;
     }
     let mode = LineMode {
@@ -1119,7 +1189,7 @@ pub(crate) fn fuzzy(file: &FileIndex<'_>, v: &Variant) -> Option<Occurrence> {
     // must be a token away from OLD's, every other window's clearly further.
     let mut scored: Vec<(usize, usize, f64, bool)> = Vec::new(); // start, differing line, sim, small
     for &s in &tied {
-        if s + old.len() > file.lines.len() {
+        if s + old.len() > file.lines().len() {
             continue;
         }
         // A window equal on every line (its indentation did not add up) or with blank lines
@@ -1156,7 +1226,7 @@ pub(crate) fn fuzzy(file: &FileIndex<'_>, v: &Variant) -> Option<Occurrence> {
         .iter()
         .map(|&i| (indent_of(old[i]), indent_of(file.content(s + i))))
         .collect();
-    let shift = consistent_shift(&pairs, file.unit)?;
+    let shift = consistent_shift(&pairs, file.unit())?;
     let w = Window {
         map: (0..old.len()).map(|i| Some(s + i)).collect(),
         first: s,
@@ -1213,7 +1283,7 @@ fn window_votes(file: &FileIndex<'_>, old: &[&str], mode: LineMode) -> HashMap<u
         }
     }
     let mut votes: HashMap<usize, usize> = HashMap::new();
-    for f in 0..file.lines.len() {
+    for f in 0..file.lines().len() {
         let c = file.content(f);
         if is_blank(c) {
             continue;
@@ -1233,7 +1303,7 @@ fn window_votes(file: &FileIndex<'_>, old: &[&str], mode: LineMode) -> HashMap<u
 /// The window most like OLD, for refusals: most equal lines, then the earliest. Falls back to
 /// the line most like OLD's first non-blank line.
 pub(crate) fn closest_window(file: &FileIndex<'_>, old: &[&str]) -> Option<usize> {
-    if file.lines.is_empty() {
+    if file.lines().is_empty() {
         return None;
     }
     let mode = LineMode {
@@ -1244,7 +1314,7 @@ pub(crate) fn closest_window(file: &FileIndex<'_>, old: &[&str]) -> Option<usize
     let votes = window_votes(file, old, mode);
     let best = votes
         .iter()
-        .filter(|(s, _)| **s < file.lines.len())
+        .filter(|(s, _)| **s < file.lines().len())
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)));
     if let Some((&s, _)) = best {
         return Some(s);
@@ -1256,7 +1326,7 @@ pub(crate) fn closest_window(file: &FileIndex<'_>, old: &[&str]) -> Option<usize
         return None;
     }
     let mut best: Option<(usize, usize)> = None;
-    for f in 0..file.lines.len() {
+    for f in 0..file.lines().len() {
         let c = file.content(f).trim();
         if c.is_empty() {
             continue;

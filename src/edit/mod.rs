@@ -290,9 +290,9 @@ fn first_line(file: &FileIndex<'_>, o: &Occurrence) -> usize {
     let span = o.span();
     // A span starting at the very end of a line (after its text) belongs to the next line.
     let mut line = file.line_of(span.start);
-    if let Some(l) = file.lines.get(line - 1)
+    if let Some(l) = file.lines().get(line - 1)
         && span.start == l.end
-        && line < file.lines.len()
+        && line < file.lines().len()
     {
         line += 1;
     }
@@ -320,13 +320,20 @@ pub(crate) fn realize(
             if part.new_lines.is_empty() {
                 extend_to_whole_lines(file, &mut region);
             }
+            // At the end of a file without a final newline, NEW does not add one.
+            let at_unterminated_end =
+                region.span.end == file.text.len() && !file.text.ends_with('\n');
             let new = NewText {
                 lines: part.new_lines.iter().map(String::as_str).collect(),
-                terminated: !part.new_lines.is_empty() && part.old_terminated,
+                terminated: !part.new_lines.is_empty()
+                    && part.old_terminated
+                    && !at_unterminated_end,
             };
             let old_refs: Vec<&str> = part.old_lines.iter().map(String::as_str).collect();
             let eol = file.local_eol(&region.span);
-            let written = build::build(file.text, &region, &old_refs, &new, &part.transform, eol);
+            let mut transform = part.transform.clone();
+            transform.file_unit = file.pure_unit();
+            let written = build::build(file.text, &region, &old_refs, &new, &transform, eol);
             hull.start = hull.start.min(region.span.start);
             hull.end = hull.end.max(region.span.end);
             let original = &file.text[region.span.clone()];
@@ -357,14 +364,14 @@ pub(crate) fn realize(
 fn extend_to_whole_lines(file: &FileIndex<'_>, region: &mut Region) {
     let span = region.span.clone();
     let first = file.line_of(span.start) - 1;
-    let Some(l0) = file.lines.get(first) else {
+    let Some(l0) = file.lines().get(first) else {
         return;
     };
     if span.start != l0.start || span.is_empty() {
         return;
     }
     let last = file.line_of(span.end.saturating_sub(1)) - 1;
-    let Some(ll) = file.lines.get(last) else {
+    let Some(ll) = file.lines().get(last) else {
         return;
     };
     if span.end == ll.content_end && ll.end > ll.content_end {
@@ -410,7 +417,7 @@ fn already_applied(file: &FileIndex<'_>, v: &Variant, o: &Occurrence) -> Option<
     }
     let first = file.line_of(span.start) - 1;
     let last = file.line_of(span.end.saturating_sub(1).max(span.start)) - 1;
-    if p.len() > first || last + 1 + q.len() > file.lines.len() {
+    if p.len() > first || last + 1 + q.len() > file.lines().len() {
         return None;
     }
     let same = |a: &str, b: &str| a.trim() == b.trim();

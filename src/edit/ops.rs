@@ -135,14 +135,14 @@ fn locate_op(file: &FileIndex<'_>, op: &Operation) -> Result<Located, Refusal> {
             realize(file, occ)
         }
         Operation::InsertAfterLine { line, text } => {
-            let n = file.lines.len();
+            let n = file.lines().len();
             if *line > n {
                 return Err(out_of_range(*line, n, "insert after"));
             }
             insert_lines(file, *line, text)
         }
         Operation::InsertBeforeLine { line, text } => {
-            let n = file.lines.len();
+            let n = file.lines().len();
             if *line == 0 || *line > n + 1 {
                 return Err(out_of_range(*line, n, "insert before"));
             }
@@ -155,7 +155,7 @@ fn locate_op(file: &FileIndex<'_>, op: &Operation) -> Result<Located, Refusal> {
             all,
         } => replace_pattern(file, pattern, replacement, *all),
         Operation::Prepend { text } => insert_lines(file, 0, text),
-        Operation::Append { text } => insert_lines(file, file.lines.len(), text),
+        Operation::Append { text } => insert_lines(file, file.lines().len(), text),
         Operation::InsertAfter { anchor, text } => insert_at_anchor(file, anchor, text, true),
         Operation::InsertBefore { anchor, text } => insert_at_anchor(file, anchor, text, false),
     }
@@ -191,7 +191,7 @@ fn insert_lines(file: &FileIndex<'_>, after: usize, text: &str) -> Result<Locate
             "the text to insert is empty, so the edit would change nothing",
         ));
     }
-    let eol = file.eol;
+    let eol = file.eol();
     let mut body = as_lines(text, eol);
     let offset = if after == 0 {
         // Keep a byte-order mark first.
@@ -201,7 +201,7 @@ fn insert_lines(file: &FileIndex<'_>, after: usize, text: &str) -> Result<Locate
             0
         }
     } else {
-        let l = file.lines[after - 1];
+        let l = file.lines()[after - 1];
         if l.end == l.content_end {
             // The last line has no line break: add one before, and none after, as the file had.
             body = format!("{eol}{}", body.strip_suffix(eol).unwrap_or(&body));
@@ -223,7 +223,7 @@ fn replace_lines(
     end: usize,
     text: &str,
 ) -> Result<Located, Refusal> {
-    let n = file.lines.len();
+    let n = file.lines().len();
     if start == 0 || start > end || end > n {
         return Err(Refusal::new(
             RefusalKind::LineOutOfRange,
@@ -234,17 +234,17 @@ fn replace_lines(
             ),
         ));
     }
-    let first = file.lines[start - 1];
-    let last = file.lines[end - 1];
+    let first = file.lines()[start - 1];
+    let last = file.lines()[end - 1];
     let span = first.start..last.end;
-    let pieces: Vec<build::Piece> = file.lines[start - 1..end]
+    let pieces: Vec<build::Piece> = file.lines()[start - 1..end]
         .iter()
         .map(|l| build::Piece {
             content: l.start..l.content_end,
             eol: l.content_end..l.end,
         })
         .collect();
-    let old_lines: Vec<&str> = file.lines[start - 1..end]
+    let old_lines: Vec<&str> = file.lines()[start - 1..end]
         .iter()
         .map(|l| l.content(file.text))
         .collect();
@@ -364,10 +364,10 @@ fn insert_at_anchor(
         };
         let span = &part.region.span;
         let l0 = file.line_of(span.start) - 1;
-        let starts_line = file.lines.get(l0).is_some_and(|l| l.start == span.start);
+        let starts_line = file.lines().get(l0).is_some_and(|l| l.start == span.start);
         let last = file.line_of(span.end.saturating_sub(1).max(span.start)) - 1;
         let ends_line = file
-            .lines
+            .lines()
             .get(last)
             .is_some_and(|l| span.end == l.content_end || span.end == l.end);
         let (text_lines, _) = snippet_lines(text);

@@ -138,7 +138,7 @@ pub(crate) fn ambiguous(file: &FileIndex<'_>, lines: &[usize], pass: &str) -> Re
     );
     for &n in lines.iter().take(20) {
         let content = file
-            .lines
+            .lines()
             .get(n.saturating_sub(1))
             .map(|l| l.content(file.text))
             .unwrap_or("");
@@ -188,7 +188,7 @@ pub(crate) fn not_found(file: &FileIndex<'_>, old: &str, new_present: Option<usi
     match locate::closest_window(file, &old_lines) {
         Some(start) => {
             let n = old_lines.len().max(1);
-            let end = (start + n).min(file.lines.len());
+            let end = (start + n).min(file.lines().len());
             msg.push_str(&format!(
                 "The closest region is lines {}-{}:\n",
                 start + 1,
@@ -214,12 +214,12 @@ pub(crate) fn not_found(file: &FileIndex<'_>, old: &str, new_present: Option<usi
 /// `cat -n`, at most 40 lines.
 pub(crate) fn region_text(file: &FileIndex<'_>, start: usize, n: usize) -> String {
     let from = start.saturating_sub(1);
-    let to = (start + n + 1).min(file.lines.len()).min(from + 40);
+    let to = (start + n + 1).min(file.lines().len()).min(from + 40);
     let mut out = String::new();
     for i in from..to {
         out.push_str(&format!("{:>6}\t{}\n", i + 1, clip(file.content(i), 200)));
     }
-    if start + n + 1 > to && to < file.lines.len() {
+    if start + n + 1 > to && to < file.lines().len() {
         out.push_str("      \t…\n");
     }
     out
@@ -227,7 +227,7 @@ pub(crate) fn region_text(file: &FileIndex<'_>, start: usize, n: usize) -> Strin
 
 fn first_difference(file: &FileIndex<'_>, start: usize, old: &[&str]) -> Option<String> {
     for (i, o) in old.iter().enumerate() {
-        let Some(f) = file.lines.get(start + i).map(|l| l.content(file.text)) else {
+        let Some(f) = file.lines().get(start + i).map(|l| l.content(file.text)) else {
             return Some(format!(
                 "OLD line {} is past the end of the file:\n  OLD:  {}\n",
                 i + 1,

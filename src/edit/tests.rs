@@ -258,3 +258,33 @@ fn line_and_anchor_operations() {
     .unwrap();
     assert_eq!(a.text, "one\nTwo\nThree");
 }
+
+#[test]
+fn no_final_newline_is_added_at_the_end_of_file() {
+    let a = ok("a\nb", "b\n", "c\n");
+    assert_eq!(a.text, "a\nc");
+}
+
+#[test]
+fn added_lines_take_the_files_indent_unit() {
+    let file = "fn f() {\n    a();\n}\n";
+    let a = ok(file, "    a();", "    a();\n\tb();");
+    assert_eq!(a.text, "fn f() {\n    a();\n    b();\n}\n");
+    let go = "func f() {\n\ta()\n}\n";
+    let a = ok(go, "\ta()", "\ta()\n    b()");
+    assert_eq!(a.text, "func f() {\n\ta()\n\tb()\n}\n");
+}
+
+#[test]
+fn inserting_before_a_first_line_copied_without_indentation() {
+    let file = "def f():\n    x = 1\n    y = 2\n";
+    let a = ok(file, "x = 1\n    y = 2", "w = 0\nx = 1\n    y = 2");
+    assert_eq!(a.text, "def f():\n    w = 0\n    x = 1\n    y = 2\n");
+}
+
+#[test]
+fn already_applied_insertion_is_not_applied_twice() {
+    let file = "fn f() {\n    check();\n    run();\n}\n";
+    let r = refused(file, "    run();", "    check();\n    run();");
+    assert_eq!(r.kind, RefusalKind::AlreadyApplied, "{r}");
+}
