@@ -12,4 +12,6 @@ pub mod lsp;
 pub mod model;
 pub mod syntax;
 pub mod tokens;
+pub mod tools;
+pub mod workflow;
 pub mod workspace;

@@ -1,0 +1,12 @@
+//! Workflows: what turns a user's request into a proposal. `edit` runs one instruction against a
+//! target range through a model and the tools, with a retry loop; `proposal` holds the result
+//! until the user accepts or rejects it.
+//!
+//! Workflows never write to the disk or the editor: their result is a proposal, and applying it
+//! is the caller's decision. They never see protocol types.
+
+pub mod edit;
+pub mod proposal;
+
+pub use edit::{EditContext, EditFailure, EditOptions, EditRequest, Models, Progress, run};
+pub use proposal::{ApplyError, FileApply, Hunk, Proposal, ProposalFile, ProposalId, Proposals};

@@ -1,0 +1,279 @@
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+const ORIGINAL: &str = "fn a() {\n    1\n}\n\nfn b() {\n    2\n}\n\nfn c() {\n    3\n}\n";
+
+fn proposal(original: &str, new: &str) -> Proposal {
+    Proposal::new(
+        "change b",
+        vec![ProposalFile::new(
+            PathBuf::from("/w/src/lib.rs"),
+            "src/lib.rs".into(),
+            Some(3),
+            false,
+            original.into(),
+            new.into(),
+        )],
+        "test/model",
+        1,
+        "exact",
+    )
+}
+
+fn path() -> &'static Path {
+    Path::new("/w/src/lib.rs")
+}
+
+/// Applies `changes` (each against the text before it) to `text`, as an editor would.
+fn edit_doc(text: &str, changes: &[Replacement]) -> String {
+    let mut t = text.to_owned();
+    for c in changes {
+        t = TextEdit::single(c.clone()).apply(&t).unwrap();
+    }
+    t
+}
+
+fn apply(text: &str, a: &FileApply) -> String {
+    TextEdit::new(a.replacements.clone())
+        .unwrap()
+        .apply(text)
+        .unwrap()
+}
+
+fn at(text: &str, needle: &str) -> usize {
+    text.find(needle).unwrap()
+}
+
+#[test]
+fn edit_between_is_line_level_and_round_trips() {
+    let new = ORIGINAL.replace("    2\n", "    20\n    21\n");
+    let e = edit_between(ORIGINAL, &new);
+    assert_eq!(e.replacements().len(), 1);
+    let r = &e.replacements()[0];
+    assert_eq!(&ORIGINAL[r.range.clone()], "    2\n");
+    assert_eq!(e.apply(ORIGINAL).unwrap(), new);
+    // No trailing newline, insertions at the end, deletions.
+    for (a, b) in [
+        ("x", "y"),
+        ("a\nb", "a\nb\nc"),
+        ("a\nb\nc\n", "a\nc\n"),
+        ("", "new\n"),
+        ("old\n", ""),
+        ("a\r\nb\r\n", "a\r\nB\r\n"),
+    ] {
+        assert_eq!(edit_between(a, b).apply(a).unwrap(), b, "{a:?} -> {b:?}");
+    }
+    assert!(edit_between("same", "same").is_empty());
+}
+
+#[test]
+fn proposal_carries_diff_and_metadata() {
+    let p = proposal(ORIGINAL, &ORIGINAL.replace("    2\n", "    22\n"));
+    assert!(
+        p.diff.starts_with("--- a/src/lib.rs\n+++ b/src/lib.rs\n"),
+        "{}",
+        p.diff
+    );
+    assert!(p.diff.contains("-    2\n+    22\n"), "{}", p.diff);
+    let text = p.to_string();
+    assert!(
+        text.contains("by test/model (1 attempt, matched by exact)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn hunks_report_current_ranges_and_diff_text() {
+    let new = ORIGINAL
+        .replace("    1\n", "    10\n")
+        .replace("    3\n", "    30\n");
+    let mut store = Proposals::new();
+    let id = store.add(proposal(ORIGINAL, &new));
+    let hunks = store.hunks(id, path());
+    assert_eq!(hunks.len(), 2);
+    assert_eq!(&ORIGINAL[hunks[0].range.clone()], "    1\n");
+    assert_eq!(&ORIGINAL[hunks[1].range.clone()], "    3\n");
+    assert!(
+        hunks[0]
+            .diff
+            .starts_with("@@ -1,5 +1,5 @@\n fn a() {\n-    1\n+    10\n }\n"),
+        "{}",
+        hunks[0].diff
+    );
+    assert!(
+        hunks[1].diff.contains("-    3\n+    30\n"),
+        "{}",
+        hunks[1].diff
+    );
+    assert_eq!(store.hunks_for_path(path()).len(), 2);
+    assert!(store.hunks_for_path(Path::new("/elsewhere")).is_empty());
+    assert_eq!(store.for_path(path()).len(), 1);
+    assert_eq!(store.at(path(), 0..3).len(), 0);
+    assert_eq!(store.at(path(), hunks[1].range.clone()).len(), 1);
+}
+
+#[test]
+fn edits_before_and_after_the_target_move_ranges() {
+    let new = ORIGINAL.replace("    2\n", "    22\n");
+    let mut store = Proposals::new();
+    let id = store.add(proposal(ORIGINAL, &new));
+    // Insert a line at the top, change fn c, append at the end (each against the text before).
+    let three = at(ORIGINAL, "    3") + 4 + "// header\n".len();
+    let changes = vec![
+        Replacement::insert(0, "// header\n"),
+        Replacement::new(three..three + 1, "4"),
+        Replacement::insert(ORIGINAL.len() + "// header\n".len(), "// end\n"),
+    ];
+    let doc = edit_doc(ORIGINAL, &changes);
+    assert!(doc.ends_with("    4\n}\n// end\n"), "{doc}");
+    assert!(store.on_change(path(), &changes).is_empty());
+    let hunk = &store.hunks(id, path())[0];
+    assert_eq!(&doc[hunk.range.clone()], "    2\n");
+    assert!(hunk.diff.starts_with("@@ -4,7 +4,7 @@\n"), "{}", hunk.diff);
+    let a = store.to_apply(id, &doc, Some(9)).unwrap();
+    assert_eq!(a.version, Some(9));
+    assert_eq!(apply(&doc, &a), doc.replace("    2\n", "    22\n"));
+}
+
+#[test]
+fn insertion_right_at_a_hunk_boundary_does_not_touch_it() {
+    let new = ORIGINAL.replace("    2\n", "    22\n");
+    let mut store = Proposals::new();
+    let id = store.add(proposal(ORIGINAL, &new));
+    let start = at(ORIGINAL, "    2\n");
+    let changes = vec![
+        Replacement::insert(start, "    // before\n"),
+        Replacement::insert(start + "    // before\n".len() + 6, "    // after\n"),
+    ];
+    let doc = edit_doc(ORIGINAL, &changes);
+    assert!(store.on_change(path(), &changes).is_empty());
+    let a = store.to_apply(id, &doc, Some(4)).unwrap();
+    assert_eq!(
+        apply(&doc, &a),
+        doc.replace("    2\n", "    22\n"),
+        "the user's lines stay, the proposal's line changes"
+    );
+}
+
+#[test]
+fn change_inside_the_target_marks_stale() {
+    let new = ORIGINAL.replace("    2\n", "    22\n");
+    let mut store = Proposals::new();
+    let id = store.add(proposal(ORIGINAL, &new));
+    let two = at(ORIGINAL, "    2\n") + 4;
+    let changes = vec![Replacement::new(two..two + 1, "5")];
+    assert_eq!(store.on_change(path(), &changes), vec![id]);
+    let reason = store.stale(id).unwrap().to_owned();
+    assert!(reason.contains("was edited"), "{reason}");
+    assert!(store.hunks(id, path()).is_empty());
+    let doc = edit_doc(ORIGINAL, &changes);
+    let err = store.to_apply(id, &doc, Some(4)).unwrap_err();
+    assert!(matches!(err, ApplyError::Stale { .. }));
+    assert!(err.to_string().contains("nothing was applied"), "{err}");
+}
+
+#[test]
+fn rewrite_with_the_same_text_re_anchors() {
+    // A formatter (or a full-document sync) replaces everything with the same target text moved.
+    let new = ORIGINAL.replace("    2\n", "    22\n");
+    let mut store = Proposals::new();
+    let id = store.add(proposal(ORIGINAL, &new));
+    let doc = format!("use std::fmt;\n\n{ORIGINAL}");
+    let changes = vec![Replacement::new(0..ORIGINAL.len(), doc.clone())];
+    assert!(store.on_change(path(), &changes).is_empty());
+    assert!(store.stale(id).is_none());
+    let a = store.to_apply(id, &doc, Some(5)).unwrap();
+    assert_eq!(apply(&doc, &a), format!("use std::fmt;\n\n{new}"));
+}
+
+#[test]
+fn ambiguous_relocation_is_stale() {
+    let original = "x\n    same\ny\n";
+    let new = "x\n    other\ny\n";
+    let mut store = Proposals::new();
+    let id = store.add(proposal(original, new));
+    let doc = format!("{original}{original}");
+    let changes = vec![Replacement::new(0..original.len(), doc.clone())];
+    assert_eq!(store.on_change(path(), &changes), vec![id]);
+    assert!(store.to_apply(id, &doc, None).is_err());
+}
+
+#[test]
+fn unknown_changes_are_resynced_at_apply_time() {
+    let new = ORIGINAL.replace("    2\n", "    22\n");
+    let mut store = Proposals::new();
+    let id = store.add(proposal(ORIGINAL, &new));
+    // The store was never told about this change: to_apply re-locates in the given text.
+    let doc = ORIGINAL.replace("fn a() {\n    1\n}\n\n", "");
+    let a = store.to_apply(id, &doc, Some(7)).unwrap();
+    assert_eq!(apply(&doc, &a), doc.replace("    2\n", "    22\n"));
+    // And a text where the target is gone refuses.
+    let gone = ORIGINAL.replace("    2\n", "    9\n");
+    let mut store2 = Proposals::new();
+    let id2 = store2.add(proposal(ORIGINAL, &new));
+    assert!(matches!(
+        store2.to_apply(id2, &gone, Some(7)),
+        Err(ApplyError::Stale { .. })
+    ));
+}
+
+#[test]
+fn out_of_range_change_loses_track() {
+    let mut store = Proposals::new();
+    let id = store.add(proposal(ORIGINAL, &ORIGINAL.replace("    2\n", "    22\n")));
+    let changes = vec![Replacement::new(5000..5001, "x")];
+    assert_eq!(store.on_change(path(), &changes), vec![id]);
+    assert!(store.stale(id).unwrap().contains("lost track"));
+}
+
+#[test]
+fn created_files_and_multi_file_proposals() {
+    let created = ProposalFile::new(
+        PathBuf::from("/w/src/new.rs"),
+        "src/new.rs".into(),
+        None,
+        true,
+        String::new(),
+        "pub fn n() {}\n".into(),
+    );
+    let edited = proposal(ORIGINAL, &ORIGINAL.replace("    2\n", "    22\n"))
+        .files
+        .remove(0);
+    let p = Proposal::new("two files", vec![edited, created], "m", 2, "exact");
+    assert!(p.diff.contains("src/new.rs (new file)"), "{}", p.diff);
+    let mut store = Proposals::new();
+    let id = store.add(p);
+    assert!(matches!(
+        store.to_apply(id, ORIGINAL, None),
+        Err(ApplyError::MultiFile { count: 2, .. })
+    ));
+    let all = store
+        .to_apply_files(id, |p| {
+            (p == path()).then(|| (ORIGINAL.to_owned(), Some(3)))
+        })
+        .unwrap();
+    assert_eq!(all.len(), 2);
+    assert!(all[1].create);
+    assert_eq!(all[1].replacements[0].text, "pub fn n() {}\n");
+    assert!(store.remove(id).is_some());
+    assert!(matches!(
+        store.to_apply(id, ORIGINAL, None),
+        Err(ApplyError::Unknown { .. })
+    ));
+}
+
+#[test]
+fn pure_insertion_hunk_follows_and_relocates() {
+    let new = ORIGINAL.replace("fn b() {\n", "/// Docs.\nfn b() {\n");
+    let mut store = Proposals::new();
+    let id = store.add(proposal(ORIGINAL, &new));
+    let h = &store.hunks(id, path())[0];
+    assert!(h.range.is_empty());
+    // Typing elsewhere keeps it; the result still lands above fn b.
+    let changes = vec![Replacement::insert(0, "\n")];
+    store.on_change(path(), &changes);
+    let doc = edit_doc(ORIGINAL, &changes);
+    let a = store.to_apply(id, &doc, None).unwrap();
+    assert_eq!(apply(&doc, &a), format!("\n{new}"));
+}
