@@ -28,8 +28,14 @@ pub enum Pass {
     SpacesToTabs,
     BlankLines,
     Typographic,
+    /// Whitespace runs inside lines differ (alignment lost or added).
+    Whitespace,
     LineNumbers,
     JsonEscaped,
+    /// `&lt;`, `&gt;`, `&amp;`, `&quot;` where the file has the characters.
+    HtmlEscaped,
+    /// OLD (and NEW) wrapped in a Markdown code fence.
+    Fences,
     Elision,
     Fuzzy,
     /// A line operation (insert or replace by line number).
@@ -49,6 +55,9 @@ impl fmt::Display for Pass {
             Pass::SpacesToTabs => f.write_str("spaces-to-tabs"),
             Pass::BlankLines => f.write_str("blank-lines"),
             Pass::Typographic => f.write_str("typographic"),
+            Pass::Whitespace => f.write_str("whitespace"),
+            Pass::HtmlEscaped => f.write_str("html-escaped"),
+            Pass::Fences => f.write_str("fences"),
             Pass::LineNumbers => f.write_str("line-numbers"),
             Pass::JsonEscaped => f.write_str("json-escaped"),
             Pass::Elision => f.write_str("elision"),
@@ -232,6 +241,7 @@ pub(crate) fn run_passes(file: &FileIndex<'_>, v: &Variant) -> Found {
                     passes.push(pass);
                     if let Some(own) = own
                         && own != pass
+                        && own != Pass::Indentation(0)
                     {
                         passes.push(own);
                     }
@@ -260,6 +270,7 @@ pub(crate) fn run_passes(file: &FileIndex<'_>, v: &Variant) -> Found {
         lenient_indent: false,
         skip_blank: false,
         typo: false,
+        collapse: false,
     };
     let occ = line_matches(file, &old_lines, old_terminated, &new_parts, plain);
     if !occ.is_empty() {
@@ -288,6 +299,7 @@ pub(crate) fn run_passes(file: &FileIndex<'_>, v: &Variant) -> Found {
                 lenient_indent,
                 skip_blank: true,
                 typo: false,
+                collapse: false,
             },
         );
         if !occ.is_empty() {
@@ -309,10 +321,35 @@ pub(crate) fn run_passes(file: &FileIndex<'_>, v: &Variant) -> Found {
                     lenient_indent,
                     skip_blank,
                     typo: true,
+                    collapse: false,
                 },
             );
             if !occ.is_empty() {
                 return mk(Pass::Typographic, occ);
+            }
+        }
+    }
+    // Alignment runs inside lines collapsed (`values:  make(` copied as `values: make(`).
+    if old_lines
+        .iter()
+        .any(|l| l.trim().contains("  ") || l.trim().contains('\t'))
+        || file.text.contains("  ")
+    {
+        for skip_blank in [false, true] {
+            let occ = line_matches(
+                file,
+                &old_lines,
+                old_terminated,
+                &new_parts,
+                LineMode {
+                    lenient_indent: true,
+                    skip_blank,
+                    typo: file.has_typo() || text::has_typographic(old),
+                    collapse: true,
+                },
+            );
+            if !occ.is_empty() {
+                return mk(Pass::Whitespace, occ);
             }
         }
     }
@@ -534,6 +571,8 @@ struct LineMode {
     lenient_indent: bool,
     skip_blank: bool,
     typo: bool,
+    /// Runs of spaces and tabs inside a line compare as one space (alignment the model lost).
+    collapse: bool,
 }
 
 fn key<'s>(line: &'s str, mode: LineMode) -> std::borrow::Cow<'s, str> {
@@ -542,11 +581,33 @@ fn key<'s>(line: &'s str, mode: LineMode) -> std::borrow::Cow<'s, str> {
     } else {
         line.trim_end()
     };
-    if mode.typo {
-        std::borrow::Cow::Owned(typographic_fold(t).trim_end().to_string())
-    } else {
-        std::borrow::Cow::Borrowed(t)
+    if !mode.typo && !mode.collapse {
+        return std::borrow::Cow::Borrowed(t);
     }
+    let folded = if mode.typo {
+        typographic_fold(t).trim_end().to_string()
+    } else {
+        t.to_string()
+    };
+    if !mode.collapse {
+        return std::borrow::Cow::Owned(folded);
+    }
+    let indent_len = folded.len() - folded.trim_start().len();
+    let mut out = String::with_capacity(folded.len());
+    out.push_str(&folded[..indent_len]);
+    let mut space = false;
+    for c in folded[indent_len..].chars() {
+        if c == ' ' || c == '\t' {
+            space = true;
+        } else {
+            if space {
+                out.push(' ');
+                space = false;
+            }
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn line_matches(
@@ -951,6 +1012,7 @@ fn elision(
         lenient_indent: false,
         skip_blank: false,
         typo: false,
+        collapse: false,
     };
     let mut parts: Vec<(usize, Option<Window>, LineMode)> = Vec::new();
     let mut after_line = 0usize; // segments must follow each other
@@ -1169,6 +1231,7 @@ pub(crate) fn fuzzy(file: &FileIndex<'_>, v: &Variant) -> Option<Occurrence> {
         lenient_indent: true,
         skip_blank: false,
         typo: true,
+        collapse: true,
     };
     let votes = window_votes(file, &old, mode);
     let need = nonblank.len() - 1;
@@ -1310,6 +1373,7 @@ pub(crate) fn closest_window(file: &FileIndex<'_>, old: &[&str]) -> Option<usize
         lenient_indent: true,
         skip_blank: false,
         typo: true,
+        collapse: true,
     };
     let votes = window_votes(file, old, mode);
     let best = votes

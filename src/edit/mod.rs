@@ -202,6 +202,22 @@ fn variants(old: &str, new: &str) -> Vec<Variant> {
             hint_line: Some(first),
         });
     }
+    if let Some(inner) = normalize::strip_fence(old) {
+        out.push(Variant {
+            old: inner,
+            new: normalize::strip_fence(new).unwrap_or_else(|| new.to_string()),
+            passes: vec![Pass::Fences],
+            hint_line: None,
+        });
+    }
+    if let Some(unescaped) = normalize::html_unescape(old) {
+        out.push(Variant {
+            old: unescaped,
+            new: normalize::html_unescape(new).unwrap_or_else(|| new.to_string()),
+            passes: vec![Pass::HtmlEscaped],
+            hint_line: None,
+        });
+    }
     if let Some(unescaped) = normalize::json_unescape(old) {
         let new = if new.contains('\n') {
             new.to_string()

@@ -130,6 +130,64 @@ pub(crate) fn json_unescape(s: &str) -> Option<String> {
     if out == s { None } else { Some(out) }
 }
 
+/// Unescapes the HTML entities models write when their tool calls travel as XML (`&lt;`,
+/// `&gt;`, `&amp;`, `&quot;`, `&#39;`, `&apos;`); `None` when `s` has none.
+pub(crate) fn html_unescape(s: &str) -> Option<String> {
+    const ENTITIES: [(&str, &str); 6] = [
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&quot;", "\""),
+        ("&#39;", "'"),
+        ("&apos;", "'"),
+        ("&amp;", "&"),
+    ];
+    if !ENTITIES.iter().any(|(e, _)| s.contains(e)) {
+        return None;
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    'outer: while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        for (e, c) in ENTITIES {
+            if let Some(r) = rest.strip_prefix(e) {
+                out.push_str(c);
+                rest = r;
+                continue 'outer;
+            }
+        }
+        out.push('&');
+        rest = &rest[1..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// Removes a Markdown code fence around a snippet (```` ```lang ```` … ```` ``` ````, or `~~~`);
+/// `None` when the snippet is not fenced.
+pub(crate) fn strip_fence(s: &str) -> Option<String> {
+    let t = s.trim_matches(['\n', '\r']);
+    let (first, rest) = t.split_once('\n')?;
+    let f = first.trim();
+    let ch = if f.starts_with("```") {
+        '`'
+    } else if f.starts_with("~~~") {
+        '~'
+    } else {
+        return None;
+    };
+    let body = rest.trim_end_matches(['\n', '\r', ' ']);
+    let (inner, last) = match body.rsplit_once('\n') {
+        Some((inner, last)) => (inner, last),
+        None => ("", body),
+    };
+    let l = last.trim();
+    if l.len() < 3 || !l.chars().all(|c| c == ch) {
+        return None;
+    }
+    Some(inner.strip_suffix('\r').unwrap_or(inner).to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +204,22 @@ mod tests {
         assert!(strip_line_numbers("12: a\n14: b").is_none());
         assert!(strip_line_numbers("12: a\nb").is_none());
         assert!(strip_line_numbers("no numbers").is_none());
+    }
+
+    #[test]
+    fn unescapes_html_and_strips_fences() {
+        assert_eq!(
+            html_unescape("if a &lt; b &amp;&amp; c &gt; d").unwrap(),
+            "if a < b && c > d"
+        );
+        assert_eq!(html_unescape("&amp;lt;").unwrap(), "&lt;");
+        assert!(html_unescape("a < b").is_none());
+        assert_eq!(
+            strip_fence("```python\nx = 1\ny = 2\n```").unwrap(),
+            "x = 1\ny = 2"
+        );
+        assert_eq!(strip_fence("~~~\nx\n~~~\n").unwrap(), "x");
+        assert!(strip_fence("x = 1\n```").is_none());
     }
 
     #[test]
