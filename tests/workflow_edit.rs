@@ -1,0 +1,922 @@
+//! The edit workflow end to end below the editor: scenarios under `fixtures/workflow/scenarios`
+//! script a model's answers and say what the run must produce. Every scenario runs twice: with
+//! an in-process scripted model, and with the real HTTP client (`HttpModel`, through the
+//! `ModelRouter`) against a local server replaying the answers in the OpenAI wire format
+//! (SSE streams, native tool calls, or the text protocol for `tools = "text"` providers).
+//! Nothing may be written to disk: the run's result is a proposal.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use patchwise::config::{Config, ValueSource};
+use patchwise::model::replay::{ReplayServer, Reply};
+use patchwise::model::{
+    ChatModel, ChatRequest, ChatStream, FinishReason, Message, ModelRouter, StreamEvent, ToolCall,
+    Usage,
+};
+use patchwise::tools::{OpenBuffer, Snapshot};
+use patchwise::workflow::edit::{
+    self, EditContext, EditFailure, EditOptions, EditRequest, Models, Progress, lines_to_bytes,
+};
+use patchwise::workflow::{Proposal, Proposals};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+// ---------------------------------------------------------------------------------------------
+// Test doubles and helpers
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+enum Answer {
+    Calls(Vec<(String, Value)>),
+    Text(String),
+    /// Never answers (a hung server).
+    Hang,
+}
+
+fn answers(v: &Value) -> Vec<Answer> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| match r.get("calls") {
+                    Some(calls) => Answer::Calls(
+                        calls
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|c| {
+                                (
+                                    c["name"].as_str().unwrap().to_owned(),
+                                    c["arguments"].clone(),
+                                )
+                            })
+                            .collect(),
+                    ),
+                    None => Answer::Text(r["text"].as_str().unwrap().to_owned()),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A model answering from a script (the last answer repeats), recording every request.
+struct Scripted {
+    name: String,
+    script: Mutex<VecDeque<Answer>>,
+    last: Mutex<Option<Answer>>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl Scripted {
+    fn new(name: &str, script: Vec<Answer>) -> Arc<Scripted> {
+        Arc::new(Scripted {
+            name: name.to_owned(),
+            script: Mutex::new(script.into()),
+            last: Mutex::new(None),
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| request_text(&r.messages))
+            .collect()
+    }
+}
+
+fn request_text(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .map(|m| match m {
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => format!(
+                "{content}{}",
+                tool_calls
+                    .iter()
+                    .map(|c| c.arguments.to_string())
+                    .collect::<String>()
+            ),
+            other => other.text().to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl ChatModel for Scripted {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn context_window(&self) -> usize {
+        32_000
+    }
+
+    fn chat(&self, request: ChatRequest, _cancel: CancellationToken) -> ChatStream {
+        self.requests.lock().unwrap().push(request);
+        let next = self.script.lock().unwrap().pop_front();
+        let answer = match next {
+            Some(a) => {
+                *self.last.lock().unwrap() = Some(a.clone());
+                a
+            }
+            None => self
+                .last
+                .lock()
+                .unwrap()
+                .clone()
+                .unwrap_or(Answer::Text(String::new())),
+        };
+        let events: Vec<StreamEvent> = match answer {
+            Answer::Hang => return Box::pin(futures::stream::pending()),
+            Answer::Text(text) => vec![StreamEvent::TextDelta { text }],
+            Answer::Calls(calls) => calls
+                .into_iter()
+                .enumerate()
+                .map(|(index, (name, arguments))| StreamEvent::ToolCall {
+                    index,
+                    call: ToolCall {
+                        id: format!("call_{index}"),
+                        name,
+                        arguments,
+                        arguments_error: None,
+                        provider_data: None,
+                    },
+                })
+                .collect(),
+        };
+        let done = StreamEvent::Done {
+            finish: FinishReason::Stop,
+            usage: Usage::default(),
+        };
+        Box::pin(futures::stream::iter(
+            events.into_iter().chain([done]).map(Ok),
+        ))
+    }
+}
+
+/// An SSE answer in the OpenAI chat-completions wire format.
+fn sse(answer: &Answer) -> Reply {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    let finish = match answer {
+        Answer::Hang => return Reply::Hang,
+        Answer::Text(t) => {
+            // Split the text so the client assembles deltas.
+            let mid = t
+                .char_indices()
+                .nth(t.chars().count() / 2)
+                .map_or(0, |(i, _)| i);
+            chunks.push(chunk(json!({"content": &t[..mid]}), Value::Null));
+            chunks.push(chunk(json!({"content": &t[mid..]}), Value::Null));
+            "stop"
+        }
+        Answer::Calls(calls) => {
+            for (i, (name, args)) in calls.iter().enumerate() {
+                chunks.push(chunk(
+                    json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+                            "function": {"name": name, "arguments": ""}}]}),
+                    Value::Null,
+                ));
+                chunks.push(chunk(
+                    json!({"tool_calls": [{"index": i, "function": {"arguments": args.to_string()}}]}),
+                    Value::Null,
+                ));
+            }
+            "tool_calls"
+        }
+    };
+    chunks.push(chunk(json!({}), json!(finish)));
+    let mut body = String::new();
+    for c in chunks {
+        body.push_str(&format!("data: {c}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    Reply::Http {
+        head: "HTTP/1.1 200 OK\ncontent-type: text/event-stream".to_owned(),
+        body,
+    }
+}
+
+fn replay_requests(server: &ReplayServer) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .map(|r| {
+            let body = r.json();
+            body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    let mut s = m["content"].as_str().unwrap_or_default().to_owned();
+                    if let Some(calls) = m["tool_calls"].as_array() {
+                        for c in calls {
+                            s.push_str(c["function"]["arguments"].as_str().unwrap_or_default());
+                        }
+                    }
+                    s
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/workflow")
+}
+
+/// Every file under `dir` with its bytes.
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push((e.path(), std::fs::read(e.path()).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A temp dir with the workflow workspace in `ws/`.
+fn workspace() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    copy_dir(&fixtures().join("workspace"), &ws);
+    (dir, ws)
+}
+
+fn request_for(ws: &Path, path: &str, lines: (usize, usize), instruction: &str) -> EditRequest {
+    let text = std::fs::read_to_string(ws.join(path)).unwrap();
+    EditRequest {
+        path: ws.join(path),
+        range: lines_to_bytes(&text, lines.0, lines.1),
+        instruction: instruction.to_owned(),
+    }
+}
+
+fn context(ws: &Path, models: Models) -> EditContext {
+    EditContext::new(
+        Config::default(),
+        models,
+        vec![ws.to_path_buf()],
+        Snapshot::new(),
+    )
+}
+
+fn replay_config(coder_url: &str, strong_url: Option<&str>, tools: &str, extra: &str) -> Config {
+    let mut text = format!(
+        r#"
+[providers.coder]
+kind = "openai"
+base_url = "{coder_url}/v1"
+api_key_env = ""
+tools = "{tools}"
+
+[roles]
+coder = "coder/coder-model"
+"#
+    );
+    if let Some(url) = strong_url {
+        text.push_str("escalation = \"strong/strong-model\"\n");
+        text.push_str(&format!(
+            "\n[providers.strong]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\napi_key_env = \"\"\n"
+        ));
+    }
+    text.push_str(
+        "\n[timeouts]\nconnect = 2\nfirst_token = 20\ntotal = 60\n\n[retry]\nmax_attempts = 1\n",
+    );
+    text.push_str(extra);
+    let (config, problems) = Config::from_toml_str(&text, ValueSource::Default);
+    assert!(problems.is_empty(), "{problems:?}");
+    config
+}
+
+struct Outcome {
+    result: Result<Proposal, EditFailure>,
+    coder_requests: Vec<String>,
+    strong_requests: Vec<String>,
+    progress: Vec<String>,
+}
+
+fn no_progress() -> impl Fn(Progress) + Send + Sync {
+    |_| {}
+}
+
+async fn run_scenario(spec: &Value, ws: &Path, replay: bool) -> Outcome {
+    let target = &spec["target"];
+    let lines = target["lines"].as_array().unwrap();
+    let request = request_for(
+        ws,
+        target["path"].as_str().unwrap(),
+        (
+            lines[0].as_u64().unwrap() as usize,
+            lines[1].as_u64().unwrap() as usize,
+        ),
+        spec["instruction"].as_str().unwrap(),
+    );
+    let coder_script = answers(&spec["coder"]);
+    let strong_script = answers(&spec["escalation"]);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let progress = {
+        let seen = seen.clone();
+        move |p: Progress| seen.lock().unwrap().push(p.message)
+    };
+    if replay {
+        let coder = ReplayServer::start(coder_script.iter().map(sse).collect())
+            .await
+            .unwrap();
+        let strong = if strong_script.is_empty() {
+            None
+        } else {
+            Some(
+                ReplayServer::start(strong_script.iter().map(sse).collect())
+                    .await
+                    .unwrap(),
+            )
+        };
+        let tools = spec["provider_tools"].as_str().unwrap_or("native");
+        let config = replay_config(
+            &coder.url(),
+            strong.as_ref().map(|s| s.url()).as_deref(),
+            tools,
+            "",
+        );
+        let router = Arc::new(ModelRouter::new(config.clone()));
+        let ctx = EditContext::new(
+            config,
+            Models::Router(router),
+            vec![ws.to_path_buf()],
+            Snapshot::new(),
+        );
+        let result = edit::run(&ctx, request, &progress, CancellationToken::new()).await;
+        Outcome {
+            result,
+            coder_requests: replay_requests(&coder),
+            strong_requests: strong.as_ref().map(replay_requests).unwrap_or_default(),
+            progress: seen.lock().unwrap().clone(),
+        }
+    } else {
+        let coder = Scripted::new("test/coder", coder_script);
+        let strong =
+            (!strong_script.is_empty()).then(|| Scripted::new("test/strong", strong_script));
+        let models = Models::Fixed {
+            coder: coder.clone(),
+            escalation: strong.clone().map(|s| s as Arc<dyn ChatModel>),
+        };
+        let ctx = context(ws, models);
+        let result = edit::run(&ctx, request, &progress, CancellationToken::new()).await;
+        Outcome {
+            result,
+            coder_requests: coder.requests(),
+            strong_requests: strong.map(|s| s.requests()).unwrap_or_default(),
+            progress: seen.lock().unwrap().clone(),
+        }
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| a.iter().map(|s| s.as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default()
+}
+
+fn check_scenario(name: &str, spec: &Value, ws: &Path, out: &Outcome) -> Vec<String> {
+    let mut errs = Vec::new();
+    let expect = &spec["expect"];
+    let mut fail = |m: String| errs.push(format!("{name}: {m}"));
+    let contains_all = |hay: &str, needles: &[String]| -> Vec<String> {
+        needles
+            .iter()
+            .filter(|n| !hay.contains(n.as_str()))
+            .map(|n| format!("missing {n:?}"))
+            .collect()
+    };
+    match (&out.result, expect["ok"].as_bool().unwrap()) {
+        (Ok(p), true) => {
+            if let Some(n) = expect["attempts"].as_u64()
+                && p.attempts != n as usize
+            {
+                fail(format!("attempts {} != {n}", p.attempts));
+            }
+            if let Some(m) = expect["model_contains"].as_str()
+                && !p.model.contains(m)
+            {
+                fail(format!("model {} lacks {m}", p.model));
+            }
+            if let Some(m) = expect["matched_by_contains"].as_str()
+                && !p.matched_by.contains(m)
+            {
+                fail(format!("matched_by {} lacks {m}", p.matched_by));
+            }
+            for e in contains_all(&p.diff, &strings(&expect["diff_contains"])) {
+                fail(format!("diff {e}:\n{}", p.diff));
+            }
+            let files = expect["files"].as_object().cloned().unwrap_or_default();
+            if files.len() != p.files.len() {
+                fail(format!(
+                    "{} files changed, expected {}",
+                    p.files.len(),
+                    files.len()
+                ));
+            }
+            for f in &p.files {
+                let disk = std::fs::read_to_string(ws.join(&f.display_path)).unwrap_or_default();
+                if f.original != disk {
+                    fail(format!("{}: original is not the disk text", f.display_path));
+                }
+                if f.edit.apply(&f.original).as_deref() != Ok(f.new_text.as_str()) {
+                    fail(format!(
+                        "{}: edit does not produce new_text",
+                        f.display_path
+                    ));
+                }
+                match files.get(&f.display_path) {
+                    None => fail(format!("unexpected change to {}", f.display_path)),
+                    Some(want) => {
+                        for e in contains_all(&f.new_text, &strings(want)) {
+                            fail(format!("{} {e}:\n{}", f.display_path, f.new_text));
+                        }
+                    }
+                }
+            }
+            if !out.progress.iter().any(|p| p == "proposal ready") {
+                fail(format!("no `proposal ready` progress: {:?}", out.progress));
+            }
+        }
+        (Err(e), false) => {
+            for m in contains_all(&e.to_string(), &strings(&expect["error_contains"])) {
+                fail(format!("error {m}: {e}"));
+            }
+        }
+        (Ok(p), false) => fail(format!("expected a failure, got a proposal:\n{}", p.diff)),
+        (Err(e), true) => fail(format!("expected a proposal, got: {e}")),
+    }
+    if let Some(n) = expect["requests"].as_u64()
+        && out.coder_requests.len() != n as usize
+    {
+        fail(format!(
+            "{} coder requests, expected {n}",
+            out.coder_requests.len()
+        ));
+    }
+    let first = out.coder_requests.first().cloned().unwrap_or_default();
+    for m in contains_all(&first, &strings(&expect["first_request_contains"])) {
+        fail(format!("first request {m}:\n{first}"));
+    }
+    let last = out.coder_requests.last().cloned().unwrap_or_default();
+    for m in contains_all(&last, &strings(&expect["last_request_contains"])) {
+        fail(format!("last request {m}:\n{last}"));
+    }
+    let strong = out.strong_requests.first().cloned().unwrap_or_default();
+    for m in contains_all(
+        &strong,
+        &strings(&expect["escalation_first_request_contains"]),
+    ) {
+        fail(format!("escalation request {m}:\n{strong}"));
+    }
+    for m in strings(&expect["escalation_first_request_lacks"]) {
+        if strong.contains(&m) {
+            fail(format!("escalation request should not contain {m:?}"));
+        }
+    }
+    errs
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenarios_with_scripted_and_replayed_models() {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures().join("scenarios"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 10, "expected the workflow scenarios");
+    let mut errors = Vec::new();
+    for path in &paths {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let spec: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        for replay in [false, true] {
+            let (dir, ws) = workspace();
+            let before = tree(dir.path());
+            let out =
+                tokio::time::timeout(Duration::from_secs(120), run_scenario(&spec, &ws, replay))
+                    .await
+                    .unwrap_or_else(|_| panic!("{name}: the run did not end"));
+            let label = format!("{name} ({})", if replay { "replay" } else { "scripted" });
+            errors.extend(check_scenario(&label, &spec, &ws, &out));
+            if tree(dir.path()) != before {
+                errors.push(format!("{label}: the run wrote to disk"));
+            }
+        }
+    }
+    assert!(errors.is_empty(), "{}", errors.join("\n\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation, unreachable models, progress, buffers, options
+
+#[tokio::test]
+async fn a_hung_model_is_cancelled() {
+    let (_dir, ws) = workspace();
+    for replay in [false, true] {
+        let cancel = CancellationToken::new();
+        let asked = {
+            let cancel = cancel.clone();
+            move |p: Progress| {
+                if p.message.starts_with("asking") {
+                    cancel.cancel();
+                }
+            }
+        };
+        let request = request_for(&ws, "src/lib.rs", (13, 16), "anything");
+        let (result, server) = if replay {
+            let server = ReplayServer::start(vec![Reply::Hang]).await.unwrap();
+            let config = replay_config(&server.url(), None, "native", "");
+            let ctx = EditContext::new(
+                config.clone(),
+                Models::Router(Arc::new(ModelRouter::new(config))),
+                vec![ws.clone()],
+                Snapshot::new(),
+            );
+            let r = tokio::time::timeout(
+                Duration::from_secs(60),
+                edit::run(&ctx, request, &asked, cancel.clone()),
+            )
+            .await
+            .expect("cancel ends the run");
+            (r, Some(server))
+        } else {
+            let coder = Scripted::new("test/hung", vec![Answer::Hang]);
+            let ctx = context(
+                &ws,
+                Models::Fixed {
+                    coder,
+                    escalation: None,
+                },
+            );
+            let r = tokio::time::timeout(
+                Duration::from_secs(60),
+                edit::run(&ctx, request, &asked, cancel.clone()),
+            )
+            .await
+            .expect("cancel ends the run");
+            (r, None)
+        };
+        let err = result.unwrap_err();
+        assert_eq!(err, EditFailure::Cancelled, "{err}");
+        assert_eq!(err.to_string(), "no proposal: cancelled");
+        drop(server);
+    }
+}
+
+#[tokio::test]
+async fn cancelled_before_start_asks_nobody() {
+    let (_dir, ws) = workspace();
+    let coder = Scripted::new("test/coder", vec![Answer::Text("x".into())]);
+    let ctx = context(
+        &ws,
+        Models::Fixed {
+            coder: coder.clone(),
+            escalation: None,
+        },
+    );
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let r = edit::run(
+        &ctx,
+        request_for(&ws, "src/lib.rs", (1, 2), "x"),
+        &no_progress(),
+        cancel,
+    )
+    .await;
+    assert_eq!(r.unwrap_err(), EditFailure::Cancelled);
+    assert!(coder.requests().is_empty());
+}
+
+#[tokio::test]
+async fn an_unreachable_model_is_a_clear_failure() {
+    let (_dir, ws) = workspace();
+    // A port nothing listens on: bind, learn the port, close.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = replay_config(&format!("http://127.0.0.1:{port}"), None, "native", "");
+    let ctx = EditContext::new(
+        config.clone(),
+        Models::Router(Arc::new(ModelRouter::new(config))),
+        vec![ws.clone()],
+        Snapshot::new(),
+    );
+    let err = edit::run(
+        &ctx,
+        request_for(&ws, "src/lib.rs", (13, 16), "x"),
+        &no_progress(),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, EditFailure::Model(_)), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("no proposal: the model could not be reached: cannot connect"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn progress_reports_every_phase() {
+    let (_dir, ws) = workspace();
+    let spec: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("scenarios/ambiguous_then_more_context.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let out = run_scenario(&spec, &ws, false).await;
+    assert!(out.result.is_ok());
+    let p = &out.progress;
+    assert_eq!(p.first().map(String::as_str), Some("reading"));
+    assert!(p.contains(&"asking test/coder".to_owned()), "{p:?}");
+    assert!(p.contains(&"attempt 2/3".to_owned()), "{p:?}");
+    assert_eq!(p.last().map(String::as_str), Some("proposal ready"));
+}
+
+#[tokio::test]
+async fn open_buffers_are_edited_as_the_editor_has_them() {
+    let (dir, ws) = workspace();
+    let before = tree(dir.path());
+    let lib = ws.join("src/lib.rs");
+    let disk = std::fs::read_to_string(&lib).unwrap();
+    // The editor has unsaved changes: a new method the disk does not have.
+    let buffer = disk.replace(
+        "    pub fn largest",
+        "    pub fn twice(&self) -> i32 {\n        self.x * 2\n    }\n\n    pub fn largest",
+    );
+    let mut snapshot = Snapshot::new();
+    snapshot.insert(
+        lib.clone(),
+        OpenBuffer {
+            text: buffer.clone(),
+            version: 42,
+        },
+    );
+    let coder = Scripted::new(
+        "test/coder",
+        vec![
+            Answer::Calls(vec![(
+                "edit_file".into(),
+                json!({"path": "src/lib.rs", "old_string": "self.x * 2", "new_string": "self.x * 2 + self.y * 2"}),
+            )]),
+            Answer::Text("Done.".into()),
+        ],
+    );
+    let mut ctx = context(
+        &ws,
+        Models::Fixed {
+            coder: coder.clone(),
+            escalation: None,
+        },
+    );
+    ctx.snapshot = snapshot;
+    let start = buffer.find("pub fn twice").unwrap();
+    let request = EditRequest {
+        path: lib.clone(),
+        range: start..start + 10,
+        instruction: "double both".into(),
+    };
+    let p = edit::run(&ctx, request, &no_progress(), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(p.files.len(), 1);
+    let f = &p.files[0];
+    assert_eq!(f.base_version, Some(42));
+    assert_eq!(f.original, buffer);
+    assert!(f.new_text.contains("self.x * 2 + self.y * 2"));
+    assert!(coder.requests()[0].contains("pub fn twice"));
+    assert_eq!(tree(dir.path()), before, "nothing reaches the disk");
+
+    // The proposal goes into the store and applies to the buffer at its version.
+    let mut store = Proposals::new();
+    let id = store.add(p.clone());
+    let apply = store.to_apply(id, &buffer, Some(42)).unwrap();
+    let applied = patchwise::document::change::TextEdit::new(apply.replacements)
+        .unwrap()
+        .apply(&buffer)
+        .unwrap();
+    assert_eq!(applied, f.new_text);
+}
+
+#[tokio::test]
+async fn targets_outside_the_workspace_are_refused() {
+    let (dir, ws) = workspace();
+    std::fs::write(dir.path().join("outside.rs"), "fn x() {}\n").unwrap();
+    let coder = Scripted::new("test/coder", vec![Answer::Text("x".into())]);
+    let ctx = context(
+        &ws,
+        Models::Fixed {
+            coder: coder.clone(),
+            escalation: None,
+        },
+    );
+    for path in [
+        dir.path().join("outside.rs"),
+        PathBuf::from("../outside.rs"),
+        ws.join("src/missing.rs"),
+    ] {
+        let err = edit::run(
+            &ctx,
+            EditRequest {
+                path: path.clone(),
+                range: 0..0,
+                instruction: "x".into(),
+            },
+            &no_progress(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, EditFailure::Target(_)), "{path:?}: {err}");
+    }
+    assert!(coder.requests().is_empty());
+}
+
+#[tokio::test]
+async fn max_attempts_and_parse_check_come_from_config() {
+    let (_dir, ws) = workspace();
+    let (config, problems) = Config::from_toml_str(
+        "[edit]\nmax_attempts = 1\nparse_check = false\nstop_after_edit = true\n",
+        ValueSource::Default,
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+    let options = EditOptions::from_config(&config);
+    assert_eq!(options.max_attempts, 1);
+    assert!(!options.parse_check);
+    assert!(options.stop_after_edit);
+    assert_eq!(EditOptions::default().max_attempts, 3);
+
+    // One attempt only.
+    let coder = Scripted::new(
+        "test/coder",
+        vec![Answer::Calls(vec![(
+            "edit_file".into(),
+            json!({"path": "src/lib.rs", "old_string": "nope", "new_string": "x"}),
+        )])],
+    );
+    let mut ctx = context(
+        &ws,
+        Models::Fixed {
+            coder: coder.clone(),
+            escalation: None,
+        },
+    );
+    ctx.options = options.clone();
+    let err = edit::run(
+        &ctx,
+        request_for(&ws, "src/lib.rs", (13, 16), "x"),
+        &no_progress(),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("every attempt was refused (1 attempt)"),
+        "{err}"
+    );
+    assert_eq!(coder.requests().len(), 1);
+
+    // Without the parse check a breaking edit goes through, and stop_after_edit ends the run
+    // without asking the model again.
+    let coder = Scripted::new(
+        "test/coder",
+        vec![Answer::Calls(vec![(
+            "edit_file".into(),
+            json!({"path": "src/lib.rs", "old_string": "        total\n    }\n\n    pub fn largest", "new_string": "        total\n\n    pub fn largest"}),
+        )])],
+    );
+    ctx.models = Models::Fixed {
+        coder: coder.clone(),
+        escalation: None,
+    };
+    let p = edit::run(
+        &ctx,
+        request_for(&ws, "src/lib.rs", (13, 16), "x"),
+        &no_progress(),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(coder.requests().len(), 1);
+    assert!(p.diff.contains("-    }"), "{}", p.diff);
+}
+
+#[tokio::test]
+async fn use_codestral_resolves_to_the_coding_agent() {
+    let (_dir, ws) = workspace();
+    let coder = Scripted::new(
+        "test/coder",
+        vec![
+            Answer::Calls(vec![(
+                "edit_file".into(),
+                json!({"path": "src/lib.rs", "old_string": "let total = self.x.max(self.y);\n        total", "new_string": "self.x.max(self.y)"}),
+            )]),
+            Answer::Text("Done.".into()),
+        ],
+    );
+    let ctx = context(
+        &ws,
+        Models::Fixed {
+            coder: coder.clone(),
+            escalation: None,
+        },
+    );
+    assert_eq!(edit::coding_agent_spec().name, "use_coding_agent");
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "use_codestral".into(),
+        arguments: json!({"path": "src/lib.rs", "instruction": "simplify largest", "start_line": 18, "end_line": 21}),
+        arguments_error: None,
+        provider_data: None,
+    };
+    let p = edit::run_tool_call(&ctx, &call, &no_progress(), CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(
+        p.files[0]
+            .new_text
+            .contains("        self.x.max(self.y)\n    }")
+    );
+    assert!(coder.requests()[0].contains("Target: lines 18-21 of src/lib.rs"));
+    let bad = ToolCall {
+        name: "read_file".into(),
+        ..call
+    };
+    assert!(matches!(
+        edit::run_tool_call(&ctx, &bad, &no_progress(), CancellationToken::new()).await,
+        Err(EditFailure::Target(_))
+    ));
+}
+
+#[test]
+fn the_run_future_is_send() {
+    fn is_send<T: Send>(_: &T) {}
+    let ws = std::env::temp_dir();
+    let coder = Scripted::new("test/coder", vec![]);
+    let ctx = context(
+        &ws,
+        Models::Fixed {
+            coder,
+            escalation: None,
+        },
+    );
+    let progress = no_progress();
+    let fut = edit::run(
+        &ctx,
+        EditRequest {
+            path: ws.join("x"),
+            range: 0..0,
+            instruction: "x".into(),
+        },
+        &progress,
+        CancellationToken::new(),
+    );
+    is_send(&fut);
+}
