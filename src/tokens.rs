@@ -65,11 +65,11 @@ pub fn count_tokens(text: &str, encoding: Encoding) -> usize {
 /// The longest prefix of `text` (ending on a char boundary, preferably at a line end) that
 /// counts at most `max_tokens` tokens.
 pub fn truncate_to_tokens(text: &str, max_tokens: usize, encoding: Encoding) -> &str {
-    if count_tokens(text, encoding) <= max_tokens {
-        return text;
-    }
     let bpe = encoding.bpe();
     let tokens = bpe.encode_ordinary(text);
+    if tokens.len() <= max_tokens {
+        return text;
+    }
     let kept = &tokens[..max_tokens.min(tokens.len())];
     // Decoding a token prefix gives the byte length of the kept text; a token can end inside a
     // multi-byte character, so step back to a boundary.

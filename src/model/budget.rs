@@ -382,7 +382,8 @@ fn truncate_result(
     let Message::ToolResult { name, content, .. } = &mut request.messages[index] else {
         return false;
     };
-    let tokens = count_tokens(content, encoding);
+    // The message's count is its content plus the framing overhead.
+    let tokens = counts[index].saturating_sub(MESSAGE_OVERHEAD);
     let note_budget = 90;
     if tokens <= MIN_KEPT + note_budget {
         return false;
@@ -391,7 +392,8 @@ fn truncate_result(
     let kept = truncate_to_tokens(content, keep, encoding);
     let total_lines = content.lines().count();
     let kept_lines = kept.lines().count();
-    let cut_tokens = tokens - count_tokens(kept, encoding);
+    let kept_tokens = count_tokens(kept, encoding);
+    let cut_tokens = tokens.saturating_sub(kept_tokens);
     let again = match arguments {
         Some(args) => format!(
             "call `{name}` again with {} — narrower (a line range or a more specific query) if possible",
@@ -409,7 +411,8 @@ fn truncate_result(
     let mut new = kept.to_owned();
     new.push_str(&note);
     *content = new;
-    counts[index] = count_message(&request.messages[index], encoding);
+    // Counted in two parts (a token may merge across the seam: the margin covers it).
+    counts[index] = MESSAGE_OVERHEAD + kept_tokens + count_tokens(&note, encoding);
     true
 }
 

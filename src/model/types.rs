@@ -37,6 +37,19 @@ pub struct ToolCall {
     pub provider_data: Option<Value>,
 }
 
+impl ToolCall {
+    /// A call with parsed arguments and no provider data.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            arguments_error: None,
+            provider_data: None,
+        }
+    }
+}
+
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
