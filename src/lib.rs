@@ -10,6 +10,8 @@ pub mod edit;
 pub mod logging;
 pub mod lsp;
 pub mod model;
+pub mod research;
+pub mod store;
 pub mod syntax;
 pub mod tokens;
 pub mod tools;

@@ -4,3 +4,4 @@
 pub mod context;
 pub mod doctor;
 pub mod edit;
+pub mod research;

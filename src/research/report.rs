@@ -1,0 +1,192 @@
+//! The Markdown report of a research record: the synthesis, the claims with their support, the
+//! sources with their scores and breakdowns, what each provider did, and notes. It is what the
+//! editor opens and what the terminal points to. Pure: [`write`] is the only I/O.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::store::ResearchRecord;
+
+/// The report's text.
+pub fn render(r: &ResearchRecord) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# {}\n", one_line(&r.query));
+    let how = match (&r.synthesis_kind[..], &r.model) {
+        ("model", Some(m)) => format!("synthesis by {m}"),
+        ("extractive", _) => "extractive synthesis (no model)".to_owned(),
+        (kind, _) => kind.to_owned(),
+    };
+    let _ = writeln!(
+        out,
+        "*Research `{}` · {} · {} · {:.1} s · {} source{} · {}*\n",
+        r.id,
+        r.created_at,
+        how,
+        r.duration_ms as f64 / 1000.0,
+        r.sources.len(),
+        if r.sources.len() == 1 { "" } else { "s" },
+        r.status
+    );
+    let _ = writeln!(out, "## Synthesis\n\n{}\n", r.synthesis.trim());
+    if !r.claims.is_empty() {
+        let _ = writeln!(out, "## Claims\n");
+        for c in &r.claims {
+            let refs: Vec<String> = c
+                .sources
+                .iter()
+                .filter_map(|k| r.sources.iter().find(|s| &s.key == k))
+                .map(|s| match s.n {
+                    Some(n) => format!("[{n}]"),
+                    None => format!("`{}`", s.key),
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "{}. {} — supported by {} ({} independent source{})",
+                c.n,
+                one_line(&c.text),
+                refs.join(", "),
+                c.independent_domains,
+                if c.independent_domains == 1 { "" } else { "s" }
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "## Sources\n");
+    if r.sources.is_empty() {
+        let _ = writeln!(out, "No source was found.\n");
+    } else {
+        let _ = writeln!(out, "| # | Source | Found by | Score | Why |");
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for s in &r.sources {
+            let number =
+                s.n.map(|n| format!("[{n}]"))
+                    .unwrap_or_else(|| "–".to_owned());
+            let title = cell(&s.title);
+            let mut source = match &s.url {
+                Some(url) => format!("[{title}]({})", url.replace(' ', "%20").replace(')', "%29")),
+                None => title,
+            };
+            let mut meta = Vec::new();
+            if let Some(v) = &s.venue {
+                meta.push(cell(v));
+            }
+            if let Some(d) = &s.date {
+                meta.push(d.clone());
+            }
+            if let Some(doi) = &s.doi {
+                meta.push(format!("doi:{}", cell(doi)));
+            }
+            if s.retracted {
+                meta.push("**RETRACTED**".to_owned());
+            }
+            if !meta.is_empty() {
+                source.push_str(&format!(" — {}", meta.join(", ")));
+            }
+            let _ = writeln!(
+                out,
+                "| {number} | {source} | {} | {:.2} | {} |",
+                s.providers.join(", "),
+                s.credibility.score,
+                cell(&s.credibility.breakdown)
+            );
+        }
+        out.push('\n');
+    }
+    if !r.outcomes.is_empty() {
+        let _ = writeln!(out, "## Providers\n");
+        for o in &r.outcomes {
+            let _ = write!(
+                out,
+                "- **{}**: {}, {} result{}, {} ms",
+                o.provider,
+                o.status,
+                o.count,
+                if o.count == 1 { "" } else { "s" },
+                o.millis
+            );
+            if let Some(m) = &o.message {
+                let _ = write!(out, " — {}", one_line(m));
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    if !r.notes.is_empty() {
+        let _ = writeln!(out, "## Notes\n");
+        for n in &r.notes {
+            let _ = writeln!(out, "- {}", one_line(n));
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "*Token use: {} in, {} out. Reopen with `patchwise research show {}`.*",
+        r.input_tokens, r.output_tokens, r.id
+    );
+    out
+}
+
+/// Writes the report to `path` (through a temporary file, so a reader never sees half of it).
+pub fn write(record: &ResearchRecord, path: &Path) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("md.tmp");
+    std::fs::write(&tmp, render(record))?;
+    std::fs::rename(&tmp, path)
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn cell(text: &str) -> String {
+    one_line(text).replace('|', "\\|")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Claim, Credibility, SourceRecord};
+
+    #[test]
+    fn renders_every_section() {
+        let record = ResearchRecord {
+            id: "01abc".into(),
+            query: "why | pipes".into(),
+            created_at: "2026-11-22T01:00:00Z".into(),
+            status: "complete".into(),
+            synthesis: "Pipes matter [1].".into(),
+            synthesis_kind: "model".into(),
+            model: Some("local/m".into()),
+            sources: vec![SourceRecord {
+                key: "url:example.org/a".into(),
+                title: "A | B".into(),
+                url: Some("https://example.org/a".into()),
+                providers: vec!["brave".into()],
+                n: Some(1),
+                retracted: true,
+                credibility: Credibility {
+                    score: 0.0,
+                    breakdown: "retracted → 0".into(),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }],
+            claims: vec![Claim {
+                n: 1,
+                text: "Pipes matter".into(),
+                sources: vec!["url:example.org/a".into()],
+                independent_domains: 1,
+            }],
+            notes: vec!["removed citation marker [7]".into()],
+            ..Default::default()
+        };
+        let text = render(&record);
+        assert!(text.contains("## Synthesis\n\nPipes matter [1]."));
+        assert!(text.contains("1. Pipes matter — supported by [1] (1 independent source)"));
+        assert!(text.contains("| [1] | [A \\| B](https://example.org/a) — **RETRACTED** | brave | 0.00 | retracted → 0 |"));
+        assert!(text.contains("- removed citation marker [7]"));
+    }
+}

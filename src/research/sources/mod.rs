@@ -1,0 +1,479 @@
+//! Where research looks: academic indexes (OpenAlex, arXiv, Crossref, Semantic Scholar), web
+//! search (SearXNG, Brave), news feeds, the workspace and the research library — each behind
+//! the one [`Source`] trait, with its own base URL, timeout and rate limiter.
+//!
+//! The HTTP sources share [`Endpoint`]: a GET with the source's timeout, honouring `Retry-After`
+//! on 429 when it fits in the time left, one retry on a 5xx, conditional requests (ETag /
+//! Last-Modified) and a cache of raw answers in the library, used when the provider is down —
+//! offline mode. Parsing is a pure function per provider (tested on recorded answers). Nothing
+//! here logs a key or puts one in an error or a cache key.
+
+pub mod academic;
+pub mod local;
+pub mod web;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use reqwest::Url;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+use crate::research::config::SourceSettings;
+use crate::store::{CachedResponse, Library, SourceRecord, now_rfc3339};
+
+/// What a source is asked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceQuery {
+    pub text: String,
+    pub max_results: usize,
+}
+
+/// Shared by every source of a run.
+#[derive(Clone)]
+pub struct SourceContext {
+    pub client: reqwest::Client,
+    /// For the cache and the library source.
+    pub library: Option<Arc<Library>>,
+    pub cancel: CancellationToken,
+}
+
+/// What a source found.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Found {
+    pub records: Vec<SourceRecord>,
+    /// Set when the answer came from the cache because the provider failed: why, and when the
+    /// cached answer was fetched.
+    pub cached: Option<String>,
+}
+
+/// Why a source returned nothing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SourceError {
+    /// Not usable as configured (no key, no feed URLs, no workspace).
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("HTTP {status}: {message}")]
+    Http { status: u16, message: String },
+    #[error("{0}")]
+    Transport(String),
+    #[error("no answer within {0:.1}s")]
+    Timeout(f64),
+    #[error("expected {expected}, found {found}")]
+    Malformed { expected: String, found: String },
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// One place to look.
+pub trait Source: Send + Sync {
+    /// The configured name (`openalex`, `arxiv`, …, or a user's name for a second feed list).
+    fn name(&self) -> &str;
+    /// The whole search, requests and parsing, must finish within this.
+    fn timeout(&self) -> Duration;
+    fn search<'a>(
+        &'a self,
+        query: &'a SourceQuery,
+        context: &'a SourceContext,
+    ) -> BoxFuture<'a, Result<Found, SourceError>>;
+}
+
+/// A minimum interval between requests to one provider, shared by every run in the process (the
+/// editor runs many): arXiv asks for one request every 3 s.
+pub struct RateLimiter {
+    interval: Duration,
+    next: tokio::sync::Mutex<Option<Instant>>,
+}
+
+impl RateLimiter {
+    /// The process-wide limiter for `key` (a provider and base URL).
+    pub fn shared(key: &str, interval: Duration) -> Arc<RateLimiter> {
+        static ALL: OnceLock<Mutex<HashMap<String, Arc<RateLimiter>>>> = OnceLock::new();
+        let mut all = ALL
+            .get_or_init(|| Mutex::new(HashMap::new()))
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        all.entry(format!("{key} {}", interval.as_millis()))
+            .or_insert_with(|| {
+                Arc::new(RateLimiter {
+                    interval,
+                    next: tokio::sync::Mutex::new(None),
+                })
+            })
+            .clone()
+    }
+
+    /// Waits for this request's turn.
+    pub async fn acquire(&self, cancel: &CancellationToken) -> Result<(), SourceError> {
+        if self.interval.is_zero() {
+            return Ok(());
+        }
+        let wait = {
+            let mut next = self.next.lock().await;
+            let now = Instant::now();
+            let at = next.map_or(now, |n| n.max(now));
+            *next = Some(at + self.interval);
+            at.saturating_duration_since(now)
+        };
+        if !wait.is_zero() {
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(SourceError::Cancelled),
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An answer body and whether it came from the cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fetched {
+    pub body: String,
+    pub cached: Option<String>,
+}
+
+/// The HTTP side of one provider.
+pub struct Endpoint {
+    pub name: String,
+    pub base_url: String,
+    pub timeout: Duration,
+    limiter: Arc<RateLimiter>,
+}
+
+impl Endpoint {
+    pub fn new(settings: &SourceSettings) -> Endpoint {
+        Endpoint {
+            name: settings.name.clone(),
+            base_url: settings.base_url.trim_end_matches('/').to_owned(),
+            timeout: settings.timeout,
+            limiter: RateLimiter::shared(
+                &format!("{} {}", settings.name, settings.base_url),
+                settings.min_interval,
+            ),
+        }
+    }
+
+    /// `base_url` + `path` (which starts with `/`).
+    pub fn url(&self, path: &str) -> Result<Url, SourceError> {
+        Url::parse(&format!("{}{path}", self.base_url)).map_err(|e| {
+            SourceError::Unavailable(format!(
+                "expected an http(s) base URL for {}, found {:?} ({e})",
+                self.name, self.base_url
+            ))
+        })
+    }
+
+    /// GETs `url` (the cache key is the URL as given: add keys through `secret_query` or
+    /// `headers`, never into `url`). With `conditional`, sends the cached ETag/Last-Modified
+    /// and takes a 304 as the cached body.
+    pub async fn get(
+        &self,
+        context: &SourceContext,
+        url: Url,
+        secret_query: Option<(&str, &str)>,
+        headers: HeaderMap,
+        conditional: bool,
+    ) -> Result<Fetched, SourceError> {
+        let cache_key = format!("{} {}", self.name, url);
+        let cached = context
+            .library
+            .as_ref()
+            .and_then(|lib| lib.cache_get(&cache_key).ok().flatten());
+        let result = self
+            .fetch(
+                context,
+                url,
+                secret_query,
+                headers,
+                conditional.then_some(cached.as_ref()).flatten(),
+            )
+            .await;
+        match result {
+            Ok(Response::Fresh {
+                body,
+                etag,
+                last_modified,
+            }) => {
+                if let Some(lib) = &context.library {
+                    let entry = CachedResponse {
+                        body: body.clone(),
+                        etag,
+                        last_modified,
+                        fetched_at: now_rfc3339(),
+                    };
+                    if let Err(err) = lib.cache_put(&cache_key, &entry) {
+                        tracing::debug!(source = %self.name, "cannot cache an answer: {err}");
+                    }
+                }
+                Ok(Fetched { body, cached: None })
+            }
+            Ok(Response::NotModified) => match cached {
+                Some(c) => Ok(Fetched {
+                    body: c.body,
+                    cached: None,
+                }),
+                None => Err(SourceError::Http {
+                    status: 304,
+                    message: "not modified, but nothing is cached".to_owned(),
+                }),
+            },
+            Err(SourceError::Cancelled) => Err(SourceError::Cancelled),
+            Err(err) => match cached {
+                Some(c) => Ok(Fetched {
+                    body: c.body,
+                    cached: Some(format!("{err}; used the answer cached at {}", c.fetched_at)),
+                }),
+                None => Err(err),
+            },
+        }
+    }
+
+    async fn fetch(
+        &self,
+        context: &SourceContext,
+        url: Url,
+        secret_query: Option<(&str, &str)>,
+        mut headers: HeaderMap,
+        cached: Option<&CachedResponse>,
+    ) -> Result<Response, SourceError> {
+        let deadline = Instant::now() + self.timeout;
+        if let Some(c) = cached {
+            if let Some(etag) = c
+                .etag
+                .as_deref()
+                .and_then(|v| HeaderValue::from_str(v).ok())
+            {
+                headers.insert(reqwest::header::IF_NONE_MATCH, etag);
+            }
+            if let Some(lm) = c
+                .last_modified
+                .as_deref()
+                .and_then(|v| HeaderValue::from_str(v).ok())
+            {
+                headers.insert(reqwest::header::IF_MODIFIED_SINCE, lm);
+            }
+        }
+        let mut request_url = url.clone();
+        if let Some((name, value)) = secret_query {
+            request_url.query_pairs_mut().append_pair(name, value);
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            self.limiter.acquire(&context.cancel).await?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(SourceError::Timeout(self.timeout.as_secs_f64()));
+            }
+            let send = context
+                .client
+                .get(request_url.clone())
+                .headers(headers.clone())
+                .timeout(left)
+                .send();
+            let response = tokio::select! {
+                _ = context.cancel.cancelled() => return Err(SourceError::Cancelled),
+                r = send => r,
+            };
+            let response = match response {
+                Ok(r) => r,
+                Err(err) if err.is_timeout() => {
+                    return Err(SourceError::Timeout(self.timeout.as_secs_f64()));
+                }
+                Err(err) => return Err(SourceError::Transport(transport_message(err))),
+            };
+            let status = response.status().as_u16();
+            let response_headers = response.headers().clone();
+            let left = deadline.saturating_duration_since(Instant::now());
+            let body = tokio::select! {
+                _ = context.cancel.cancelled() => return Err(SourceError::Cancelled),
+                b = tokio::time::timeout(left, response.bytes()) => match b {
+                    Err(_) => return Err(SourceError::Timeout(self.timeout.as_secs_f64())),
+                    Ok(Err(err)) => return Err(SourceError::Transport(transport_message(err))),
+                    Ok(Ok(b)) => b,
+                },
+            };
+            let text = String::from_utf8_lossy(&body).into_owned();
+            match status {
+                200..=299 => {
+                    let header = |name: HeaderName| {
+                        response_headers
+                            .get(name)
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned)
+                    };
+                    return Ok(Response::Fresh {
+                        body: text,
+                        etag: header(reqwest::header::ETAG),
+                        last_modified: header(reqwest::header::LAST_MODIFIED),
+                    });
+                }
+                304 => return Ok(Response::NotModified),
+                429 | 500..=599 => {
+                    let wait =
+                        crate::model::http::retry_after(
+                            &response_headers,
+                            std::time::SystemTime::now(),
+                        )
+                        .unwrap_or(Duration::from_millis(
+                            if status == 429 { 1000 } else { 250 },
+                        ));
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if attempt < 3 && wait + Duration::from_millis(50) < left {
+                        tracing::debug!(source = %self.name, status, ?wait, "retrying");
+                        tokio::select! {
+                            _ = context.cancel.cancelled() => return Err(SourceError::Cancelled),
+                            _ = tokio::time::sleep(wait) => {}
+                        }
+                        continue;
+                    }
+                    let mut message = short_error(&text);
+                    if status == 429 {
+                        message = format!(
+                            "rate limited{}{}",
+                            crate::model::http::retry_after(
+                                &response_headers,
+                                std::time::SystemTime::now()
+                            )
+                            .map(|d| format!(" (retry after {}s)", d.as_secs()))
+                            .unwrap_or_default(),
+                            if message.is_empty() {
+                                String::new()
+                            } else {
+                                format!(": {message}")
+                            }
+                        );
+                    }
+                    return Err(SourceError::Http { status, message });
+                }
+                _ => {
+                    return Err(SourceError::Http {
+                        status,
+                        message: short_error(&text),
+                    });
+                }
+            }
+        }
+    }
+}
+
+enum Response {
+    Fresh {
+        body: String,
+        etag: Option<String>,
+        last_modified: Option<String>,
+    },
+    NotModified,
+}
+
+fn transport_message(err: reqwest::Error) -> String {
+    if err.is_connect() {
+        let text = format!("{err:?}").to_ascii_lowercase();
+        if text.contains("refused") {
+            return "connection refused".to_owned();
+        }
+        return "cannot connect".to_owned();
+    }
+    // Never the URL: it may carry a key in its query.
+    let mut message = err.without_url().to_string();
+    if message.contains("decoding") || message.contains("body") {
+        message = format!("the answer was cut off ({message})");
+    }
+    message
+}
+
+/// The first line of an error body, short.
+pub fn short_error(body: &str) -> String {
+    let message = crate::model::http::error_message(body.as_bytes());
+    message.chars().take(200).collect()
+}
+
+/// The text of a provider value, trimmed; `None` when empty.
+pub fn text(value: &serde_json::Value) -> Option<String> {
+    value
+        .as_str()
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|s| !s.is_empty())
+}
+
+/// Removes tags from a snippet (`<jats:p>`, `<b>`) and decodes the common entities.
+pub fn strip_tags(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    let out = out
+        .replace("&amp;", "&")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&nbsp;", " ");
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A run's sources.
+pub type Sources = Vec<Arc<dyn Source>>;
+
+/// Builds every enabled source of `settings` (in a stable order). Returns the sources and, for
+/// each source that cannot run, its name and why.
+pub fn build(
+    settings: &[SourceSettings],
+    workspace: Option<&std::path::Path>,
+) -> (Sources, Vec<(String, String)>) {
+    use crate::research::config::SourceKind;
+    let mut sources: Vec<Arc<dyn Source>> = Vec::new();
+    let mut skipped = Vec::new();
+    for s in settings {
+        if !s.enabled {
+            skipped.push((s.name.clone(), "disabled in the configuration".to_owned()));
+            continue;
+        }
+        let loopback = crate::config::is_loopback_url(&s.base_url);
+        let source: Result<Arc<dyn Source>, String> = match s.kind {
+            SourceKind::OpenAlex => match (s.api_key(), loopback) {
+                (None, false) => Err(format!(
+                    "OpenAlex needs an API key since 2026: set {} (free at openalex.org) or disable the source",
+                    s.api_key_env.as_deref().unwrap_or("OPENALEX_API_KEY")
+                )),
+                _ => Ok(Arc::new(academic::OpenAlex::new(s))),
+            },
+            SourceKind::Arxiv => Ok(Arc::new(academic::Arxiv::new(s))),
+            SourceKind::Crossref => Ok(Arc::new(academic::Crossref::new(s))),
+            SourceKind::SemanticScholar => Ok(Arc::new(academic::SemanticScholar::new(s))),
+            SourceKind::Searxng => Ok(Arc::new(web::Searxng::new(s))),
+            SourceKind::Brave => match (s.api_key(), loopback) {
+                (None, false) => Err(format!(
+                    "Brave Search needs a subscription token: set {} or disable the source",
+                    s.api_key_env.as_deref().unwrap_or("BRAVE_API_KEY")
+                )),
+                _ => Ok(Arc::new(web::Brave::new(s))),
+            },
+            SourceKind::Feeds if s.urls.is_empty() => {
+                Err("no feed URLs configured (urls = [\"https://…/feed.xml\"])".to_owned())
+            }
+            SourceKind::Feeds => Ok(Arc::new(web::Feeds::new(s))),
+            SourceKind::Workspace => match workspace {
+                Some(root) => Ok(Arc::new(local::Workspace::new(s, root))),
+                None => Err("no workspace folder".to_owned()),
+            },
+            SourceKind::Library => Ok(Arc::new(local::LibrarySource::new(s))),
+        };
+        match source {
+            Ok(source) => sources.push(source),
+            Err(why) => skipped.push((s.name.clone(), why)),
+        }
+    }
+    (sources, skipped)
+}

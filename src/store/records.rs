@@ -1,0 +1,125 @@
+//! The plain data a research run produces and the library keeps: one research record, its
+//! sources with their credibility factors, its claims and the outcome of each provider.
+//!
+//! These are data only (serde structs, no behaviour beyond small accessors); `research/` fills
+//! them and `store/` writes them, so neither depends on the other's internals.
+
+use serde::{Deserialize, Serialize};
+
+/// One source, merged across every provider that returned it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SourceRecord {
+    /// Stable within a run: `doi:…`, `arxiv:…`, `url:…`, `title:…` or `file:…`.
+    pub key: String,
+    /// The provider that returned it first.
+    pub provider: String,
+    /// Every provider that returned it (merged duplicates).
+    pub providers: Vec<String>,
+    /// The provider's own id (OpenAlex `W…`, arXiv abs URL, S2 paper id, feed guid, path).
+    pub provider_id: String,
+    /// Lower-cased, without `https://doi.org/`.
+    pub doi: Option<String>,
+    /// Without the version suffix (`2301.01234`, `hep-th/9901001`).
+    pub arxiv_id: Option<String>,
+    /// Canonical URL: no `www.`, no fragment, no `utm_*` parameters.
+    pub url: Option<String>,
+    pub title: String,
+    pub authors: Vec<String>,
+    /// `YYYY-MM-DD`, `YYYY-MM` or `YYYY`.
+    pub date: Option<String>,
+    pub venue: Option<String>,
+    /// `journal`, `conference`, `preprint`, `repository`, `book`, `web`, `news`, `workspace`,
+    /// `library` or `unknown`.
+    pub venue_type: String,
+    pub citations: Option<u64>,
+    pub retracted: bool,
+    pub snippet: String,
+    /// RFC 3339, UTC.
+    pub retrieved_at: String,
+    /// The citation number in the synthesis (`[n]`), when the synthesis cites it.
+    pub n: Option<u32>,
+    pub credibility: Credibility,
+}
+
+/// The stored factors of a credibility score and the score they produce.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Credibility {
+    /// The registrable domain (eTLD+1) the tier was matched on, if the source has a URL.
+    pub domain: Option<String>,
+    /// The tier's name (`peer-reviewed journal`, `government`, `preprint`, …).
+    pub tier: String,
+    pub base: f64,
+    pub citation_factor: f64,
+    /// Independent registrable domains supporting the claims this source supports (itself
+    /// included), 0 before corroboration.
+    pub independent_domains: u32,
+    pub corroboration_factor: f64,
+    /// 1.0 unless the question is time-sensitive.
+    pub recency_factor: f64,
+    /// An upper bound applied last (`preprint`, `predatory venue`), if any.
+    pub cap: Option<f64>,
+    pub cap_reason: Option<String>,
+    pub score: f64,
+    /// One line: `journal tier 0.85 × 1.1 (312 citations) × … = 0.95`.
+    pub breakdown: String,
+}
+
+/// A key claim of the synthesis and the sources supporting it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Claim {
+    /// 1-based.
+    pub n: u32,
+    pub text: String,
+    /// Keys of the supporting sources.
+    pub sources: Vec<String>,
+    /// How many distinct registrable domains (or providers, for sources without a URL) those are.
+    pub independent_domains: u32,
+}
+
+/// What one provider did during a run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SourceOutcome {
+    pub provider: String,
+    /// `ok`, `failed`, `timeout`, `cached`, `cancelled` or `disabled`.
+    pub status: String,
+    /// Records returned.
+    pub count: usize,
+    pub millis: u64,
+    /// Why it failed, or what fallback was used.
+    pub message: Option<String>,
+}
+
+/// A whole research run as saved in the library.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ResearchRecord {
+    /// Short and sortable by creation time (see [`crate::store::new_id`]).
+    pub id: String,
+    pub query: String,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    /// `complete`, or `partial` when some provider failed or a budget cut the run short.
+    pub status: String,
+    /// Markdown with `[n]` markers numbered like [`SourceRecord::n`].
+    pub synthesis: String,
+    /// `model`, or `extractive` when no model answered.
+    pub synthesis_kind: String,
+    /// `provider/model` that wrote the synthesis.
+    pub model: Option<String>,
+    pub duration_ms: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Cited sources first, by citation number; then the rest by score.
+    pub sources: Vec<SourceRecord>,
+    pub claims: Vec<Claim>,
+    pub outcomes: Vec<SourceOutcome>,
+    /// Removed citation markers, budget cuts, model failures: what a reader should know.
+    pub notes: Vec<String>,
+}
+
+/// One line of `list` and `search`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResearchSummary {
+    pub id: String,
+    pub query: String,
+    pub created_at: String,
+}
