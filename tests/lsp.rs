@@ -40,7 +40,31 @@ fn lifecycle_advertises_only_what_is_implemented() {
     );
     let mut advertised: Vec<_> = caps.as_object().unwrap().keys().cloned().collect();
     advertised.sort();
-    assert_eq!(advertised, ["positionEncoding", "textDocumentSync"]);
+    assert_eq!(
+        advertised,
+        [
+            "codeActionProvider",
+            "codeLensProvider",
+            "executeCommandProvider",
+            "hoverProvider",
+            "positionEncoding",
+            "textDocumentSync"
+        ]
+    );
+    let commands = caps["executeCommandProvider"]["commands"]
+        .as_array()
+        .unwrap();
+    for command in [
+        "patchwise.edit",
+        "patchwise.proposal.accept",
+        "patchwise.cancel",
+    ] {
+        assert!(
+            commands.contains(&json!(command)),
+            "{command} not advertised"
+        );
+    }
+    assert_eq!(caps["codeActionProvider"]["resolveProvider"], false);
     assert_eq!(result["serverInfo"]["name"], "patchwise");
     assert_eq!(result["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
     let status = server.shutdown();

@@ -36,3 +36,12 @@ pub fn negotiate_encoding(offered: Option<&[PositionEncodingKind]>) -> PositionE
         PositionEncoding::Utf16
     }
 }
+
+/// The file path of a `file:` URI. Other schemes (`untitled:`, `git:`, …) have no path, even
+/// where `Uri::to_file_path` would make one up from the URI's path part.
+pub fn file_path(uri: &lsp::Uri) -> Option<std::path::PathBuf> {
+    if !uri.scheme().as_str().eq_ignore_ascii_case("file") {
+        return None;
+    }
+    uri.to_file_path().map(|p| p.into_owned())
+}

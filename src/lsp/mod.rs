@@ -6,8 +6,11 @@
 //! document mutations apply in the order the client sent them (see `server.rs`), and a panic in
 //! a handler becomes an error response instead of a dead server (`guard.rs`).
 
+mod commands;
 mod from_proto;
 mod guard;
+mod progress;
+mod proposals;
 mod server;
 mod to_proto;
 pub mod transport;

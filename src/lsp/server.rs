@@ -9,16 +9,21 @@
 //! across an `.await`.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService};
 
-use super::{from_proto, to_proto};
+use super::{from_proto, proposals, to_proto};
+use crate::config::{Config, ConfigProblem};
 use crate::document::{Document, PositionEncoding};
+use crate::model::ModelRouter;
+use crate::workflow::Proposals;
 use crate::workspace;
 
 /// LSP 3.17 `RequestFailed`: the request was valid but could not be carried out.
@@ -28,16 +33,87 @@ const REQUEST_FAILED: i64 = -32803;
 /// by the end-to-end tests to prove a panicking handler leaves the server running.
 pub const DEBUG_METHODS_ENV: &str = "PATCHWISE_DEBUG_METHODS";
 
-#[derive(Debug, Default)]
-struct State {
-    encoding: PositionEncoding,
-    documents: HashMap<Uri, Document>,
-    workspace_roots: Vec<Uri>,
+pub(super) struct State {
+    pub(super) encoding: PositionEncoding,
+    pub(super) documents: HashMap<Uri, Document>,
+    pub(super) workspace_roots: Vec<Uri>,
+    pub(super) client: ClientFeatures,
+    pub(super) config: Arc<Config>,
+    pub(super) router: Arc<ModelRouter>,
+    /// The client's own settings (initializationOptions, then didChangeConfiguration), merged
+    /// over the files again whenever the configuration is reloaded.
+    client_settings: serde_json::Value,
+    /// Configuration problems found during `initialize`, shown once the client is ready.
+    pending_problems: Vec<ConfigProblem>,
+    /// Pending proposals, following document changes.
+    pub(super) proposals: Proposals,
+    /// Running edits by progress token, for cancellation.
+    pub(super) runs: HashMap<String, CancellationToken>,
+}
+
+impl State {
+    /// The open document of a file path, if any.
+    pub(super) fn document_for_path(&self, path: &Path) -> Option<(&Uri, &Document)> {
+        self.documents
+            .iter()
+            .find(|(uri, _)| from_proto::file_path(uri).is_some_and(|p| p == path))
+    }
+}
+
+impl Default for State {
+    fn default() -> Self {
+        let config = Arc::new(Config::default());
+        Self {
+            encoding: PositionEncoding::default(),
+            documents: HashMap::new(),
+            workspace_roots: Vec::new(),
+            client: ClientFeatures::default(),
+            router: Arc::new(ModelRouter::new((*config).clone())),
+            config,
+            client_settings: serde_json::Value::Null,
+            pending_problems: Vec::new(),
+            proposals: Proposals::default(),
+            runs: HashMap::new(),
+        }
+    }
+}
+
+/// What the client said it supports, reduced to the switches the server needs.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ClientFeatures {
+    pub work_done_progress: bool,
+    pub show_document: bool,
+    pub document_changes: bool,
+    pub change_annotations: bool,
+    pub code_lens_refresh: bool,
+    pub pull_configuration: bool,
+}
+
+impl ClientFeatures {
+    fn from_capabilities(caps: &ClientCapabilities) -> Self {
+        let window = caps.window.as_ref();
+        let workspace = caps.workspace.as_ref();
+        let edit = workspace.and_then(|w| w.workspace_edit.as_ref());
+        Self {
+            work_done_progress: window.and_then(|w| w.work_done_progress).unwrap_or(false),
+            show_document: window
+                .and_then(|w| w.show_document.as_ref())
+                .is_some_and(|s| s.support),
+            document_changes: edit.and_then(|e| e.document_changes).unwrap_or(false),
+            change_annotations: edit
+                .and_then(|e| e.change_annotation_support.as_ref())
+                .is_some(),
+            code_lens_refresh: workspace
+                .and_then(|w| w.code_lens.as_ref())
+                .and_then(|c| c.refresh_support)
+                .unwrap_or(false),
+            pull_configuration: workspace.and_then(|w| w.configuration).unwrap_or(false),
+        }
+    }
 }
 
 pub struct Backend {
-    #[allow(dead_code)] // used by the features built on the foundation (progress, applyEdit)
-    client: Client,
+    pub(super) client: Client,
     state: Mutex<State>,
     shut_down: Arc<AtomicBool>,
 }
@@ -48,7 +124,9 @@ pub fn build(shut_down: Arc<AtomicBool>) -> (LspService<Backend>, tower_lsp_serv
         state: Mutex::new(State::default()),
         shut_down,
     })
-    .custom_method("patchwise/viewFileText", Backend::view_file_text);
+    .custom_method("patchwise/viewFileText", Backend::view_file_text)
+    // tower-lsp-server 0.23 has no trait method for this notification yet.
+    .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel);
     if std::env::var_os(DEBUG_METHODS_ENV).is_some_and(|v| v == "1") {
         builder = builder.custom_method("patchwise/debug/panic", Backend::debug_panic);
     }
@@ -61,7 +139,7 @@ pub struct ViewFileTextParams {
 }
 
 impl Backend {
-    fn state(&self) -> MutexGuard<'_, State> {
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
         // A panic elsewhere while holding the lock must not turn every later request into a
         // panic too: the map itself is always consistent between statements.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -73,17 +151,114 @@ impl Backend {
         if let Some(doc) = self.state().documents.get(&params.uri) {
             return Ok(doc.text());
         }
-        let Some(path) = params.uri.to_file_path() else {
+        let Some(path) = from_proto::file_path(&params.uri) else {
             return Err(request_failed(format!(
                 "{} is not open and is not a file: URI, so there is no text to show",
                 params.uri.as_str()
             )));
         };
-        let path = path.into_owned();
         tokio::task::spawn_blocking(move || workspace::read_text(&path))
             .await
             .map_err(|err| request_failed(format!("reading the file failed: {err}")))?
             .map_err(|err| request_failed(format!("document is not open and {err}")))
+    }
+
+    /// The first workspace root as a path, where `.patchwise/config.toml` is looked for.
+    fn workspace_root(&self) -> Option<std::path::PathBuf> {
+        let state = self.state();
+        state.workspace_roots.iter().find_map(from_proto::file_path)
+    }
+
+    /// Reloads the configuration files, merges the client's settings over them, and installs
+    /// the result (a new model router, so changed providers take effect for the next run).
+    async fn reload_config(&self) -> Vec<ConfigProblem> {
+        let root = self.workspace_root();
+        let settings = self.state().client_settings.clone();
+        let (mut config, mut problems) =
+            tokio::task::spawn_blocking(move || Config::load(root.as_deref()))
+                .await
+                .unwrap_or_default();
+        problems.extend(config.merge_json_from(&settings, "the editor's settings"));
+        for problem in &problems {
+            tracing::warn!("configuration: {problem}");
+        }
+        let mut state = self.state();
+        state.router = Arc::new(ModelRouter::new(config.clone()));
+        state.config = Arc::new(config);
+        problems
+    }
+
+    async fn report_config_problems(&self, problems: &[ConfigProblem]) {
+        if problems.is_empty() {
+            return;
+        }
+        let shown: Vec<String> = problems.iter().take(5).map(ToString::to_string).collect();
+        let more = problems.len().saturating_sub(shown.len());
+        let mut message = format!("patchwise configuration: {}", shown.join("; "));
+        if more > 0 {
+            message.push_str(&format!(" (and {more} more in the log)"));
+        }
+        self.client
+            .show_message(MessageType::WARNING, message)
+            .await;
+    }
+
+    /// Applies one `didChange` and maps pending proposals through it. Returns the file's path
+    /// and the proposals that went stale, when the file has proposals.
+    #[allow(clippy::type_complexity)]
+    fn apply_change(
+        &self,
+        uri: &Uri,
+        version: i32,
+        changes: &[crate::document::ContentChange],
+    ) -> Option<(PathBuf, Vec<(u64, String)>)> {
+        let mut state = self.state();
+        let encoding = state.encoding;
+        let Some(doc) = state.documents.get_mut(uri) else {
+            tracing::warn!(
+                uri = uri.as_str(),
+                "change for a document that is not open; ignored"
+            );
+            return None;
+        };
+        let applied = match doc.apply_changes(version, changes, encoding) {
+            Ok(applied) => applied,
+            Err(stale) => {
+                tracing::warn!(uri = uri.as_str(), "{stale}");
+                return None;
+            }
+        };
+        for problem in &applied.problems {
+            tracing::warn!(uri = uri.as_str(), version, "{problem}");
+        }
+        let path = from_proto::file_path(uri)?;
+        if state.proposals.for_path(&path).is_empty() {
+            return None;
+        }
+        let newly_stale = state
+            .proposals
+            .on_change(&path, &applied.replacements)
+            .into_iter()
+            .map(|id| (id, state.proposals.stale(id).unwrap_or_default().to_owned()))
+            .collect();
+        Some((path, newly_stale))
+    }
+
+    async fn progress_cancel(&self, params: WorkDoneProgressCancelParams) {
+        let token = match params.token {
+            NumberOrString::String(s) => serde_json::Value::String(s),
+            NumberOrString::Number(n) => serde_json::Value::String(n.to_string()),
+        };
+        let cancelled = self.cancel_runs(Some(token));
+        tracing::info!(cancelled, "progress cancelled by the user");
+    }
+
+    /// The document at `uri` and its path, for requests about an open file.
+    fn open_document(&self, uri: &Uri) -> Option<(PathBuf, Document, PositionEncoding)> {
+        let state = self.state();
+        let doc = state.documents.get(uri)?;
+        let path = from_proto::file_path(uri)?;
+        Some((path, doc.clone(), state.encoding))
     }
 
     async fn debug_panic(&self, _params: serde_json::Value) -> Result<()> {
@@ -91,10 +266,10 @@ impl Backend {
     }
 }
 
-fn request_failed(message: String) -> Error {
+pub(super) fn request_failed(message: impl Into<String>) -> Error {
     Error {
         code: ErrorCode::ServerError(REQUEST_FAILED),
-        message: message.into(),
+        message: message.into().into(),
         data: None,
     }
 }
@@ -122,7 +297,11 @@ impl LanguageServer for Backend {
             let mut state = self.state();
             state.encoding = encoding;
             state.workspace_roots = roots;
+            state.client = ClientFeatures::from_capabilities(&params.capabilities);
+            state.client_settings = params.initialization_options.clone().unwrap_or_default();
         }
+        let problems = self.reload_config().await;
+        self.state().pending_problems = problems;
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
                 position_encoding: Some(to_proto::position_encoding(encoding)),
@@ -133,6 +312,27 @@ impl LanguageServer for Backend {
                         ..TextDocumentSyncOptions::default()
                     },
                 )),
+                hover_provider: Some(HoverProviderCapability::Simple(true)),
+                code_lens_provider: Some(CodeLensOptions {
+                    resolve_provider: Some(false),
+                }),
+                code_action_provider: Some(CodeActionProviderCapability::Options(
+                    CodeActionOptions {
+                        code_action_kinds: Some(vec![
+                            CodeActionKind::QUICKFIX,
+                            CodeActionKind::REFACTOR_REWRITE,
+                        ]),
+                        resolve_provider: Some(false),
+                        work_done_progress_options: WorkDoneProgressOptions::default(),
+                    },
+                )),
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: proposals::COMMANDS
+                        .iter()
+                        .map(|c| (*c).to_owned())
+                        .collect(),
+                    work_done_progress_options: WorkDoneProgressOptions::default(),
+                }),
                 ..ServerCapabilities::default()
             },
             server_info: Some(ServerInfo {
@@ -141,6 +341,34 @@ impl LanguageServer for Backend {
             }),
             offset_encoding: None,
         })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        let problems = std::mem::take(&mut self.state().pending_problems);
+        self.report_config_problems(&problems).await;
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        let pull = self.state().client.pull_configuration;
+        let settings = if params.settings.is_null() && pull {
+            // Pull-model clients send an empty notification: ask for our section.
+            let item = ConfigurationItem {
+                scope_uri: None,
+                section: Some("patchwise".to_owned()),
+            };
+            match self.client.configuration(vec![item]).await {
+                Ok(mut values) => values.pop().unwrap_or_default(),
+                Err(err) => {
+                    tracing::warn!("workspace/configuration failed: {err}");
+                    return;
+                }
+            }
+        } else {
+            params.settings
+        };
+        self.state().client_settings = settings;
+        let problems = self.reload_config().await;
+        self.report_config_problems(&problems).await;
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -170,23 +398,74 @@ impl LanguageServer for Backend {
             .into_iter()
             .map(from_proto::content_change)
             .collect();
-        let mut state = self.state();
-        let encoding = state.encoding;
-        let Some(doc) = state.documents.get_mut(&uri) else {
-            tracing::warn!(
-                uri = uri.as_str(),
-                "change for a document that is not open; ignored"
-            );
+        // Everything up to the proposals' mapping happens under the lock, before any `.await`.
+        let Some((path, newly_stale)) = self.apply_change(&uri, version, &changes) else {
             return;
         };
-        match doc.apply_changes(version, &changes, encoding) {
-            Ok(applied) => {
-                for problem in &applied.problems {
-                    tracing::warn!(uri = uri.as_str(), version, "{problem}");
-                }
-            }
-            Err(stale) => tracing::warn!(uri = uri.as_str(), "{stale}"),
+        for (id, reason) in newly_stale {
+            self.client
+                .show_message(
+                    MessageType::WARNING,
+                    format!("patchwise: proposal {id} is stale ({reason}); it will not be applied"),
+                )
+                .await;
         }
+        self.proposals_changed(vec![path]).await;
+    }
+
+    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        let p = params.text_document_position_params;
+        let Some((path, doc, encoding)) = self.open_document(&p.text_document.uri) else {
+            return Ok(None);
+        };
+        let (offset, _) = doc.offset(from_proto::position(p.position), encoding);
+        let state = self.state();
+        Ok(proposals::hover(
+            &state.proposals,
+            &path,
+            &doc,
+            offset,
+            encoding,
+        ))
+    }
+
+    async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        let Some((path, doc, encoding)) = self.open_document(&params.text_document.uri) else {
+            return Ok(None);
+        };
+        let state = self.state();
+        Ok(Some(proposals::code_lenses(
+            &state.proposals,
+            &path,
+            &doc,
+            encoding,
+        )))
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        let uri = params.text_document.uri;
+        let Some((path, doc, encoding)) = self.open_document(&uri) else {
+            return Ok(None);
+        };
+        let (bytes, _) = doc.byte_range(from_proto::span(params.range), encoding);
+        let state = self.state();
+        Ok(Some(proposals::code_actions(
+            &state.proposals,
+            &path,
+            &uri,
+            &doc,
+            params.range,
+            bytes,
+            &params.context.diagnostics,
+            encoding,
+        )))
+    }
+
+    async fn execute_command(
+        &self,
+        params: ExecuteCommandParams,
+    ) -> Result<Option<serde_json::Value>> {
+        self.execute(params).await
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {

@@ -28,6 +28,8 @@ pub struct Server {
     responses: Vec<Value>,
     next_id: i64,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// Results sent back for server-to-client requests, by method (default `null`).
+    pub replies: std::collections::HashMap<String, Value>,
 }
 
 pub struct Options<'a> {
@@ -103,6 +105,10 @@ impl Server {
             responses: Vec::new(),
             next_id: 1,
             stderr,
+            replies: std::collections::HashMap::from([
+                ("workspace/applyEdit".to_owned(), json!({ "applied": true })),
+                ("window/showDocument".to_owned(), json!({ "success": true })),
+            ]),
         }
     }
 
@@ -197,14 +203,43 @@ impl Server {
                     panic!("server closed stdout\nstderr:\n{}", self.stderr())
                 }
             };
+            self.answer_if_request(&message);
             if pred(&message) {
                 return message;
             }
-            if message.get("method").is_some() {
-                self.unsolicited.push_back(message);
-            } else {
-                self.responses.push(message);
+            self.keep(message);
+        }
+    }
+
+    /// Reads whatever the server has sent within `wait`, answering its requests.
+    pub fn drain(&mut self, wait: Duration) {
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline {
+            if let Ok(Ok(message)) = self.incoming.recv_timeout(Duration::from_millis(20)) {
+                self.answer_if_request(&message);
+                self.keep(message);
             }
+        }
+    }
+
+    /// Answers a server-to-client request as a client would (see `replies`).
+    fn answer_if_request(&mut self, message: &Value) {
+        if let (Some(method), Some(id)) = (message.get("method"), message.get("id")) {
+            let result = self
+                .replies
+                .get(method.as_str().unwrap_or_default())
+                .cloned()
+                .unwrap_or(Value::Null);
+            let id = id.clone();
+            self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+        }
+    }
+
+    fn keep(&mut self, message: Value) {
+        if message.get("method").is_some() {
+            self.unsolicited.push_back(message);
+        } else {
+            self.responses.push(message);
         }
     }
 

@@ -73,9 +73,56 @@ local function attach(bufnr, opts)
   end
 end
 
+-- Client-side commands the server's code actions refer to. "Edit selection…" carries the
+-- target; the instruction comes from the user (vim.ui.input), then the server's `patchwise.edit`
+-- runs and leaves a pending proposal (hover shows the diff, code lenses Accept/Reject).
+local function register_commands()
+  vim.lsp.commands['patchwise.editSelection'] = function(command, ctx)
+    local target = (command.arguments or {})[1] or {}
+    vim.ui.input({ prompt = 'patchwise instruction: ' }, function(instruction)
+      if not instruction or instruction == '' then
+        return
+      end
+      M.edit(target.uri, target.range, instruction, ctx and ctx.bufnr)
+    end)
+  end
+end
+
+--- Runs `patchwise.edit` for a range (LSP positions) and calls `on_done(err, result)`.
+function M.edit(uri, range, instruction, bufnr, on_done)
+  bufnr = bufnr or vim.uri_to_bufnr(uri)
+  local client = M.client(bufnr)
+  if not client then
+    vim.notify('patchwise is not attached to this buffer', vim.log.levels.ERROR)
+    return
+  end
+  local params = {
+    command = 'patchwise.edit',
+    arguments = { { uri = uri, range = range, instruction = instruction } },
+  }
+  local handler = function(err, result)
+    if on_done then
+      on_done(err, result)
+    elseif err then
+      vim.notify('patchwise: ' .. err.message, vim.log.levels.WARN)
+    else
+      vim.notify('patchwise: proposal ready — hover to see the diff, use the code lens to accept')
+    end
+    if vim.lsp.codelens then
+      pcall(vim.lsp.codelens.refresh, { bufnr = bufnr })
+    end
+  end
+  if vim.fn.has('nvim-0.11') == 1 then
+    client:request('workspace/executeCommand', params, handler, bufnr)
+  else
+    client.request('workspace/executeCommand', params, handler, bufnr)
+  end
+end
+
 function M.setup(opts)
   opts = vim.tbl_deep_extend('force', M.defaults, opts or {})
   M.options = opts
+  register_commands()
   local group = vim.api.nvim_create_augroup('patchwise', { clear = true })
   vim.api.nvim_create_autocmd('FileType', {
     group = group,

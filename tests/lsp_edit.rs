@@ -1,0 +1,680 @@
+//! Edit in the editor, end to end: the real binary over stdio, a local server speaking the
+//! OpenAI chat-completions SSE format scripted from `fixtures/lsp/edit/scenarios.json`, and
+//! the client side played by the harness (progress tokens, `workspace/applyEdit`).
+//!
+//! Every test also checks that nothing was written to the workspace on disk: proposals reach
+//! the editor only through `workspace/applyEdit`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use patchwise::model::replay::{ReplayServer, Reply};
+use serde_json::{Value, json};
+use support::{Options, Server, file_uri};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lsp/edit")
+}
+
+fn scenario(name: &str) -> Value {
+    let all: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("scenarios.json")).unwrap())
+            .unwrap();
+    all[name].clone()
+}
+
+/// An answer in the OpenAI chat-completions SSE format: `{"text"}`, `{"calls"}` or `"hang"`.
+fn sse(answer: &Value) -> Reply {
+    if answer == "hang" {
+        return Reply::Hang;
+    }
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-e2e", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    let finish = if let Some(text) = answer["text"].as_str() {
+        for piece in text.split_inclusive('\n') {
+            chunks.push(chunk(json!({ "content": piece }), Value::Null));
+        }
+        "stop"
+    } else {
+        for (i, call) in answer["calls"].as_array().unwrap().iter().enumerate() {
+            let args = call["arguments"].to_string();
+            let (head, tail) = args.split_at(args.len() / 2);
+            chunks.push(chunk(
+                json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+                        "function": {"name": call["name"], "arguments": head}}]}),
+                Value::Null,
+            ));
+            chunks.push(chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": tail}}]}),
+                Value::Null,
+            ));
+        }
+        "tool_calls"
+    };
+    chunks.push(chunk(json!({}), json!(finish)));
+    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    Reply::Http {
+        head: "HTTP/1.1 200 OK\ncontent-type: text/event-stream".to_owned(),
+        body,
+    }
+}
+
+struct Setup {
+    _runtime: tokio::runtime::Runtime,
+    model: ReplayServer,
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    file: PathBuf,
+    uri: String,
+    server: Server,
+    disk_before: String,
+}
+
+fn capabilities(annotations: bool) -> Value {
+    let mut edit = json!({ "documentChanges": true, "resourceOperations": ["create"] });
+    if annotations {
+        edit["changeAnnotationSupport"] = json!({ "groupsOnLabel": true });
+    }
+    json!({
+        "general": { "positionEncodings": ["utf-16"] },
+        "window": { "workDoneProgress": true, "showDocument": { "support": true } },
+        "workspace": { "workspaceEdit": edit, "codeLens": { "refreshSupport": true }, "configuration": false },
+        "textDocument": { "codeAction": { "codeActionLiteralSupport": { "codeActionKind": { "valueSet": ["quickfix", "refactor.rewrite"] } } } }
+    })
+}
+
+/// A workspace copy, a scripted model, and an initialized server with `src/lib.rs` open.
+fn setup(answers: Vec<Reply>, tools: &str, annotations: bool, open_text: Option<&str>) -> Setup {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let model = runtime.block_on(ReplayServer::start(answers)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    for file in ["src/lib.rs", "AGENTS.md"] {
+        std::fs::copy(fixtures().join("workspace").join(file), root.join(file)).unwrap();
+    }
+    let file = root.join("src/lib.rs");
+    let disk_before = std::fs::read_to_string(&file).unwrap();
+    let init = json!({
+        "providers": { "fake": { "kind": "openai", "base_url": format!("{}/v1", model.url()), "api_key_env": "", "tools": tools } },
+        "roles": { "coder": "fake/test-model" },
+        "timeouts": { "connect": 5, "first_token": 60, "total": 120 },
+        "retry": { "max_attempts": 1 },
+        "data_dir": dir.path().join("data"),
+    });
+    let mut server = Server::spawn(Options {
+        env: vec![(
+            "XDG_CONFIG_HOME",
+            dir.path().join("config").display().to_string(),
+        )],
+        ..Options::default()
+    });
+    server
+        .request(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": file_uri(&root),
+                "capabilities": capabilities(annotations),
+                "initializationOptions": init,
+            }),
+        )
+        .unwrap();
+    server.notify("initialized", json!({}));
+    let uri = file_uri(&file);
+    let text = open_text.map_or_else(|| disk_before.clone(), str::to_owned);
+    server.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
+    );
+    Setup {
+        _runtime: runtime,
+        model,
+        _dir: dir,
+        root,
+        file,
+        uri,
+        server,
+        disk_before,
+    }
+}
+
+fn script(name: &str) -> (Value, Vec<Reply>) {
+    let s = scenario(name);
+    let replies = s["coder"].as_array().unwrap().iter().map(sse).collect();
+    (s, replies)
+}
+
+fn lines_range(s: &Value) -> Value {
+    let lines = s["lines"].as_array().unwrap();
+    let (first, last) = (
+        lines[0].as_u64().unwrap() - 1,
+        lines[1].as_u64().unwrap() - 1,
+    );
+    json!({ "start": { "line": first, "character": 0 }, "end": { "line": last, "character": 200 } })
+}
+
+fn edit(setup: &mut Setup, s: &Value) -> Result<Value, Value> {
+    let args =
+        json!({ "uri": setup.uri, "range": lines_range(s), "instruction": s["instruction"] });
+    setup.server.request(
+        "workspace/executeCommand",
+        json!({ "command": "patchwise.edit", "arguments": [args] }),
+    )
+}
+
+/// Applies a `workspace/applyEdit` the way a client would, returning the new text.
+fn apply_text_edits(text: &str, edits: &[Value]) -> String {
+    // UTF-16 positions; the fixtures are ASCII, so columns are bytes.
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let offset = |p: &Value| {
+        let line = p["line"].as_u64().unwrap() as usize;
+        let start = line_starts.get(line).copied().unwrap_or(text.len());
+        (start + p["character"].as_u64().unwrap() as usize).min(text.len())
+    };
+    let mut ranges: Vec<(usize, usize, String)> = edits
+        .iter()
+        .map(|e| {
+            (
+                offset(&e["range"]["start"]),
+                offset(&e["range"]["end"]),
+                e["newText"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    ranges.sort_by_key(|r| std::cmp::Reverse(r.0));
+    let mut out = text.to_owned();
+    for (start, end, new) in ranges {
+        out.replace_range(start..end, &new);
+    }
+    out
+}
+
+fn assert_disk_untouched(setup: &Setup) {
+    assert_eq!(
+        std::fs::read_to_string(&setup.file).unwrap(),
+        setup.disk_before,
+        "the server wrote to the workspace on disk"
+    );
+    let entries: Vec<_> = std::fs::read_dir(&setup.root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    let mut entries = entries;
+    entries.sort();
+    assert_eq!(
+        entries,
+        ["AGENTS.md", "src"],
+        "new files appeared in the workspace"
+    );
+}
+
+fn view(setup: &mut Setup) -> String {
+    setup
+        .server
+        .request("patchwise/viewFileText", json!({ "uri": setup.uri }))
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Accepts proposal `id`, checks the `workspace/applyEdit`, plays the client applying it, and
+/// returns the document text afterwards.
+fn accept(setup: &mut Setup, id: &Value, version: i64) -> String {
+    let result = setup
+        .server
+        .request(
+            "workspace/executeCommand",
+            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": id }] }),
+        )
+        .unwrap();
+    assert_eq!(result, json!({ "applied": true }));
+    let request = setup
+        .server
+        .take_unsolicited()
+        .into_iter()
+        .rev()
+        .find(|m| m["method"] == "workspace/applyEdit")
+        .expect("the server sent workspace/applyEdit");
+    let params = &request["params"];
+    assert!(
+        params["label"].as_str().unwrap().starts_with("patchwise: "),
+        "{params}"
+    );
+    let change = &params["edit"]["documentChanges"][0];
+    assert_eq!(change["textDocument"]["uri"], setup.uri.as_str());
+    assert_eq!(change["textDocument"]["version"], version - 1);
+    let edits = change["edits"].as_array().unwrap();
+    let before = view(setup);
+    let after = apply_text_edits(&before, edits);
+    setup.server.notify(
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": setup.uri, "version": version }, "contentChanges": [{ "text": after }] }),
+    );
+    assert_eq!(view(setup), after);
+    after
+}
+
+#[test]
+fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_applies() {
+    let (s, replies) = script("misindented");
+    let mut setup = setup(replies, "native", true, None);
+    let result = edit(&mut setup, &s).unwrap();
+    let id = result["id"].clone();
+    let diff = result["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-        let total = self.x.abs() + self.y.abs();"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("+        self.x.abs() + self.y.abs()"),
+        "{diff}"
+    );
+    // The model saw the workspace rules and the numbered target.
+    let first = setup.model.requests()[0].json().to_string();
+    assert!(first.contains("Keep functions short"), "{first}");
+    assert!(first.contains("    13\\t    pub fn norm1"), "{first}");
+
+    // Progress: created, begun, reported, ended.
+    let messages = setup.server.take_unsolicited();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["method"] == "window/workDoneProgress/create")
+    );
+    let progress: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["method"] == "$/progress")
+        .collect();
+    assert_eq!(
+        progress.first().unwrap()["params"]["value"]["kind"],
+        "begin"
+    );
+    assert_eq!(progress.last().unwrap()["params"]["value"]["kind"], "end");
+    assert!(progress.iter().any(|p| {
+        p["params"]["value"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("asking"))
+    }));
+    let diagnostics = messages
+        .iter()
+        .rev()
+        .find(|m| m["method"] == "textDocument/publishDiagnostics")
+        .expect("diagnostics for the proposal");
+    let diagnostic = &diagnostics["params"]["diagnostics"][0];
+    assert_eq!(diagnostic["source"], "patchwise");
+    assert_eq!(diagnostic["severity"], 3);
+    assert_eq!(diagnostic["range"]["start"]["line"], 13);
+
+    // Hover on the changed line shows the diff, the model, attempts and the matching pass.
+    let hover = setup
+        .server
+        .request(
+            "textDocument/hover",
+            json!({ "textDocument": { "uri": setup.uri }, "position": { "line": 13, "character": 10 } }),
+        )
+        .unwrap();
+    let markdown = hover["contents"]["value"].as_str().unwrap();
+    assert!(markdown.contains("```diff\n"), "{markdown}");
+    assert!(markdown.contains("fake/test-model"), "{markdown}");
+    assert!(markdown.contains("1 attempt"), "{markdown}");
+    assert!(markdown.contains("indentation(+4)"), "{markdown}");
+    // No hover away from the proposal.
+    let none = setup
+        .server
+        .request(
+            "textDocument/hover",
+            json!({ "textDocument": { "uri": setup.uri }, "position": { "line": 2, "character": 0 } }),
+        )
+        .unwrap();
+    assert_eq!(none, Value::Null);
+
+    let lenses = setup
+        .server
+        .request(
+            "textDocument/codeLens",
+            json!({ "textDocument": { "uri": setup.uri } }),
+        )
+        .unwrap();
+    let titles: Vec<&str> = lenses
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["command"]["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Accept", "Reject", "Diff"]);
+    assert_eq!(lenses[0]["command"]["arguments"][0]["id"], id);
+
+    let shown = setup
+        .server
+        .request(
+            "workspace/executeCommand",
+            json!({ "command": "patchwise.proposal.diff", "arguments": [{ "id": id }] }),
+        )
+        .unwrap();
+    assert_eq!(shown.as_str().unwrap(), diff);
+
+    assert_disk_untouched(&setup);
+    let after = accept(&mut setup, &id, 2);
+    assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
+    // Accepted: the lens, hover and diagnostic are gone, and it cannot be accepted twice.
+    let lenses = setup
+        .server
+        .request(
+            "textDocument/codeLens",
+            json!({ "textDocument": { "uri": setup.uri } }),
+        )
+        .unwrap();
+    assert_eq!(lenses, json!([]));
+    let again = setup
+        .server
+        .request(
+            "workspace/executeCommand",
+            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": id }] }),
+        )
+        .unwrap_err();
+    assert!(
+        again["message"]
+            .as_str()
+            .unwrap()
+            .contains("no pending proposal"),
+        "{again}"
+    );
+    assert_disk_untouched(&setup);
+    setup.server.shutdown();
+}
+
+#[test]
+fn ambiguous_edit_is_refused_then_retried_with_more_context() {
+    let (s, replies) = script("ambiguous_then_context");
+    let mut setup = setup(replies, "native", false, None);
+    let result = edit(&mut setup, &s).unwrap();
+    // The refusal went back to the model, naming both places.
+    let requests = setup.model.requests();
+    assert_eq!(requests.len(), 3);
+    let second = requests[1].json().to_string();
+    assert!(second.contains("14") && second.contains("19"), "{second}");
+    let id = result["id"].clone();
+    let after = accept(&mut setup, &id, 2);
+    assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
+    assert_disk_untouched(&setup);
+    setup.server.shutdown();
+}
+
+#[test]
+fn when_every_attempt_fails_the_user_is_told_and_nothing_changes() {
+    let (s, replies) = script("every_attempt_fails");
+    let mut setup = setup(replies, "native", false, None);
+    let before = view(&mut setup);
+    let err = edit(&mut setup, &s).unwrap_err();
+    let message = err["message"].as_str().unwrap();
+    assert!(message.contains("no proposal"), "{message}");
+    assert!(message.contains("3 attempts"), "{message}");
+    assert_eq!(view(&mut setup), before);
+    let messages = setup.server.take_unsolicited();
+    assert!(
+        !messages
+            .iter()
+            .any(|m| m["method"] == "workspace/applyEdit")
+    );
+    let lenses = setup
+        .server
+        .request(
+            "textDocument/codeLens",
+            json!({ "textDocument": { "uri": setup.uri } }),
+        )
+        .unwrap();
+    assert_eq!(lenses, json!([]));
+    assert_disk_untouched(&setup);
+    setup.server.shutdown();
+}
+
+#[test]
+fn a_model_without_tool_support_uses_the_text_format() {
+    let (s, replies) = script("text_tools");
+    let mut setup = setup(replies, "text", false, None);
+    let result = edit(&mut setup, &s).unwrap();
+    // No native tools were offered to this model.
+    let first = setup.model.requests()[0].json();
+    assert!(first.get("tools").is_none(), "{first}");
+    let after = accept(&mut setup, &result["id"], 2);
+    assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
+    setup.server.shutdown();
+}
+
+#[test]
+fn a_hung_model_is_cancelled_by_the_user() {
+    for how in ["command", "progress"] {
+        let mut setup = setup(vec![Reply::Hang], "native", false, None);
+        let s = scenario("misindented");
+        let args = json!({ "uri": setup.uri, "range": lines_range(&s), "instruction": "anything" });
+        let id = setup.server.request_async(
+            "workspace/executeCommand",
+            json!({ "command": "patchwise.edit", "arguments": [args] }),
+        );
+        // Wait until the run has asked the model, then cancel it.
+        let created = setup
+            .server
+            .wait_for(|m| m["method"] == "window/workDoneProgress/create");
+        let token = created["params"]["token"].clone();
+        while setup.model.requests().is_empty() {
+            setup.server.drain(Duration::from_millis(50));
+        }
+        match how {
+            "command" => {
+                let cancelled = setup
+                    .server
+                    .request(
+                        "workspace/executeCommand",
+                        json!({ "command": "patchwise.cancel", "arguments": [{ "id": token }] }),
+                    )
+                    .unwrap();
+                assert_eq!(cancelled, json!({ "cancelled": 1 }));
+            }
+            _ => setup
+                .server
+                .notify("window/workDoneProgress/cancel", json!({ "token": token })),
+        }
+        let err = setup.server.response(json!(id)).unwrap_err();
+        assert!(
+            err["message"].as_str().unwrap().contains("cancelled"),
+            "{how}: {err}"
+        );
+        assert_disk_untouched(&setup);
+        setup.server.shutdown();
+    }
+}
+
+#[test]
+fn a_user_edit_elsewhere_moves_the_proposal_and_one_on_the_target_makes_it_stale() {
+    let (s, replies) = script("misindented");
+    let mut setup = setup(replies, "native", false, None);
+    let id = edit(&mut setup, &s).unwrap()["id"].clone();
+    // Two lines inserted at the top: the proposal follows.
+    setup.server.notify(
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": setup.uri, "version": 2 }, "contentChanges": [
+            { "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 0, "character": 0 } }, "text": "// one\n// two\n" }
+        ] }),
+    );
+    let lenses = setup
+        .server
+        .request(
+            "textDocument/codeLens",
+            json!({ "textDocument": { "uri": setup.uri } }),
+        )
+        .unwrap();
+    assert_eq!(lenses[0]["range"]["start"]["line"], 15, "{lenses}");
+    let after = accept(&mut setup, &id, 3);
+    assert!(after.starts_with("// one\n// two\n//! Geometry"), "{after}");
+    assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
+    setup.server.shutdown();
+
+    // Now a change on the very lines the proposal replaces.
+    let (s, replies) = script("misindented");
+    let mut setup = self::setup(replies, "native", false, None);
+    let id = edit(&mut setup, &s).unwrap()["id"].clone();
+    setup.server.notify(
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": setup.uri, "version": 2 }, "contentChanges": [
+            { "range": { "start": { "line": 13, "character": 12 }, "end": { "line": 13, "character": 17 } }, "text": "sum" }
+        ] }),
+    );
+    let err = setup
+        .server
+        .request(
+            "workspace/executeCommand",
+            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": id }] }),
+        )
+        .unwrap_err();
+    assert!(
+        err["message"].as_str().unwrap().contains("stale"),
+        "{err} {text} {:?}",
+        setup.server.take_unsolicited()
+    );
+    let text = view(&mut setup);
+    assert!(text.contains("let sum = self.x.abs()"), "{text}");
+    assert!(
+        !setup
+            .server
+            .take_unsolicited()
+            .iter()
+            .any(|m| m["method"] == "workspace/applyEdit")
+    );
+    setup.server.shutdown();
+}
+
+#[test]
+fn code_actions_offer_commands_and_never_call_the_model() {
+    let (s, replies) = script("instruction_comment");
+    let disk = std::fs::read_to_string(fixtures().join("workspace/src/lib.rs")).unwrap();
+    let with_comment = disk.replacen(
+        "    pub fn norm1",
+        &format!("{}    pub fn norm1", s["comment"].as_str().unwrap()),
+        1,
+    );
+    let mut setup = setup(replies, "native", false, Some(&with_comment));
+    let diagnostic = json!({
+        "range": { "start": { "line": 14, "character": 8 }, "end": { "line": 14, "character": 13 } },
+        "severity": 2, "source": "rust-analyzer", "message": "unused variable: `total`"
+    });
+    let actions = setup
+        .server
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": { "uri": setup.uri },
+                "range": { "start": { "line": 12, "character": 0 }, "end": { "line": 12, "character": 0 } },
+                "context": { "diagnostics": [diagnostic] }
+            }),
+        )
+        .unwrap();
+    let titles: Vec<&str> = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "Apply instruction: document norm1",
+            "Fix with model: unused variable: `total`",
+            "Edit selection…"
+        ]
+    );
+    assert!(
+        setup.model.requests().is_empty(),
+        "a code action called the model"
+    );
+    // "Edit selection…" leaves the instruction to the client.
+    assert_eq!(actions[2]["command"]["command"], "patchwise.editSelection");
+    assert!(
+        actions[2]["command"]["arguments"][0]
+            .get("instruction")
+            .is_none()
+    );
+    assert_eq!(
+        actions[1]["command"]["arguments"][0]["instruction"],
+        "Fix this problem reported by rust-analyzer: unused variable: `total`"
+    );
+
+    // Apply the instruction: the proposal documents norm1 and removes the comment.
+    let command = actions[0]["command"].clone();
+    let result = setup
+        .server
+        .request(
+            "workspace/executeCommand",
+            json!({ "command": command["command"], "arguments": command["arguments"] }),
+        )
+        .unwrap();
+    let after = accept(&mut setup, &result["id"], 2);
+    assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
+    assert!(!after.contains("patchwise:"), "{after}");
+    // With the proposal gone there are no Accept/Reject actions; a pending one offers them.
+    setup.server.shutdown();
+}
+
+#[test]
+fn an_edit_without_instruction_or_on_an_unsaved_buffer_is_a_clear_error() {
+    let mut setup = setup(vec![], "native", false, None);
+    let err = setup
+        .server
+        .request(
+            "workspace/executeCommand",
+            json!({ "command": "patchwise.editSelection", "arguments": [{ "uri": setup.uri, "range": lines_range(&scenario("misindented")) }] }),
+        )
+        .unwrap_err();
+    assert!(
+        err["message"].as_str().unwrap().contains("no instruction"),
+        "{err}"
+    );
+    let err = setup
+        .server
+        .request(
+            "workspace/executeCommand",
+            json!({ "command": "patchwise.edit", "arguments": [{ "uri": "untitled:Untitled-1", "range": lines_range(&scenario("misindented")), "instruction": "x" }] }),
+        )
+        .unwrap_err();
+    assert!(
+        err["message"].as_str().unwrap().contains("save it first"),
+        "{err}"
+    );
+    let err = setup
+        .server
+        .request(
+            "workspace/executeCommand",
+            json!({ "command": "patchwise.proposal.accept", "arguments": [] }),
+        )
+        .unwrap_err();
+    assert_eq!(err["code"], -32602);
+    let err = setup
+        .server
+        .request(
+            "workspace/executeCommand",
+            json!({ "command": "patchwise.nope" }),
+        )
+        .unwrap_err();
+    assert!(
+        err["message"].as_str().unwrap().contains("unknown command"),
+        "{err}"
+    );
+    assert!(setup.model.requests().is_empty());
+    setup.server.shutdown();
+}
