@@ -44,6 +44,10 @@ pub(crate) struct Transform {
     /// The file indents with this unit only: leading tabs (or spaces) of the other kind in an
     /// added line are converted, when no reindent is in force.
     pub file_unit: Option<IndentUnit>,
+    /// OLD's lines equal the file's up to typographic characters, one for one: a changed line
+    /// is rewritten by applying the model's OLD→NEW character edits to the real line, so the
+    /// characters the model did not touch keep the file's form.
+    pub merge_chars: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,19 +141,44 @@ pub(crate) fn build(
                 new_index,
                 new_len,
             } => {
+                let merged: Option<Vec<String>> = (transform.merge_chars
+                    && transform.reindent.is_none()
+                    && old_len == new_len)
+                    .then(|| {
+                        (0..old_len)
+                            .map(|k| {
+                                let p = region.map.get(old_index + k).copied().flatten()?;
+                                let real = &file[region.pieces.get(p)?.content.clone()];
+                                merge_line(real, old_lines[old_index + k], new.lines[new_index + k])
+                            })
+                            .collect()
+                    })
+                    .flatten();
                 for k in 0..old_len {
                     emit_old(&mut out, old_index + k, None, &mut prev_kept);
                 }
-                for j in new_index..new_index + new_len {
-                    write_new(
-                        &mut out,
-                        new,
-                        j,
-                        first_nb,
-                        transform,
-                        local_eol,
-                        new_term(j),
-                    );
+                match merged {
+                    Some(lines) => {
+                        for (k, line) in lines.iter().enumerate() {
+                            out.push_str(&fold_chars(line, &transform.typo_fold));
+                            if new_term(new_index + k) {
+                                out.push_str(local_eol);
+                            }
+                        }
+                    }
+                    None => {
+                        for j in new_index..new_index + new_len {
+                            write_new(
+                                &mut out,
+                                new,
+                                j,
+                                first_nb,
+                                transform,
+                                local_eol,
+                                new_term(j),
+                            );
+                        }
+                    }
                 }
             }
         }
@@ -233,6 +262,50 @@ fn write_new(
     if terminated {
         out.push_str(local_eol);
     }
+}
+
+/// `new` is `old` edited; `real` is the file's line that `old` copies one character for one
+/// (typographic characters aside). Applies the character edits to `real`.
+fn merge_line(real: &str, old: &str, new: &str) -> Option<String> {
+    let r: Vec<char> = real.chars().collect();
+    let o: Vec<char> = old.chars().collect();
+    if r.len() != o.len() || r.len() > 2_000 {
+        return None;
+    }
+    let fold = |c: char| super::text::typographic_ascii(c).unwrap_or(c);
+    if !r.iter().zip(&o).all(|(a, b)| fold(*a) == fold(*b)) {
+        return None;
+    }
+    let n: Vec<char> = new.chars().collect();
+    let mut out = String::with_capacity(new.len());
+    for op in capture_diff_slices(Algorithm::Myers, &o, &n) {
+        match op {
+            DiffOp::Equal { old_index, len, .. } => out.extend(&r[old_index..old_index + len]),
+            DiffOp::Insert {
+                new_index, new_len, ..
+            }
+            | DiffOp::Replace {
+                new_index, new_len, ..
+            } => out.extend(&n[new_index..new_index + new_len]),
+            DiffOp::Delete { .. } => {}
+        }
+    }
+    Some(out)
+}
+
+fn fold_chars(line: &str, fold: &[char]) -> String {
+    if fold.is_empty() {
+        return line.to_string();
+    }
+    line.chars()
+        .map(|c| {
+            if fold.contains(&c) {
+                super::text::typographic_ascii(c).unwrap_or(c)
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// Leading tabs in a spaces-only file become spaces; leading spaces (whole levels of 4) in a

@@ -507,6 +507,7 @@ fn substring_matches(
             region.pieces[0].content.start = line_start;
         }
         if kind == ViewKind::Typographic {
+            transform.merge_chars = true;
             let real = &file.text[region.span.clone()];
             transform.typo_fold = old
                 .chars()
@@ -937,6 +938,7 @@ fn region_for_window(
         transform.first_prefix = Some(indent_of(file.content(f0)).to_string());
     }
     if mode.typo {
+        transform.merge_chars = true;
         transform.typo_fold = old
             .iter()
             .flat_map(|l| l.chars())

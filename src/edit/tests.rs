@@ -288,3 +288,26 @@ fn already_applied_insertion_is_not_applied_twice() {
     let r = refused(file, "    run();", "    check();\n    run();");
     assert_eq!(r.kind, RefusalKind::AlreadyApplied, "{r}");
 }
+
+#[test]
+fn typographic_reverse_keeps_the_files_characters_in_changed_lines() {
+    let file = "// Say “hello” – politely\nsay(“hello”, 1);\nsay(“bye”, 2);\n";
+    let a = ok(
+        file,
+        "// Say \"hello\" - politely\nsay(\"hello\", 1);",
+        "// Say \"hello\" - politely\nsay(\"hello\", 10);",
+    );
+    assert_eq!(a.matched_by().to_string(), "typographic");
+    assert_eq!(
+        a.text,
+        "// Say “hello” – politely\nsay(“hello”, 10);\nsay(“bye”, 2);\n"
+    );
+    // Forward: the model's curly quotes where the file has ASCII are not written.
+    let file = "say(\"hello\", 1);\n";
+    let a = ok(
+        file,
+        "say(“hello”, 1);",
+        "say(“hello”, 2);\nsay(“again”, 3);",
+    );
+    assert_eq!(a.text, "say(\"hello\", 2);\nsay(\"again\", 3);\n");
+}
