@@ -568,7 +568,7 @@ fn decode_failure(err: DecodeError, url: &str) -> Failure {
 }
 
 /// The innermost cause, which for connection errors is the useful part ("Connection refused").
-fn connect_reason(err: &reqwest::Error) -> String {
+pub(crate) fn connect_reason(err: &reqwest::Error) -> String {
     let mut source: Option<&dyn std::error::Error> = Some(err);
     let mut last = String::new();
     while let Some(e) = source {

@@ -16,7 +16,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ModelRole, ProviderConfig, ProviderKind};
-use crate::model::http::{error_message, secret_header, shared_client};
+use crate::model::http::{connect_reason, error_message, secret_header, shared_client};
 use crate::model::{ChatModel, HttpModel, ModelError, anthropic};
 
 /// What a provider's model list said.
@@ -86,12 +86,7 @@ pub async fn probe(provider: &ProviderConfig, timeout: Duration) -> ProbeResult 
         }
         Ok(Err(err)) => {
             result.error = Some(if err.is_connect() {
-                let text = format!("{err:?}").to_ascii_lowercase();
-                if text.contains("refused") {
-                    "connection refused".to_owned()
-                } else {
-                    "cannot connect".to_owned()
-                }
+                connect_reason(&err)
             } else {
                 err.without_url().to_string()
             });
