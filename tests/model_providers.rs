@@ -473,7 +473,10 @@ async fn hung_server_times_out_and_retries_are_bounded() {
         "{err:?}"
     );
     assert!(
-        err.to_string().starts_with("first-token timeout after"),
+        err.to_string().starts_with("first-token timeout after")
+            && err.to_string().ends_with(
+                "(raise [timeouts] first_token in the configuration if the server is just slow)"
+            ),
         "{err}"
     );
     assert_eq!(server.requests().len(), 2);

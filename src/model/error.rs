@@ -13,7 +13,11 @@ pub enum ModelError {
     #[error("cannot connect to {url}: {reason} (is the server running?)")]
     Connect { url: String, reason: String },
 
-    #[error("{phase} timeout after {}s waiting for {url}", elapsed.as_secs_f32())]
+    #[error(
+        "{phase} timeout after {:.1}s waiting for {url} (raise [timeouts] {} in the configuration if the server is just slow)",
+        elapsed.as_secs_f32(),
+        phase.config_key()
+    )]
     Timeout {
         phase: TimeoutPhase,
         url: String,
@@ -100,6 +104,17 @@ impl std::fmt::Display for TimeoutPhase {
             TimeoutPhase::FirstToken => "first-token",
             TimeoutPhase::Total => "total",
         })
+    }
+}
+
+impl TimeoutPhase {
+    /// The `[timeouts]` key that sets this timeout.
+    pub fn config_key(self) -> &'static str {
+        match self {
+            TimeoutPhase::Connect => "connect",
+            TimeoutPhase::FirstToken => "first_token",
+            TimeoutPhase::Total => "total",
+        }
     }
 }
 
