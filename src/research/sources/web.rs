@@ -317,7 +317,11 @@ pub fn parse_feed(body: &str, retrieved_at: &str) -> Result<Vec<SourceRecord>, S
     let root = doc.root_element();
     let child_text = |node: roxmltree::Node<'_, '_>, name: &str| -> Option<String> {
         let n = child(node, name)?;
-        let t: String = n.descendants().filter_map(|d| d.text()).collect();
+        let t: String = n
+            .descendants()
+            .filter(|d| d.is_text())
+            .filter_map(|d| d.text())
+            .collect();
         let t = strip_tags(&t);
         (!t.is_empty()).then_some(t)
     };
