@@ -331,8 +331,11 @@ pub struct ToolOptions {
     pub max_line_chars: usize,
     pub max_search_matches: usize,
     pub max_list_entries: usize,
-    /// Files larger than this are skipped by `search` and not counted by `list_files`.
+    /// Files larger than this are skipped by `search`.
     pub max_file_bytes: u64,
+    /// Files larger than this are tagged by size in `list_files` instead of being read to
+    /// count their lines.
+    pub max_count_bytes: u64,
     /// Wall-clock limit of one `search` or `list_files` walk.
     pub walk_timeout: Duration,
     /// Refuse edits that add syntax errors (tree-sitter).
@@ -348,6 +351,7 @@ impl Default for ToolOptions {
             max_search_matches: 100,
             max_list_entries: 500,
             max_file_bytes: 4 * 1024 * 1024,
+            max_count_bytes: 1024 * 1024,
             walk_timeout: Duration::from_secs(20),
             parse_check: true,
             size: SizeThresholds::default(),
@@ -493,7 +497,9 @@ impl Session {
                 name,
                 ToolError::NotAvailable {
                     tool: name.to_owned(),
-                    reason: "you are the coding agent; make the change with edit_file".to_owned(),
+                    reason: "you are the coding agent; make the change with edit_file \
+                             (deleting or renaming files is not possible in an edit run)"
+                        .to_owned(),
                 },
             );
         }

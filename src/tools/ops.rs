@@ -310,7 +310,7 @@ pub(super) fn list_files(session: &Session, args: &Args) -> Result<String, ToolE
             rows.push(rel);
             continue;
         }
-        let row = if *len > session.options.max_file_bytes {
+        let row = if *len > session.options.max_count_bytes {
             format!("{rel} ({} bytes) [MASSIVE]", len)
         } else {
             match session.copy.read(p, session.fs.as_ref()) {

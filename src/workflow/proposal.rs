@@ -366,6 +366,31 @@ impl Proposals {
         newly_stale
     }
 
+    /// Re-bases the proposals of `path` onto `current` (the document's whole text), for when
+    /// the caller knows the text but not the changes that led to it (a proposal made while the
+    /// user kept typing). Proposals whose hunks cannot be re-located become stale; their ids
+    /// are returned.
+    pub fn sync(&mut self, path: &Path, current: &str) -> Vec<ProposalId> {
+        let mut newly_stale = Vec::new();
+        for (id, t) in self.pending.iter_mut() {
+            if t.stale.is_some() {
+                continue;
+            }
+            for f in t
+                .files
+                .iter_mut()
+                .filter(|f| f.path == path && f.text != current)
+            {
+                if let Err(reason) = resync(f, current) {
+                    t.stale = Some(reason);
+                    newly_stale.push(*id);
+                    break;
+                }
+            }
+        }
+        newly_stale
+    }
+
     /// The replacements that apply single-file proposal `id` to `current_text` (at
     /// `current_version`), or why it cannot be applied. When the text is not the one the store
     /// followed (changes it was not told about), the proposal is re-located in it first.
@@ -545,18 +570,19 @@ fn relocate(f: &mut TrackedFile) -> Result<(), String> {
 }
 
 /// Where hunk `h` is in `text`: `before + old + after` located by the edit engine, accepted only
-/// as a unique exact match; then with less context (one side, then none), as long as what is
-/// searched still has visible text.
+/// as a unique exact match; then with fewer context lines, down to one on each side that has
+/// any. Never with none: when the user edited the very lines a hunk replaces, the same lines
+/// elsewhere (a twin function, say) would match without their context, and accepting would
+/// then change a place the model never meant.
 fn locate_hunk(text: &str, h: &TrackedHunk) -> Option<Range<usize>> {
-    let sides = [
-        (h.before.as_str(), h.after.as_str()),
-        (h.before.as_str(), ""),
-        ("", h.after.as_str()),
-        ("", ""),
-    ];
-    sides
-        .iter()
-        .find_map(|(before, after)| locate_with(text, h, before, after))
+    let before: Vec<&str> = h.before.split_inclusive('\n').collect();
+    let after: Vec<&str> = h.after.split_inclusive('\n').collect();
+    let most = before.len().max(after.len()).max(1);
+    (1..=most).rev().find_map(|k| {
+        let b = before[before.len().saturating_sub(k)..].concat();
+        let a = after[..k.min(after.len())].concat();
+        locate_with(text, h, &b, &a)
+    })
 }
 
 fn locate_with(text: &str, h: &TrackedHunk, before: &str, after: &str) -> Option<Range<usize>> {

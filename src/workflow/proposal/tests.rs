@@ -277,3 +277,18 @@ fn pure_insertion_hunk_follows_and_relocates() {
     let a = store.to_apply(id, &doc, None).unwrap();
     assert_eq!(apply(&doc, &a), format!("\n{new}"));
 }
+
+#[test]
+fn sync_rebases_onto_a_text_typed_during_the_run() {
+    let new = ORIGINAL.replace("    2\n", "    22\n");
+    let mut store = Proposals::new();
+    let id = store.add(proposal(ORIGINAL, &new));
+    let typed = format!("// typed while the model worked\n{ORIGINAL}");
+    assert!(store.sync(path(), &typed).is_empty());
+    let h = &store.hunks(id, path())[0];
+    assert_eq!(&typed[h.range.clone()], "    2\n");
+    // Typing over the target makes it stale.
+    let over = typed.replace("    2\n", "    3\n");
+    assert_eq!(store.sync(path(), &over), vec![id]);
+    assert!(store.hunks(id, path()).is_empty());
+}
