@@ -1196,7 +1196,7 @@ fn elision(
 
 /// Last line of the block opened at `head_last`: the line before the first later non-blank line
 /// indented no deeper than the head — or that line itself when it closes the block (`}`, `end`).
-fn block_end_after(file: &FileIndex<'_>, head_last: usize, head_indent: &str) -> usize {
+pub(crate) fn block_end_after(file: &FileIndex<'_>, head_last: usize, head_indent: &str) -> usize {
     let hw = indent_cols(head_indent, 4);
     for i in head_last + 1..file.lines().len() {
         let c = file.content(i);

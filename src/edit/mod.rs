@@ -151,6 +151,63 @@ pub(crate) fn find(
     new: &str,
     options: ReplaceOptions,
 ) -> Result<(Variant, Vec<Occurrence>), Refusal> {
+    find_scoped(file, old, new, options, None)
+}
+
+/// Like [`replace`], for formats that name a context line to find the hunk under (a patch's
+/// `@@ def name():`). When OLD matches several places, the one inside the block that context
+/// line opens is taken — if there is exactly one there. A context line that is not in the file,
+/// or is in it more than once, is ignored (OLD must then be unique on its own).
+pub fn replace_in_context(
+    text: &str,
+    context: &str,
+    old: &str,
+    new: &str,
+    options: ReplaceOptions,
+) -> Result<Applied, Refusal> {
+    let file = FileIndex::new(text);
+    let scope = context_scope(&file, context);
+    let (_, occurrences) = find_scoped(&file, old, new, options, scope)?;
+    let located = realize(&file, occurrences)?;
+    finish(text, vec![located])
+}
+
+/// The 1-based line range of the block opened by the one line matching `context`.
+fn context_scope(file: &FileIndex<'_>, context: &str) -> Option<Range<usize>> {
+    let c = context.trim();
+    if c.is_empty() {
+        return None;
+    }
+    let find = |exact: bool| -> Vec<usize> {
+        (0..file.lines().len())
+            .filter(|&i| {
+                let t = file.content(i).trim();
+                if exact {
+                    t == c
+                } else {
+                    c.len() >= 4 && t.contains(c)
+                }
+            })
+            .collect()
+    };
+    let mut hits = find(true);
+    if hits.is_empty() {
+        hits = find(false);
+    }
+    let [line] = hits.as_slice() else {
+        return None;
+    };
+    let end = locate::block_end_after(file, *line, text::indent_of(file.content(*line)));
+    Some(line + 1..end + 2)
+}
+
+fn find_scoped(
+    file: &FileIndex<'_>,
+    old: &str,
+    new: &str,
+    options: ReplaceOptions,
+    scope: Option<Range<usize>>,
+) -> Result<(Variant, Vec<Occurrence>), Refusal> {
     if old.is_empty() {
         return Err(refusal::empty_old());
     }
@@ -162,7 +219,7 @@ pub(crate) fn find(
     for v in &variants {
         match locate::run_passes(file, v) {
             Found::Matches(occ) => {
-                let (v, occ) = choose(file, v.clone(), occ, options)?;
+                let (v, occ) = choose(file, v.clone(), occ, options, scope.clone())?;
                 if let [one] = occ.as_slice()
                     && let Some(lines) = already_applied(file, &v, one)
                 {
@@ -176,7 +233,7 @@ pub(crate) fn find(
     }
     for v in &variants {
         if let Some(o) = locate::fuzzy(file, v) {
-            return choose(file, v.clone(), vec![o], options);
+            return choose(file, v.clone(), vec![o], options, scope.clone());
         }
     }
     let closest_old = variants.last().map_or(old, |v| v.old.as_str());
@@ -268,6 +325,7 @@ fn choose(
     v: Variant,
     mut occ: Vec<Occurrence>,
     options: ReplaceOptions,
+    scope: Option<Range<usize>>,
 ) -> Result<(Variant, Vec<Occurrence>), Refusal> {
     occ.sort_by_key(|o| (o.span().start, o.span().end));
     occ.dedup_by_key(|o| o.span());
@@ -282,10 +340,18 @@ fn choose(
             }
             occ = kept;
         } else {
-            let at_hint: Vec<&Occurrence> = match v.hint_line {
+            let mut at_hint: Vec<&Occurrence> = match v.hint_line {
                 Some(h) => occ.iter().filter(|o| first_line(file, o) == h).collect(),
                 None => Vec::new(),
             };
+            if at_hint.len() != 1
+                && let Some(scope) = &scope
+            {
+                at_hint = occ
+                    .iter()
+                    .filter(|o| scope.contains(&first_line(file, o)))
+                    .collect();
+            }
             if at_hint.len() == 1 {
                 let one = at_hint[0].clone();
                 occ = vec![one];

@@ -311,3 +311,32 @@ fn typographic_reverse_keeps_the_files_characters_in_changed_lines() {
     );
     assert_eq!(a.text, "say(\"hello\", 2);\nsay(\"again\", 3);\n");
 }
+
+#[test]
+fn a_patch_context_line_picks_the_hunk_inside_its_block() {
+    let file = "def a():\n    x = 1\n    return x\n\n\ndef b():\n    x = 1\n    return x\n";
+    let r = refused(file, "    x = 1\n    return x", "    x = 2\n    return x");
+    assert!(matches!(r.kind, RefusalKind::Ambiguous { .. }));
+    let a = replace_in_context(
+        file,
+        "def b():",
+        "    x = 1\n    return x",
+        "    x = 2\n    return x",
+        ReplaceOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        a.text,
+        file.replace("def b():\n    x = 1", "def b():\n    x = 2")
+    );
+    // A context line that is not in the file does not help.
+    let r = replace_in_context(
+        file,
+        "def c():",
+        "    x = 1",
+        "    x = 2",
+        ReplaceOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(r.kind, RefusalKind::Ambiguous { .. }));
+}
