@@ -252,7 +252,8 @@ impl Research {
         let source_limit = budget.mul_f32(0.6);
         let mut pending: FuturesUnordered<_> = sources
             .iter()
-            .map(|source| {
+            .enumerate()
+            .map(|(index, source)| {
                 let q = SourceQuery {
                     text: query.clone(),
                     max_results: per_source(source),
@@ -269,26 +270,29 @@ impl Research {
                             Err(_) => Err(SourceError::Timeout(limit.as_secs_f64())),
                         },
                     };
-                    (source.name().to_owned(), result, t0.elapsed())
+                    (index, source.name().to_owned(), result, t0.elapsed())
                 }
             })
             .collect();
         let total = sources.len().max(1);
         let mut done = 0;
-        let mut found: Vec<SourceRecord> = Vec::new();
-        while let Some((name, result, elapsed)) = pending.next().await {
+        // Batches by source, so that merged records credit providers in the configured order
+        // whatever order they answered in.
+        let mut batches: Vec<(usize, Vec<SourceRecord>)> = Vec::new();
+        while let Some((index, name, result, elapsed)) = pending.next().await {
             done += 1;
             let millis = elapsed.as_millis() as u64;
             let (outcome, message) = match result {
                 Ok(f) => {
                     let count = f.records.len();
-                    found.extend(f.records.into_iter().map(|mut r| {
+                    let batch = f.records.into_iter().map(|mut r| {
                         if r.provider.is_empty() || !r.providers.iter().any(|p| p == &name) {
                             r.provider = name.clone();
                             r.providers = vec![name.clone()];
                         }
                         r
-                    }));
+                    });
+                    batches.push((index, batch.collect()));
                     let status = if f.cached.is_some() { "cached" } else { "ok" };
                     let text = match &f.cached {
                         Some(why) => format!("{name}: {count} result{} ({why})", plural(count)),
@@ -330,6 +334,8 @@ impl Research {
             progress(Phase::Sources, (2 + 38 * done / total) as u8, &message);
         }
         drop(pending);
+        batches.sort_by_key(|(index, _)| *index);
+        let found: Vec<SourceRecord> = batches.into_iter().flat_map(|(_, b)| b).collect();
         if cancel.is_cancelled() {
             return Err(ResearchError::Cancelled);
         }
@@ -587,7 +593,11 @@ impl Research {
                     settings.push(s);
                 }
             }
-            None => settings.extend(self.settings.sources.values().cloned()),
+            None => {
+                settings.extend(self.settings.sources.values().cloned());
+                // Fresh providers before the library's earlier copies.
+                settings.sort_by_key(|s| s.kind);
+            }
         }
         let (built, skipped) = sources::build(&settings, options.workspace.as_deref());
         let outcomes = skipped
