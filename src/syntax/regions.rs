@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use crate::syntax::lines::{LineIndex, line_text, numbered};
 use crate::syntax::size::{SizeThresholds, size_tag};
-use crate::syntax::symbols::{Scope, Symbol, SymbolKind, find_all, symbols};
+use crate::syntax::symbols::{Scope, Symbol, SymbolKind, find_all, symbols_with_index};
 use crate::syntax::tree::SyntaxTree;
 use crate::tokens::{Encoding, count_tokens};
 
@@ -129,7 +129,63 @@ pub fn extract_region(
     target: &Target,
     options: &RegionOptions,
 ) -> Region {
-    let builder = Builder::new(text, tree, path, options);
+    let outline = Outline::new(text, tree);
+    extract_region_in(&outline, text, tree, path, target, options)
+}
+
+/// What region extraction needs from one version of a document besides its text: the line
+/// index and the outline symbols. Computing it walks the tree (milliseconds on a 20k-line
+/// file), so a server keeps it with the parse of the version and reuses it for every request.
+#[derive(Debug, Clone)]
+pub struct Outline {
+    index: LineIndex,
+    symbols: Vec<Symbol>,
+    /// Per symbol: some other symbol has it as parent.
+    has_members: Vec<bool>,
+}
+
+impl Outline {
+    pub fn new(text: &str, tree: &SyntaxTree) -> Outline {
+        let index = LineIndex::new(text);
+        let symbols = symbols_with_index(text, tree, Scope::Outline, &index);
+        let mut has_members = vec![false; symbols.len()];
+        for s in &symbols {
+            if let Some(p) = s.parent {
+                has_members[p] = true;
+            }
+        }
+        Outline {
+            index,
+            symbols,
+            has_members,
+        }
+    }
+
+    /// The outline symbols (top-level items and the members of containers).
+    pub fn symbols(&self) -> &[Symbol] {
+        &self.symbols
+    }
+}
+
+/// [`extract_region`] with the outline of this version of the text already computed. The
+/// outline must come from the same `text` and `tree`.
+pub fn extract_region_in(
+    outline: &Outline,
+    text: &str,
+    tree: &SyntaxTree,
+    path: &str,
+    target: &Target,
+    options: &RegionOptions,
+) -> Region {
+    let builder = Builder {
+        text,
+        tree,
+        path,
+        options,
+        index: &outline.index,
+        outline: &outline.symbols,
+        has_members: &outline.has_members,
+    };
     builder.build(target)
 }
 
@@ -140,6 +196,8 @@ struct Unit {
     first: usize,
     last: usize,
     label: Option<String>,
+    /// The outline symbol this unit is, if any.
+    symbol: Option<usize>,
 }
 
 struct Builder<'a> {
@@ -147,28 +205,12 @@ struct Builder<'a> {
     tree: &'a SyntaxTree,
     path: &'a str,
     options: &'a RegionOptions,
-    index: LineIndex,
-    outline: Vec<Symbol>,
+    index: &'a LineIndex,
+    outline: &'a [Symbol],
+    has_members: &'a [bool],
 }
 
 impl<'a> Builder<'a> {
-    fn new(
-        text: &'a str,
-        tree: &'a SyntaxTree,
-        path: &'a str,
-        options: &'a RegionOptions,
-    ) -> Builder<'a> {
-        let outline = symbols(text, tree, Scope::Outline);
-        Builder {
-            text,
-            tree,
-            path,
-            options,
-            index: LineIndex::new(text),
-            outline,
-        }
-    }
-
     fn tokens(&self, text: &str) -> usize {
         count_tokens(text, self.options.encoding)
     }
@@ -253,8 +295,17 @@ impl<'a> Builder<'a> {
                 Some(start..range.end.clamp(start, self.text.len()))
             }
             Target::Symbol(name) => {
-                let all = symbols(self.text, self.tree, Scope::All);
-                let found = find_all(&all, name);
+                // The outline is at hand; items nested in function bodies need a full walk.
+                let mut found: Vec<Symbol> =
+                    find_all(self.outline, name).into_iter().cloned().collect();
+                let all = if found.is_empty() {
+                    symbols_with_index(self.text, self.tree, Scope::All, self.index)
+                } else {
+                    Vec::new()
+                };
+                if found.is_empty() {
+                    found = find_all(&all, name).into_iter().cloned().collect();
+                }
                 if found.is_empty() {
                     let message = match crate::syntax::symbols::find_symbol(&all, name) {
                         Err(err) => err.to_string(),
@@ -270,7 +321,7 @@ impl<'a> Builder<'a> {
                     };
                     notes.push(message);
                 }
-                let units = found.iter().take(5).map(|s| self.symbol_unit(s)).collect();
+                let units = found.iter().take(5).map(|s| self.unit_for(s)).collect();
                 return (None, units, notes);
             }
             Target::Query(query) => {
@@ -292,7 +343,7 @@ impl<'a> Builder<'a> {
     fn position(&self, line: usize, column: Option<usize>) -> Range<usize> {
         let line0 = line.saturating_sub(1).min(self.index.line_count() - 1);
         let range = self.index.line_range(line0);
-        let content = line_text(self.text, &self.index, line0);
+        let content = line_text(self.text, self.index, line0);
         let offset = match column {
             Some(col) => {
                 let skip = col.saturating_sub(1);
@@ -314,23 +365,23 @@ impl<'a> Builder<'a> {
         let containing = self
             .outline
             .iter()
-            .filter(|s| {
+            .enumerate()
+            .filter(|(_, s)| {
                 s.full_range.start <= bytes.start
                     && bytes.end <= s.full_range.end.max(s.full_range.start + 1)
             })
-            .max_by_key(|s| (s.depth, s.full_range.start));
-        if let Some(symbol) = containing {
-            // A container as large as the budget is no useful target when the cursor sits on
-            // one of its lines between members; its header line is.
-            return vec![self.symbol_unit(symbol)];
+            .max_by_key(|(_, s)| (s.depth, s.full_range.start));
+        if let Some((index, _)) = containing {
+            return vec![self.symbol_unit(index)];
         }
         let overlapping: Vec<Unit> = self
             .outline
             .iter()
-            .filter(|s| {
+            .enumerate()
+            .filter(|(_, s)| {
                 s.depth == 0 && s.full_range.start < bytes.end && bytes.start < s.full_range.end
             })
-            .map(|s| self.symbol_unit(s))
+            .map(|(index, _)| self.symbol_unit(index))
             .collect();
         if !overlapping.is_empty() {
             return overlapping;
@@ -340,10 +391,23 @@ impl<'a> Builder<'a> {
             first: first.saturating_sub(3),
             last: (last + 3).min(self.index.line_count() - 1),
             label: Some(format!("lines {}-{}", first + 1, last + 1)),
+            symbol: None,
         }]
     }
 
-    fn symbol_unit(&self, symbol: &Symbol) -> Unit {
+    /// The unit of outline symbol `index`.
+    fn symbol_unit(&self, index: usize) -> Unit {
+        let mut unit = self.unit_for(&self.outline[index]);
+        unit.symbol = Some(index);
+        unit
+    }
+
+    /// The unit of any symbol (nested ones are not in the outline).
+    fn unit_for(&self, symbol: &Symbol) -> Unit {
+        let index = self
+            .outline
+            .iter()
+            .position(|s| s.full_range == symbol.full_range && s.kind == symbol.kind);
         Unit {
             first: symbol.lines.0 - 1,
             last: symbol.lines.1 - 1,
@@ -353,6 +417,7 @@ impl<'a> Builder<'a> {
                 symbol.lines.0,
                 symbol.lines.1
             )),
+            symbol: index,
         }
     }
 
@@ -368,24 +433,17 @@ impl<'a> Builder<'a> {
             .filter(|w| w.len() >= 2)
             .map(str::to_lowercase)
             .collect();
-        let leaves: Vec<&Symbol> = self
+        let leaves: Vec<(usize, &Symbol)> = self
             .outline
             .iter()
             .enumerate()
-            .filter(|(i, s)| {
-                !s.container
-                    || !self
-                        .outline
-                        .iter()
-                        .skip(i + 1)
-                        .any(|c| c.parent == Some(*i))
-            })
-            .map(|(_, s)| s)
+            .filter(|&(i, s)| !s.nested && !self.has_members[i])
             .collect();
-        let lower = self.text.to_lowercase();
-        let mut scored: Vec<(usize, &Symbol)> = leaves
+        // ASCII lower case keeps byte offsets, so symbol ranges slice it.
+        let lower = self.text.to_ascii_lowercase();
+        let mut scored: Vec<(usize, usize, &Symbol)> = leaves
             .iter()
-            .map(|s| {
+            .map(|&(index, s)| {
                 let mut score = 0;
                 if identifiers.contains(&s.name.to_lowercase()) {
                     score += 6;
@@ -407,17 +465,17 @@ impl<'a> Builder<'a> {
                         .count()
                         .min(4);
                 }
-                (score, *s)
+                (score, index, s)
             })
-            .filter(|&(score, _)| score >= 2)
+            .filter(|&(score, _, _)| score >= 2)
             .collect();
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.range.start.cmp(&b.1.range.start)));
-        let best = scored.first().map_or(0, |&(score, _)| score);
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.range.start.cmp(&b.2.range.start)));
+        let best = scored.first().map_or(0, |&(score, _, _)| score);
         scored
             .into_iter()
-            .filter(|&(score, _)| score * 2 >= best)
+            .filter(|&(score, _, _)| score * 2 >= best)
             .take(3)
-            .map(|(_, s)| self.symbol_unit(s))
+            .map(|(_, index, _)| self.symbol_unit(index))
             .collect()
     }
 
@@ -430,22 +488,24 @@ impl<'a> Builder<'a> {
             None => self.options.max_header_lines.min(self.index.line_count()),
         };
         let mut last = end.min(self.options.max_header_lines);
-        while last > 0
-            && line_text(self.text, &self.index, last - 1)
-                .trim()
-                .is_empty()
-        {
+        while last > 0 && line_text(self.text, self.index, last - 1).trim().is_empty() {
             last -= 1;
         }
         (last > 0).then(|| Unit {
             first: 0,
             last: last - 1,
             label: None,
+            symbol: None,
         })
     }
 
-    /// Outline lines (and the items left out of them), at most `budget` tokens, items nearest
-    /// to `focus` (0-based lines) kept first.
+    /// Cost estimate of one numbered line (see [`estimate`]).
+    fn line_cost(&self, line: usize) -> usize {
+        estimate(line_text(self.text, self.index, line)) + 4
+    }
+
+    /// Outline lines (and the items left out of them), about `budget` tokens at most, items
+    /// nearest to the targets kept first.
     fn outline_text(&self, focus: &[usize], targets: &[Unit], budget: usize) -> String {
         let visible: Vec<(usize, &Symbol)> = self
             .outline
@@ -453,33 +513,43 @@ impl<'a> Builder<'a> {
             .enumerate()
             .filter(|(_, s)| s.kind != SymbolKind::Field && !s.nested)
             .collect();
-        if visible.is_empty() {
+        if visible.is_empty() || budget == 0 {
             return String::new();
         }
+        let target_symbols: BTreeSet<usize> = targets.iter().filter_map(|t| t.symbol).collect();
         let lines: Vec<String> = visible
             .iter()
-            .map(|(_, s)| {
-                let is_target = targets
-                    .iter()
-                    .any(|t| t.first == s.lines.0 - 1 && t.last == s.lines.1 - 1);
+            .map(|(index, s)| {
                 format!(
                     "{:>6}-{:<6} {}{}{}\n",
                     s.lines.0,
                     s.lines.1,
                     "  ".repeat(s.depth),
                     s.signature,
-                    if is_target { "   ← target" } else { "" }
+                    if target_symbols.contains(index) {
+                        "   ← target"
+                    } else {
+                        ""
+                    }
                 )
             })
             .collect();
         let head = "Outline (line range, signature):\n";
-        let full: String = lines.concat();
-        let total = self.tokens(head) + self.tokens(&full);
-        if total <= budget {
-            return format!("{head}{full}");
+        let full_cost: usize = estimate(head) + lines.iter().map(|l| estimate(l)).sum::<usize>();
+        if full_cost <= budget {
+            return format!("{head}{}", lines.concat());
         }
-        // Too long: keep the entries nearest to the focus (top level before members), and say
-        // how many were left out where.
+        // Too long: targets, their containers and their siblings first; then top-level items
+        // before members; nearest first. Every kept entry may open a gap marker.
+        const GAP: usize = 12;
+        let mut close: BTreeSet<usize> = BTreeSet::new();
+        for &t in &target_symbols {
+            let mut current = Some(t);
+            while let Some(i) = current {
+                close.insert(i);
+                current = self.outline[i].parent;
+            }
+        }
         let distance = |s: &Symbol| -> usize {
             let (a, b) = (s.lines.0 - 1, s.lines.1 - 1);
             focus
@@ -488,171 +558,148 @@ impl<'a> Builder<'a> {
                 .min()
                 .unwrap_or(a)
         };
-        // Targets, their containers and their siblings first; then top-level items before
-        // members; nearest first.
-        let target_indices: Vec<usize> = self
-            .outline
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| {
-                targets
-                    .iter()
-                    .any(|t| t.first == s.lines.0 - 1 && t.last == s.lines.1 - 1)
-            })
-            .map(|(i, _)| i)
-            .collect();
-        let mut close: BTreeSet<Option<usize>> = BTreeSet::new();
-        for &t in &target_indices {
-            let mut current = Some(t);
-            while let Some(i) = current {
-                close.insert(Some(i));
-                close.insert(self.outline[i].parent);
-                current = self.outline[i].parent;
-            }
-        }
         let mut order: Vec<usize> = (0..visible.len()).collect();
         order.sort_by_key(|&i| {
             let (index, s) = visible[i];
-            let near =
-                close.contains(&Some(index)) || (s.parent.is_some() && close.contains(&s.parent));
+            let near = close.contains(&index) || s.parent.is_some_and(|p| close.contains(&p));
             (!near, s.depth.min(1), distance(s), i)
         });
-        // Every kept entry may open a gap marker (`⋮ N more items ...`, about 12 tokens).
-        const GAP: usize = 12;
         let mut kept = vec![false; visible.len()];
-        let mut kept_order = Vec::new();
-        let mut used = self.tokens(head) + GAP;
+        let mut used = estimate(head) + GAP;
         for i in order {
-            let cost = self.tokens(&lines[i]) + GAP;
+            let cost = estimate(&lines[i]) + GAP;
             if used + cost > budget {
                 continue;
             }
             used += cost;
             kept[i] = true;
-            kept_order.push(i);
         }
-        loop {
-            let out = render_outline(head, &visible, &lines, &kept);
-            if self.tokens(&out) <= budget {
-                return out;
-            }
-            match kept_order.pop() {
-                Some(last) => kept[last] = false,
-                None => return String::new(),
-            }
-        }
+        render_outline(head, &visible, &lines, &kept)
+    }
+
+    /// Estimated cost of showing lines `first..=last` that are not shown yet, plus a marker.
+    fn cost_of(&self, first: usize, last: usize, shown: &[bool]) -> usize {
+        let last = last.min(shown.len().saturating_sub(1));
+        (first..=last)
+            .filter(|&l| !shown[l])
+            .map(|l| self.line_cost(l))
+            .sum::<usize>()
+            + MARKER
     }
 
     fn partial(self, target: &Target) -> Region {
         let options = self.options;
         let budget = options.budget;
+        let total = self.index.line_count();
         let (anchor, targets, mut notes) = self.resolve(target);
         let title = self.title(false);
+        let mut shown = vec![false; total];
+        let mut used = estimate(&title) + notes.iter().map(|n| estimate(n) + 2).sum::<usize>() + 8;
+
+        // Lines that may go one by one if the exact count is over budget: windows (farthest
+        // from their centre first), then the header (from its end).
+        let mut trimmable: Vec<usize> = Vec::new();
+        let mut header_lines: Vec<usize> = Vec::new();
+
+        // The header (imports, module docs): at most a quarter of the budget.
+        if let Some(header) = self.header_unit() {
+            let mut cost = 0;
+            for (line, flag) in shown
+                .iter_mut()
+                .enumerate()
+                .take(header.last + 1)
+                .skip(header.first)
+            {
+                let c = self.line_cost(line);
+                if cost + c > budget / 4 {
+                    break;
+                }
+                cost += c;
+                *flag = true;
+                header_lines.push(line);
+            }
+            used += cost;
+        }
+
+        // The outline gives way to the targets: it gets its share of the budget, or what the
+        // title, header and targets leave, but never less than a tenth.
         let focus: Vec<usize> = if targets.is_empty() {
             vec![0]
         } else {
             targets.iter().map(|u| u.first).collect()
         };
-        // The outline gives way to the targets: it gets its share of the budget, or what the
-        // title, header and targets leave, but never less than a tenth.
-        let line_tokens = |first: usize, last: usize| -> usize {
-            (first..=last.min(self.index.line_count() - 1))
-                .map(|l| self.tokens(&numbered(l + 1, line_text(self.text, &self.index, l))) + 1)
-                .sum()
-        };
         let target_cost: usize = targets
             .iter()
-            .map(|u| line_tokens(u.first, u.last) + 24)
+            .map(|u| self.cost_of(u.first, u.last, &shown))
             .sum();
-        let header_cost = self
-            .header_unit()
-            .map_or(0, |h| line_tokens(h.first, h.last).min(budget / 4));
-        let left = budget.saturating_sub(self.tokens(&title) + target_cost + header_cost + 64);
-        let outline_budget = (budget * options.outline_share / 100)
+        let left = budget.saturating_sub(used + target_cost + 32);
+        let mut outline_budget = (budget * options.outline_share / 100)
             .min(left)
             .max(budget / 10);
-        let outline = self.outline_text(&focus, &targets, outline_budget);
-        let fixed = self.tokens(&title) + self.tokens(&outline) + self.tokens("Code:\n") + 2;
+        let mut outline = self.outline_text(&focus, &targets, outline_budget);
+        used += estimate(&outline);
 
-        let mut shown: BTreeSet<usize> = BTreeSet::new();
         let mut items: Vec<String> = Vec::new();
         let mut target_labels = Vec::new();
-        let line_cost = |line: usize| -> usize {
-            self.tokens(&numbered(line + 1, line_text(self.text, &self.index, line))) + 1
-        };
-        // Marker lines cost about this much each.
-        const MARKER: usize = 24;
-        let mut used = fixed;
-        let add = |first: usize,
-                   last: usize,
-                   shown: &mut BTreeSet<usize>,
-                   used: &mut usize,
-                   limit: usize|
-         -> bool {
-            let new: Vec<usize> = (first..=last).filter(|l| !shown.contains(l)).collect();
-            let cost: usize = new.iter().map(|&l| line_cost(l)).sum::<usize>() + MARKER;
-            if *used + cost > limit {
-                return false;
-            }
+        let show = |first: usize, last: usize, shown: &mut Vec<bool>, used: &mut usize| {
+            let cost = self.cost_of(first, last, shown);
             *used += cost;
-            shown.extend(new);
-            true
+            let mut new = Vec::new();
+            for (line, flag) in shown
+                .iter_mut()
+                .enumerate()
+                .take(last.min(total - 1) + 1)
+                .skip(first)
+            {
+                if !*flag {
+                    *flag = true;
+                    new.push(line);
+                }
+            }
+            new
         };
 
-        if let Some(header) = self.header_unit() {
-            let header_limit = used + budget / 4;
-            // The header is cut at a line when it alone would take more than a quarter.
-            let mut last = header.last;
-            while last > header.first
-                && !add(
-                    header.first,
-                    last,
-                    &mut shown,
-                    &mut used,
-                    header_limit.min(budget),
-                )
-            {
-                last = header.first + (last - header.first) / 2;
-            }
-            if shown.is_empty() {
-                add(header.first, header.first, &mut shown, &mut used, budget);
-            }
-        }
-
-        // Targets, whole; with the header lines of their containers.
+        // Targets, whole; with the first lines of their containers.
         for unit in &targets {
             let label = unit.label.clone().unwrap_or_default();
             target_labels.push(label.clone());
-            for container in self.containers_of(unit) {
-                add(container, container, &mut shown, &mut used, budget);
-            }
-            if add(unit.first, unit.last, &mut shown, &mut used, budget) {
+            let containers = self.containers_of(unit);
+            let container_cost: usize =
+                containers.iter().map(|&c| self.cost_of(c, c, &shown)).sum();
+            if used + container_cost + self.cost_of(unit.first, unit.last, &shown) <= budget {
+                for c in containers {
+                    show(c, c, &mut shown, &mut used);
+                }
+                show(unit.first, unit.last, &mut shown, &mut used);
                 items.push(label);
-            } else {
-                // Larger than what is left: a window around the target, labelled partial.
-                let center = anchor
-                    .as_ref()
-                    .map(|a| self.index.line_of(a.start))
-                    .filter(|&c| c >= unit.first && c <= unit.last)
-                    .unwrap_or(unit.first);
-                let (first, last) = self.window(center, unit, used, budget);
-                if let Some((first, last)) = first.zip(last) {
-                    add(first, last, &mut shown, &mut used, budget);
+                continue;
+            }
+            // Larger than what is left: a window around the target, labelled partial.
+            let center = anchor
+                .as_ref()
+                .map(|a| self.index.line_of(a.start))
+                .filter(|&c| c >= unit.first && c <= unit.last)
+                .unwrap_or(unit.first);
+            match self.window(center, unit, used, budget, &shown) {
+                Some((first, last)) => {
+                    let mut new = show(first, last, &mut shown, &mut used);
+                    new.sort_by_key(|&l| std::cmp::Reverse(l.abs_diff(center)));
+                    trimmable.extend(new);
                     notes.push(format!(
                         "{label} does not fit the budget of {budget} tokens; showing lines {}-{} of it",
                         first + 1,
                         last + 1
                     ));
                     items.push(format!("part of {label}"));
-                } else {
-                    notes.push(format!(
-                        "{label} does not fit the budget of {budget} tokens"
-                    ));
                 }
+                None => notes.push(format!(
+                    "{label} does not fit the budget of {budget} tokens"
+                )),
             }
         }
 
-        // Neighbours, nearest first, while the budget lasts.
+        // Neighbours, nearest first (siblings of a target before the rest), while the budget
+        // lasts. Each is shown whole or not at all.
         let focus_lines: Vec<usize> = if targets.is_empty() {
             vec![0]
         } else {
@@ -660,28 +707,14 @@ impl<'a> Builder<'a> {
         };
         let target_parents: Vec<Option<usize>> = targets
             .iter()
-            .map(|u| {
-                self.outline
-                    .iter()
-                    .find(|s| s.lines.0 - 1 == u.first && s.lines.1 - 1 == u.last)
-                    .and_then(|s| s.parent)
-            })
+            .map(|u| u.symbol.and_then(|s| self.outline[s].parent))
             .collect();
-        let mut candidates: Vec<(usize, usize, &Symbol)> = self
+        let mut candidates: Vec<(usize, usize, usize)> = self
             .outline
             .iter()
             .enumerate()
-            .filter(|(i, s)| {
-                !s.nested
-                    && s.kind != SymbolKind::Field
-                    && !(s.container
-                        && self
-                            .outline
-                            .iter()
-                            .skip(i + 1)
-                            .any(|c| c.parent == Some(*i)))
-            })
-            .map(|(_, s)| {
+            .filter(|&(i, s)| !s.nested && s.kind != SymbolKind::Field && !self.has_members[i])
+            .map(|(i, s)| {
                 let (a, b) = (s.lines.0 - 1, s.lines.1 - 1);
                 let distance = focus_lines
                     .iter()
@@ -689,44 +722,47 @@ impl<'a> Builder<'a> {
                     .min()
                     .unwrap_or(a);
                 let sibling = usize::from(!target_parents.contains(&s.parent));
-                (sibling, distance, s)
+                (sibling, distance, i)
             })
             .collect();
-        candidates.sort_by_key(|&(sibling, distance, s)| (sibling, distance, s.lines.0));
+        candidates.sort_unstable();
+        let mut neighbours: Vec<(String, Vec<usize>)> = Vec::new();
         let mut misses = 0;
-        for (_, _, symbol) in candidates {
-            let (first, last) = (symbol.lines.0 - 1, symbol.lines.1 - 1);
-            if (first..=last).all(|l| shown.contains(&l)) {
+        for (_, _, index) in candidates {
+            let symbol = &self.outline[index];
+            let unit = self.symbol_unit(index);
+            if (unit.first..=unit.last.min(total - 1)).all(|l| shown[l]) {
                 continue;
             }
-            let mut trial_used = used;
-            let mut trial = shown.clone();
-            let mut ok = true;
-            for container in self.containers_of(&Unit {
-                first,
-                last,
-                label: None,
-            }) {
-                ok &= add(container, container, &mut trial, &mut trial_used, budget);
-            }
-            ok = ok && add(first, last, &mut trial, &mut trial_used, budget);
-            if ok {
-                shown = trial;
-                used = trial_used;
-                items.push(format!(
-                    "{} (lines {}-{})",
-                    symbol.display_name(),
-                    symbol.lines.0,
-                    symbol.lines.1
-                ));
-                misses = 0;
-            } else {
+            let containers = self.containers_of(&unit);
+            let cost: usize = containers
+                .iter()
+                .map(|&c| self.cost_of(c, c, &shown))
+                .sum::<usize>()
+                + self.cost_of(unit.first, unit.last, &shown);
+            if used + cost > budget {
                 misses += 1;
                 if misses >= 8 {
                     break;
                 }
+                continue;
             }
+            misses = 0;
+            let mut new = Vec::new();
+            for c in containers {
+                new.extend(show(c, c, &mut shown, &mut used));
+            }
+            new.extend(show(unit.first, unit.last, &mut shown, &mut used));
+            let label = format!(
+                "{} (lines {}-{})",
+                symbol.display_name(),
+                symbol.lines.0,
+                symbol.lines.1
+            );
+            items.push(label.clone());
+            neighbours.push((label, new));
         }
+
         // Languages without items (text, or no outline): lines around the focus.
         if self.outline.is_empty() {
             let center = anchor
@@ -735,65 +771,105 @@ impl<'a> Builder<'a> {
                 .unwrap_or(0);
             let whole = Unit {
                 first: 0,
-                last: self.index.line_count() - 1,
+                last: total - 1,
                 label: None,
+                symbol: None,
             };
-            let (first, last) = self.window(center, &whole, used, budget);
-            if let Some((first, last)) = first.zip(last) {
-                add(first, last, &mut shown, &mut used, budget);
-                if targets.is_empty() || !items.iter().any(|i| i.starts_with("lines")) {
+            if let Some((first, last)) = self.window(center, &whole, used, budget, &shown) {
+                let mut new = show(first, last, &mut shown, &mut used);
+                new.sort_by_key(|&l| std::cmp::Reverse(l.abs_diff(center)));
+                trimmable.extend(new);
+                if targets.is_empty() {
                     items.push(format!("lines {}-{}", first + 1, last + 1));
                 }
             }
         }
 
-        // Render, then make sure the real count fits: drop shown lines from the far end of
-        // the last neighbours if the estimate was short.
+        // The choice was made with estimates; the text is counted exactly. When the estimate
+        // was short, whole neighbours go (last added first), then outline entries, then window
+        // and header lines.
+        header_lines.reverse();
+        trimmable.extend(header_lines);
+        trimmable.reverse(); // popped from the end: farthest window lines first
         loop {
             let (text, omitted) = self.render(&title, &notes, &outline, &shown);
             let tokens = self.tokens(&text);
-            if tokens <= budget || shown.is_empty() {
-                return Region {
-                    text,
-                    tokens,
-                    budget,
-                    whole_file: false,
-                    items,
-                    targets: target_labels,
-                    omitted,
-                    notes,
-                };
+            if tokens <= budget {
+                return self.region(text, tokens, items, target_labels, omitted, notes);
             }
-            // Over budget by a few tokens: remove the shown line farthest from every target.
-            let far = shown
-                .iter()
-                .copied()
-                .max_by_key(|&l| {
-                    focus_lines
-                        .iter()
-                        .map(|&f| f.abs_diff(l))
-                        .min()
-                        .unwrap_or(l)
-                })
-                .unwrap_or(0);
-            shown.remove(&far);
-            if let Some(pos) = items.iter().rposition(|i| !target_labels.contains(i)) {
-                if !items[pos].starts_with("lines") {
-                    let label = items.remove(pos);
-                    notes.push(format!("{label} trimmed to fit the budget"));
+            let over = tokens - budget;
+            if let Some((label, lines)) = neighbours.pop() {
+                for line in lines {
+                    shown[line] = false;
                 }
+                items.retain(|i| *i != label);
+            } else if !outline.is_empty() {
+                outline_budget /= 2;
+                outline = if outline_budget < 16 {
+                    String::new()
+                } else {
+                    self.outline_text(&focus, &targets, outline_budget)
+                };
+            } else if !trimmable.is_empty() {
+                let mut freed = 0;
+                while freed < over + MARKER {
+                    let Some(line) = trimmable.pop() else { break };
+                    shown[line] = false;
+                    freed += self.line_cost(line);
+                }
+            } else {
+                notes.push(format!(
+                    "the targets alone take {tokens} tokens, over the budget of {budget}"
+                ));
+                let (text, omitted) = self.render(&title, &notes, &outline, &shown);
+                let tokens = self.tokens(&text);
+                return self.region(text, tokens, items, target_labels, omitted, notes);
             }
         }
     }
 
-    /// The 0-based lines of the containers (impl, class, module) around `unit`: their first
-    /// lines, which tell the model where the unit lives.
+    fn region(
+        &self,
+        text: String,
+        tokens: usize,
+        items: Vec<String>,
+        targets: Vec<String>,
+        omitted: Vec<(usize, usize)>,
+        notes: Vec<String>,
+    ) -> Region {
+        Region {
+            text,
+            tokens,
+            budget: self.options.budget,
+            whole_file: false,
+            items,
+            targets,
+            omitted,
+            notes,
+        }
+    }
+
+    /// The 0-based lines of the containers (impl, class, module) around `unit`: the lines
+    /// their declarations start on, which tell the model where the unit lives.
     fn containers_of(&self, unit: &Unit) -> Vec<usize> {
-        self.outline
-            .iter()
-            .filter(|s| s.container && s.lines.0 <= unit.first && unit.last < s.lines.1)
-            .map(|s| self.index.line_of(s.range.start))
-            .collect()
+        match unit.symbol {
+            Some(index) => {
+                let mut out = Vec::new();
+                let mut current = self.outline[index].parent;
+                while let Some(p) = current {
+                    out.push(self.index.line_of(self.outline[p].range.start));
+                    current = self.outline[p].parent;
+                }
+                out.reverse();
+                out
+            }
+            None => self
+                .outline
+                .iter()
+                .filter(|s| s.container && s.lines.0 <= unit.first && unit.last < s.lines.1)
+                .map(|s| self.index.line_of(s.range.start))
+                .collect(),
+        }
     }
 
     /// The widest window of lines of `unit` around `center` that fits what is left of the
@@ -804,16 +880,16 @@ impl<'a> Builder<'a> {
         unit: &Unit,
         used: usize,
         budget: usize,
-    ) -> (Option<usize>, Option<usize>) {
-        let mut left = budget.saturating_sub(used + 48);
-        let (mut first, mut last) = (center, center);
-        let cost =
-            |l: usize| self.tokens(&numbered(l + 1, line_text(self.text, &self.index, l))) + 1;
+        shown: &[bool],
+    ) -> Option<(usize, usize)> {
+        let mut left = budget.saturating_sub(used + MARKER * 2);
+        let cost = |l: usize| if shown[l] { 0 } else { self.line_cost(l) };
         let c = cost(center);
         if c > left {
-            return (None, None);
+            return None;
         }
         left -= c;
+        let (mut first, mut last) = (center, center);
         loop {
             let mut grew = false;
             if last < unit.last {
@@ -836,7 +912,7 @@ impl<'a> Builder<'a> {
                 break;
             }
         }
-        (Some(first), Some(last))
+        Some((first, last))
     }
 
     /// The final text and the omitted spans (1-based). Gaps of one or two blank lines are
@@ -846,21 +922,10 @@ impl<'a> Builder<'a> {
         title: &str,
         notes: &[String],
         outline: &str,
-        shown: &BTreeSet<usize>,
+        shown: &[bool],
     ) -> (String, Vec<(usize, usize)>) {
-        let total = self.index.line_count();
-        let mut visible = shown.clone();
-        let sorted: Vec<usize> = shown.iter().copied().collect();
-        for pair in sorted.windows(2) {
-            let (a, b) = (pair[0], pair[1]);
-            if b > a + 1
-                && b - a - 1 <= 2
-                && (a + 1..b).all(|l| line_text(self.text, &self.index, l).trim().is_empty())
-            {
-                visible.extend(a + 1..b);
-            }
-        }
-        let mut out = String::with_capacity(title.len() + outline.len() + 64 * visible.len());
+        let total = shown.len();
+        let mut out = String::with_capacity(title.len() + outline.len() + 4096);
         out.push_str(title);
         push_notes(&mut out, notes);
         if !outline.is_empty() {
@@ -871,15 +936,24 @@ impl<'a> Builder<'a> {
         let mut omitted = Vec::new();
         let mut line = 0;
         while line < total {
-            if visible.contains(&line) {
-                out.push_str(&numbered(line + 1, line_text(self.text, &self.index, line)));
+            if shown[line] {
+                out.push_str(&numbered(line + 1, line_text(self.text, self.index, line)));
                 out.push('\n');
                 line += 1;
                 continue;
             }
             let start = line;
-            while line < total && !visible.contains(&line) {
+            while line < total && !shown[line] {
                 line += 1;
+            }
+            let blank =
+                (start..line).all(|l| line_text(self.text, self.index, l).trim().is_empty());
+            if line - start <= 2 && start > 0 && line < total && blank {
+                for l in start..line {
+                    out.push_str(&numbered(l + 1, line_text(self.text, self.index, l)));
+                    out.push('\n');
+                }
+                continue;
             }
             let (first, last) = (start + 1, line);
             omitted.push((first, last));
@@ -890,6 +964,16 @@ impl<'a> Builder<'a> {
         }
         (out, omitted)
     }
+}
+
+/// Cost of an omission marker line, about.
+const MARKER: usize = 24;
+
+/// A cheap upper-side estimate of the tokens in `text` (about 3.5 bytes per token, where code
+/// measures 4 with cl100k and o200k), used while choosing lines; the chosen text is then
+/// counted exactly.
+fn estimate(text: &str) -> usize {
+    text.len() * 2 / 7 + 1
 }
 
 /// The outline with the entries not `kept` folded into `⋮ N more items in lines A-B` lines.

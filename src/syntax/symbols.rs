@@ -145,13 +145,23 @@ pub enum SymbolError {
 
 /// The symbols of `text` in document order; containers come before their members.
 pub fn symbols(text: &str, tree: &SyntaxTree, scope: Scope) -> Vec<Symbol> {
+    symbols_with_index(text, tree, scope, &LineIndex::new(text))
+}
+
+/// [`symbols`] with the text's line index already at hand.
+pub fn symbols_with_index(
+    text: &str,
+    tree: &SyntaxTree,
+    scope: Scope,
+    index: &LineIndex,
+) -> Vec<Symbol> {
     let Some(root) = tree.root() else {
         return Vec::new();
     };
     let mut walker = Walker {
         text,
         language: tree.language(),
-        index: LineIndex::new(text),
+        index,
         scope,
         out: Vec::new(),
         signature_only: Vec::new(),
@@ -436,7 +446,7 @@ struct Item<'t> {
 struct Walker<'a> {
     text: &'a str,
     language: Language,
-    index: LineIndex,
+    index: &'a LineIndex,
     scope: Scope,
     out: Vec<Symbol>,
     signature_only: Vec<bool>,
@@ -454,42 +464,57 @@ impl<'a> Walker<'a> {
     fn walk_body(&mut self, body: Node<'_>, parent: Option<usize>, path: &[String], nested: bool) {
         let mut cursor = body.walk();
         let children: Vec<Node> = body.named_children(&mut cursor).collect();
-        for child in children {
-            self.visit(child, parent, path, nested);
+        for (i, &child) in children.iter().enumerate() {
+            self.visit(child, &children[..i], parent, path, nested);
         }
     }
 
-    fn visit(&mut self, node: Node<'_>, parent: Option<usize>, path: &[String], nested: bool) {
+    /// `before`: the named siblings before `node` (looking them up in the tree instead costs
+    /// time proportional to their number, for every item).
+    fn visit(
+        &mut self,
+        node: Node<'_>,
+        before: &[Node<'_>],
+        parent: Option<usize>,
+        path: &[String],
+        nested: bool,
+    ) {
         let items = self.classify(node, parent, nested);
         if items.is_empty() {
             if nested {
                 // Inside code: keep looking for items at any depth.
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                for child in children {
-                    self.visit(child, parent, path, true);
-                }
+                self.walk_body(node, parent, path, true);
             }
             return;
         }
         for item in items {
-            self.push(item, parent, path, nested);
+            let before = (item.outer.id() == node.id()).then_some(before);
+            self.push(item, before, parent, path, nested);
         }
     }
 
-    fn push(&mut self, item: Item<'_>, parent: Option<usize>, path: &[String], nested: bool) {
+    fn push(
+        &mut self,
+        item: Item<'_>,
+        before: Option<&[Node<'_>]>,
+        parent: Option<usize>,
+        path: &[String],
+        nested: bool,
+    ) {
         let sep = self.language.path_separator();
-        let mut own_path = path.to_vec();
-        own_path.extend(item.owner.clone());
-        own_path.push(item.name.clone());
-        let qualified = own_path.join(sep);
+        let mut qualified = String::with_capacity(32);
+        for segment in path.iter().chain(item.owner.as_ref()) {
+            qualified.push_str(segment);
+            qualified.push_str(sep);
+        }
+        qualified.push_str(&item.name);
         let alias = parent
             .and_then(|p| self.out.get(p))
             .and_then(|p| p.alias.clone())
             .map(|a| format!("{a}{sep}{}", item.name));
         let start = first_content_start(item.decl);
         let range = start..item.decl.end_byte();
-        let full_start = self.attached_start(item.outer);
+        let full_start = self.attached_start(item.outer, before);
         let full_range = full_start..item.outer.end_byte().max(range.end);
         let (first, last) = self.index.lines_of(&full_range);
         let mut symbol = Symbol {
@@ -531,7 +556,8 @@ impl<'a> Walker<'a> {
         }
         self.out.push(symbol);
         self.signature_only.push(item.signature_only);
-        let member_path = {
+        let walks_code = self.scope == Scope::All && item.code.is_some();
+        let member_path = if item.members.is_some() || walks_code {
             let mut p = path.to_vec();
             p.push(
                 item.member_prefix
@@ -539,6 +565,8 @@ impl<'a> Walker<'a> {
                     .unwrap_or_else(|| self.out[index].name.clone()),
             );
             p
+        } else {
+            Vec::new()
         };
         if let Some(members) = item.members {
             // JSON: top-level keys and their children; deeper data is not an outline.
@@ -559,10 +587,24 @@ impl<'a> Walker<'a> {
     }
 
     /// Where the comments, attributes and decorators attached above `node` begin.
-    fn attached_start(&self, node: Node<'_>) -> usize {
+    fn attached_start(&self, node: Node<'_>, before: Option<&[Node<'_>]>) -> usize {
         let mut start = node.start_byte();
         let mut current = node;
-        while let Some(previous) = current.prev_named_sibling() {
+        let mut remaining = before.map(<[Node]>::len);
+        loop {
+            let previous = match (before, remaining.as_mut()) {
+                (Some(before), Some(n)) => {
+                    if *n == 0 {
+                        break;
+                    }
+                    *n -= 1;
+                    before[*n]
+                }
+                _ => match current.prev_named_sibling() {
+                    Some(previous) => previous,
+                    None => break,
+                },
+            };
             if !ATTACHED.contains(&previous.kind()) {
                 break;
             }
@@ -633,13 +675,7 @@ impl<'a> Walker<'a> {
         } else {
             raw
         };
-        let collapsed = raw
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .replace("( ", "(")
-            .replace(", )", ")")
-            .replace(" )", ")");
+        let collapsed = collapse_head(raw);
         let trimmed = collapsed
             .trim_end_matches(['{', ':', '=', ' '])
             .trim_end()
@@ -745,7 +781,10 @@ impl<'a> Walker<'a> {
                 let trait_text = node
                     .child_by_field_name("trait")
                     .map(|t| collapse(self.node_text(t)));
-                let negative = node.children(&mut node.walk()).any(|c| c.kind() == "!");
+                let negative = self
+                    .text
+                    .get(node.start_byte()..ty.start_byte())
+                    .is_some_and(|head| head.contains('!'));
                 let name = match &trait_text {
                     Some(t) if negative => format!("impl !{t} for {ty_text}"),
                     Some(t) => format!("impl {t} for {ty_text}"),
@@ -1093,6 +1132,12 @@ impl<'a> Walker<'a> {
 /// Where the declaration's own text starts: after decorators, attributes and comments that the
 /// grammar put inside the node.
 fn first_content_start(decl: Node<'_>) -> usize {
+    if decl
+        .child(0)
+        .is_none_or(|first| !ATTACHED.contains(&first.kind()))
+    {
+        return decl.start_byte();
+    }
     let mut cursor = decl.walk();
     decl.children(&mut cursor)
         .find(|c| !ATTACHED.contains(&c.kind()))
@@ -1121,6 +1166,21 @@ fn base_type_name(walker: &Walker<'_>, ty: Node<'_>) -> String {
         }
     }
     collapse(walker.node_text(node))
+}
+
+/// Whitespace runs as one space, none after `(` or before `)`, no comma before `)`.
+fn collapse_head(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(200));
+    for word in text.split_whitespace() {
+        if !out.is_empty() && !out.ends_with('(') && !word.starts_with(')') {
+            out.push(' ');
+        }
+        if word.starts_with(')') && out.ends_with(',') {
+            out.pop();
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 fn collapse(text: &str) -> String {

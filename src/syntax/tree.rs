@@ -138,9 +138,9 @@ pub fn point_at(text: &str, offset: usize) -> Point {
 }
 
 fn advance_point(point: &mut Point, bytes: &[u8]) {
-    match bytes.iter().rposition(|&b| b == b'\n') {
+    match memchr::memrchr(b'\n', bytes) {
         Some(last) => {
-            point.row += bytes.iter().filter(|&&b| b == b'\n').count();
+            point.row += memchr::memchr_iter(b'\n', bytes).count();
             point.column = bytes.len() - last - 1;
         }
         None => point.column += bytes.len(),
