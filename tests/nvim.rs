@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod support;
+
 fn nvim() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("PATCHWISE_NVIM") {
         return Some(PathBuf::from(path));
@@ -20,9 +22,32 @@ fn nvim() -> Option<PathBuf> {
 }
 
 fn run(file_name: &str, content: &str, encoding: Option<&str>) -> Value {
+    let report = run_script(
+        "sync.lua",
+        file_name,
+        content,
+        &[("PATCHWISE_ENCODING", encoding)],
+    );
+    let steps = report["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 6, "{report}");
+    for step in steps {
+        assert_eq!(
+            step["equal"], true,
+            "after {}: server text differs from the buffer\nserver: {}\nbuffer: {}\nerror: {}",
+            step["step"], step["server"], step["buffer"], step["error"]
+        );
+    }
+    report
+}
+
+/// Runs `tests/nvim/<script>` on a file with `content`; returns the JSON report it wrote.
+fn run_script(script: &str, file_name: &str, content: &str, env: &[(&str, Option<&str>)]) -> Value {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join(file_name);
+    let file = dir.path().join("ws").join(file_name);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    // The plugin finds the workspace root by its markers.
+    std::fs::create_dir_all(dir.path().join("ws/.patchwise")).unwrap();
     std::fs::write(&file, content).unwrap();
     let out = dir.path().join("report.json");
     let Some(nvim) = nvim() else {
@@ -36,7 +61,7 @@ fn run(file_name: &str, content: &str, encoding: Option<&str>) -> Value {
         .args(["--headless", "--clean", "-c"])
         .arg(format!(
             "luafile {}",
-            root.join("tests/nvim/sync.lua").display()
+            root.join("tests/nvim").join(script).display()
         ))
         .env("PATCHWISE_BIN", env!("CARGO_BIN_EXE_patchwise"))
         .env("PATCHWISE_PLUGIN", root.join("editors/nvim"))
@@ -48,8 +73,10 @@ fn run(file_name: &str, content: &str, encoding: Option<&str>) -> Value {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    if let Some(encoding) = encoding {
-        command.env("PATCHWISE_ENCODING", encoding);
+    for (key, value) in env {
+        if let Some(value) = value {
+            command.env(key, value);
+        }
     }
     let mut child = command.spawn().expect("start nvim");
     let deadline = Instant::now() + Duration::from_secs(180);
@@ -68,20 +95,7 @@ fn run(file_name: &str, content: &str, encoding: Option<&str>) -> Value {
         )
     });
     let report: Value = serde_json::from_str(&report).unwrap();
-    assert_eq!(
-        report["ok"], true,
-        "the Lua script failed: {}",
-        report["error"]
-    );
-    let steps = report["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 6, "{report}");
-    for step in steps {
-        assert_eq!(
-            step["equal"], true,
-            "after {}: server text differs from the buffer\nserver: {}\nbuffer: {}\nerror: {}",
-            step["step"], step["server"], step["buffer"], step["error"]
-        );
-    }
+    assert_eq!(report["ok"], true, "the Lua script failed: {report}");
     report
 }
 
@@ -117,4 +131,55 @@ fn neovim_buffer_and_server_agree_utf16_crlf() {
     // The CRLF file stays CRLF in the server's copy.
     let steps = report["steps"].as_array().unwrap();
     assert!(steps[0]["server"].as_str().unwrap().contains("\r\n"));
+}
+
+/// Issue 6 in a real client: code actions on a selection, "Edit selection…" with an
+/// instruction, the proposal accepted through its code lens, and the buffer holds the edit.
+#[test]
+fn neovim_edit_selection_then_accept() {
+    if skip() {
+        return;
+    }
+    use patchwise::model::replay::{ReplayServer, Reply};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenarios: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("fixtures/lsp/edit/scenarios.json")).unwrap(),
+    )
+    .unwrap();
+    let s = &scenarios["misindented"];
+    let replies: Vec<Reply> = s["coder"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(support::openai_sse)
+        .collect();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime.block_on(ReplayServer::start(replies)).unwrap();
+    let init = serde_json::json!({
+        "providers": { "fake": { "kind": "openai", "base_url": format!("{}/v1", model.url()), "api_key_env": "" } },
+        "roles": { "coder": "fake/test-model" },
+        "retry": { "max_attempts": 1 },
+    });
+    let content =
+        std::fs::read_to_string(root.join("fixtures/lsp/edit/workspace/src/lib.rs")).unwrap();
+    let report = run_script(
+        "edit.lua",
+        "src/lib.rs",
+        &content,
+        &[
+            ("PATCHWISE_INIT", Some(&init.to_string())),
+            ("PATCHWISE_INSTRUCTION", s["instruction"].as_str()),
+        ],
+    );
+    let buffer = report["buffer"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(buffer.contains(s["expected"].as_str().unwrap()), "{report}");
+    assert_eq!(report["server"], report["buffer"], "{report}");
+    assert_eq!(
+        report["lenses"],
+        serde_json::json!(["Accept", "Reject", "Diff"])
+    );
+    assert_eq!(report["modified"], true);
+    assert_eq!(model.requests().len(), 2);
 }

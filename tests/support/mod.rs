@@ -413,3 +413,49 @@ pub fn file_uri(path: &Path) -> String {
     let path = path.to_str().expect("utf-8 temp path");
     format!("file://{path}")
 }
+
+// ---- scripted model answers ----
+
+/// An answer in the OpenAI chat-completions SSE format: `{"text"}`, `{"calls"}` or `"hang"`.
+pub fn openai_sse(answer: &Value) -> patchwise::model::replay::Reply {
+    use patchwise::model::replay::Reply;
+    if answer == "hang" {
+        return Reply::Hang;
+    }
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-e2e", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    let finish = if let Some(text) = answer["text"].as_str() {
+        for piece in text.split_inclusive('\n') {
+            chunks.push(chunk(json!({ "content": piece }), Value::Null));
+        }
+        "stop"
+    } else {
+        for (i, call) in answer["calls"].as_array().unwrap().iter().enumerate() {
+            let args = call["arguments"].to_string();
+            let (head, tail) = args.split_at(args.len() / 2);
+            chunks.push(chunk(
+                json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+                        "function": {"name": call["name"], "arguments": head}}]}),
+                Value::Null,
+            ));
+            chunks.push(chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": tail}}]}),
+                Value::Null,
+            ));
+        }
+        "tool_calls"
+    };
+    chunks.push(chunk(json!({}), json!(finish)));
+    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    Reply::Http {
+        head: "HTTP/1.1 200 OK\ncontent-type: text/event-stream".to_owned(),
+        body,
+    }
+}
