@@ -593,3 +593,113 @@ async fn cancelling_stops_outstanding_requests_and_saves_nothing() {
     }
     assert_eq!(hang.disconnects(), 1);
 }
+
+/// A model that thinks for a while, then cites one real source and one that does not exist.
+struct SlowModel {
+    delay: Duration,
+}
+
+impl patchwise::model::ChatModel for SlowModel {
+    fn name(&self) -> &str {
+        "double/slow"
+    }
+
+    fn context_window(&self) -> usize {
+        8192
+    }
+
+    fn chat(
+        &self,
+        _request: patchwise::model::ChatRequest,
+        _cancel: CancellationToken,
+    ) -> patchwise::model::ChatStream {
+        use futures::StreamExt;
+        use patchwise::model::{FinishReason, StreamEvent, Usage};
+        let events = vec![
+            Ok(StreamEvent::TextDelta {
+                text: "Deep learning learns layered representations [1]. Also [7].".to_owned(),
+            }),
+            Ok(StreamEvent::Done {
+                finish: FinishReason::Stop,
+                usage: Usage {
+                    input_tokens: 100,
+                    output_tokens: 12,
+                },
+            }),
+        ];
+        Box::pin(
+            futures::stream::once(tokio::time::sleep(self.delay))
+                .flat_map(move |_| futures::stream::iter(events.clone())),
+        )
+    }
+}
+
+#[tokio::test]
+async fn a_heartbeat_is_reported_while_the_model_writes() {
+    let crossref = ReplayServer::start(vec![fixture("crossref_works.http")])
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[research]\nlibrary = \"{}\"\nheartbeat_secs = 1\n[research.sources.crossref]\nbase_url = \"{}\"\n",
+        dir.path().join("lib.sqlite3").display(),
+        crossref.url()
+    );
+    let (config, problems) = Config::from_toml_str(&text, ValueSource::Default);
+    assert!(problems.is_empty(), "{problems:?}");
+    let mut research = Research::new(&config).unwrap();
+    research.set_model(Some(Arc::new(SlowModel {
+        delay: Duration::from_millis(2300),
+    })));
+    let messages = Mutex::new(Vec::<(Phase, u8, String)>::new());
+    let run = research
+        .run(
+            "deep learning representations",
+            RunOptions {
+                sources: Some(vec!["crossref".to_owned()]),
+                ..RunOptions::default()
+            },
+            &|phase, percent, message| {
+                messages
+                    .lock()
+                    .unwrap()
+                    .push((phase, percent, message.to_owned()))
+            },
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let messages = messages.into_inner().unwrap();
+    let beats: Vec<&(Phase, u8, String)> = messages
+        .iter()
+        .filter(|(p, _, m)| *p == Phase::Synthesis && m.contains("characters so far"))
+        .collect();
+    assert!(beats.len() >= 2, "{messages:#?}");
+    assert!(beats.windows(2).all(|w| w[0].1 <= w[1].1));
+    let record = &run.record;
+    assert_eq!(record.model.as_deref(), Some("double/slow"));
+    assert_eq!(
+        record.synthesis,
+        "Deep learning learns layered representations [1]. Also."
+    );
+    assert!(
+        record.notes[0].contains("removed citation marker [7]"),
+        "{:?}",
+        record.notes
+    );
+    assert_eq!(record.input_tokens, 100);
+    let cited: Vec<&SourceRecord> = record.sources.iter().filter(|s| s.n.is_some()).collect();
+    assert_eq!(cited.len(), 1);
+    assert_eq!(record.sources[0].n, Some(1));
+    assert_eq!(record.claims.len(), 1);
+    assert_eq!(record.claims[0].sources, [cited[0].key.clone()]);
+    assert_eq!(record.claims[0].independent_domains, 1);
+}
+
+fn quiet(_: Phase, _: u8, _: &str) {}
+
+/// The editor spawns runs on its runtime: the future must be `Send`.
+#[allow(dead_code)]
+fn a_run_can_be_spawned(research: &Research) -> impl std::future::Future + Send + '_ {
+    research.run("q", RunOptions::default(), &quiet, CancellationToken::new())
+}

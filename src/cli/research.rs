@@ -174,7 +174,10 @@ fn run_research(
         token_budget: None,
     };
     let research = Research::new(config)?;
-    for p in research.problems() {
+    // Configuration problems were printed already; the rest concern credibility files.
+    let (_, printed) = research::config::ResearchConfig::from_config(config);
+    let printed: Vec<String> = printed.iter().map(ToString::to_string).collect();
+    for p in research.problems().iter().filter(|p| !printed.contains(p)) {
         eprintln!("patchwise research: {p}");
     }
     let bars = Bars::new(!args.json && std::io::stderr().is_terminal(), !args.json);

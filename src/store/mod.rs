@@ -414,8 +414,15 @@ CREATE TABLE http_cache (
 "#];
 
 fn write_record(tx: &Transaction<'_>, r: &ResearchRecord) -> Result<(), StoreError> {
-    tx.execute("DELETE FROM library_fts WHERE research_id = ?1", [&r.id])?;
-    tx.execute("DELETE FROM research WHERE id = ?1", [&r.id])?;
+    // `research_id` is not indexed in the FTS table (a scan), so only look when replacing.
+    let exists = tx
+        .query_row("SELECT 1 FROM research WHERE id = ?1", [&r.id], |_| Ok(()))
+        .optional()?
+        .is_some();
+    if exists {
+        tx.execute("DELETE FROM library_fts WHERE research_id = ?1", [&r.id])?;
+        tx.execute("DELETE FROM research WHERE id = ?1", [&r.id])?;
+    }
     tx.execute(
         "INSERT INTO research(id, query, created_at, status, synthesis, synthesis_kind, model,
              duration_ms, input_tokens, output_tokens, outcomes, notes)
