@@ -304,3 +304,160 @@ fn watcher_turns_text_calls_into_events() {
         "{err}"
     );
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::http::StreamDecoder;
+    use crate::model::{anthropic, gemini, openai};
+
+    /// Strings made of the pieces these parsers care about, so that the interesting paths
+    /// (fences, tags, quotes, escapes, cut-offs) are reached often.
+    fn pieces() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("```".to_owned()),
+            Just("~~~".to_owned()),
+            Just("````".to_owned()),
+            Just("json".to_owned()),
+            Just("tool".to_owned()),
+            Just("<tool_call>".to_owned()),
+            Just("</tool_call>".to_owned()),
+            Just("{".to_owned()),
+            Just("}".to_owned()),
+            Just("[".to_owned()),
+            Just("]".to_owned()),
+            Just("\"name\": \"read_file\"".to_owned()),
+            Just("'arguments': ".to_owned()),
+            Just(",".to_owned()),
+            Just(":".to_owned()),
+            Just("'".to_owned()),
+            Just("\"".to_owned()),
+            Just("\\".to_owned()),
+            Just("//".to_owned()),
+            Just("/*".to_owned()),
+            Just("\n".to_owned()),
+            Just(" ".to_owned()),
+            Just("True".to_owned()),
+            Just("é😀".to_owned()),
+            "[a-z0-9 ]{0,6}",
+        ];
+        proptest::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+    }
+
+    /// JSON built from the keys the three wire formats use, nested at random, so decoders see
+    /// plausible but wrong shapes (an index that is a string, a delta that is an array, ...).
+    fn wire_json() -> impl Strategy<Value = Value> {
+        let key = prop_oneof![
+            Just("choices"),
+            Just("delta"),
+            Just("tool_calls"),
+            Just("index"),
+            Just("id"),
+            Just("function"),
+            Just("name"),
+            Just("arguments"),
+            Just("content"),
+            Just("finish_reason"),
+            Just("usage"),
+            Just("type"),
+            Just("content_block"),
+            Just("partial_json"),
+            Just("text"),
+            Just("candidates"),
+            Just("parts"),
+            Just("functionCall"),
+            Just("args"),
+            Just("finishReason"),
+            Just("error"),
+            Just("message"),
+            Just("stop_reason"),
+            Just("input"),
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            prop_oneof![
+                Just("tool_use"),
+                Just("text_delta"),
+                Just("input_json_delta"),
+                Just("stop"),
+                Just("tool_calls"),
+                Just("STOP"),
+                Just("message_stop"),
+                Just("content_block_start"),
+                Just("content_block_delta"),
+                Just("content_block_stop"),
+                Just("message_delta"),
+                Just("{\"a\":"),
+                Just("[DONE]"),
+                Just(""),
+            ]
+            .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 40, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec((key.clone(), inner), 0..6).prop_map(|entries| {
+                    Value::Object(
+                        entries
+                            .into_iter()
+                            .map(|(k, v)| (k.to_owned(), v))
+                            .collect(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn decoders_survive_wrong_shapes(values in proptest::collection::vec(wire_json(), 0..10)) {
+            let mut decoders: Vec<(&str, Box<dyn StreamDecoder>)> = vec![
+                ("", Box::new(openai::OpenAiDecoder::default())),
+                ("message", Box::new(anthropic::AnthropicDecoder::default())),
+                ("", Box::new(gemini::GeminiDecoder::default())),
+            ];
+            for (name, decoder) in &mut decoders {
+                for value in &values {
+                    let _ = decoder.event(name, &value.to_string());
+                }
+                let _ = decoder.end();
+            }
+            for value in &values {
+                let _ = openai::parse_response(value);
+                let _ = anthropic::parse_response(value);
+                let _ = openai::message_from_wire(value);
+            }
+            let _ = anthropic::messages_from_wire("", &values);
+            let _ = gemini::messages_from_wire("", &values);
+        }
+
+        #[test]
+        fn tool_text_parsing_never_panics(text in pieces()) {
+            let parsed = parse_tool_text(&text, &["read_file"]);
+            // Every call found has a name; prose is a subsequence of the input's lines.
+            for call in &parsed.calls {
+                prop_assert!(!call.name.is_empty());
+            }
+            let _ = lenient_json(&text);
+            let _ = parse_arguments(&text);
+        }
+
+        #[test]
+        fn stream_decoders_never_panic(events in proptest::collection::vec((pieces(), pieces()), 0..8)) {
+            let mut decoders: Vec<Box<dyn StreamDecoder>> = vec![
+                Box::new(openai::OpenAiDecoder::default()),
+                Box::new(anthropic::AnthropicDecoder::default()),
+                Box::new(gemini::GeminiDecoder::default()),
+            ];
+            for decoder in &mut decoders {
+                for (name, data) in &events {
+                    let _ = decoder.event(name, data);
+                }
+                let _ = decoder.end();
+            }
+        }
+    }
+}
