@@ -422,6 +422,25 @@ async fn openai_stream_cut_mid_tool_call_is_not_retried_after_output() {
 }
 
 #[tokio::test]
+async fn output_limit_inside_a_tool_call_is_reported_on_the_call() {
+    let (_server, model) = setup(
+        "openai",
+        vec![fixture("openai/stream_length_mid_tool_call.http")],
+        "",
+    )
+    .await;
+    let response = answer(&model, request(false)).await.unwrap();
+    assert_eq!(response.finish, Some(FinishReason::Length));
+    let call = &response.tool_calls[0];
+    assert_eq!(call.arguments, Value::Null);
+    let error = call.arguments_error.as_deref().unwrap();
+    assert!(
+        error.starts_with("the answer reached its output-token limit inside these arguments"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
 async fn openai_invalid_json_is_retried_then_reported() {
     let (server, model) = setup(
         "openai",

@@ -389,7 +389,13 @@ impl OpenAiDecoder {
                     name: partial.name.clone(),
                 });
             }
-            let (arguments, arguments_error) = parse_arguments(&partial.arguments);
+            let (arguments, mut arguments_error) = parse_arguments(&partial.arguments);
+            if arguments_error.is_some() && self.finish == Some(FinishReason::Length) {
+                arguments_error = Some(format!(
+                    "the answer reached its output-token limit inside these arguments ({} bytes written); write the call again with less text, or split the change",
+                    partial.arguments.len()
+                ));
+            }
             events.push(StreamEvent::ToolCall {
                 index: *index,
                 call: ToolCall {
