@@ -6,7 +6,7 @@
 //! finds two places is an ambiguity, never a guess. Nothing here picks between two candidates
 //! except the fuzzy pass, and only when one candidate is clearly better than every other.
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
@@ -103,7 +103,14 @@ pub(crate) struct FileIndex<'a> {
     has_typo: OnceCell<bool>,
     pure: OnceCell<Option<IndentUnit>>,
     has_cr: bool,
+    /// Line comparisons spent so far; past [`WORK_BUDGET`] every pass stops and the request is
+    /// refused, because a pass cut short could miss the second match that makes OLD ambiguous.
+    work: Cell<usize>,
 }
+
+/// Line comparisons one request may spend (a 10 MB file costs well under a million per pass;
+/// only OLD and file both made of the same few repeated lines come near this).
+const WORK_BUDGET: usize = 5_000_000;
 
 impl<'a> FileIndex<'a> {
     /// Cheap: the line index, indent unit and the like are computed on first use, so an exact
@@ -115,8 +122,20 @@ impl<'a> FileIndex<'a> {
             unit: OnceCell::new(),
             has_typo: OnceCell::new(),
             pure: OnceCell::new(),
+            work: Cell::new(0),
             has_cr: text.as_bytes().contains(&b'\r'),
         }
+    }
+
+    /// Records `n` units of work; false once the budget is spent.
+    pub fn spend(&self, n: usize) -> bool {
+        let w = self.work.get().saturating_add(n);
+        self.work.set(w);
+        w <= WORK_BUDGET
+    }
+
+    pub fn exhausted(&self) -> bool {
+        self.work.get() > WORK_BUDGET
     }
 
     pub fn lines(&self) -> &[Line] {
@@ -218,6 +237,8 @@ pub(crate) struct Variant {
 
 /// The result of running the cascade for one variant.
 pub(crate) enum Found {
+    /// The pass ran out of its work budget: nothing can be concluded about uniqueness.
+    TooCostly,
     Matches(Vec<Occurrence>),
     /// Elision markers that cannot be honoured; the message says why.
     ElisionProblem(String),
@@ -226,6 +247,16 @@ pub(crate) enum Found {
 
 /// Runs the passes for one reading of OLD; the first pass that matches anywhere decides.
 pub(crate) fn run_passes(file: &FileIndex<'_>, v: &Variant) -> Found {
+    let found = run_passes_inner(file, v);
+    // A pass cut short by the budget proves nothing, and neither does anything after it.
+    if file.exhausted() {
+        Found::TooCostly
+    } else {
+        found
+    }
+}
+
+fn run_passes_inner(file: &FileIndex<'_>, v: &Variant) -> Found {
     let old = v.old.as_str();
     if old.is_empty() {
         return Found::None;
@@ -671,6 +702,9 @@ fn find_windows(file: &FileIndex<'_>, old: &[&str], mode: LineMode) -> Option<Ve
             {
                 continue;
             }
+            if !file.spend(m) {
+                return Some(Vec::new());
+            }
             let mut map = vec![None; old.len()];
             let mut ok = true;
             for (t, &oi) in nonblank.iter().enumerate() {
@@ -706,6 +740,9 @@ fn find_windows(file: &FileIndex<'_>, old: &[&str], mode: LineMode) -> Option<Ve
             continue;
         }
         let s = f - k0;
+        if !file.spend(n) {
+            return Some(Vec::new());
+        }
         let mut ok = true;
         for (i, o) in old.iter().enumerate() {
             let fl = file.content(s + i);
@@ -1355,6 +1392,9 @@ fn window_votes(file: &FileIndex<'_>, old: &[&str], mode: LineMode) -> HashMap<u
         }
         let k = key(c, mode);
         if let Some(idxs) = wanted.get(k.as_ref()) {
+            if !file.spend(idxs.len()) {
+                return HashMap::new();
+            }
             for &i in idxs {
                 if f >= i {
                     *votes.entry(f - i).or_default() += 1;

@@ -228,11 +228,16 @@ fn find_scoped(
                 return Ok((v, occ));
             }
             Found::ElisionProblem(msg) => return Err(Refusal::new(RefusalKind::Elision, msg)),
+            Found::TooCostly => return Err(refusal::too_repetitive()),
             Found::None => {}
         }
     }
     for v in &variants {
-        if let Some(o) = locate::fuzzy(file, v) {
+        let found = locate::fuzzy(file, v);
+        if file.exhausted() {
+            return Err(refusal::too_repetitive());
+        }
+        if let Some(o) = found {
             return choose(file, v.clone(), vec![o], options, scope.clone());
         }
     }

@@ -91,6 +91,15 @@ pub(crate) fn empty_old() -> Refusal {
     )
 }
 
+pub(crate) fn too_repetitive() -> Refusal {
+    Refusal::new(
+        RefusalKind::Ambiguous { lines: Vec::new() },
+        "OLD is made of lines that repeat all over the file, too many places to compare reliably; \
+         put distinctive lines (a signature, a unique statement) into OLD, or use a line-range \
+         edit",
+    )
+}
+
 pub(crate) fn no_op() -> Refusal {
     Refusal::new(
         RefusalKind::NoOp,

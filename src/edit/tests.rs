@@ -340,3 +340,11 @@ fn a_patch_context_line_picks_the_hunk_inside_its_block() {
     .unwrap_err();
     assert!(matches!(r.kind, RefusalKind::Ambiguous { .. }));
 }
+
+#[test]
+fn repetitive_old_against_repetitive_file_is_refused_quickly() {
+    let file = "}\n".repeat(200_000);
+    let old = format!("{}x\n", "}  \n".repeat(3_000));
+    let r = refused(&file, &old, "y\n");
+    assert!(matches!(r.kind, RefusalKind::Ambiguous { .. }), "{r}");
+}
