@@ -703,3 +703,11 @@ fn quiet(_: Phase, _: u8, _: &str) {}
 fn a_run_can_be_spawned(research: &Research) -> impl std::future::Future + Send + '_ {
     research.run("q", RunOptions::default(), &quiet, CancellationToken::new())
 }
+
+/// The editor keeps one engine and shares it between requests.
+#[allow(dead_code)]
+fn the_engine_can_be_shared() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Research>();
+    shared::<Library>();
+}

@@ -408,7 +408,11 @@ impl Research {
         let numbered: Vec<String> = validated
             .order
             .iter()
-            .filter_map(|old| candidates.get(*old as usize - 1).map(|s| s.key.clone()))
+            .filter_map(|old| {
+                candidates
+                    .get((*old as usize).wrapping_sub(1))
+                    .map(|s| s.key.clone())
+            })
             .collect();
         let old_to_new: HashMap<u32, u32> = validated
             .order
@@ -439,7 +443,7 @@ impl Research {
         for (text, numbers) in raw_claims {
             let keys: Vec<String> = numbers
                 .iter()
-                .filter_map(|n| numbered.get(*n as usize - 1).cloned())
+                .filter_map(|n| numbered.get((*n as usize).wrapping_sub(1)).cloned())
                 .fold(Vec::new(), |mut acc, k| {
                     if !acc.contains(&k) {
                         acc.push(k);
