@@ -200,6 +200,10 @@ async fn bad_files_are_reported_and_the_rest_still_works() {
         output.status.success(),
         "offline: the coder role is configured"
     );
+    assert!(
+        text.contains("sections   research (checked by their own modules)"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -46,6 +46,8 @@ pub struct Report {
     pub retry: BTreeMap<String, Sourced<u64>>,
     pub data_dir: Sourced<PathBuf>,
     pub data_dir_exists: bool,
+    /// Tables present for other modules (`research`, `edit`, ...), validated by them.
+    pub other_sections: Vec<String>,
     /// Whether the coder role is usable.
     pub ok: bool,
 }
@@ -298,6 +300,7 @@ pub async fn build_report(paths: &ConfigPaths, online: bool) -> Report {
         timeouts,
         retry,
         data_dir_exists: data_dir.is_dir(),
+        other_sections: config.sections.keys().cloned().collect(),
         data_dir: Sourced {
             value: data_dir,
             source: config.source_of("data_dir").to_string(),
@@ -426,6 +429,12 @@ pub fn render_text(report: &Report) -> String {
             " (does not exist yet)"
         }
     ));
+    if !report.other_sections.is_empty() {
+        out.push_str(&format!(
+            "sections   {} (checked by their own modules)\n",
+            report.other_sections.join(", ")
+        ));
+    }
     out.push_str(if report.ok {
         "\nthe coder role is ready\n"
     } else {

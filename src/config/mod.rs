@@ -466,7 +466,8 @@ impl Config {
 
     /// Overrides values with the editor's settings (`initializationOptions` or the `settings` of
     /// `workspace/didChangeConfiguration`), which have the same shape as the TOML file. A value
-    /// wrapped as `{"patchwise": {...}}` is unwrapped; `null` changes nothing.
+    /// with a `"patchwise"` table uses that table (other editors' keys beside it are ignored);
+    /// `null` changes nothing.
     ///
     /// Layers only add: to drop a value the client removed, reload the files with
     /// [`Config::load`] and merge the client's current settings again.
@@ -480,7 +481,8 @@ impl Config {
         let source = ValueSource::Client(origin.to_owned());
         let value = match value {
             Value::Null => return problems,
-            Value::Object(map) if map.len() == 1 && map.contains_key("patchwise") => {
+            // Editors send all settings at once; ours sit under "patchwise".
+            Value::Object(map) if map.get("patchwise").is_some_and(Value::is_object) => {
                 &map["patchwise"]
             }
             other => other,

@@ -243,6 +243,12 @@ fn precedence_user_then_workspace_then_client() {
             .contains("client settings: retry.max_attempts: expected an integer from 1 to 20")
     );
     assert!(config.merge_json(&Value::Null).is_empty());
+    // Settings for other extensions beside ours are not ours to judge.
+    let problems = config.merge_json(
+        &json!({"rust-analyzer": {"check": true}, "patchwise": {"retry": {"max_attempts": 2}}}),
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(config.retry.max_attempts, 2);
     assert!(!config.merge_json(&json!("text")).is_empty());
 }
 
