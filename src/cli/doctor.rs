@@ -141,7 +141,12 @@ pub fn run(args: &DoctorArgs) -> ExitCode {
 /// Loads the configuration at `paths` and, if `online`, probes every role's server.
 pub async fn build_report(paths: &ConfigPaths, online: bool) -> Report {
     let (config, problems) = Config::load_from(paths);
-    tracing::debug!(?config, "doctor: resolved configuration");
+    // Providers and roles only: other modules' raw sections could hold anything a user typed.
+    tracing::debug!(
+        providers = ?config.providers.keys().collect::<Vec<_>>(),
+        roles = ?config.roles,
+        "doctor: resolved configuration"
+    );
     for problem in &problems {
         tracing::warn!("{problem}");
     }
