@@ -410,8 +410,9 @@ pub fn user_config_path() -> Option<PathBuf> {
     Some(base.join("patchwise").join("config.toml"))
 }
 
-/// The resolved configuration.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+/// The resolved configuration. Its `Debug` output names the raw sections without their values
+/// (they belong to other modules and could hold anything a user typed).
+#[derive(Clone, PartialEq, Default, Serialize)]
 pub struct Config {
     /// Configured providers by name. Empty means the built-in local servers are used
     /// (see [`Config::effective_providers`]).
@@ -426,6 +427,21 @@ pub struct Config {
     pub sections: BTreeMap<String, Value>,
     /// Where each value that is not a default came from, by dotted key.
     pub sources: BTreeMap<String, ValueSource>,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("providers", &self.providers)
+            .field("roles", &self.roles)
+            .field("models", &self.models)
+            .field("timeouts", &self.timeouts)
+            .field("retry", &self.retry)
+            .field("data_dir", &self.data_dir)
+            .field("sections", &self.sections.keys().collect::<Vec<_>>())
+            .field("sources", &self.sources)
+            .finish()
+    }
 }
 
 impl Config {

@@ -143,6 +143,8 @@ max_sources = 12
     // Reserved sections are kept for their modules, without a warning.
     assert!(!problems.iter().any(|p| p.key.starts_with("research")));
     assert_eq!(config.sections["research"], json!({"max_sources": 12}));
+    assert!(format!("{config:?}").contains("sections: [\"research\"]"));
+    assert!(!format!("{config:?}").contains("max_sources"));
     // Bad values leave defaults in place; the provider itself still exists.
     assert_eq!(config.providers["local"].kind, ProviderKind::OpenAi);
     assert!(config.roles.is_empty());
