@@ -83,7 +83,10 @@ pub trait Source: Send + Sync {
 /// A minimum interval between requests to one provider, shared by every run in the process (the
 /// editor runs many): arXiv asks for one request every 3 s.
 pub struct RateLimiter {
-    interval: Duration,
+    /// The configured interval; a provider's rate-limit headers may only lengthen it.
+    configured: Duration,
+    /// The interval in force, in microseconds.
+    interval_us: std::sync::atomic::AtomicU64,
     next: tokio::sync::Mutex<Option<Instant>>,
 }
 
@@ -98,23 +101,40 @@ impl RateLimiter {
         all.entry(format!("{key} {}", interval.as_millis()))
             .or_insert_with(|| {
                 Arc::new(RateLimiter {
-                    interval,
+                    configured: interval,
+                    interval_us: std::sync::atomic::AtomicU64::new(interval.as_micros() as u64),
                     next: tokio::sync::Mutex::new(None),
                 })
             })
             .clone()
     }
 
+    /// The interval in force.
+    pub fn interval(&self) -> Duration {
+        Duration::from_micros(self.interval_us.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Follows a provider's announced pace (Crossref's `x-rate-limit-limit` per
+    /// `x-rate-limit-interval`), never going faster than configured. At most one request per 60 s.
+    pub fn follow(&self, announced: Duration) {
+        let interval = announced.min(Duration::from_secs(60)).max(self.configured);
+        self.interval_us.store(
+            interval.as_micros() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
     /// Waits for this request's turn.
     pub async fn acquire(&self, cancel: &CancellationToken) -> Result<(), SourceError> {
-        if self.interval.is_zero() {
+        let interval = self.interval();
+        if interval.is_zero() {
             return Ok(());
         }
         let wait = {
             let mut next = self.next.lock().await;
             let now = Instant::now();
             let at = next.map_or(now, |n| n.max(now));
-            *next = Some(at + self.interval);
+            *next = Some(at + interval);
             at.saturating_duration_since(now)
         };
         if !wait.is_zero() {
@@ -286,6 +306,9 @@ impl Endpoint {
             };
             let status = response.status().as_u16();
             let response_headers = response.headers().clone();
+            if let Some(pace) = announced_pace(&response_headers) {
+                self.limiter.follow(pace);
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             let body = tokio::select! {
                 _ = context.cancel.cancelled() => return Err(SourceError::Cancelled),
@@ -357,6 +380,28 @@ impl Endpoint {
             }
         }
     }
+}
+
+/// The pace a provider announces: `x-rate-limit-limit` requests per `x-rate-limit-interval`
+/// (`1s`, `500ms`, `2m`), as the interval between two requests.
+pub fn announced_pace(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let limit: u32 = get("x-rate-limit-limit")?.parse().ok().filter(|n| *n > 0)?;
+    let interval = get("x-rate-limit-interval")?;
+    let (number, unit) = interval.split_at(interval.find(|c: char| !c.is_ascii_digit())?);
+    let number: u64 = number.parse().ok()?;
+    let window = match unit {
+        "ms" => Duration::from_millis(number),
+        "s" => Duration::from_secs(number),
+        "m" => Duration::from_secs(number * 60),
+        _ => return None,
+    };
+    Some(window / limit)
 }
 
 enum Response {
@@ -476,4 +521,29 @@ pub fn build(
         }
     }
     (sources, skipped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn announced_pace_slows_the_limiter_but_never_speeds_it_up() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-rate-limit-limit", HeaderValue::from_static("5"));
+        headers.insert("x-rate-limit-interval", HeaderValue::from_static("1s"));
+        assert_eq!(announced_pace(&headers), Some(Duration::from_millis(200)));
+        headers.insert("x-rate-limit-interval", HeaderValue::from_static("weird"));
+        assert_eq!(announced_pace(&headers), None);
+        headers.insert("x-rate-limit-limit", HeaderValue::from_static("0"));
+        assert_eq!(announced_pace(&headers), None);
+
+        let limiter = RateLimiter::shared("test-pace http://x", Duration::from_millis(100));
+        limiter.follow(Duration::from_millis(200));
+        assert_eq!(limiter.interval(), Duration::from_millis(200));
+        limiter.follow(Duration::from_millis(20));
+        assert_eq!(limiter.interval(), Duration::from_millis(100));
+        limiter.follow(Duration::from_secs(3600));
+        assert_eq!(limiter.interval(), Duration::from_secs(60));
+    }
 }
