@@ -68,10 +68,20 @@ fn argument<T: for<'de> Deserialize<'de>>(command: &str, arguments: &[Value]) ->
 }
 
 /// Cancels and forgets a run when its handler ends, however it ends.
-struct RunGuard<'a> {
+pub(super) struct RunGuard<'a> {
     backend: &'a Backend,
     run_id: String,
     cancel: CancellationToken,
+}
+
+impl<'a> RunGuard<'a> {
+    pub(super) fn new(backend: &'a Backend, run_id: String, cancel: CancellationToken) -> Self {
+        Self {
+            backend,
+            run_id,
+            cancel,
+        }
+    }
 }
 
 impl Drop for RunGuard<'_> {
@@ -101,6 +111,22 @@ impl Backend {
             "patchwise.proposal.diff" => {
                 let args: IdArgs = argument(command, args)?;
                 self.diff(args).await.map(|d| Some(Value::String(d)))
+            }
+            "patchwise.research" => {
+                let args = argument(command, args)?;
+                self.research(args).await.map(Some)
+            }
+            "patchwise.research.list" => {
+                let args = if args.is_empty() {
+                    Default::default()
+                } else {
+                    argument(command, args)?
+                };
+                self.research_list(args).await.map(Some)
+            }
+            "patchwise.research.open" => {
+                let args = argument(command, args)?;
+                self.research_open(args).await.map(Some)
             }
             "patchwise.cancel" => {
                 let args: CancelArgs = if args.is_empty() {
@@ -218,11 +244,7 @@ impl Backend {
             };
             (ctx, request, state.client, auto_apply)
         };
-        let _guard = RunGuard {
-            backend: self,
-            run_id: run_id.clone(),
-            cancel: cancel.clone(),
-        };
+        let _guard = RunGuard::new(self, run_id.clone(), cancel.clone());
         let reporter = Reporter::begin(
             &self.client,
             features.work_done_progress,
@@ -245,13 +267,21 @@ impl Backend {
         reporter.end("proposal ready").await;
         let id = self.add_proposal(proposal.clone());
         tracing::info!(id, model = %proposal.model, attempts = proposal.attempts, "proposal ready");
+        let mut answer = json!({
+            "id": id,
+            "diff": proposal.diff,
+            "model": proposal.model,
+            "attempts": proposal.attempts,
+            "matchedBy": proposal.matched_by,
+        });
         if auto_apply {
             self.accept(id).await?;
-            return Ok(json!({ "id": id, "diff": proposal.diff, "applied": true }));
+            answer["applied"] = Value::Bool(true);
+            return Ok(answer);
         }
         self.proposals_changed(proposal.files.iter().map(|f| f.path.clone()).collect())
             .await;
-        Ok(json!({ "id": id, "diff": proposal.diff }))
+        Ok(answer)
     }
 
     /// Stores a proposal and re-bases it onto the documents as they are now (the user may have

@@ -11,6 +11,7 @@ mod from_proto;
 mod guard;
 mod progress;
 mod proposals;
+mod research;
 mod server;
 mod to_proto;
 pub mod transport;

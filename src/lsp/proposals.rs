@@ -24,6 +24,9 @@ pub const COMMANDS: &[&str] = &[
     "patchwise.proposal.accept",
     "patchwise.proposal.reject",
     "patchwise.proposal.diff",
+    "patchwise.research",
+    "patchwise.research.list",
+    "patchwise.research.open",
     "patchwise.cancel",
 ];
 
@@ -142,7 +145,7 @@ pub fn code_lenses(
             lenses.push(CodeLens {
                 range: at,
                 command: Some(Command {
-                    title: format!("{title}"),
+                    title: title.to_owned(),
                     command: command.to_owned(),
                     arguments: Some(id_argument(hunk.id)),
                 }),
@@ -182,6 +185,15 @@ pub fn diagnostics(
         .collect()
 }
 
+/// An open document and how its positions are counted.
+#[derive(Clone, Copy)]
+pub struct OpenFile<'a> {
+    pub path: &'a Path,
+    pub uri: &'a Uri,
+    pub doc: &'a Document,
+    pub encoding: PositionEncoding,
+}
+
 /// An instruction comment: a comment whose text starts with `patchwise:`, in any of the
 /// comment syntaxes of the languages patchwise knows (`//`, `#`, `--`, `;`, `/* */`,
 /// `<!-- -->`, `%`).
@@ -216,14 +228,17 @@ pub fn strip_instruction_comment(line: &str) -> String {
 /// comment, accept or reject a proposal there. None of them calls a model: each is a command.
 pub fn code_actions(
     store: &Proposals,
-    path: &Path,
-    uri: &Uri,
-    doc: &Document,
+    at: &OpenFile<'_>,
     request_range: Range,
-    byte_range: std::ops::Range<usize>,
     diagnostics: &[Diagnostic],
-    encoding: PositionEncoding,
 ) -> Vec<CodeActionOrCommand> {
+    let OpenFile {
+        path,
+        uri,
+        doc,
+        encoding,
+    } = *at;
+    let (byte_range, _) = doc.byte_range(super::from_proto::span(request_range), encoding);
     let mut actions = Vec::new();
     let target = |range: Range, instruction: Option<String>| {
         let mut arg = json!({ "uri": uri.as_str(), "range": range });

@@ -447,17 +447,18 @@ impl LanguageServer for Backend {
         let Some((path, doc, encoding)) = self.open_document(&uri) else {
             return Ok(None);
         };
-        let (bytes, _) = doc.byte_range(from_proto::span(params.range), encoding);
         let state = self.state();
+        let at = proposals::OpenFile {
+            path: &path,
+            uri: &uri,
+            doc: &doc,
+            encoding,
+        };
         Ok(Some(proposals::code_actions(
             &state.proposals,
-            &path,
-            &uri,
-            &doc,
+            &at,
             params.range,
-            bytes,
             &params.context.diagnostics,
-            encoding,
         )))
     }
 

@@ -1,0 +1,174 @@
+//! Research from the editor: `patchwise.research {query}` with phase progress and a heartbeat,
+//! cancellable; `patchwise.research.list`; `patchwise.research.open {id}`. The Markdown report
+//! is opened with `window/showDocument` when the client supports it.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::{ShowDocumentParams, Uri};
+
+use super::from_proto;
+use super::progress::Reporter;
+use super::server::{Backend, request_failed};
+use crate::research::{self, Phase, RunOptions};
+
+static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Debug, Deserialize)]
+pub struct ResearchArgs {
+    pub query: String,
+    /// Only these sources (configured names, e.g. `openalex`, `workspace`).
+    pub sources: Option<Vec<String>>,
+    pub depth: Option<u8>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ListArgs {
+    pub limit: Option<usize>,
+    /// Full-text search over earlier research instead of the newest first.
+    pub search: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct OpenArgs {
+    pub id: String,
+}
+
+/// Percent at the start of each phase, so the bar moves through the run evenly.
+fn phase_base(phase: Phase) -> u32 {
+    match phase {
+        Phase::Sources => 0,
+        Phase::Dedupe => 40,
+        Phase::Credibility => 45,
+        Phase::Synthesis => 50,
+        Phase::Corroboration => 90,
+        Phase::Saved => 98,
+    }
+}
+
+impl Backend {
+    pub(super) async fn research(&self, args: ResearchArgs) -> Result<Value> {
+        if args.query.trim().is_empty() {
+            return Err(tower_lsp_server::jsonrpc::Error::invalid_params(
+                "patchwise.research needs {\"query\": \"<question>\"}",
+            ));
+        }
+        let run_id = format!(
+            "patchwise-research-{}",
+            NEXT_RUN.fetch_add(1, Ordering::Relaxed)
+        );
+        let cancel = CancellationToken::new();
+        let (config, workspace, features) = {
+            let mut state = self.state();
+            state.runs.insert(run_id.clone(), cancel.clone());
+            let workspace = state.workspace_roots.iter().find_map(from_proto::file_path);
+            ((*state.config).clone(), workspace, state.client)
+        };
+        let _guard = super::commands::RunGuard::new(self, run_id.clone(), cancel.clone());
+        let reporter = Reporter::begin(
+            &self.client,
+            features.work_done_progress,
+            run_id,
+            "patchwise: research",
+        )
+        .await;
+        let options = RunOptions {
+            sources: args.sources,
+            depth: args.depth,
+            workspace,
+            ..RunOptions::default()
+        };
+        let progress = |phase: Phase, percent: u8, message: &str| {
+            let base = phase_base(phase);
+            let next = Phase::ALL
+                .iter()
+                .skip_while(|p| **p != phase)
+                .nth(1)
+                .map_or(100, |p| phase_base(*p));
+            let overall = base + (next - base) * u32::from(percent.min(100)) / 100;
+            reporter.report(overall, &format!("{}: {message}", phase.name()));
+        };
+        let outcome = research::run(&config, &args.query, options, progress, cancel).await;
+        let run = match outcome {
+            Ok(run) => run,
+            Err(err) => {
+                reporter.end(&err.to_string()).await;
+                return Err(request_failed(format!("research failed: {err}")));
+            }
+        };
+        reporter.end("report ready").await;
+        self.show_report(&run.report, features.show_document).await;
+        Ok(json!({
+            "id": run.record.id,
+            "query": run.record.query,
+            "status": run.record.status,
+            "synthesis": run.record.synthesis,
+            "synthesisKind": run.record.synthesis_kind,
+            "sources": run.record.sources.len(),
+            "notes": run.record.notes,
+            "report": run.report,
+        }))
+    }
+
+    pub(super) async fn research_list(&self, args: ListArgs) -> Result<Value> {
+        let config = (*self.state().config).clone();
+        let limit = args.limit.unwrap_or(50).clamp(1, 1000);
+        tokio::task::spawn_blocking(move || {
+            let library = research::open_library(&config).map_err(|e| e.to_string())?;
+            let found = match args.search.as_deref().filter(|s| !s.trim().is_empty()) {
+                Some(text) => library.search(text, limit),
+                None => library.list(limit),
+            }
+            .map_err(|e| e.to_string())?;
+            serde_json::to_value(found).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| request_failed(e.to_string()))?
+        .map_err(|e| request_failed(format!("cannot read the research library: {e}")))
+    }
+
+    pub(super) async fn research_open(&self, args: OpenArgs) -> Result<Value> {
+        let (config, show) = {
+            let state = self.state();
+            ((*state.config).clone(), state.client.show_document)
+        };
+        let id = args.id.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            let library = research::open_library(&config).map_err(|e| e.to_string())?;
+            let record = library.get(&id).map_err(|e| e.to_string())?;
+            let report = research::ensure_report(&library, &record).map_err(|e| e.to_string())?;
+            Ok::<_, String>((record, report))
+        })
+        .await
+        .map_err(|e| request_failed(e.to_string()))?
+        .map_err(|e| request_failed(format!("cannot open research {}: {e}", args.id)))?;
+        let (record, report) = found;
+        self.show_report(&report, show).await;
+        Ok(json!({ "id": record.id, "query": record.query, "report": report }))
+    }
+
+    async fn show_report(&self, report: &PathBuf, supported: bool) {
+        if !supported {
+            return;
+        }
+        let Some(uri) = Uri::from_file_path(report) else {
+            return;
+        };
+        let shown = self
+            .client
+            .show_document(ShowDocumentParams {
+                uri,
+                external: Some(false),
+                take_focus: Some(true),
+                selection: None,
+            })
+            .await;
+        if let Err(err) = shown {
+            tracing::warn!("the client did not open the report: {err}");
+        }
+    }
+}
