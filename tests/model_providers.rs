@@ -1298,4 +1298,41 @@ async fn smoke_real_openai_compatible_server() {
         !response.text.is_empty() || !response.tool_calls.is_empty(),
         "{response:?}"
     );
+
+    // 6. Cancelling mid-answer: first token, then cancel; the stream ends with Cancelled.
+    let long = ChatRequest {
+        messages: vec![Message::user(
+            "Write a long essay about the history of Rust.",
+        )],
+        tools: vec![],
+        options: ChatOptions {
+            max_tokens: Some(400),
+            ..ChatOptions::default()
+        },
+    };
+    let token = CancellationToken::new();
+    let started = std::time::Instant::now();
+    let mut stream = model.chat(long, token.clone());
+    let mut first_token = None;
+    let mut cancelled_at = None;
+    let mut end = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(StreamEvent::TextDelta { .. }) if first_token.is_none() => {
+                first_token = Some(started.elapsed());
+                token.cancel();
+                cancelled_at = Some(std::time::Instant::now());
+            }
+            Ok(_) => {}
+            Err(err) => {
+                end = Some(err);
+                break;
+            }
+        }
+    }
+    let stop = cancelled_at.map(|t| t.elapsed());
+    eprintln!(
+        "smoke cancel: first token after {first_token:?}, stream ended {stop:?} after cancel with {end:?}"
+    );
+    assert_eq!(end, Some(ModelError::Cancelled));
 }

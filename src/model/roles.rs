@@ -81,7 +81,10 @@ pub async fn probe(provider: &ProviderConfig, timeout: Duration) -> ProbeResult 
     let request = client.get(&url).headers(headers).send();
     let response = match tokio::time::timeout(timeout, request).await {
         Err(_) => {
-            result.error = Some(format!("no answer within {}s", timeout.as_secs_f32()));
+            result.error = Some(format!(
+                "no answer within {}s (a local server may be busy with another request)",
+                timeout.as_secs_f32()
+            ));
             return result;
         }
         Ok(Err(err)) => {
