@@ -517,27 +517,14 @@ impl<'a> Builder<'a> {
             return String::new();
         }
         let target_symbols: BTreeSet<usize> = targets.iter().filter_map(|t| t.symbol).collect();
-        let lines: Vec<String> = visible
-            .iter()
-            .map(|(index, s)| {
-                format!(
-                    "{:>6}-{:<6} {}{}{}\n",
-                    s.lines.0,
-                    s.lines.1,
-                    "  ".repeat(s.depth),
-                    s.signature,
-                    if target_symbols.contains(index) {
-                        "   ← target"
-                    } else {
-                        ""
-                    }
-                )
-            })
-            .collect();
         let head = "Outline (line range, signature):\n";
-        let full_cost: usize = estimate(head) + lines.iter().map(|l| estimate(l)).sum::<usize>();
+        // Estimated without formatting: only the entries kept are formatted.
+        let entry_cost = |s: &Symbol| (s.signature.len() + 2 * s.depth + 28) * 2 / 7 + 1;
+        let full_cost: usize =
+            estimate(head) + visible.iter().map(|(_, s)| entry_cost(s)).sum::<usize>();
         if full_cost <= budget {
-            return format!("{head}{}", lines.concat());
+            let kept = vec![true; visible.len()];
+            return render_outline(head, &visible, &kept, &target_symbols);
         }
         // Too long: targets, their containers and their siblings first; then top-level items
         // before members; nearest first. Every kept entry may open a gap marker.
@@ -559,7 +546,7 @@ impl<'a> Builder<'a> {
                 .unwrap_or(a)
         };
         let mut order: Vec<usize> = (0..visible.len()).collect();
-        order.sort_by_key(|&i| {
+        order.sort_by_cached_key(|&i| {
             let (index, s) = visible[i];
             let near = close.contains(&index) || s.parent.is_some_and(|p| close.contains(&p));
             (!near, s.depth.min(1), distance(s), i)
@@ -567,14 +554,14 @@ impl<'a> Builder<'a> {
         let mut kept = vec![false; visible.len()];
         let mut used = estimate(head) + GAP;
         for i in order {
-            let cost = estimate(&lines[i]) + GAP;
+            let cost = entry_cost(visible[i].1) + GAP;
             if used + cost > budget {
                 continue;
             }
             used += cost;
             kept[i] = true;
         }
-        render_outline(head, &visible, &lines, &kept)
+        render_outline(head, &visible, &kept, &target_symbols)
     }
 
     /// Estimated cost of showing lines `first..=last` that are not shown yet, plus a marker.
@@ -980,23 +967,33 @@ fn estimate(text: &str) -> usize {
 fn render_outline(
     head: &str,
     visible: &[(usize, &Symbol)],
-    lines: &[String],
     kept: &[bool],
+    targets: &BTreeSet<usize>,
 ) -> String {
+    use std::fmt::Write as _;
     let mut out = String::from(head);
     let mut skipped: Option<(usize, usize, usize)> = None; // count, first line, last line
     let flush = |out: &mut String, skipped: &mut Option<(usize, usize, usize)>| {
         if let Some((count, first, last)) = skipped.take() {
-            out.push_str(&format!(
-                "     ⋮ {count} more item{} in lines {first}-{last}\n",
+            let _ = writeln!(
+                out,
+                "     ⋮ {count} more item{} in lines {first}-{last}",
                 plural(count)
-            ));
+            );
         }
     };
-    for (i, (_, s)) in visible.iter().enumerate() {
+    for (i, &(index, s)) in visible.iter().enumerate() {
         if kept[i] {
             flush(&mut out, &mut skipped);
-            out.push_str(&lines[i]);
+            let _ = write!(out, "{:>6}-{:<6} ", s.lines.0, s.lines.1);
+            for _ in 0..s.depth {
+                out.push_str("  ");
+            }
+            out.push_str(&s.signature);
+            if targets.contains(&index) {
+                out.push_str("   ← target");
+            }
+            out.push('\n');
         } else {
             let entry = skipped.get_or_insert((0, s.lines.0, s.lines.1));
             entry.0 += 1;

@@ -187,10 +187,10 @@ pub fn find_symbol<'s>(symbols: &'s [Symbol], name: &str) -> Result<&'s Symbol, 
         }),
         [one] => Ok(one),
         many => {
-            let wanted = normalise(name);
+            let wanted = segments(name);
             let exact: Vec<&&Symbol> = many
                 .iter()
-                .filter(|s| normalise(&s.qualified) == wanted)
+                .filter(|s| path_match(&s.qualified, &wanted) == Some(true))
                 .collect();
             if let [one] = exact.as_slice() {
                 return Ok(one);
@@ -205,19 +205,34 @@ pub fn find_symbol<'s>(symbols: &'s [Symbol], name: &str) -> Result<&'s Symbol, 
 
 /// Every symbol `name` matches (exactly or as a path suffix), in document order.
 pub fn find_all<'s>(symbols: &'s [Symbol], name: &str) -> Vec<&'s Symbol> {
-    let wanted = normalise(name);
+    let wanted = segments(name);
     if wanted.is_empty() {
         return Vec::new();
     }
-    let suffix = format!(".{wanted}");
-    let hit = |candidate: &str| {
-        let candidate = normalise(candidate);
-        candidate == wanted || candidate.ends_with(&suffix)
-    };
+    let hit = |candidate: &str| path_match(candidate, &wanted).is_some();
     symbols
         .iter()
         .filter(|s| hit(&s.qualified) || s.alias.as_deref().is_some_and(hit) || hit(&s.name))
         .collect()
+}
+
+/// The path segments of a name; `::` and `.` both separate.
+fn segments(name: &str) -> Vec<&str> {
+    name.trim()
+        .split(['.', ':'])
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// `None` when `wanted` is not a suffix of `candidate`'s path, `Some(exact)` when it is.
+fn path_match(candidate: &str, wanted: &[&str]) -> Option<bool> {
+    let mut have = candidate.split(['.', ':']).filter(|s| !s.is_empty()).rev();
+    for want in wanted.iter().rev() {
+        if have.next()? != *want {
+            return None;
+        }
+    }
+    Some(have.next().is_none())
 }
 
 /// The edit that replaces symbol `name` of `text` with `new_text` (see the module docs for what
@@ -273,7 +288,9 @@ pub fn replacement_for(
     } else {
         &prefix[..prefix.len() - prefix.trim_start().len()]
     };
-    Replacement::new(range, reindent(new_text, indent, file_is_crlf(text)))
+    let own_text = text.get(symbol.range.clone()).unwrap_or("");
+    let tabs = indent.contains('\t') || own_text.contains("\n\t");
+    Replacement::new(range, reindent(new_text, indent, file_is_crlf(text), tabs))
 }
 
 /// Whether the first non-blank line of `new_text` is a comment, attribute, decorator or
@@ -301,44 +318,89 @@ fn file_is_crlf(text: &str) -> bool {
 
 /// `new_text` without its common indentation, every line after the first indented by `indent`
 /// (the first goes where the old declaration started), trailing line breaks dropped, `\n` as
-/// `\r\n` when `crlf`.
-fn reindent(new_text: &str, indent: &str, crlf: bool) -> String {
+/// `\r\n` when `crlf`, and leading spaces as tabs when `tabs` and the new text has none.
+///
+/// A snippet copied from inside a block often has its first line trimmed and the rest still
+/// indented (`fn f() {` / `        body` / `    }`): when its last line closes a bracket at the
+/// indentation every later line shares, that indentation is the snippet's own.
+fn reindent(new_text: &str, indent: &str, crlf: bool, tabs: bool) -> String {
     let normalised = new_text.replace("\r\n", "\n");
     let body = normalised.trim_end_matches(['\n', ' ', '\t']);
     let body = body.trim_start_matches('\n');
     let lines: Vec<&str> = body.split('\n').collect();
-    let common = lines
+    let leading = |l: &str| -> usize { l.len() - l.trim_start().len() };
+    let common_of = |lines: &[&str]| -> String {
+        lines
+            .iter()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| &l[..leading(l)])
+            .reduce(|a, b| {
+                let shared = a
+                    .char_indices()
+                    .zip(b.chars())
+                    .find(|((_, x), y)| x != y)
+                    .map_or(a.len().min(b.len()), |((i, _), _)| i);
+                &a[..shared]
+            })
+            .unwrap_or("")
+            .to_string()
+    };
+    let first_common = common_of(&lines);
+    let rest_common = if lines.len() > 1 {
+        common_of(&lines[1..])
+    } else {
+        String::new()
+    };
+    let last = lines.last().copied().unwrap_or("");
+    let closes = last.trim_start().starts_with(['}', ')', ']']);
+    let rest_strip = if leading(lines[0]) == 0 && closes && leading(last) == rest_common.len() {
+        rest_common
+    } else {
+        first_common.clone()
+    };
+    let relative: Vec<&str> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let common = if i == 0 { &first_common } else { &rest_strip };
+            line.strip_prefix(common.as_str())
+                .unwrap_or(line.trim_start())
+        })
+        .collect();
+    let unit = relative
         .iter()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| &l[..l.len() - l.trim_start().len()])
-        .reduce(|a, b| {
-            let shared = a
-                .char_indices()
-                .zip(b.chars())
-                .find(|((_, x), y)| x != y)
-                .map_or(a.len().min(b.len()), |((i, _), _)| i);
-            &a[..shared]
-        })
-        .unwrap_or("");
+        .map(|l| l.len() - l.trim_start_matches(' ').len())
+        .filter(|&n| n > 0)
+        .min()
+        .unwrap_or(4);
+    let convert = tabs && !relative.iter().any(|l| l.starts_with('\t'));
     let mut out = String::with_capacity(body.len() + lines.len() * indent.len());
-    for (i, line) in lines.iter().enumerate() {
+    for (i, line) in relative.iter().enumerate() {
         if i > 0 {
             out.push_str(if crlf { "\r\n" } else { "\n" });
         }
-        let stripped = line.strip_prefix(common).unwrap_or(line.trim_start());
-        if stripped.trim().is_empty() {
+        if line.trim().is_empty() {
             continue;
         }
         if i > 0 {
             out.push_str(indent);
         }
-        out.push_str(stripped.trim_end_matches('\r'));
+        let line = line.trim_end_matches('\r');
+        if convert {
+            let spaces = line.len() - line.trim_start_matches(' ').len();
+            for _ in 0..spaces / unit {
+                out.push('\t');
+            }
+            for _ in 0..spaces % unit {
+                out.push(' ');
+            }
+            out.push_str(&line[spaces..]);
+        } else {
+            out.push_str(line);
+        }
     }
     out
-}
-
-fn normalise(name: &str) -> String {
-    name.trim().replace("::", ".")
 }
 
 fn describe(symbol: &Symbol) -> String {
@@ -351,8 +413,8 @@ fn describe(symbol: &Symbol) -> String {
 }
 
 fn suggestions(symbols: &[Symbol], name: &str) -> Vec<String> {
-    let wanted = normalise(name);
-    let last = wanted.rsplit('.').next().unwrap_or(&wanted).to_lowercase();
+    let wanted = segments(name);
+    let last = wanted.last().copied().unwrap_or("").to_lowercase();
     if last.is_empty() {
         return Vec::new();
     }
@@ -1185,4 +1247,93 @@ fn collapse_head(text: &str) -> String {
 
 fn collapse(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replaced(text: &str, language: Language, name: &str, new_text: &str) -> String {
+        let tree = SyntaxTree::parse(text, language);
+        let edit = replace_symbol(text, &tree, name, new_text).unwrap();
+        edit.apply(text).unwrap()
+    }
+
+    #[test]
+    fn keeps_indentation_and_line_endings() {
+        let text = "impl A {\r\n    fn f(&self) {\r\n        1;\r\n    }\r\n}\r\n";
+        let out = replaced(text, Language::Rust, "A::f", "fn f(&self) {\n    2;\n}\n");
+        assert_eq!(
+            out,
+            "impl A {\r\n    fn f(&self) {\r\n        2;\r\n    }\r\n}\r\n"
+        );
+    }
+
+    #[test]
+    fn snippets_with_a_trimmed_first_line_keep_their_shape() {
+        let text = "impl A {\n    fn f(&self) {\n        1;\n    }\n}\n";
+        let out = replaced(
+            text,
+            Language::Rust,
+            "f",
+            "fn f(&self) {\n        2;\n    }",
+        );
+        assert_eq!(out, "impl A {\n    fn f(&self) {\n        2;\n    }\n}\n");
+    }
+
+    #[test]
+    fn spaces_become_tabs_in_tab_indented_code() {
+        let text = "package p\n\nfunc F() {\n\treturn\n}\n";
+        let out = replaced(
+            text,
+            Language::Go,
+            "F",
+            "func F() {\n    if x {\n        return\n    }\n}",
+        );
+        assert_eq!(
+            out,
+            "package p\n\nfunc F() {\n\tif x {\n\t\treturn\n\t}\n}\n"
+        );
+    }
+
+    #[test]
+    fn refusals_name_candidates_and_missing_grammars() {
+        let text = "struct A;\nimpl A { fn new() {} }\nstruct B;\nimpl B { fn new() {} }\n";
+        let tree = SyntaxTree::parse(text, Language::Rust);
+        let err = replace_symbol(text, &tree, "new", "fn new() {}").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`new` is ambiguous: 2 symbols match: A::new (method, line 2), B::new (method, line 4); use one of these qualified names"
+        );
+        let plain = SyntaxTree::parse("fn a() {}", Language::Text);
+        assert!(matches!(
+            replace_symbol("fn a() {}", &plain, "a", "x"),
+            Err(SymbolError::NoGrammar { .. })
+        ));
+    }
+
+    #[test]
+    fn decorated_python_methods_keep_decorators_unless_new_text_brings_them() {
+        let text = "class C:\n    @property\n    def p(self):\n        return 1\n";
+        let kept = replaced(
+            text,
+            Language::Python,
+            "C.p",
+            "def p(self):\n    return 2\n",
+        );
+        assert_eq!(
+            kept,
+            "class C:\n    @property\n    def p(self):\n        return 2\n"
+        );
+        let swapped = replaced(
+            text,
+            Language::Python,
+            "C.p",
+            "@cached\ndef p(self):\n    return 2\n",
+        );
+        assert_eq!(
+            swapped,
+            "class C:\n    @cached\n    def p(self):\n        return 2\n"
+        );
+    }
 }
