@@ -24,7 +24,7 @@ fn source(bytes: usize) -> String {
             format!("/// Handles request number {n}."),
             format!("pub fn handle_{n}(req: &Request) -> Result<Response> {{"),
             format!("    let body = req.body().context(\"missing body {n}\")?;"),
-            format!("    let parsed: Payload = serde_json::from_str(&body)?;"),
+            "    let parsed: Payload = serde_json::from_str(&body)?;".to_string(),
             format!("    if parsed.id == {n} {{"),
             "        return Ok(Response::empty());".to_string(),
             "    }".to_string(),
