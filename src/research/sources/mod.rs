@@ -312,9 +312,9 @@ impl Endpoint {
             let left = deadline.saturating_duration_since(Instant::now());
             let body = tokio::select! {
                 _ = context.cancel.cancelled() => return Err(SourceError::Cancelled),
-                b = tokio::time::timeout(left, response.bytes()) => match b {
+                b = tokio::time::timeout(left, read_capped(response)) => match b {
                     Err(_) => return Err(SourceError::Timeout(self.timeout.as_secs_f64())),
-                    Ok(Err(err)) => return Err(SourceError::Transport(transport_message(err))),
+                    Ok(Err(err)) => return Err(err),
                     Ok(Ok(b)) => b,
                 },
             };
@@ -378,6 +378,28 @@ impl Endpoint {
                     });
                 }
             }
+        }
+    }
+}
+
+/// The most of one answer read: search pages are kilobytes; anything this large is not one.
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+async fn read_capped(mut response: reqwest::Response) -> Result<Vec<u8>, SourceError> {
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(SourceError::Malformed {
+                        expected: format!("an answer of at most {} MiB", MAX_BODY_BYTES >> 20),
+                        found: "a larger one (the rest was not read)".to_owned(),
+                    });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(err) => return Err(SourceError::Transport(transport_message(err))),
         }
     }
 }
