@@ -28,7 +28,7 @@ use crate::edit::ops::Operation;
 use crate::model::text_tools::parse_tool_text;
 use crate::model::{
     ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter, ToolCall,
-    ToolSpec, complete,
+    ToolChoice, ToolSpec, complete,
 };
 use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
 use crate::tools::{
@@ -75,6 +75,10 @@ pub struct EditOptions {
     /// End the run as soon as an answer's edits all succeed, without asking the model whether
     /// it is done (saves one model call per run; multi-step edits must then come in one answer).
     pub stop_after_edit: bool,
+    /// Force an `edit_file` call (a named `tool_choice`) in the first answer, and in the first
+    /// answer after one without any tool call. Small local models answer in prose or write the
+    /// call as text with `auto`; forced, they produce real calls. `[edit] force_edit`.
+    pub force_edit: bool,
 }
 
 impl Default for EditOptions {
@@ -88,6 +92,7 @@ impl Default for EditOptions {
             temperature: Some(0.0),
             max_tokens: None,
             stop_after_edit: false,
+            force_edit: true,
         }
     }
 }
@@ -118,6 +123,9 @@ impl EditOptions {
         }
         if let Some(b) = boolean("stop_after_edit") {
             o.stop_after_edit = b;
+        }
+        if let Some(b) = boolean("force_edit") {
+            o.force_edit = b;
         }
         if let Some(t) = edit.get("temperature").and_then(Value::as_f64) {
             o.temperature = Some(t as f32);
@@ -309,6 +317,8 @@ struct Run<'a> {
     rel: String,
     abs: PathBuf,
     tools: Vec<ToolSpec>,
+    /// The next answer must call `edit_file`.
+    force_edit: bool,
 }
 
 /// How one model answer went.
@@ -352,6 +362,7 @@ impl<'a> Run<'a> {
             rel: resolved.rel,
             abs: resolved.abs,
             tools: tools::specs(),
+            force_edit: ctx.options.force_edit,
         })
     }
 
@@ -435,6 +446,7 @@ impl<'a> Run<'a> {
                 (Some(stronger), true) => {
                     // A clean start: the working copy and the ledger forget the failed attempts.
                     model = stronger.clone();
+                    self.force_edit = self.ctx.options.force_edit;
                     let s = self.session();
                     s.copy.reset();
                     s.ledger = Default::default();
@@ -486,19 +498,25 @@ impl<'a> Run<'a> {
     }
 
     async fn ask(
-        &self,
+        &mut self,
         model: &dyn ChatModel,
         messages: &[Message],
     ) -> Result<ChatResponse, EditFailure> {
         if self.cancel.is_cancelled() {
             return Err(EditFailure::Cancelled);
         }
+        let tool_choice = if std::mem::take(&mut self.force_edit) {
+            ToolChoice::Tool("edit_file".to_owned())
+        } else {
+            ToolChoice::Auto
+        };
         let request = ChatRequest {
             messages: messages.to_vec(),
             tools: self.tools.clone(),
             options: ChatOptions {
                 temperature: self.ctx.options.temperature,
                 max_tokens: self.ctx.options.max_tokens,
+                tool_choice,
                 ..ChatOptions::default()
             },
         };
@@ -532,10 +550,21 @@ impl<'a> Run<'a> {
             if *edits > 0 {
                 return Ok(Round::Done);
             }
-            let reason = "the answer contained no tool call and no edit; call edit_file with \
-                          old_string copied from the file and the new_string that carries out \
-                          the instruction"
-                .to_owned();
+            self.force_edit = self.ctx.options.force_edit;
+            let said = response.text.trim();
+            let reason = format!(
+                "the answer contained no tool call and no edit{}; call edit_file with \
+                 old_string copied from the file and the new_string that carries out the \
+                 instruction",
+                if said.is_empty() {
+                    " (it was empty)".to_owned()
+                } else {
+                    format!(
+                        " (it said: \"{}\")",
+                        crate::edit::text::clip(&said.replace('\n', " "), 200)
+                    )
+                }
+            );
             return Ok(Round::Failed {
                 reason,
                 refused: false,
