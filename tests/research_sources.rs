@@ -352,6 +352,20 @@ async fn faults_are_errors_that_say_what_happened() {
         "{err}"
     );
 
+    // An answer far larger than any search page: refused without reading it all.
+    let server = ReplayServer::start(vec![Reply::Http {
+        head: "HTTP/1.1 200 OK\ncontent-type: application/json".to_owned(),
+        body: format!("{{\"results\": \"{}\"}}", "x".repeat(9 << 20)),
+    }])
+    .await
+    .unwrap();
+    let source = academic::OpenAlex::new(&settings(SourceKind::OpenAlex, &server.url()));
+    let err = search(&source, "x").await.unwrap_err().to_string();
+    assert!(
+        err.starts_with("expected an answer of at most 8 MiB"),
+        "{err}"
+    );
+
     // Valid JSON of the wrong shape, and XML that is not a feed.
     let err = academic::parse_crossref("{\"message\":{}}", "now")
         .unwrap_err()
