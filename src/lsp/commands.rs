@@ -288,28 +288,17 @@ impl Backend {
     /// typed during the run).
     fn add_proposal(&self, proposal: Proposal) -> ProposalId {
         let mut state = self.state();
-        let files: Vec<(PathBuf, String)> = proposal
-            .files
-            .iter()
-            .map(|f| (f.path.clone(), f.original.clone()))
-            .collect();
+        let paths: Vec<PathBuf> = proposal.files.iter().map(|f| f.path.clone()).collect();
         let id = state.proposals.add(proposal);
-        for (path, original) in files {
+        for path in paths {
             let Some(current) = state.document_for_path(&path).map(|(_, d)| d.text()) else {
                 continue;
             };
-            if current != original {
-                // Replacements against the original, applied from the last to the first, are
-                // each against the text just before them: what `on_change` expects.
-                let edit = workflow::proposal::edit_between(&original, &current);
-                let mut changes = edit.replacements().to_vec();
-                changes.reverse();
-                if !state.proposals.on_change(&path, &changes).is_empty() {
-                    tracing::warn!(
-                        id,
-                        "the target changed during the run; the proposal is stale"
-                    );
-                }
+            if !state.proposals.sync(&path, &current).is_empty() {
+                tracing::warn!(
+                    id,
+                    "the target changed during the run; the proposal is stale"
+                );
             }
         }
         id
