@@ -101,7 +101,7 @@ pub(crate) struct FileIndex<'a> {
     lines: OnceCell<Vec<Line>>,
     unit: OnceCell<IndentUnit>,
     has_typo: OnceCell<bool>,
-    pure: OnceCell<Option<IndentUnit>>,
+    pure: OnceCell<Option<bool>>,
     has_cr: bool,
     /// Line comparisons spent so far; past [`WORK_BUDGET`] every pass stops and the request is
     /// refused, because a pass cut short could miss the second match that makes OLD ambiguous.
@@ -154,23 +154,26 @@ impl<'a> FileIndex<'a> {
         }
     }
 
-    /// Whether the file indents with tabs only or spaces only (`None`: both, or neither).
-    pub fn pure_unit(&self) -> Option<IndentUnit> {
-        *self.pure.get_or_init(|| {
-            let (mut tabs, mut spaces) = (0usize, 0usize);
-            for l in self.text.lines().take(50_000) {
-                match l.as_bytes().first() {
-                    Some(b'\t') => tabs += 1,
-                    Some(b' ') if !is_blank(l) => spaces += 1,
-                    _ => {}
-                }
-            }
-            match (tabs, spaces) {
-                (0, s) if s > 0 => Some(self.unit()),
-                (t, 0) if t > 0 => Some(IndentUnit::Tabs),
-                _ => None,
-            }
-        })
+    /// The unit to convert NEW's added lines to, when the file indents with one kind only and
+    /// some added line uses the other (a substring search each, so the common case is cheap).
+    pub fn unit_for(&self, new_lines: &[String]) -> Option<IndentUnit> {
+        let new_tabs = new_lines.iter().any(|l| indent_of(l).contains('\t'));
+        let new_spaces = new_lines.iter().any(|l| indent_of(l).starts_with(' '));
+        if !new_tabs && !new_spaces {
+            return None;
+        }
+        // Some(true): tabs only; Some(false): spaces only.
+        let pure = *self.pure.get_or_init(|| {
+            let t = self.text;
+            let tabs = t.starts_with('\t') || t.contains("\n\t");
+            let spaces = t.starts_with(' ') || t.contains("\n ");
+            (tabs != spaces).then_some(tabs)
+        });
+        match pure {
+            Some(true) if new_spaces => Some(IndentUnit::Tabs),
+            Some(false) if new_tabs => Some(self.unit()),
+            _ => None,
+        }
     }
 
     fn has_typo(&self) -> bool {

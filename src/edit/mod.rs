@@ -419,7 +419,7 @@ pub(crate) fn realize(
             let old_refs: Vec<&str> = part.old_lines.iter().map(String::as_str).collect();
             let eol = file.local_eol(&region.span);
             let mut transform = part.transform.clone();
-            transform.file_unit = file.pure_unit();
+            transform.file_unit = file.unit_for(&part.new_lines);
             let written = build::build(file.text, &region, &old_refs, &new, &transform, eol);
             hull.start = hull.start.min(region.span.start);
             hull.end = hull.end.max(region.span.end);
