@@ -253,6 +253,14 @@ mailto = "you@example.org"
             && text.contains("| # | Source |")
     );
     assert!(report.starts_with(env.root.join("library/reports")));
+    let file_link = format!(
+        "[docs/attention.md](file://{}/docs/attention.md)",
+        env.workspace.display()
+    );
+    assert!(
+        text.contains(&file_link),
+        "workspace files link to themselves:\n{text}"
+    );
 
     let list = env.json(&["list"]);
     assert_eq!(list.as_array().unwrap().len(), 1);

@@ -404,6 +404,11 @@ impl Research {
         notes.append(&mut synthesis.notes);
         let validated = synthesis::validate_citations(&synthesis.text, synthesis.shown);
         notes.extend(validated.notes.iter().cloned());
+        if synthesis.kind == "model" && validated.order.is_empty() {
+            notes.push(
+                "the model cited none of the sources: treat its answer as unsupported".to_owned(),
+            );
+        }
         // New number → source key.
         let numbered: Vec<String> = validated
             .order

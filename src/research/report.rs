@@ -63,7 +63,12 @@ pub fn render(r: &ResearchRecord) -> String {
                 s.n.map(|n| format!("[{n}]"))
                     .unwrap_or_else(|| "–".to_owned());
             let title = cell(&s.title);
-            let mut source = match &s.url {
+            let link = s.url.clone().or_else(|| {
+                // Workspace files link to the file itself, so the editor opens them.
+                (s.venue_type == "workspace" && s.provider_id.starts_with('/'))
+                    .then(|| format!("file://{}", s.provider_id))
+            });
+            let mut source = match link {
                 Some(url) => format!("[{title}]({})", url.replace(' ', "%20").replace(')', "%29")),
                 None => title,
             };

@@ -160,7 +160,7 @@ pub fn search_workspace(
                 key: format!("file:{relative}"),
                 provider: "workspace".to_owned(),
                 providers: vec!["workspace".to_owned()],
-                provider_id: relative.clone(),
+                provider_id: entry.path().to_string_lossy().into_owned(),
                 title: relative,
                 venue: Some("workspace".to_owned()),
                 venue_type: "workspace".to_owned(),
