@@ -5,6 +5,12 @@
 //! part of a file, whole, with line numbers, instead of a truncated prefix. Pure: text and byte
 //! offsets in, plain values out. It never does I/O, never knows protocol types and never panics
 //! on bad input — unknown languages and broken code get line-based or best-effort answers.
+//!
+//! Map: [`tree`] (parse + incremental re-parse from [`TextEdit`](crate::document::change::TextEdit)s),
+//! [`symbols`] (lookup, `replace_symbol`), [`regions`] (what a model is shown), [`checks`]
+//! (errors an edit introduced), [`size`] (`[LARGE]` / `[MASSIVE]` tags), [`lines`] (1-based
+//! `cat -n` numbering), [`language`] (grammar by languageId or extension). Token counts come
+//! from [`crate::tokens`].
 
 pub mod checks;
 pub mod language;
@@ -16,8 +22,8 @@ pub mod tree;
 
 pub use checks::{ParseProblem, introduced_problems, introduced_problems_for_edit, parse_problems};
 pub use language::Language;
-pub use regions::{Region, RegionOptions, Target, extract_region};
-pub use size::{SizeThresholds, size_tag};
+pub use regions::{Outline, Region, RegionOptions, Target, extract_region, extract_region_in};
+pub use size::{SizeThresholds, count_lines, size_tag};
 pub use symbols::{Scope, Symbol, SymbolError, SymbolKind, find_symbol, replace_symbol, symbols};
 pub use tree::{SyntaxTree, input_edits, point_at};
 
