@@ -196,7 +196,8 @@ impl Endpoint {
         headers: HeaderMap,
         conditional: bool,
     ) -> Result<Fetched, SourceError> {
-        let cache_key = format!("{} {}", self.name, url);
+        // By provider and normalised request: the same question in other letter case hits it.
+        let cache_key = format!("{} {}", self.name, url.as_str().to_lowercase());
         let cached = context
             .library
             .as_ref()
