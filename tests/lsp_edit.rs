@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use patchwise::model::replay::{ReplayServer, Reply};
 use serde_json::{Value, json};
-use support::{Options, Server, file_uri, openai_sse as sse};
+use support::{Options, Server, file_uri, openai_sse as sse, snapshot};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lsp/edit")
@@ -326,6 +326,16 @@ fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_appli
         )
         .unwrap();
     assert_eq!(shown.as_str().unwrap(), diff);
+
+    // What the user sees, as snapshots (temporary paths replaced by $WS).
+    let ws = file_uri(&setup.root);
+    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap().replace(&ws, "$WS") + "\n";
+    snapshot("lsp/edit/snapshots/hover.md", &format!("{markdown}\n"));
+    snapshot("lsp/edit/snapshots/code_lens.json", &pretty(&lenses));
+    snapshot(
+        "lsp/edit/snapshots/diagnostics.json",
+        &pretty(&diagnostics["params"]),
+    );
 
     assert_disk_untouched(&setup);
     let after = accept(&mut setup, &id, 2);
