@@ -393,3 +393,44 @@ fn cli_prints_version_and_help() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn configuration_problems_are_shown_and_the_server_still_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".patchwise")).unwrap();
+    std::fs::write(
+        dir.path().join(".patchwise/config.toml"),
+        "[providers.local]\nkind = \"carrier-pigeon\"\n",
+    )
+    .unwrap();
+    let (mut server, _) = Server::initialized_with(
+        Options {
+            env: vec![(
+                "XDG_CONFIG_HOME",
+                dir.path().join("user-config").display().to_string(),
+            )],
+            ..Options::default()
+        },
+        json!({}),
+        json!(file_uri(dir.path())),
+    );
+    let shown = server.wait_for(|m| m["method"] == "window/showMessage");
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("config.toml") && message.contains("kind"),
+        "{message}"
+    );
+    assert_eq!(shown["params"]["type"], 2);
+    // Settings pushed by the client are checked the same way.
+    server.notify(
+        "workspace/didChangeConfiguration",
+        json!({ "settings": { "patchwise": { "roles": { "coder": 42 } } } }),
+    );
+    let shown = server.wait_for(|m| m["method"] == "window/showMessage");
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert!(message.contains("roles.coder"), "{message}");
+    // And the server keeps working.
+    open(&mut server, URI, "ok", 1);
+    assert_eq!(view(&mut server, URI), Ok(json!("ok")));
+    server.shutdown();
+}
