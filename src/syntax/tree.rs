@@ -301,6 +301,8 @@ mod tests {
     const SEED_RUST: &str = "//! Demo\nuse std::fmt;\n\n/// A point.\npub struct P { x: i32, y: i32 }\n\nimpl P {\n    pub fn new(x: i32) -> Self {\n        let s = \"héllo ✓\";\n        Self { x, y: s.len() as i32 }\n    }\n}\n\nfn main() {\n    let f = |a: i32| a + 1;\n    println!(\"{}\", f(2));\n}\n";
     const SEED_PY: &str = "import os\n\n@dataclass\nclass A:\n    \"\"\"Doc é.\"\"\"\n    def m(self, x):\n        return [x for x in range(3)]\n\ndef f():\n    pass\n";
     const SEED_TS: &str = "export function f(a: string): void;\nexport function f(a: number): void;\nexport function f(a: any) {\n  return a;\n}\nclass C { m(): number { return 1 } }\n";
+    const SEED_GO: &str = "package p\n\n// S is a thing — ✓.\ntype S struct{ x int }\n\nfunc (s *S) M() int {\n\treturn s.x\n}\n";
+    const SEED_JSON: &str = "{\"a\": [1, 2, {\"b\": \"é\"}], \"c\": null}\n";
     const SNIPPETS: &[&str] = &[
         "",
         "x",
@@ -378,7 +380,7 @@ mod tests {
         /// incremental and a fresh parse of broken code), and always once every edit is undone.
         #[test]
         fn incremental_tree_equals_fresh_parse(
-            seed in 0usize..3,
+            seed in 0usize..5,
             steps in prop::collection::vec(
                 prop::collection::vec((0usize..10_000, 0usize..10_000, 0usize..10_000), 1..4),
                 1..10,
@@ -387,6 +389,8 @@ mod tests {
             let (original, language) = match seed {
                 0 => (SEED_RUST, Language::Rust),
                 1 => (SEED_PY, Language::Python),
+                2 => (SEED_GO, Language::Go),
+                3 => (SEED_JSON, Language::Json),
                 _ => (SEED_TS, Language::TypeScript),
             };
             let mut text = original.to_string();
