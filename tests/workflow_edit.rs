@@ -14,7 +14,7 @@ use patchwise::config::{Config, ValueSource};
 use patchwise::model::replay::{ReplayServer, Reply};
 use patchwise::model::{
     ChatModel, ChatRequest, ChatStream, FinishReason, Message, ModelRouter, StreamEvent, ToolCall,
-    Usage,
+    ToolChoice, Usage,
 };
 use patchwise::tools::{OpenBuffer, Snapshot};
 use patchwise::workflow::edit::{
@@ -85,6 +85,17 @@ impl Scripted {
             .unwrap()
             .iter()
             .map(|r| request_text(&r.messages))
+            .collect()
+    }
+}
+
+impl Scripted {
+    fn tool_choices(&self) -> Vec<ToolChoice> {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.options.tool_choice.clone())
             .collect()
     }
 }
@@ -919,4 +930,45 @@ fn the_run_future_is_send() {
         CancellationToken::new(),
     );
     is_send(&fut);
+}
+
+#[tokio::test]
+async fn force_edit_names_the_tool_first_and_after_a_silent_answer() {
+    let (_dir, ws) = workspace();
+    let coder = Scripted::new(
+        "test/coder",
+        vec![
+            Answer::Text("I would return the sum.".into()),
+            Answer::Calls(vec![(
+                "edit_file".into(),
+                json!({"path": "src/lib.rs", "old_string": "self.y.abs();\n        total", "new_string": "self.y.abs();\n        total.max(0)"}),
+            )]),
+            Answer::Text("Done.".into()),
+        ],
+    );
+    let mut ctx = context(
+        &ws,
+        Models::Fixed {
+            coder: coder.clone(),
+            escalation: None,
+        },
+    );
+    assert!(!ctx.options.force_edit, "off by default");
+    ctx.options.force_edit = true;
+    let p = edit::run(
+        &ctx,
+        request_for(&ws, "src/lib.rs", (13, 16), "clamp"),
+        &no_progress(),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(p.attempts, 2);
+    let forced = ToolChoice::Tool("edit_file".into());
+    assert_eq!(
+        coder.tool_choices(),
+        [forced.clone(), forced, ToolChoice::Auto],
+        "forced first, forced again after the answer without calls, then auto"
+    );
+    assert!(coder.requests()[1].contains("it said: \"I would return the sum.\""));
 }
