@@ -643,14 +643,14 @@ impl<'a> Run<'a> {
 
     /// Tool calls written in the text (models without native tools that the model layer did
     /// not catch), or SEARCH/REPLACE blocks, diffs and patches, turned into tool calls.
-    fn calls_in_text(&self, text: &str) -> Vec<ToolCall> {
+    fn calls_in_text(&mut self, text: &str) -> Vec<ToolCall> {
         let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
         let found = parse_tool_text(text, &names);
         if !found.calls.is_empty() {
             return found.calls;
         }
         let Ok(edits) = formats::parse(text) else {
-            return Vec::new();
+            return self.selection_rewrite(text).into_iter().collect();
         };
         let mut calls = Vec::new();
         for (i, e) in edits.into_iter().enumerate() {
@@ -679,6 +679,77 @@ impl<'a> Run<'a> {
             });
         }
         calls
+    }
+
+    /// A model that answers with the selection rewritten in one fenced code block (the classic
+    /// "edit selection" answer): the block replaces the selected lines, as an `edit_file` call
+    /// whose OLD is the selection at the block's indentation — so the engine's uniqueness rule
+    /// and indentation pass decide. Only when the block starts and ends with the selection's
+    /// first and last non-blank lines: a fragment is never taken for the whole selection.
+    fn selection_rewrite(&mut self, text: &str) -> Option<ToolCall> {
+        let blocks = fenced_blocks(text);
+        let [block] = blocks.as_slice() else {
+            return None;
+        };
+        let block = block.clone();
+        let (current, _) = self.read_target().ok()?;
+        let range = clamp_range(&current, &self.request.range);
+        if range.is_empty() {
+            return None;
+        }
+        let start = current[..range.start].rfind('\n').map_or(0, |i| i + 1);
+        let end = if range.end > start && current[..range.end].ends_with('\n') {
+            range.end - 1
+        } else {
+            current[range.end..]
+                .find('\n')
+                .map_or(current.len(), |i| range.end + i)
+        };
+        let selected = current.get(start..end)?.trim_end_matches('\r');
+        let nonblank = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| l.trim_end().to_owned())
+                .collect()
+        };
+        let (sel, blk) = (nonblank(selected), nonblank(&block));
+        if sel.len() < 2 || blk.len() < 2 {
+            return None;
+        }
+        let same = |a: &str, b: &str| a.trim() == b.trim();
+        if !same(&sel[0], &blk[0]) || !same(&sel[sel.len() - 1], &blk[blk.len() - 1]) {
+            return None;
+        }
+        let indent = |lines: &[String]| -> String {
+            lines
+                .iter()
+                .map(|l| &l[..l.len() - l.trim_start().len()])
+                .min_by_key(|i| i.len())
+                .unwrap_or("")
+                .to_owned()
+        };
+        let (sel_indent, blk_indent) = (indent(&sel), indent(&blk));
+        let old: Vec<String> = selected
+            .lines()
+            .map(|l| {
+                let l = l.trim_end_matches('\r');
+                match l.strip_prefix(sel_indent.as_str()) {
+                    Some(rest) if !rest.is_empty() => format!("{blk_indent}{rest}"),
+                    _ => l.trim_start().to_owned(),
+                }
+            })
+            .collect();
+        Some(ToolCall {
+            id: "text_selection_rewrite".to_owned(),
+            name: "edit_file".to_owned(),
+            arguments: json!({
+                "path": self.rel,
+                "old_string": old.join("\n"),
+                "new_string": block.trim_end_matches('\n'),
+            }),
+            arguments_error: None,
+            provider_data: None,
+        })
     }
 
     /// Runs tool calls on a blocking thread (they read the disk), honouring cancellation.
@@ -917,6 +988,39 @@ fn unreachable_session() -> Session {
         Snapshot::new(),
         ToolOptions::default(),
     )
+}
+
+/// The contents of the fenced code blocks (``` or ~~~) of a text; an unclosed block counts to
+/// the end.
+fn fenced_blocks(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    for line in text.lines() {
+        let t = line.trim_start();
+        let fence = if t.starts_with("```") {
+            Some("```")
+        } else if t.starts_with("~~~") {
+            Some("~~~")
+        } else {
+            None
+        };
+        match (&mut current, fence) {
+            (None, Some(f)) => current = Some((f.to_owned(), String::new())),
+            (Some((open, body)), Some(f)) if f == open && t.trim() == f => {
+                out.push(std::mem::take(body));
+                current = None;
+            }
+            (Some((_, body)), _) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    if let Some((_, body)) = current {
+        out.push(body);
+    }
+    out
 }
 
 fn clamp_range(text: &str, range: &Range<usize>) -> Range<usize> {
