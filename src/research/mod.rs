@@ -715,7 +715,6 @@ impl Research {
         let mut text = String::new();
         let mut usage = Usage::default();
         let mut failure: Option<String> = None;
-        let mut cut = false;
         progress(
             Phase::Synthesis,
             56,
@@ -731,7 +730,6 @@ impl Research {
                 }
                 _ = tokio::time::sleep(left) => {
                     call_cancel.cancel();
-                    cut = true;
                     failure = Some(format!("the time budget ({:.0} s) ran out while the model was writing", self.settings.time_budget.as_secs_f64()));
                     break;
                 }
@@ -777,7 +775,7 @@ impl Research {
         match failure {
             Some(reason) if text.trim().is_empty() || reason == "cancelled" => {
                 notes.push(reason.clone());
-                let mut s = extractive(reason, notes, cut);
+                let mut s = extractive(reason, notes, true);
                 s.usage = usage;
                 s
             }
@@ -791,13 +789,13 @@ impl Research {
                     usage,
                     notes,
                     extractive_claims: None,
-                    budget_cut: cut,
+                    budget_cut: true,
                 }
             }
             None if text.trim().is_empty() => {
                 let reason = format!("{name} answered with no text");
                 notes.push(reason.clone());
-                let mut s = extractive(reason, notes, false);
+                let mut s = extractive(reason, notes, true);
                 s.usage = usage;
                 s
             }
@@ -825,6 +823,8 @@ struct Synthesis {
     notes: Vec<String>,
     /// For an extractive synthesis: its claims, numbered like the candidates.
     extractive_claims: Option<Vec<(String, Vec<u32>)>>,
+    /// The synthesis is less than was asked for: a budget cut it, or the chosen model failed or
+    /// said nothing (the record's status is then `partial`).
     budget_cut: bool,
 }
 
