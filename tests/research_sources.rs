@@ -599,7 +599,7 @@ async fn cancelling_stops_outstanding_requests_and_saves_nothing() {
     ));
     assert_eq!(research.library().count().unwrap(), 0);
     // The stalled request was abandoned.
-    for _ in 0..50 {
+    for _ in 0..250 {
         if hang.disconnects() == 1 {
             break;
         }
@@ -663,7 +663,7 @@ async fn a_heartbeat_is_reported_while_the_model_writes() {
     assert!(problems.is_empty(), "{problems:?}");
     let mut research = Research::new(&config).unwrap();
     research.set_model(Some(Arc::new(SlowModel {
-        delay: Duration::from_millis(2300),
+        delay: Duration::from_millis(3500),
     })));
     let messages = Mutex::new(Vec::<(Phase, u8, String)>::new());
     let run = research
