@@ -285,6 +285,34 @@ async fn recorded_llama_cpp_streams() {
     );
     assert_eq!(response.finish, Some(FinishReason::ToolCalls));
 
+    // Interrupted by another client: [DONE] without finish_reason, nothing streamed: retried.
+    let (server, model) = setup(
+        "openai",
+        vec![
+            fixture("openai/llamacpp_interrupted.http"),
+            fixture("openai/stream_text.http"),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(
+        answer(&model, request(false)).await.unwrap().text,
+        "Hello, wörld!"
+    );
+    assert_eq!(server.requests().len(), 2);
+    let (_server, model) = setup(
+        "openai",
+        vec![fixture("openai/llamacpp_interrupted.http")],
+        "",
+    )
+    .await;
+    let err = answer(&model, request(false)).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("[DONE] arrived without a finish_reason"),
+        "{err}"
+    );
+
     let (_server, model) = setup(
         "openai",
         vec![fixture("openai/llamacpp_auto_json_in_content.http")],

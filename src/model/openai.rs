@@ -511,6 +511,15 @@ impl StreamDecoder for OpenAiDecoder {
     }
 
     fn end(&mut self) -> Result<Vec<StreamEvent>, DecodeError> {
+        // Every server sends a finish_reason before [DONE]; llama-cpp-python sends [DONE] alone
+        // when another request interrupted this one. That answer is cut, not finished.
+        if self.done && self.finish.is_none() {
+            return Err(DecodeError::EndedEarly(format!(
+                "[DONE] arrived without a finish_reason after {} characters of text and {} tool calls (the server stopped generating, e.g. llama-cpp-python interrupting it for another request)",
+                self.text_chars,
+                self.calls.len()
+            )));
+        }
         if !self.done && self.finish.is_none() {
             let open = self.calls.values().find(|p| !p.finished);
             let detail = match open {
