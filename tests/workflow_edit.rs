@@ -34,6 +34,8 @@ enum Answer {
     Text(String),
     /// Never answers (a hung server).
     Hang,
+    /// The stream ends early (a shared server interrupting the answer).
+    BrokenOff,
 }
 
 fn answers(v: &Value) -> Vec<Answer> {
@@ -146,6 +148,14 @@ impl ChatModel for Scripted {
         };
         let events: Vec<StreamEvent> = match answer {
             Answer::Hang => return Box::pin(futures::stream::pending()),
+            Answer::BrokenOff => {
+                return Box::pin(futures::stream::iter([Err(
+                    patchwise::model::ModelError::StreamEndedEarly {
+                        url: "http://127.0.0.1/v1".into(),
+                        detail: "[DONE] arrived without a finish_reason".into(),
+                    },
+                )]));
+            }
             Answer::Text(text) => vec![StreamEvent::TextDelta { text }],
             Answer::Calls(calls) => calls
                 .into_iter()
@@ -184,6 +194,7 @@ fn sse(answer: &Answer) -> Reply {
     )];
     let finish = match answer {
         Answer::Hang => return Reply::Hang,
+        Answer::BrokenOff => return Reply::Close,
         Answer::Text(t) => {
             // Split the text so the client assembles deltas.
             let mid = t
@@ -971,4 +982,53 @@ async fn force_edit_names_the_tool_first_and_after_a_silent_answer() {
         "forced first, forced again after the answer without calls, then auto"
     );
     assert!(coder.requests()[1].contains("it said: \"I would return the sum.\""));
+}
+
+#[tokio::test]
+async fn an_answer_that_broke_off_costs_an_attempt_not_the_run() {
+    let (_dir, ws) = workspace();
+    let edit = Answer::Calls(vec![(
+        "edit_file".into(),
+        json!({"path": "src/lib.rs", "old_string": "self.y.abs();\n        total", "new_string": "self.y.abs();\n        total.max(0)"}),
+    )]);
+    let coder = Scripted::new(
+        "test/coder",
+        vec![Answer::BrokenOff, edit, Answer::Text("Done.".into())],
+    );
+    let ctx = context(
+        &ws,
+        Models::Fixed {
+            coder: coder.clone(),
+            escalation: None,
+        },
+    );
+    let p = edit::run(
+        &ctx,
+        request_for(&ws, "src/lib.rs", (13, 16), "clamp"),
+        &no_progress(),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(p.attempts, 2);
+    assert!(coder.requests()[1].contains("the answer broke off"));
+    // Broken every time: the last one is reported as the model's failure.
+    let coder = Scripted::new("test/coder", vec![Answer::BrokenOff]);
+    let ctx = context(
+        &ws,
+        Models::Fixed {
+            coder: coder.clone(),
+            escalation: None,
+        },
+    );
+    let err = edit::run(
+        &ctx,
+        request_for(&ws, "src/lib.rs", (13, 16), "clamp"),
+        &no_progress(),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, EditFailure::Model(_)), "{err}");
+    assert_eq!(coder.requests().len(), 3);
 }

@@ -411,7 +411,15 @@ impl<'a> Run<'a> {
                 }
                 let percent = 10 + ((attempt - 1) * 80 + (rounds - 1).min(8) * 8) / max;
                 self.report(format!("asking {}", model.name()), percent as u32);
-                let response = self.ask(model.as_ref(), &messages).await?;
+                let response = match self.ask(model.as_ref(), &messages).await {
+                    Ok(r) => r,
+                    // An answer that broke off (a shared server interrupting it, a cut stream)
+                    // costs an attempt, not the run.
+                    Err(EditFailure::Model(e)) if broke_off(&e) && attempt < max => {
+                        break Some((format!("the answer broke off ({e})"), false));
+                    }
+                    Err(e) => return Err(e),
+                };
                 match self
                     .handle(&response, &mut messages, &mut edits, &mut matched)
                     .await?
@@ -970,6 +978,14 @@ fn is_edit_error(o: &ToolOutcome, e: &ToolError) -> bool {
             e,
             ToolError::UnknownTool { .. } | ToolError::NotAvailable { .. }
         )
+}
+
+/// Failures of one answer that another request may not have.
+fn broke_off(e: &ModelError) -> bool {
+    matches!(
+        e,
+        ModelError::StreamEndedEarly { .. } | ModelError::IncompleteToolCall { .. }
+    )
 }
 
 fn model_failure(e: ModelError) -> EditFailure {
