@@ -796,9 +796,11 @@ impl<'a> Run<'a> {
         user.push_str(&target_description(&self.rel, &text, &range));
         user.push('\n');
         user.push_str(&region);
+        // No "when done, answer in a sentence" here: small local models (Qwen2.5-Coder 1.5B)
+        // read it as permission to answer "Done." at once, without any edit. The follow-up turn
+        // after a tool result is where a model says it is finished.
         user.push_str(
-            "\nMake the change now with edit_file (or another edit tool). When it is done, \
-             answer with one short sentence and no tool call.",
+            "\nRespond with an edit_file call (or another edit tool) that makes this change.",
         );
         Ok(vec![
             Message::system(self.system_prompt()),
