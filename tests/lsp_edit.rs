@@ -162,6 +162,23 @@ fn apply_text_edits(text: &str, edits: &[Value]) -> String {
     out
 }
 
+fn command(setup: &mut Setup, name: &str, argument: Value) -> Result<Value, Value> {
+    setup.server.request(
+        "workspace/executeCommand",
+        json!({ "command": name, "arguments": [argument] }),
+    )
+}
+
+fn code_lenses(setup: &mut Setup) -> Value {
+    setup
+        .server
+        .request(
+            "textDocument/codeLens",
+            json!({ "textDocument": { "uri": setup.uri } }),
+        )
+        .unwrap()
+}
+
 fn assert_disk_untouched(setup: &Setup) {
     assert_eq!(
         std::fs::read_to_string(&setup.file).unwrap(),
@@ -194,13 +211,7 @@ fn view(setup: &mut Setup) -> String {
 /// Accepts proposal `id`, checks the `workspace/applyEdit`, plays the client applying it, and
 /// returns the document text afterwards.
 fn accept(setup: &mut Setup, id: &Value, version: i64) -> String {
-    let result = setup
-        .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": id }] }),
-        )
-        .unwrap();
+    let result = command(setup, "patchwise.proposal.accept", json!({ "id": id })).unwrap();
     assert_eq!(result, json!({ "applied": true }));
     let request = setup
         .server
@@ -302,13 +313,7 @@ fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_appli
         .unwrap();
     assert_eq!(none, Value::Null);
 
-    let lenses = setup
-        .server
-        .request(
-            "textDocument/codeLens",
-            json!({ "textDocument": { "uri": setup.uri } }),
-        )
-        .unwrap();
+    let lenses = code_lenses(&mut setup);
     let titles: Vec<&str> = lenses
         .as_array()
         .unwrap()
@@ -318,13 +323,7 @@ fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_appli
     assert_eq!(titles, ["Accept", "Reject", "Diff"]);
     assert_eq!(lenses[0]["command"]["arguments"][0]["id"], id);
 
-    let shown = setup
-        .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.proposal.diff", "arguments": [{ "id": id }] }),
-        )
-        .unwrap();
+    let shown = command(&mut setup, "patchwise.proposal.diff", json!({ "id": id })).unwrap();
     assert_eq!(shown.as_str().unwrap(), diff);
 
     // What the user sees, as snapshots (temporary paths replaced by $WS).
@@ -341,21 +340,9 @@ fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_appli
     let after = accept(&mut setup, &id, 2);
     assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
     // Accepted: the lens, hover and diagnostic are gone, and it cannot be accepted twice.
-    let lenses = setup
-        .server
-        .request(
-            "textDocument/codeLens",
-            json!({ "textDocument": { "uri": setup.uri } }),
-        )
-        .unwrap();
+    let lenses = code_lenses(&mut setup);
     assert_eq!(lenses, json!([]));
-    let again = setup
-        .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": id }] }),
-        )
-        .unwrap_err();
+    let again = command(&mut setup, "patchwise.proposal.accept", json!({ "id": id })).unwrap_err();
     assert!(
         again["message"]
             .as_str()
@@ -400,13 +387,7 @@ fn when_every_attempt_fails_the_user_is_told_and_nothing_changes() {
             .iter()
             .any(|m| m["method"] == "workspace/applyEdit")
     );
-    let lenses = setup
-        .server
-        .request(
-            "textDocument/codeLens",
-            json!({ "textDocument": { "uri": setup.uri } }),
-        )
-        .unwrap();
+    let lenses = code_lenses(&mut setup);
     assert_eq!(lenses, json!([]));
     assert_disk_untouched(&setup);
     setup.server.shutdown();
@@ -445,13 +426,8 @@ fn a_hung_model_is_cancelled_by_the_user() {
         }
         match how {
             "command" => {
-                let cancelled = setup
-                    .server
-                    .request(
-                        "workspace/executeCommand",
-                        json!({ "command": "patchwise.cancel", "arguments": [{ "id": token }] }),
-                    )
-                    .unwrap();
+                let cancelled =
+                    command(&mut setup, "patchwise.cancel", json!({ "id": token })).unwrap();
                 assert_eq!(cancelled, json!({ "cancelled": 1 }));
             }
             _ => setup
@@ -480,13 +456,7 @@ fn a_user_edit_elsewhere_moves_the_proposal_and_one_on_the_target_makes_it_stale
             { "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 0, "character": 0 } }, "text": "// one\n// two\n" }
         ] }),
     );
-    let lenses = setup
-        .server
-        .request(
-            "textDocument/codeLens",
-            json!({ "textDocument": { "uri": setup.uri } }),
-        )
-        .unwrap();
+    let lenses = code_lenses(&mut setup);
     assert_eq!(lenses[0]["range"]["start"]["line"], 15, "{lenses}");
     let after = accept(&mut setup, &id, 3);
     assert!(after.starts_with("// one\n// two\n//! Geometry"), "{after}");
@@ -503,13 +473,7 @@ fn a_user_edit_elsewhere_moves_the_proposal_and_one_on_the_target_makes_it_stale
             { "range": { "start": { "line": 13, "character": 12 }, "end": { "line": 13, "character": 17 } }, "text": "sum" }
         ] }),
     );
-    let err = setup
-        .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": id }] }),
-        )
-        .unwrap_err();
+    let err = command(&mut setup, "patchwise.proposal.accept", json!({ "id": id })).unwrap_err();
     assert!(err["message"].as_str().unwrap().contains("stale"), "{err}");
     let text = view(&mut setup);
     assert!(text.contains("let sum = self.x.abs()"), "{text}");
@@ -597,23 +561,18 @@ fn code_actions_offer_commands_and_never_call_the_model() {
 #[test]
 fn an_edit_without_instruction_or_on_an_unsaved_buffer_is_a_clear_error() {
     let mut setup = setup(vec![], "native", false, None);
-    let err = setup
-        .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.editSelection", "arguments": [{ "uri": setup.uri, "range": lines_range(&scenario("misindented")) }] }),
-        )
-        .unwrap_err();
+    let uri = setup.uri.clone();
+    let err = command(
+        &mut setup,
+        "patchwise.editSelection",
+        json!({ "uri": uri, "range": lines_range(&scenario("misindented")) }),
+    )
+    .unwrap_err();
     assert!(
         err["message"].as_str().unwrap().contains("no instruction"),
         "{err}"
     );
-    let err = setup
-        .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.edit", "arguments": [{ "uri": "untitled:Untitled-1", "range": lines_range(&scenario("misindented")), "instruction": "x" }] }),
-        )
+    let err = command(&mut setup, "patchwise.edit", json!({ "uri": "untitled:Untitled-1", "range": lines_range(&scenario("misindented")), "instruction": "x" }))
         .unwrap_err();
     assert!(
         err["message"].as_str().unwrap().contains("save it first"),
