@@ -621,8 +621,7 @@ impl Config {
         problems: &mut Vec<ConfigProblem>,
     ) {
         let mut layer = Layer {
-            source,
-            problems,
+            check: Checker { source, problems },
             sources: &mut self.sources,
         };
         let Some(root) = layer.object("", root) else {
@@ -819,19 +818,16 @@ impl Config {
     }
 }
 
-/// Validation helpers for one layer; every rejection is recorded as a problem.
-struct Layer<'a> {
-    source: &'a ValueSource,
-    problems: &'a mut Vec<ConfigProblem>,
-    sources: &'a mut BTreeMap<String, ValueSource>,
+/// Checks values of one configuration source and records every rejection as a
+/// [`ConfigProblem`] naming the source, the key and what is allowed. Shared by every module that
+/// owns a table of the file (`[research]`, …), so all problems read alike.
+pub struct Checker<'a> {
+    pub source: &'a ValueSource,
+    pub problems: &'a mut Vec<ConfigProblem>,
 }
 
-impl Layer<'_> {
-    fn set(&mut self, key: &str) {
-        self.sources.insert(key.to_owned(), self.source.clone());
-    }
-
-    fn error(&mut self, key: &str, message: String) {
+impl Checker<'_> {
+    pub fn error(&mut self, key: &str, message: String) {
         self.problems.push(ConfigProblem {
             severity: Severity::Error,
             source: self.source.clone(),
@@ -840,13 +836,75 @@ impl Layer<'_> {
         });
     }
 
-    fn unknown(&mut self, key: &str, allowed: &[&str]) {
+    pub fn unknown(&mut self, key: &str, allowed: &[&str]) {
         self.problems.push(ConfigProblem {
             severity: Severity::Warning,
             source: self.source.clone(),
             key: key.to_owned(),
             message: format!("unknown key, ignored; allowed here: {}", allowed.join(", ")),
         });
+    }
+
+    pub fn object<'v>(&mut self, key: &str, value: &'v Value) -> Option<&'v Map<String, Value>> {
+        match value {
+            Value::Object(map) => Some(map),
+            other => {
+                self.error(key, format!("expected a table, found {}", describe(other)));
+                None
+            }
+        }
+    }
+
+    pub fn string<'v>(&mut self, key: &str, value: &'v Value) -> Option<&'v str> {
+        match value {
+            Value::String(s) => Some(s),
+            other => {
+                self.error(key, format!("expected a string, found {}", describe(other)));
+                None
+            }
+        }
+    }
+
+    pub fn integer(&mut self, key: &str, value: &Value, min: u64, max: u64) -> Option<u64> {
+        match value.as_u64() {
+            Some(n) if (min..=max).contains(&n) => Some(n),
+            _ => {
+                self.error(
+                    key,
+                    format!(
+                        "expected an integer from {min} to {max}, found {}",
+                        describe(value)
+                    ),
+                );
+                None
+            }
+        }
+    }
+}
+
+/// Validation of one layer: a [`Checker`] that also records where each accepted value came from.
+struct Layer<'a> {
+    check: Checker<'a>,
+    sources: &'a mut BTreeMap<String, ValueSource>,
+}
+
+impl<'a> std::ops::Deref for Layer<'a> {
+    type Target = Checker<'a>;
+    fn deref(&self) -> &Checker<'a> {
+        &self.check
+    }
+}
+
+impl<'a> std::ops::DerefMut for Layer<'a> {
+    fn deref_mut(&mut self) -> &mut Checker<'a> {
+        &mut self.check
+    }
+}
+
+impl Layer<'_> {
+    fn set(&mut self, key: &str) {
+        self.sources
+            .insert(key.to_owned(), self.check.source.clone());
     }
 
     fn object<'v>(&mut self, key: &str, value: &'v Value) -> Option<&'v Map<String, Value>> {
@@ -861,32 +919,6 @@ impl Layer<'_> {
                 self.error(
                     key,
                     format!("expected a table for {what}, found {}", describe(other)),
-                );
-                None
-            }
-        }
-    }
-
-    fn string<'v>(&mut self, key: &str, value: &'v Value) -> Option<&'v str> {
-        match value {
-            Value::String(s) => Some(s),
-            other => {
-                self.error(key, format!("expected a string, found {}", describe(other)));
-                None
-            }
-        }
-    }
-
-    fn integer(&mut self, key: &str, value: &Value, min: u64, max: u64) -> Option<u64> {
-        match value.as_u64() {
-            Some(n) if (min..=max).contains(&n) => Some(n),
-            _ => {
-                self.error(
-                    key,
-                    format!(
-                        "expected an integer from {min} to {max}, found {}",
-                        describe(value)
-                    ),
                 );
                 None
             }
@@ -995,7 +1027,8 @@ impl Layer<'_> {
     }
 }
 
-fn describe(value: &Value) -> String {
+/// A value as a problem message names it.
+pub fn describe(value: &Value) -> String {
     match value {
         Value::Null => "null".to_owned(),
         Value::Bool(b) => format!("boolean {b}"),

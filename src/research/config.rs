@@ -31,7 +31,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::config::{Config, ConfigProblem, ModelRole, Severity, ValueSource};
+use crate::config::{Checker, Config, ConfigProblem, ModelRole, ValueSource, describe};
 
 /// Every kind of source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -214,10 +214,10 @@ impl ResearchConfig {
         let Some(section) = config.sections.get("research") else {
             return (research, problems);
         };
-        let mut check = Check {
+        let mut check = Check(Checker {
             source: &source,
             problems: &mut problems,
-        };
+        });
         let Some(table) = check.object("research", section) else {
             return (research, problems);
         };
@@ -346,66 +346,23 @@ impl ResearchConfig {
     }
 }
 
-struct Check<'a> {
-    source: &'a ValueSource,
-    problems: &'a mut Vec<ConfigProblem>,
+/// The shared [`Checker`], plus the checks only research tables need.
+struct Check<'a>(Checker<'a>);
+
+impl<'a> std::ops::Deref for Check<'a> {
+    type Target = Checker<'a>;
+    fn deref(&self) -> &Checker<'a> {
+        &self.0
+    }
+}
+
+impl<'a> std::ops::DerefMut for Check<'a> {
+    fn deref_mut(&mut self) -> &mut Checker<'a> {
+        &mut self.0
+    }
 }
 
 impl Check<'_> {
-    fn error(&mut self, key: &str, message: String) {
-        self.problems.push(ConfigProblem {
-            severity: Severity::Error,
-            source: self.source.clone(),
-            key: key.to_owned(),
-            message,
-        });
-    }
-
-    fn unknown(&mut self, key: &str, allowed: &[&str]) {
-        self.problems.push(ConfigProblem {
-            severity: Severity::Warning,
-            source: self.source.clone(),
-            key: key.to_owned(),
-            message: format!("unknown key, ignored; allowed here: {}", allowed.join(", ")),
-        });
-    }
-
-    fn object<'v>(&mut self, key: &str, value: &'v Value) -> Option<&'v Map<String, Value>> {
-        match value {
-            Value::Object(map) => Some(map),
-            other => {
-                self.error(key, format!("expected a table, found {}", describe(other)));
-                None
-            }
-        }
-    }
-
-    fn string<'v>(&mut self, key: &str, value: &'v Value) -> Option<&'v str> {
-        match value {
-            Value::String(s) => Some(s),
-            other => {
-                self.error(key, format!("expected a string, found {}", describe(other)));
-                None
-            }
-        }
-    }
-
-    fn integer(&mut self, key: &str, value: &Value, min: u64, max: u64) -> Option<u64> {
-        match value.as_u64() {
-            Some(n) if (min..=max).contains(&n) => Some(n),
-            _ => {
-                self.error(
-                    key,
-                    format!(
-                        "expected an integer from {min} to {max}, found {}",
-                        describe(value)
-                    ),
-                );
-                None
-            }
-        }
-    }
-
     fn url(&mut self, key: &str, value: &Value) -> Option<String> {
         let text = self.string(key, value)?.trim();
         let ok = (text.starts_with("http://") || text.starts_with("https://"))
@@ -518,18 +475,6 @@ impl Check<'_> {
                 _ => self.unknown(&fpath, &ALLOWED),
             }
         }
-    }
-}
-
-fn describe(value: &Value) -> String {
-    match value {
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => format!("boolean {b}"),
-        Value::Number(n) => format!("number {n}"),
-        Value::String(s) if s.chars().count() > 40 => "a long string".to_owned(),
-        Value::String(s) => format!("string {s:?}"),
-        Value::Array(_) => "an array".to_owned(),
-        Value::Object(_) => "a table".to_owned(),
     }
 }
 
