@@ -382,9 +382,6 @@ pub fn workspace_edit(
             .collect();
         if shape.document_changes {
             if file.create {
-                if !shape.document_changes {
-                    return Err("the client cannot create files through workspace edits".into());
-                }
                 document_edits.push(DocumentChangeOperation::Op(ResourceOp::Create(
                     CreateFile {
                         uri: uri.clone(),

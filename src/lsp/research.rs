@@ -2,7 +2,7 @@
 //! cancellable; `patchwise.research.list`; `patchwise.research.open {id}`. The Markdown report
 //! is opened with `window/showDocument` when the client supports it.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
@@ -151,7 +151,7 @@ impl Backend {
         Ok(json!({ "id": record.id, "query": record.query, "report": report }))
     }
 
-    async fn show_report(&self, report: &PathBuf, supported: bool) {
+    async fn show_report(&self, report: &Path, supported: bool) {
         if !supported {
             return;
         }
