@@ -1,19 +1,19 @@
 //! `workspace/executeCommand`: running an edit, and accepting, rejecting, showing and
 //! cancelling what it produces.
 //!
-//! A run takes a snapshot of the open buffers under the state lock, then works without it; its
-//! cancellation token is registered under the run's progress token, so `patchwise.cancel`,
-//! `window/workDoneProgress/cancel` and `$/cancelRequest` (which drops this handler's future)
-//! all stop it. The proposal that comes back is re-based onto the document as it is *now*
-//! before it is shown, so edits the user made during the run are never overwritten.
+//! Convert in, call the session layer (`workflow::session`), convert out: a run takes a
+//! snapshot of the open buffers under the state lock, then works without it; the session
+//! registers its cancellation token under the run id (the progress token), so
+//! `patchwise.cancel`, `window/workDoneProgress/cancel` and `$/cancelRequest` (which drops this
+//! handler's future, and with it the run handle) all stop it. The proposal that comes back is
+//! re-based onto the document as it is *now* before it is shown, so edits the user made during
+//! the run are never overwritten.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::request::ApplyWorkspaceEdit;
 use tower_lsp_server::ls_types::*;
@@ -21,12 +21,11 @@ use tower_lsp_server::ls_types::*;
 use super::from_proto;
 use super::progress::Reporter;
 use super::proposals::{self, EditShape};
-use super::server::{Backend, request_failed};
+use super::server::{Backend, State, request_failed};
 use crate::document::Document;
 use crate::tools::{OpenBuffer, Snapshot};
-use crate::workflow::{self, EditContext, EditRequest, Models, Proposal, ProposalFile, ProposalId};
-
-static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
+use crate::workflow::session::{Command, RunKind, edit};
+use crate::workflow::{self, Proposal, ProposalId};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -49,7 +48,7 @@ pub struct IdArgs {
 
 #[derive(Debug, Default, Deserialize)]
 pub struct CancelArgs {
-    /// The run's progress token; none cancels every run.
+    /// The run's id (its progress token); none cancels every run.
     pub id: Option<Value>,
 }
 
@@ -58,116 +57,99 @@ fn invalid_params(message: impl Into<String>) -> Error {
 }
 
 /// The first argument of a command, parsed.
-fn argument<T: for<'de> Deserialize<'de>>(command: &str, arguments: &[Value]) -> Result<T> {
+fn argument<T: for<'de> Deserialize<'de>>(command: Command, arguments: &[Value]) -> Result<T> {
     let value = arguments.first().cloned().unwrap_or(Value::Null);
     serde_json::from_value(value).map_err(|err| {
         invalid_params(format!(
-            "{command}: expected one argument object ({err}); see the README for the command's arguments"
+            "{}: expected one argument object ({err}); see the README for the command's arguments",
+            command.name()
         ))
     })
 }
 
-/// Cancels and forgets a run when its handler ends, however it ends.
-pub(super) struct RunGuard<'a> {
-    backend: &'a Backend,
-    run_id: String,
-    cancel: CancellationToken,
-}
-
-impl<'a> RunGuard<'a> {
-    pub(super) fn new(backend: &'a Backend, run_id: String, cancel: CancellationToken) -> Self {
-        Self {
-            backend,
-            run_id,
-            cancel,
-        }
+/// The first argument, or its default when the command was sent without arguments.
+fn optional_argument<T: Default + for<'de> Deserialize<'de>>(
+    command: Command,
+    arguments: &[Value],
+) -> Result<T> {
+    if arguments.is_empty() {
+        Ok(T::default())
+    } else {
+        argument(command, arguments)
     }
 }
 
-impl Drop for RunGuard<'_> {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-        self.backend.state().runs.remove(&self.run_id);
+/// A run id as clients send it (a string, or a number they made of one).
+pub(super) fn run_id(value: Value) -> String {
+    match value {
+        Value::String(s) => s,
+        other => other.to_string(),
     }
 }
 
 impl Backend {
     pub(super) async fn execute(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
         let args = &params.arguments;
-        let command = params.command.as_str();
+        let command = Command::from_name(&params.command)
+            .filter(|c| c.available())
+            .ok_or_else(|| {
+                invalid_params(format!(
+                    "unknown command {:?}; patchwise executes {}",
+                    params.command,
+                    Command::available_names().join(", ")
+                ))
+            })?;
         match command {
-            "patchwise.edit" | "patchwise.editSelection" => {
+            Command::Edit | Command::EditSelection => {
                 let args: EditArgs = argument(command, args)?;
                 self.command_edit(args).await.map(Some)
             }
-            "patchwise.proposal.accept" => {
+            Command::ProposalAccept => {
                 let args: IdArgs = argument(command, args)?;
                 self.accept(args.id).await.map(Some)
             }
-            "patchwise.proposal.reject" => {
+            Command::ProposalReject => {
                 let args: IdArgs = argument(command, args)?;
                 self.reject(args.id).await.map(|()| Some(Value::Null))
             }
-            "patchwise.proposal.diff" => {
+            Command::ProposalDiff => {
                 let args: IdArgs = argument(command, args)?;
                 self.diff(args).await.map(|d| Some(Value::String(d)))
             }
-            "patchwise.research" => {
+            Command::Research => {
                 let args = argument(command, args)?;
                 self.research(args).await.map(Some)
             }
-            "patchwise.research.list" => {
-                let args = if args.is_empty() {
-                    Default::default()
-                } else {
-                    argument(command, args)?
-                };
+            Command::ResearchList => {
+                let args = optional_argument(command, args)?;
                 self.research_list(args).await.map(Some)
             }
-            "patchwise.research.open" => {
+            Command::ResearchOpen => {
                 let args = argument(command, args)?;
                 self.research_open(args).await.map(Some)
             }
-            "patchwise.cancel" => {
-                let args: CancelArgs = if args.is_empty() {
-                    CancelArgs::default()
-                } else {
-                    argument(command, args)?
-                };
-                Ok(Some(json!({ "cancelled": self.cancel_runs(args.id) })))
+            Command::Cancel => {
+                let args: CancelArgs = optional_argument(command, args)?;
+                let id = args.id.map(run_id);
+                Ok(Some(
+                    json!({ "cancelled": self.runs.cancel(id.as_deref()) }),
+                ))
             }
-            other => Err(invalid_params(format!(
-                "unknown command {other:?}; patchwise executes {}",
-                proposals::COMMANDS.join(", ")
-            ))),
+            Command::Develop => Err(invalid_params(
+                "patchwise.develop is not available in this build",
+            )),
         }
-    }
-
-    /// Cancels the run with this progress token, or every run. Returns how many were running.
-    pub(super) fn cancel_runs(&self, id: Option<Value>) -> usize {
-        let state = self.state();
-        let wanted = id.map(|v| match v {
-            Value::String(s) => s,
-            other => other.to_string(),
-        });
-        let mut count = 0;
-        for (run, token) in &state.runs {
-            if wanted.as_deref().is_none_or(|w| w == run) {
-                token.cancel();
-                count += 1;
-            }
-        }
-        count
     }
 
     async fn command_edit(&self, args: EditArgs) -> Result<Value> {
-        let Some(instruction) = args.instruction.clone().filter(|i| !i.trim().is_empty()) else {
-            return Err(invalid_params(
-                "no instruction: the client supplies it (VS Code and the Neovim plugin ask for it); \
-                 call patchwise.edit with {uri, range, instruction}",
-            ));
-        };
         let Some(path) = from_proto::file_path(&args.uri) else {
+            if args
+                .instruction
+                .as_deref()
+                .is_none_or(|i| i.trim().is_empty())
+            {
+                return Err(invalid_params(edit::EditRefused::NoInstruction.to_string()));
+            }
             return Err(request_failed(format!(
                 "{} is not a file on disk; save it first, then ask again",
                 args.uri.as_str()
@@ -183,14 +165,8 @@ impl Backend {
                 .map_err(|e| request_failed(e.to_string()))?;
             Some(Document::new(&text, 0, ""))
         };
-        let run_id = format!(
-            "patchwise-edit-{}",
-            NEXT_RUN.fetch_add(1, Ordering::Relaxed)
-        );
-        let cancel = CancellationToken::new();
-        let (ctx, request, features, auto_apply) = {
-            let mut state = self.state();
-            let encoding = state.encoding;
+        let (target, workspace, features) = {
+            let state = self.state();
             let doc = match (&disk, state.documents.get(&args.uri)) {
                 (_, Some(doc)) => doc,
                 (Some(doc), None) => doc,
@@ -198,73 +174,36 @@ impl Backend {
                     return Err(request_failed("the document was closed during the request"));
                 }
             };
-            let (range, problems) = doc.byte_range(from_proto::span(args.range), encoding);
+            let (range, problems) = doc.byte_range(from_proto::span(args.range), state.encoding);
             for problem in problems {
                 tracing::warn!("edit target: {problem}");
             }
-            let snapshot: Snapshot = state
-                .documents
-                .iter()
-                .filter_map(|(uri, doc)| {
-                    let path = from_proto::file_path(uri)?;
-                    Some((
-                        path,
-                        OpenBuffer {
-                            text: doc.text(),
-                            version: doc.version,
-                        },
-                    ))
-                })
-                .collect();
-            let mut roots: Vec<PathBuf> = state
-                .workspace_roots
-                .iter()
-                .filter_map(from_proto::file_path)
-                .collect();
-            if !roots.iter().any(|r| path.starts_with(r)) {
-                // A file outside every workspace folder (or no folder at all): its directory is
-                // the sandbox, never anything above it.
-                if let Some(parent) = path.parent() {
-                    roots.push(parent.to_path_buf());
-                }
-            }
-            let config = (*state.config).clone();
-            let auto_apply = auto_apply(&config);
-            let ctx = EditContext::new(
-                config,
-                Models::Router(state.router.clone()),
-                roots,
-                snapshot,
-            );
-            state.runs.insert(run_id.clone(), cancel.clone());
-            let request = EditRequest {
+            let target = edit::EditTarget {
                 path: path.clone(),
                 range,
-                instruction: instruction.clone(),
+                instruction: args.instruction.clone(),
+                remove_instruction_comment: args.remove_instruction_comment,
             };
-            (ctx, request, state.client, auto_apply)
+            (target, self.workspace_view(&state), state.client)
         };
-        let _guard = RunGuard::new(self, run_id.clone(), cancel.clone());
-        let reporter = Reporter::begin(
-            &self.client,
-            features.work_done_progress,
-            run_id.clone(),
-            "patchwise: edit",
-        )
-        .await;
-        let report = |p: workflow::Progress| reporter.report(p.percent, &p.message);
-        let outcome = workflow::run(&ctx, request, &report, cancel.clone()).await;
-        let mut proposal = match outcome {
+        let prepared =
+            edit::prepare(target, workspace).map_err(|e| invalid_params(e.to_string()))?;
+        let auto_apply = prepared.auto_apply;
+        let mut run = self
+            .runs
+            .start_run(RunKind::Edit, &prepared.path().display().to_string());
+        let reporter = Reporter::start(&self.client, features.work_done_progress, &mut run).await;
+        let outcome = prepared.run(&run).await;
+        let proposal = match outcome {
             Ok(proposal) => proposal,
             Err(failure) => {
-                reporter.end(&failure.to_string()).await;
+                run.finish(&failure.to_string());
+                reporter.done().await;
                 return Err(request_failed(failure.to_string()));
             }
         };
-        if args.remove_instruction_comment {
-            proposal = without_instruction_comment(proposal, &path, &instruction);
-        }
-        reporter.end("proposal ready").await;
+        run.finish("proposal ready");
+        reporter.done().await;
         let id = self.add_proposal(proposal.clone());
         tracing::info!(id, model = %proposal.model, attempts = proposal.attempts, "proposal ready");
         let mut answer = json!({
@@ -284,24 +223,47 @@ impl Backend {
         Ok(answer)
     }
 
+    /// The workspace as a run sees it: roots, open buffers, configuration.
+    fn workspace_view(&self, state: &State) -> edit::Workspace {
+        let snapshot: Snapshot = state
+            .documents
+            .iter()
+            .filter_map(|(uri, doc)| {
+                let path = from_proto::file_path(uri)?;
+                Some((
+                    path,
+                    OpenBuffer {
+                        text: doc.text(),
+                        version: doc.version,
+                    },
+                ))
+            })
+            .collect();
+        edit::Workspace {
+            roots: state
+                .workspace_roots
+                .iter()
+                .filter_map(from_proto::file_path)
+                .collect(),
+            snapshot,
+            config: state.config.clone(),
+            router: state.router.clone(),
+        }
+    }
+
     /// Stores a proposal and re-bases it onto the documents as they are now (the user may have
     /// typed during the run).
     fn add_proposal(&self, proposal: Proposal) -> ProposalId {
-        let mut state = self.state();
-        let paths: Vec<PathBuf> = proposal.files.iter().map(|f| f.path.clone()).collect();
-        let id = state.proposals.add(proposal);
-        for path in paths {
-            let Some(current) = state.document_for_path(&path).map(|(_, d)| d.text()) else {
-                continue;
-            };
-            if !state.proposals.sync(&path, &current).is_empty() {
-                tracing::warn!(
-                    id,
-                    "the target changed during the run; the proposal is stale"
-                );
-            }
-        }
-        id
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let documents = &state.documents;
+        let current = |path: &Path| {
+            documents
+                .iter()
+                .find(|(uri, _)| from_proto::file_path(uri).is_some_and(|p| p == path))
+                .map(|(_, d)| d.text())
+        };
+        edit::adopt(&mut state.proposals, proposal, current).0
     }
 
     async fn accept(&self, id: ProposalId) -> Result<Value> {
@@ -474,70 +436,4 @@ impl Backend {
             }
         }
     }
-}
-
-/// Whether accepted-without-asking is on: `[edit] auto_apply` (or `autoApply` from a client).
-fn auto_apply(config: &crate::config::Config) -> bool {
-    let Some(Value::Object(edit)) = config.sections.get("edit") else {
-        return false;
-    };
-    edit.get("auto_apply")
-        .or_else(|| edit.get("autoApply"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
-}
-
-/// Drops the instruction comment line from the proposal's new text of `path`, when it is there
-/// exactly once (the "Apply instruction" action promises the comment goes away).
-fn without_instruction_comment(proposal: Proposal, path: &Path, instruction: &str) -> Proposal {
-    let mut files = Vec::new();
-    let mut changed = false;
-    for file in &proposal.files {
-        if file.path != path {
-            files.push(file.clone());
-            continue;
-        }
-        let lines: Vec<&str> = file.new_text.split_inclusive('\n').collect();
-        let hits: Vec<usize> = lines
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| proposals::instruction_comment(l).as_deref() == Some(instruction))
-            .map(|(i, _)| i)
-            .collect();
-        if let [only] = hits[..] {
-            let line = lines[only];
-            let code = proposals::strip_instruction_comment(line);
-            let mut text = String::with_capacity(file.new_text.len());
-            for (i, l) in lines.iter().enumerate() {
-                if i == only {
-                    text.push_str(&code);
-                } else {
-                    text.push_str(l);
-                }
-            }
-            files.push(ProposalFile::new(
-                file.path.clone(),
-                file.display_path.clone(),
-                file.base_version,
-                file.created,
-                file.original.clone(),
-                text,
-            ));
-            changed = true;
-        } else {
-            files.push(file.clone());
-        }
-    }
-    if !changed {
-        return proposal;
-    }
-    let mut rebuilt = Proposal::new(
-        proposal.instruction.clone(),
-        files,
-        proposal.model.clone(),
-        proposal.attempts,
-        proposal.matched_by.clone(),
-    );
-    rebuilt.id = proposal.id;
-    rebuilt
 }

@@ -8,27 +8,16 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::LazyLock;
 
-use regex::Regex;
 use serde_json::{Value, json};
 use tower_lsp_server::ls_types::*;
 
 use crate::document::{Document, PositionEncoding};
+use crate::workflow::session::choices::{self, one_line};
+use crate::workflow::session::{
+    ChoiceArgument, ChoiceKind, ClientAbilities, Command as SessionCommand, ForeignDiagnostic,
+};
 use crate::workflow::{FileApply, Hunk, Proposal, ProposalId, Proposals};
-
-/// Commands the server executes (advertised in `executeCommandProvider`).
-pub const COMMANDS: &[&str] = &[
-    "patchwise.edit",
-    "patchwise.editSelection",
-    "patchwise.proposal.accept",
-    "patchwise.proposal.reject",
-    "patchwise.proposal.diff",
-    "patchwise.research",
-    "patchwise.research.list",
-    "patchwise.research.open",
-    "patchwise.cancel",
-];
 
 pub fn position(doc: &Document, offset: usize, encoding: PositionEncoding) -> Position {
     let p = doc.position(offset, encoding);
@@ -113,15 +102,6 @@ pub fn hover(
     })
 }
 
-fn one_line(text: &str) -> String {
-    let line = text.lines().next().unwrap_or_default();
-    if line.chars().count() > 80 {
-        format!("{}…", line.chars().take(79).collect::<String>())
-    } else {
-        line.to_owned()
-    }
-}
-
 fn id_argument(id: ProposalId) -> Vec<Value> {
     vec![json!({ "id": id })]
 }
@@ -137,16 +117,16 @@ pub fn code_lenses(
     for hunk in store.hunks_for_path(path) {
         let r = hunk_range(doc, &hunk, encoding);
         let at = Range::new(r.start, r.start);
-        for (title, command) in [
-            ("Accept", "patchwise.proposal.accept"),
-            ("Reject", "patchwise.proposal.reject"),
-            ("Diff", "patchwise.proposal.diff"),
+        for command in [
+            SessionCommand::ProposalAccept,
+            SessionCommand::ProposalReject,
+            SessionCommand::ProposalDiff,
         ] {
             lenses.push(CodeLens {
                 range: at,
                 command: Some(Command {
-                    title: title.to_owned(),
-                    command: command.to_owned(),
+                    title: command.title().to_owned(),
+                    command: command.name().to_owned(),
                     arguments: Some(id_argument(hunk.id)),
                 }),
                 data: None,
@@ -194,43 +174,13 @@ pub struct OpenFile<'a> {
     pub encoding: PositionEncoding,
 }
 
-/// An instruction comment: a comment whose text starts with `patchwise:`, in any of the
-/// comment syntaxes of the languages patchwise knows (`//`, `#`, `--`, `;`, `/* */`,
-/// `<!-- -->`, `%`).
-static INSTRUCTION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?://+|#+|--+|;+|/\*+|<!--|%+|\*)\s*patchwise:\s*(?P<text>.*?)\s*(?:\*/|-->)?\s*$")
-        .expect("valid regex")
-});
-
-/// The instruction written on `line`, if it carries one.
-pub fn instruction_comment(line: &str) -> Option<String> {
-    let caps = INSTRUCTION.captures(line.trim_end_matches(['\n', '\r']))?;
-    let text = caps.name("text")?.as_str().trim();
-    (!text.is_empty()).then(|| text.to_owned())
-}
-
-/// `line` without its instruction comment: empty when the comment was the whole line, else the
-/// code before it (keeping the line ending).
-pub fn strip_instruction_comment(line: &str) -> String {
-    let ending = &line[line.trim_end_matches(['\n', '\r']).len()..];
-    let Some(found) = INSTRUCTION.find(line.trim_end_matches(['\n', '\r'])) else {
-        return line.to_owned();
-    };
-    let code = line[..found.start()].trim_end();
-    if code.is_empty() {
-        String::new()
-    } else {
-        format!("{code}{ending}")
-    }
-}
-
-/// Code actions for `range`: edit the selection, fix each diagnostic, apply an instruction
-/// comment, accept or reject a proposal there. None of them calls a model: each is a command.
+/// The code actions for `request_range`: the session's choices, rendered.
 pub fn code_actions(
     store: &Proposals,
     at: &OpenFile<'_>,
     request_range: Range,
     diagnostics: &[Diagnostic],
+    abilities: ClientAbilities,
 ) -> Vec<CodeActionOrCommand> {
     let OpenFile {
         path,
@@ -238,109 +188,69 @@ pub fn code_actions(
         doc,
         encoding,
     } = *at;
-    let (byte_range, _) = doc.byte_range(super::from_proto::span(request_range), encoding);
-    let mut actions = Vec::new();
-    let target = |range: Range, instruction: Option<String>| {
-        let mut arg = json!({ "uri": uri.as_str(), "range": range });
-        if let Some(instruction) = instruction {
-            arg["instruction"] = Value::String(instruction);
-        }
-        vec![arg]
-    };
-    for proposal in store.at(path, byte_range.clone()) {
-        for (title, command, kind) in [
-            (
-                "Accept",
-                "patchwise.proposal.accept",
-                CodeActionKind::QUICKFIX,
-            ),
-            (
-                "Reject",
-                "patchwise.proposal.reject",
-                CodeActionKind::QUICKFIX,
-            ),
-            (
-                "Show diff of",
-                "patchwise.proposal.diff",
-                CodeActionKind::EMPTY,
-            ),
-        ] {
-            actions.push(action(
-                format!(
-                    "{title} proposal {}: {}",
-                    proposal.id,
-                    one_line(&proposal.instruction)
-                ),
-                kind,
-                command,
-                id_argument(proposal.id),
-            ));
-        }
-    }
-    // Instruction comment on the line of the request's start.
-    let line = request_range.start.line as usize;
-    if line < doc.rope.len_lines() {
-        let text = doc.rope.line(line).to_string();
-        if let Some(instruction) = instruction_comment(&text) {
-            let start = doc.rope.line_to_byte(line);
-            let end = start + text.trim_end_matches(['\n', '\r']).len();
-            let range = self::range(doc, &(start..end), encoding);
-            let mut args = target(range, Some(instruction.clone()));
-            args[0]["removeInstructionComment"] = Value::Bool(true);
-            actions.push(action(
-                format!("Apply instruction: {}", one_line(&instruction)),
-                CodeActionKind::REFACTOR_REWRITE,
-                "patchwise.edit",
-                args,
-            ));
-        }
-    }
-    for diagnostic in diagnostics {
-        if diagnostic.source.as_deref() == Some("patchwise") {
-            continue;
-        }
-        let from = diagnostic
-            .source
-            .as_deref()
-            .map(|s| format!(" reported by {s}"))
-            .unwrap_or_default();
-        let instruction = format!("Fix this problem{from}: {}", diagnostic.message.trim());
-        let mut a = action(
-            format!("Fix with model: {}", one_line(&diagnostic.message)),
-            CodeActionKind::QUICKFIX,
-            "patchwise.edit",
-            target(diagnostic.range, Some(instruction)),
-        );
-        if let CodeActionOrCommand::CodeAction(a) = &mut a {
-            a.diagnostics = Some(vec![diagnostic.clone()]);
-        }
-        actions.push(a);
-    }
-    actions.push(action(
-        "Edit selection…".to_owned(),
-        CodeActionKind::REFACTOR_REWRITE,
-        "patchwise.editSelection",
-        target(request_range, None),
-    ));
-    actions
-}
-
-fn action(
-    title: String,
-    kind: CodeActionKind,
-    command: &str,
-    arguments: Vec<Value>,
-) -> CodeActionOrCommand {
-    CodeActionOrCommand::CodeAction(CodeAction {
-        title: title.clone(),
-        kind: Some(kind),
-        command: Some(Command {
-            title,
-            command: command.to_owned(),
-            arguments: Some(arguments),
-        }),
-        ..CodeAction::default()
-    })
+    let bytes = |r: Range| doc.byte_range(super::from_proto::span(r), encoding).0;
+    let foreign: Vec<ForeignDiagnostic> = diagnostics
+        .iter()
+        .map(|d| ForeignDiagnostic {
+            range: bytes(d.range),
+            source: d.source.clone(),
+            message: d.message.clone(),
+        })
+        .collect();
+    let choices =
+        choices::code_actions(store, path, doc, bytes(request_range), &foreign, abilities);
+    choices
+        .into_iter()
+        .map(|choice| {
+            let argument = match &choice.argument {
+                ChoiceArgument::Proposal { id, hunk } => {
+                    let mut arg = json!({ "id": id });
+                    if let Some(hunk) = hunk {
+                        arg["hunk"] = json!(hunk);
+                    }
+                    arg
+                }
+                ChoiceArgument::Target {
+                    range: target,
+                    instruction,
+                    remove_instruction_comment,
+                } => {
+                    // "Edit selection…" keeps the client's own range, as it was sent.
+                    let shown = if choice.command == SessionCommand::EditSelection {
+                        request_range
+                    } else if let Some(i) = choice.fixes {
+                        diagnostics[i].range
+                    } else {
+                        range(doc, target, encoding)
+                    };
+                    let mut arg = json!({ "uri": uri.as_str(), "range": shown });
+                    if let Some(instruction) = instruction {
+                        arg["instruction"] = Value::String(instruction.clone());
+                    }
+                    if *remove_instruction_comment {
+                        arg["removeInstructionComment"] = Value::Bool(true);
+                    }
+                    arg
+                }
+            };
+            let kind = match choice.kind {
+                ChoiceKind::QuickFix => CodeActionKind::QUICKFIX,
+                ChoiceKind::RefactorRewrite => CodeActionKind::REFACTOR_REWRITE,
+                ChoiceKind::Other => CodeActionKind::EMPTY,
+            };
+            CodeActionOrCommand::CodeAction(CodeAction {
+                title: choice.title.clone(),
+                kind: Some(kind),
+                diagnostics: choice.fixes.map(|i| vec![diagnostics[i].clone()]),
+                command: Some(Command {
+                    title: choice.title,
+                    command: choice.command.name().to_owned(),
+                    arguments: Some(vec![argument]),
+                }),
+                ..CodeAction::default()
+            })
+        })
+        .collect()
 }
 
 /// How the client wants edits: capabilities that shape the `WorkspaceEdit`.
@@ -445,37 +355,5 @@ pub fn workspace_edit(
             document_changes: None,
             change_annotations: None,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn instruction_comments_in_many_syntaxes() {
-        let cases = [
-            ("// patchwise: add a doc comment", Some("add a doc comment")),
-            ("    # patchwise: use a set here  ", Some("use a set here")),
-            (
-                "let x = 1; // patchwise: rename x to count",
-                Some("rename x to count"),
-            ),
-            ("-- patchwise: index this column", Some("index this column")),
-            ("/* patchwise: inline this */", Some("inline this")),
-            ("<!-- patchwise: add alt text -->", Some("add alt text")),
-            ("; patchwise: simplify", Some("simplify")),
-            ("// patchwise:", None),
-            ("let patchwise = 3; // not an instruction", None),
-            ("println!(\"patchwise: hello\")", None),
-        ];
-        for (line, expected) in cases {
-            assert_eq!(instruction_comment(line).as_deref(), expected, "{line}");
-        }
-        assert_eq!(strip_instruction_comment("    // patchwise: go\r\n"), "");
-        assert_eq!(
-            strip_instruction_comment("let x = 1; // patchwise: rename\n"),
-            "let x = 1;\n"
-        );
     }
 }

@@ -3,20 +3,17 @@
 //! is opened with `window/showDocument` when the client supports it.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::{ShowDocumentParams, Uri};
 
 use super::from_proto;
 use super::progress::Reporter;
 use super::server::{Backend, request_failed};
-use crate::research::{self, Phase, RunOptions};
-
-static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
+use crate::research::{self, RunOptions};
+use crate::workflow::session::{self, RunKind};
 
 #[derive(Debug, Deserialize)]
 pub struct ResearchArgs {
@@ -38,18 +35,6 @@ pub struct OpenArgs {
     pub id: String,
 }
 
-/// Percent at the start of each phase, so the bar moves through the run evenly.
-fn phase_base(phase: Phase) -> u32 {
-    match phase {
-        Phase::Sources => 0,
-        Phase::Dedupe => 40,
-        Phase::Credibility => 45,
-        Phase::Synthesis => 50,
-        Phase::Corroboration => 90,
-        Phase::Saved => 98,
-    }
-}
-
 impl Backend {
     pub(super) async fn research(&self, args: ResearchArgs) -> Result<Value> {
         if args.query.trim().is_empty() {
@@ -57,50 +42,31 @@ impl Backend {
                 "patchwise.research needs {\"query\": \"<question>\"}",
             ));
         }
-        let run_id = format!(
-            "patchwise-research-{}",
-            NEXT_RUN.fetch_add(1, Ordering::Relaxed)
-        );
-        let cancel = CancellationToken::new();
         let (config, workspace, features) = {
-            let mut state = self.state();
-            state.runs.insert(run_id.clone(), cancel.clone());
+            let state = self.state();
             let workspace = state.workspace_roots.iter().find_map(from_proto::file_path);
             ((*state.config).clone(), workspace, state.client)
         };
-        let _guard = super::commands::RunGuard::new(self, run_id.clone(), cancel.clone());
-        let reporter = Reporter::begin(
-            &self.client,
-            features.work_done_progress,
-            run_id,
-            "patchwise: research",
-        )
-        .await;
+        let mut handle = self.runs.start_run(RunKind::Research, &args.query);
+        let reporter =
+            Reporter::start(&self.client, features.work_done_progress, &mut handle).await;
         let options = RunOptions {
             sources: args.sources,
             depth: args.depth,
             workspace,
             ..RunOptions::default()
         };
-        let progress = |phase: Phase, percent: u8, message: &str| {
-            let base = phase_base(phase);
-            let next = Phase::ALL
-                .iter()
-                .skip_while(|p| **p != phase)
-                .nth(1)
-                .map_or(100, |p| phase_base(*p));
-            let overall = base + (next - base) * u32::from(percent.min(100)) / 100;
-            reporter.report(overall, &format!("{}: {message}", phase.name()));
-        };
-        let outcome = research::run(&config, &args.query, options, progress, cancel).await;
+        let outcome = session::research::run(&config, &args.query, options, &handle).await;
         let run = match outcome {
             Ok(run) => run,
             Err(err) => {
-                reporter.end(&err.to_string()).await;
+                handle.finish(&err.to_string());
+                reporter.done().await;
                 return Err(request_failed(format!("research failed: {err}")));
             }
         };
-        reporter.end("report ready").await;
+        handle.finish("report ready");
+        reporter.done().await;
         self.show_report(&run.report, features.show_document).await;
         Ok(json!({
             "id": run.record.id,

@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::Deserialize;
-use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService};
@@ -24,6 +23,7 @@ use crate::config::{Config, ConfigProblem};
 use crate::document::{Document, PositionEncoding};
 use crate::model::ModelRouter;
 use crate::workflow::Proposals;
+use crate::workflow::session::{ClientAbilities, Command, Runs};
 use crate::workspace;
 
 /// LSP 3.17 `RequestFailed`: the request was valid but could not be carried out.
@@ -47,8 +47,6 @@ pub(super) struct State {
     pending_problems: Vec<ConfigProblem>,
     /// Pending proposals, following document changes.
     pub(super) proposals: Proposals,
-    /// Running edits by progress token, for cancellation.
-    pub(super) runs: HashMap<String, CancellationToken>,
 }
 
 impl State {
@@ -73,7 +71,6 @@ impl Default for State {
             client_settings: serde_json::Value::Null,
             pending_problems: Vec::new(),
             proposals: Proposals::default(),
-            runs: HashMap::new(),
         }
     }
 }
@@ -114,6 +111,8 @@ impl ClientFeatures {
 
 pub struct Backend {
     pub(super) client: Client,
+    /// Runs in flight (edit, research), for progress and cancellation.
+    pub(super) runs: Arc<Runs>,
     state: Mutex<State>,
     shut_down: Arc<AtomicBool>,
 }
@@ -121,6 +120,7 @@ pub struct Backend {
 pub fn build(shut_down: Arc<AtomicBool>) -> (LspService<Backend>, tower_lsp_server::ClientSocket) {
     let mut builder = LspService::build(|client| Backend {
         client,
+        runs: Runs::new(),
         state: Mutex::new(State::default()),
         shut_down,
     })
@@ -246,10 +246,10 @@ impl Backend {
 
     async fn progress_cancel(&self, params: WorkDoneProgressCancelParams) {
         let token = match params.token {
-            NumberOrString::String(s) => serde_json::Value::String(s),
-            NumberOrString::Number(n) => serde_json::Value::String(n.to_string()),
+            NumberOrString::String(s) => s,
+            NumberOrString::Number(n) => n.to_string(),
         };
-        let cancelled = self.cancel_runs(Some(token));
+        let cancelled = self.runs.cancel(Some(&token));
         tracing::info!(cancelled, "progress cancelled by the user");
     }
 
@@ -327,9 +327,9 @@ impl LanguageServer for Backend {
                     },
                 )),
                 execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: proposals::COMMANDS
-                        .iter()
-                        .map(|c| (*c).to_owned())
+                    commands: Command::available_names()
+                        .into_iter()
+                        .map(str::to_owned)
                         .collect(),
                     work_done_progress_options: WorkDoneProgressOptions::default(),
                 }),
@@ -459,6 +459,7 @@ impl LanguageServer for Backend {
             &at,
             params.range,
             &params.context.diagnostics,
+            ClientAbilities::default(),
         )))
     }
 

@@ -7,6 +7,7 @@
 
 pub mod edit;
 pub mod proposal;
+pub mod session;
 
 pub use edit::{EditContext, EditFailure, EditOptions, EditRequest, Models, Progress, run};
 pub use proposal::{ApplyError, FileApply, Hunk, Proposal, ProposalFile, ProposalId, Proposals};

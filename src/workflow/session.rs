@@ -1,0 +1,149 @@
+//! The session layer: what every editor-facing edge (LSP today, MCP and others next) shares,
+//! without a protocol type in sight — the command names, starting and cancelling runs, their
+//! progress events, the choices a code action offers, and the edit/research requests the edges
+//! turn their arguments into. An edge converts its protocol's request into these plain structs,
+//! calls in, and converts the answer back (texlab, ruff_server); it keeps no bookkeeping of its
+//! own, so a new edge or a new kind of run is an adapter, not a copy.
+//!
+//! # Commands
+//! [`Command`] is the one list of command names (`patchwise.edit`, …) with their titles; edges
+//! advertise [`Command::available`] and parse names with [`Command::from_name`].
+//!
+//! # Runs
+//! Long work (an edit, a research run, a develop run) is a *run*:
+//!
+//! ```text
+//! let mut run = runs.start_run(RunKind::Edit, "norm1");   // id "patchwise-edit-3", cancel token
+//! let events = run.take_events();                          // the edge forwards these ($/progress)
+//! let report = |p: Progress| run.report(p.percent, &p.message);
+//! let outcome = workflow::run(&ctx, request, &report, run.cancel_token()).await;
+//! run.finish("proposal ready");                            // last event; then the handle drops
+//! ```
+//!
+//! [`Runs::start_run`] registers the run's cancellation token under its id; [`Runs::cancel`]
+//! cancels one run by id (or all), which is what `patchwise.cancel` and a progress-cancel from
+//! the client call. Dropping the [`RunHandle`] — the run ended, or the edge dropped the future
+//! (`$/cancelRequest`) — cancels the token and forgets the run, so nothing keeps running
+//! unobserved. The events ([`RunEvent`]) arrive in the order they were reported; the stream
+//! ends with [`RunEvent::Finished`], or closes without it when the handle is dropped early.
+//!
+//! To add a run kind (develop): add a [`RunKind`] variant (its `name` becomes the id prefix,
+//! its `title` the progress title) and a [`Command`] variant; in the edge, parse the command's
+//! arguments into the workflow's request, `start_run`, pass `run.cancel_token()` and a
+//! progress closure over `run.report` to the workflow, and `finish` with the message the user
+//! should see. Edit ([`edit`]) and research ([`research`]) are the two worked examples.
+//!
+//! # Code-action choices
+//! [`choices::code_actions`] decides which actions a range offers (accept/reject/diff of the
+//! proposals there, "Apply instruction" for an instruction comment, "Fix with model" per
+//! diagnostic, "Edit selection…") as [`Choice`]s in byte offsets; the edge renders them.
+
+pub mod choices;
+pub mod edit;
+pub mod research;
+mod runs;
+
+pub use choices::{Choice, ChoiceArgument, ChoiceKind, ClientAbilities, ForeignDiagnostic};
+pub use runs::{RunEvent, RunHandle, RunKind, Runs};
+
+/// Every command the server executes, with the name clients send and a title for menus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Command {
+    /// `{uri, range, instruction, removeInstructionComment?}`: edit a range.
+    Edit,
+    /// `{uri, range}`: "Edit selection…"; the client asks for the instruction.
+    EditSelection,
+    /// `{request, uri?}`: plan, execute and check a change across the workspace.
+    Develop,
+    ProposalAccept,
+    ProposalReject,
+    ProposalDiff,
+    Research,
+    ResearchList,
+    ResearchOpen,
+    /// `{id?}`: cancel one run by id, or every run.
+    Cancel,
+}
+
+impl Command {
+    pub const ALL: [Command; 10] = [
+        Command::Edit,
+        Command::EditSelection,
+        Command::Develop,
+        Command::ProposalAccept,
+        Command::ProposalReject,
+        Command::ProposalDiff,
+        Command::Research,
+        Command::ResearchList,
+        Command::ResearchOpen,
+        Command::Cancel,
+    ];
+
+    /// The name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Edit => "patchwise.edit",
+            Command::EditSelection => "patchwise.editSelection",
+            Command::Develop => "patchwise.develop",
+            Command::ProposalAccept => "patchwise.proposal.accept",
+            Command::ProposalReject => "patchwise.proposal.reject",
+            Command::ProposalDiff => "patchwise.proposal.diff",
+            Command::Research => "patchwise.research",
+            Command::ResearchList => "patchwise.research.list",
+            Command::ResearchOpen => "patchwise.research.open",
+            Command::Cancel => "patchwise.cancel",
+        }
+    }
+
+    /// A title for menus and code lenses.
+    pub fn title(self) -> &'static str {
+        match self {
+            Command::Edit => "Edit",
+            Command::EditSelection => "Edit selection…",
+            Command::Develop => "Develop…",
+            Command::ProposalAccept => "Accept",
+            Command::ProposalReject => "Reject",
+            Command::ProposalDiff => "Diff",
+            Command::Research => "Research…",
+            Command::ResearchList => "Research library",
+            Command::ResearchOpen => "Open research report",
+            Command::Cancel => "Cancel running work",
+        }
+    }
+
+    /// Whether this build executes the command (advertised to clients). Develop is named here
+    /// so the edges share its name, and turns on when its workflow lands.
+    pub fn available(self) -> bool {
+        !matches!(self, Command::Develop)
+    }
+
+    pub fn from_name(name: &str) -> Option<Command> {
+        Command::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// The names of the available commands, for error messages and capabilities.
+    pub fn available_names() -> Vec<&'static str> {
+        Command::ALL
+            .into_iter()
+            .filter(|c| c.available())
+            .map(Command::name)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_names_round_trip_and_are_unique() {
+        for command in Command::ALL {
+            assert_eq!(Command::from_name(command.name()), Some(command));
+        }
+        let mut names: Vec<_> = Command::ALL.iter().map(|c| c.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Command::ALL.len());
+        assert_eq!(Command::from_name("patchwise.nope"), None);
+    }
+}

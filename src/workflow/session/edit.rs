@@ -1,0 +1,294 @@
+//! An edit run as the edges ask for it: a target (file, byte range, instruction) and the
+//! editor's view of the workspace in, a proposal out.
+//!
+//! The rules that used to live in the LSP handler live here, once: an instruction is required;
+//! a file outside every workspace root is sandboxed to its own directory, never anything above
+//! it; `[edit] auto_apply` is read from the configuration; and the "Apply instruction" action's
+//! promise — the instruction comment goes away with the change — is kept by rewriting the
+//! proposal.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::choices::{instruction_comment, strip_instruction_comment};
+use super::runs::RunHandle;
+use crate::config::Config;
+use crate::model::ModelRouter;
+use crate::tools::Snapshot;
+use crate::workflow::{
+    self, EditContext, EditFailure, EditRequest, Models, Proposal, ProposalFile, ProposalId,
+    Proposals,
+};
+
+/// What the user asked to edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditTarget {
+    /// Absolute path of the file.
+    pub path: PathBuf,
+    /// Byte range in the file's current text.
+    pub range: Range<usize>,
+    /// The instruction; `None` or blank when the client supplied none.
+    pub instruction: Option<String>,
+    /// Set by "Apply instruction": the proposal also drops the instruction comment line.
+    pub remove_instruction_comment: bool,
+}
+
+/// The editor's side of the workspace when the run starts.
+pub struct Workspace {
+    /// Workspace roots (absolute).
+    pub roots: Vec<PathBuf>,
+    /// The open buffers.
+    pub snapshot: Snapshot,
+    pub config: Arc<Config>,
+    pub router: Arc<ModelRouter>,
+}
+
+/// An edit ready to run.
+pub struct PreparedEdit {
+    ctx: EditContext,
+    request: EditRequest,
+    remove_instruction_comment: bool,
+    /// `[edit] auto_apply`: the caller applies the proposal without asking.
+    pub auto_apply: bool,
+}
+
+/// Why an edit could not start; the text is the message for the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditRefused {
+    #[error(
+        "no instruction: the client supplies it (VS Code and the Neovim plugin ask for it; other \
+         editors write an instruction comment `patchwise: <instruction>` and use the \"Apply \
+         instruction\" code action); call patchwise.edit with {{uri, range, instruction}}"
+    )]
+    NoInstruction,
+}
+
+/// Checks the target and builds the run's context.
+pub fn prepare(target: EditTarget, workspace: Workspace) -> Result<PreparedEdit, EditRefused> {
+    let instruction = target
+        .instruction
+        .filter(|i| !i.trim().is_empty())
+        .ok_or(EditRefused::NoInstruction)?;
+    let roots = sandbox_roots(workspace.roots, &target.path);
+    let config = (*workspace.config).clone();
+    let auto_apply = auto_apply(&config);
+    let ctx = EditContext::new(
+        config,
+        Models::Router(workspace.router),
+        roots,
+        workspace.snapshot,
+    );
+    Ok(PreparedEdit {
+        ctx,
+        request: EditRequest {
+            path: target.path,
+            range: target.range,
+            instruction,
+        },
+        remove_instruction_comment: target.remove_instruction_comment,
+        auto_apply,
+    })
+}
+
+impl PreparedEdit {
+    pub fn path(&self) -> &Path {
+        &self.request.path
+    }
+
+    /// Runs the edit, reporting progress on `run` and stopping when it is cancelled.
+    pub async fn run(self, run: &RunHandle) -> Result<Proposal, EditFailure> {
+        let report = |p: workflow::Progress| run.report(p.percent, &p.message);
+        let path = self.request.path.clone();
+        let instruction = self.request.instruction.clone();
+        let proposal = workflow::run(&self.ctx, self.request, &report, run.cancel_token()).await?;
+        Ok(if self.remove_instruction_comment {
+            without_instruction_comment(proposal, &path, &instruction)
+        } else {
+            proposal
+        })
+    }
+}
+
+/// The roots a run may touch: the workspace roots, plus the file's own directory when the
+/// file is outside every root (or there is none) — never anything above it.
+pub fn sandbox_roots(mut roots: Vec<PathBuf>, path: &Path) -> Vec<PathBuf> {
+    if !roots.iter().any(|r| path.starts_with(r)) {
+        if let Some(parent) = path.parent() {
+            roots.push(parent.to_path_buf());
+        }
+    }
+    roots
+}
+
+/// Whether accepted-without-asking is on: `[edit] auto_apply` (or `autoApply` from a client).
+pub fn auto_apply(config: &Config) -> bool {
+    let Some(Value::Object(edit)) = config.sections.get("edit") else {
+        return false;
+    };
+    edit.get("auto_apply")
+        .or_else(|| edit.get("autoApply"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// Stores a finished proposal and re-bases it onto the texts as they are now (the user may have
+/// typed during the run); `current` gives a file's current text when the editor has it open.
+/// Returns the id and whether the proposal went stale doing so.
+pub fn adopt(
+    proposals: &mut Proposals,
+    proposal: Proposal,
+    current: impl Fn(&Path) -> Option<String>,
+) -> (ProposalId, bool) {
+    let paths: Vec<PathBuf> = proposal.files.iter().map(|f| f.path.clone()).collect();
+    let id = proposals.add(proposal);
+    let mut stale = false;
+    for path in paths {
+        if let Some(text) = current(&path) {
+            stale |= !proposals.sync(&path, &text).is_empty();
+        }
+    }
+    if stale {
+        tracing::warn!(
+            id,
+            "the target changed during the run; the proposal is stale"
+        );
+    }
+    (id, stale)
+}
+
+/// Drops the instruction comment line from the proposal's new text of `path`, when it is there
+/// exactly once (the "Apply instruction" action promises the comment goes away).
+pub fn without_instruction_comment(proposal: Proposal, path: &Path, instruction: &str) -> Proposal {
+    let mut files = Vec::new();
+    let mut changed = false;
+    for file in &proposal.files {
+        if file.path != path {
+            files.push(file.clone());
+            continue;
+        }
+        let lines: Vec<&str> = file.new_text.split_inclusive('\n').collect();
+        let hits: Vec<usize> = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| instruction_comment(l).as_deref() == Some(instruction))
+            .map(|(i, _)| i)
+            .collect();
+        let [only] = hits[..] else {
+            files.push(file.clone());
+            continue;
+        };
+        let text: String = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                if i == only {
+                    strip_instruction_comment(l)
+                } else {
+                    (*l).to_owned()
+                }
+            })
+            .collect();
+        files.push(ProposalFile::new(
+            file.path.clone(),
+            file.display_path.clone(),
+            file.base_version,
+            file.created,
+            file.original.clone(),
+            text,
+        ));
+        changed = true;
+    }
+    if !changed {
+        return proposal;
+    }
+    let mut rebuilt = Proposal::new(
+        proposal.instruction.clone(),
+        files,
+        proposal.model.clone(),
+        proposal.attempts,
+        proposal.matched_by.clone(),
+    );
+    rebuilt.id = proposal.id;
+    rebuilt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_outside_the_roots_is_sandboxed_to_its_directory() {
+        let roots = vec![PathBuf::from("/w")];
+        assert_eq!(
+            sandbox_roots(roots.clone(), Path::new("/w/src/a.rs")),
+            roots
+        );
+        assert_eq!(
+            sandbox_roots(roots, Path::new("/tmp/x/b.rs")),
+            [PathBuf::from("/w"), PathBuf::from("/tmp/x")]
+        );
+        assert_eq!(
+            sandbox_roots(Vec::new(), Path::new("/tmp/x/b.rs")),
+            [PathBuf::from("/tmp/x")]
+        );
+    }
+
+    #[test]
+    fn the_instruction_comment_goes_away_only_when_it_is_there_once() {
+        let original = "// patchwise: add one\nfn a() {}\n";
+        let file = |new: &str| {
+            ProposalFile::new(
+                PathBuf::from("/w/a.rs"),
+                "a.rs".into(),
+                Some(1),
+                false,
+                original.into(),
+                new.into(),
+            )
+        };
+        let proposal = Proposal::new(
+            "add one",
+            vec![file("// patchwise: add one\nfn a() { 1 }\n")],
+            "m",
+            1,
+            "exact",
+        );
+        let id = proposal.id;
+        let out = without_instruction_comment(proposal, Path::new("/w/a.rs"), "add one");
+        assert_eq!(out.files[0].new_text, "fn a() { 1 }\n");
+        assert_eq!(out.id, id);
+        let twice = Proposal::new(
+            "add one",
+            vec![file("// patchwise: add one\n// patchwise: add one\n")],
+            "m",
+            1,
+            "exact",
+        );
+        let kept = without_instruction_comment(twice.clone(), Path::new("/w/a.rs"), "add one");
+        assert_eq!(kept, twice);
+    }
+
+    #[test]
+    fn blank_instructions_are_refused() {
+        let target = EditTarget {
+            path: PathBuf::from("/w/a.rs"),
+            range: 0..0,
+            instruction: Some("  ".into()),
+            remove_instruction_comment: false,
+        };
+        let config = Arc::new(Config::default());
+        let workspace = Workspace {
+            roots: Vec::new(),
+            snapshot: Snapshot::new(),
+            router: Arc::new(ModelRouter::new((*config).clone())),
+            config,
+        };
+        assert!(matches!(
+            prepare(target, workspace),
+            Err(EditRefused::NoInstruction)
+        ));
+    }
+}

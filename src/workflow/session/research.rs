@@ -1,0 +1,59 @@
+//! A research run as the edges ask for it: the research pipeline's phases folded into one
+//! overall percentage, so the progress bar moves through the run evenly whatever the edge.
+
+use crate::config::Config;
+use crate::research::{self, Phase, ResearchError, ResearchRun, RunOptions};
+
+use super::runs::RunHandle;
+
+/// Percent at the start of each phase.
+fn phase_base(phase: Phase) -> u32 {
+    match phase {
+        Phase::Sources => 0,
+        Phase::Dedupe => 40,
+        Phase::Credibility => 45,
+        Phase::Synthesis => 50,
+        Phase::Corroboration => 90,
+        Phase::Saved => 98,
+    }
+}
+
+/// The overall percentage of `percent` of the way through `phase`.
+pub fn overall_percent(phase: Phase, percent: u8) -> u32 {
+    let base = phase_base(phase);
+    let next = Phase::ALL
+        .iter()
+        .skip_while(|p| **p != phase)
+        .nth(1)
+        .map_or(100, |p| phase_base(*p));
+    base + (next - base) * u32::from(percent.min(100)) / 100
+}
+
+/// Runs `query`, reporting progress on `run` and stopping when it is cancelled.
+pub async fn run(
+    config: &Config,
+    query: &str,
+    options: RunOptions,
+    run: &RunHandle,
+) -> Result<ResearchRun, ResearchError> {
+    let progress = |phase: Phase, percent: u8, message: &str| {
+        run.report(
+            overall_percent(phase, percent),
+            &format!("{}: {message}", phase.name()),
+        );
+    };
+    research::run(config, query, options, progress, run.cancel_token()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_fill_the_bar_in_order() {
+        assert_eq!(overall_percent(Phase::Sources, 0), 0);
+        assert_eq!(overall_percent(Phase::Sources, 50), 20);
+        assert_eq!(overall_percent(Phase::Synthesis, 100), 90);
+        assert_eq!(overall_percent(Phase::Saved, 200), 100);
+    }
+}

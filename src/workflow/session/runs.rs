@@ -1,0 +1,236 @@
+//! Runs in flight: ids, cancellation tokens and progress events (see the `session` module doc).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// What kind of long work a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunKind {
+    Edit,
+    Research,
+    Develop,
+}
+
+impl RunKind {
+    /// Short name, also the middle of the run id (`patchwise-edit-3`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RunKind::Edit => "edit",
+            RunKind::Research => "research",
+            RunKind::Develop => "develop",
+        }
+    }
+
+    /// The title progress is shown under.
+    pub fn title(self) -> &'static str {
+        match self {
+            RunKind::Edit => "patchwise: edit",
+            RunKind::Research => "patchwise: research",
+            RunKind::Develop => "patchwise: develop",
+        }
+    }
+}
+
+/// What a run reports, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEvent {
+    /// A phase message and an overall percentage (0..=100).
+    Progress { percent: u32, message: String },
+    /// The run ended; `message` says how (shown as the end of the progress).
+    Finished { message: String },
+}
+
+#[derive(Debug)]
+struct Entry {
+    kind: RunKind,
+    target: String,
+    cancel: CancellationToken,
+}
+
+/// The runs in flight, by id. Shared by an edge (one per server); its lock is held only for a
+/// map operation, never across an `.await`.
+#[derive(Debug, Default)]
+pub struct Runs {
+    next: AtomicU64,
+    running: Mutex<HashMap<String, Entry>>,
+}
+
+/// One run in flight; dropping it cancels the run and forgets it.
+#[derive(Debug)]
+pub struct RunHandle {
+    id: String,
+    kind: RunKind,
+    cancel: CancellationToken,
+    events: Option<mpsc::UnboundedReceiver<RunEvent>>,
+    tx: mpsc::UnboundedSender<RunEvent>,
+    runs: Arc<Runs>,
+}
+
+impl Runs {
+    pub fn new() -> Arc<Runs> {
+        Arc::new(Runs::default())
+    }
+
+    /// Starts a run of `kind` on `target` (a label for logs: a path, a query): a fresh id and
+    /// cancellation token, registered until the handle is dropped.
+    pub fn start_run(self: &Arc<Self>, kind: RunKind, target: &str) -> RunHandle {
+        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("patchwise-{}-{n}", kind.name());
+        let cancel = CancellationToken::new();
+        self.lock().insert(
+            id.clone(),
+            Entry {
+                kind,
+                target: target.to_owned(),
+                cancel: cancel.clone(),
+            },
+        );
+        tracing::info!(run = %id, target, "run started");
+        let (tx, rx) = mpsc::unbounded_channel();
+        RunHandle {
+            id,
+            kind,
+            cancel,
+            events: Some(rx),
+            tx,
+            runs: self.clone(),
+        }
+    }
+
+    /// Cancels the run with this id, or every run when `id` is `None`. Returns how many runs
+    /// were cancelled.
+    pub fn cancel(&self, id: Option<&str>) -> usize {
+        let running = self.lock();
+        let mut count = 0;
+        for (run, entry) in running.iter() {
+            if id.is_none_or(|wanted| wanted == run) {
+                entry.cancel.cancel();
+                count += 1;
+            }
+        }
+        count
+    }
+
+    /// The runs in flight as `(id, kind, target)`, oldest id first.
+    pub fn running(&self) -> Vec<(String, RunKind, String)> {
+        let mut out: Vec<_> = self
+            .lock()
+            .iter()
+            .map(|(id, e)| (id.clone(), e.kind, e.target.clone()))
+            .collect();
+        let number = |id: &str| {
+            id.rsplit('-')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        out.sort_by_key(|(id, _, _)| number(id));
+        out
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl RunHandle {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn kind(&self) -> RunKind {
+        self.kind
+    }
+
+    /// The token the workflow watches.
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// The run's events, for the edge to forward; `None` after the first call.
+    pub fn take_events(&mut self) -> Option<mpsc::UnboundedReceiver<RunEvent>> {
+        self.events.take()
+    }
+
+    /// Reports progress (callable from any thread, never blocks).
+    pub fn report(&self, percent: u32, message: &str) {
+        let _ = self.tx.send(RunEvent::Progress {
+            percent: percent.min(100),
+            message: message.to_owned(),
+        });
+    }
+
+    /// Ends the run with the message the user sees.
+    pub fn finish(self, message: &str) {
+        let _ = self.tx.send(RunEvent::Finished {
+            message: message.to_owned(),
+        });
+    }
+}
+
+impl Drop for RunHandle {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        self.runs.lock().remove(&self.id);
+        tracing::debug!(run = %self.id, "run ended");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_registered_until_its_handle_drops_and_dropping_cancels_it() {
+        let runs = Runs::new();
+        let first = runs.start_run(RunKind::Edit, "a.rs");
+        let second = runs.start_run(RunKind::Research, "why");
+        assert_eq!(first.id(), "patchwise-edit-1");
+        assert_eq!(second.id(), "patchwise-research-2");
+        assert_eq!(runs.running().len(), 2);
+        let token = first.cancel_token();
+        drop(first);
+        assert!(token.is_cancelled());
+        assert_eq!(runs.running().len(), 1);
+        assert_eq!(runs.cancel(Some("patchwise-edit-1")), 0);
+        assert_eq!(runs.cancel(Some("patchwise-research-2")), 1);
+        assert!(second.cancel_token().is_cancelled());
+        assert_eq!(runs.cancel(None), 1);
+    }
+
+    #[test]
+    fn events_arrive_in_order_and_end_with_finished() {
+        let runs = Runs::new();
+        let mut run = runs.start_run(RunKind::Edit, "a.rs");
+        let mut events = run.take_events().unwrap();
+        assert!(run.take_events().is_none());
+        run.report(10, "asking");
+        run.report(250, "checking");
+        run.finish("done");
+        let mut seen = Vec::new();
+        while let Ok(e) = events.try_recv() {
+            seen.push(e);
+        }
+        assert_eq!(
+            seen,
+            [
+                RunEvent::Progress {
+                    percent: 10,
+                    message: "asking".into()
+                },
+                RunEvent::Progress {
+                    percent: 100,
+                    message: "checking".into()
+                },
+                RunEvent::Finished {
+                    message: "done".into()
+                },
+            ]
+        );
+        assert!(runs.running().is_empty());
+    }
+}
