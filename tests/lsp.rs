@@ -189,6 +189,14 @@ fn stale_versions_are_ignored_and_positions_clamped() {
         json!([{ "range": { "start": { "line": 0, "character": 2 }, "end": { "line": 0, "character": 2 } }, "text": "x" }]),
     );
     assert_eq!(view(&mut server, URI), Ok(json!("ax😀b")));
+    // The log reaches stderr through a pipe the harness reads in a thread: give it time.
+    let logged = |s: &str| {
+        s.contains("older than the document's version") && s.contains("past the line end")
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !logged(&server.stderr()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let stderr_so_far = server.stderr();
     assert!(
         stderr_so_far.contains("older than the document's version"),
