@@ -49,6 +49,11 @@ fn main() -> ExitCode {
         eprintln!("patchwise: cannot set up logging: {err:#}");
         return ExitCode::from(2);
     }
+    // A write killed midway (kill -9, power loss) is rolled back before anything else runs.
+    for line in patchwise::tools::transaction::recover_interrupted() {
+        tracing::warn!("{line}");
+        eprintln!("patchwise: {line}");
+    }
     match cli.command.unwrap_or(Command::Serve) {
         Command::Context(args) => patchwise::cli::context::run(&args),
         Command::Doctor(args) => patchwise::cli::doctor::run(&args),

@@ -7,11 +7,13 @@
 //! edits go to the run's [`WorkingCopy`] (open buffers as the editor has them, other files from
 //! disk), and the read-before-edit [`Ledger`] refuses edits to files never read or changed since.
 //! Tools never write to the disk or the editor, never follow a path out of the workspace, and
-//! answer every failure with a message that tells the model what to do next.
+//! answer every failure with a message that tells the model what to do next. Writing to disk is
+//! the shells' job once the user said so, through [`transaction`] (atomic multi-file writes).
 
 pub mod fs;
 mod ops;
 pub mod sandbox;
+pub mod transaction;
 pub mod working_copy;
 
 use std::path::PathBuf;
@@ -49,6 +51,11 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("apply_edit", "edit_file"),
     ("create_file", "write_file"),
     ("insert", "insert_lines"),
+    ("regex_replace", "replace_pattern"),
+    ("replace_regex", "replace_pattern"),
+    ("insert_after", "insert_text"),
+    ("append_to_file", "append"),
+    ("prepend_to_file", "prepend"),
 ];
 
 /// Argument names models use for the registry's parameters (per parameter, any tool).
@@ -68,10 +75,13 @@ const ARGUMENT_ALIASES: &[(&str, &str)] = &[
     ("end_line", "end"),
     ("query", "pattern"),
     ("name", "symbol"),
+    ("regex", "pattern"),
+    ("replace_all", "all"),
+    ("content", "text"),
 ];
 
 /// The registry's tool names, in the order they are offered.
-pub const TOOL_NAMES: [&str; 8] = [
+pub const TOOL_NAMES: [&str; 12] = [
     "read_file",
     "list_files",
     "search",
@@ -80,6 +90,10 @@ pub const TOOL_NAMES: [&str; 8] = [
     "replace_lines",
     "replace_symbol",
     "write_file",
+    "replace_pattern",
+    "insert_text",
+    "prepend",
+    "append",
 ];
 
 /// Tools that only read (they may run in parallel).
@@ -217,6 +231,59 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
                     "content": {"type": "string"}
                 },
                 "required": ["path", "content"]
+            }),
+        ),
+        "replace_pattern" => (
+            "Replace what a regular expression matches in a file you have read (Rust regex \
+             syntax; ^ and $ match at line starts and ends). $1 or ${name} in replacement insert \
+             a group. Refused when it matches more than once, unless all=true.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "pattern": {"type": "string", "description": "The regular expression"},
+                    "replacement": {"type": "string", "description": "The text that replaces each match"},
+                    "all": {"type": "boolean", "description": "Replace every match (default false)"}
+                },
+                "required": ["path", "pattern", "replacement"]
+            }),
+        ),
+        "insert_text" => (
+            "Insert text after (or, with before=true, before) an anchor in a file you have read. \
+             The anchor is text copied from the file (whole lines, without the line-number \
+             prefix) that occurs exactly once; an anchor found in several places is refused \
+             with their line numbers.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "anchor": {"type": "string", "description": "Text of the file that occurs once"},
+                    "text": {"type": "string", "description": "The text to insert"},
+                    "before": {"type": "boolean", "description": "Insert before the anchor instead of after (default false)"}
+                },
+                "required": ["path", "anchor", "text"]
+            }),
+        ),
+        "prepend" => (
+            "Insert text as the first lines of a file you have read.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "text": {"type": "string"}
+                },
+                "required": ["path", "text"]
+            }),
+        ),
+        "append" => (
+            "Add text as the last lines of a file you have read.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "text": {"type": "string"}
+                },
+                "required": ["path", "text"]
             }),
         ),
         _ => return None,
