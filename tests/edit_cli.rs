@@ -262,3 +262,135 @@ fn keeps_permissions_and_follows_symlinks() {
     assert_eq!(mode, 0o751);
     assert!(s.target().contains("let x = 2;"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// `--op`: every engine operation from the command line
+
+impl Setup {
+    /// `patchwise edit target.rs ARGS…` (no OLD/NEW files).
+    fn op(&self, args: &[&str]) -> Output {
+        bin()
+            .current_dir(self.dir.path())
+            .arg("edit")
+            .arg("target.rs")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+const TWO: &str = "let x = 1;\nlet y = 1;\n";
+
+#[test]
+fn replace_pattern_refuses_several_matches_unless_all() {
+    let s = Setup::new(TWO, "", "");
+    let args = [
+        "--op",
+        "replace-pattern",
+        "--pattern",
+        r"let (\w) = 1",
+        "--replacement",
+        "let $1 = 2",
+    ];
+    let o = s.op(&args);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(stdout(&o).contains("lines 1, 2"), "{}", stdout(&o));
+    assert_eq!(s.target(), TWO);
+    let o = s.op(&[&args[..], &["--all", "--json"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["matched_by"], "pattern");
+    assert_eq!(s.target(), "let x = 2;\nlet y = 2;\n");
+    let o = s.op(&[
+        "--op",
+        "replace-pattern",
+        "--pattern",
+        "(",
+        "--replacement",
+        "x",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("not a valid regular expression"));
+}
+
+#[test]
+fn insert_text_needs_a_unique_anchor() {
+    let s = Setup::new(FILE, "", "");
+    let o = s.op(&[
+        "--op",
+        "insert-text",
+        "--anchor",
+        "    let x = 1;",
+        "--text",
+        "    let y = x;",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert_eq!(s.target(), FILE.replace("= 1;\n", "= 1;\n    let y = x;\n"));
+    let o = s.op(&[
+        "--op",
+        "insert-text",
+        "--anchor",
+        "    let",
+        "--text",
+        "    // note",
+        "--before",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(stdout(&o).contains("lines 2, 3"), "{}", stdout(&o));
+}
+
+#[test]
+fn prepend_append_and_line_operations() {
+    let s = Setup::new(FILE, "", "");
+    let ok = |o: Output| assert_eq!(o.status.code(), Some(0), "{o:?}");
+    ok(s.op(&["--op", "prepend", "--text", "// top"]));
+    ok(s.op(&["--op", "append", "--text", "// end"]));
+    ok(s.op(&[
+        "--op",
+        "replace-lines",
+        "--start",
+        "3",
+        "--text",
+        "    let x = 3;",
+    ]));
+    ok(s.op(&[
+        "--op",
+        "insert-lines",
+        "--line",
+        "3",
+        "--before",
+        "--text",
+        "    // x",
+    ]));
+    assert_eq!(
+        s.target(),
+        "// top\nfn main() {\n    // x\n    let x = 3;\n    println!(\"{x}\");\n}\n// end\n"
+    );
+    fs::write(s.path("more.txt"), "// from a file\n").unwrap();
+    ok(s.op(&["--op", "append", "--text-file", "more.txt", "--dry-run"]));
+    assert!(!s.target().contains("from a file"));
+}
+
+#[test]
+fn flags_of_another_operation_are_usage_errors() {
+    let s = Setup::new(FILE, "", "");
+    for args in [
+        &["--op", "append", "--pattern", "x", "--text", "y"][..],
+        &["--op", "prepend"][..],
+        &["--op", "replace-pattern", "--pattern", "x"][..],
+        &["--op", "insert-lines", "--text", "x"][..],
+        &["--old-file", "old.txt"][..],
+    ] {
+        let o = s.op(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--"), "{err}");
+    }
+    let o = s.op(&["--op", "append", "--pattern", "x", "--text", "y"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "--pattern does not apply to --op append; it belongs to --op replace-pattern"
+        )
+    );
+    assert_eq!(s.target(), FILE);
+}
