@@ -324,7 +324,12 @@ fn replace_pattern(
         ));
     }
     if lines.len() > 1 && !all {
-        return Err(refusal::ambiguous(file, &lines, "pattern"));
+        return Err(reword(
+            refusal::ambiguous(file, &lines, "pattern"),
+            "the pattern",
+            "Make the pattern match exactly one place (include more of the line), or set all to \
+             replace every match",
+        ));
     }
     if replacements.is_empty() {
         return Err(refusal::no_change(lines[0]));
@@ -356,7 +361,14 @@ fn insert_at_anchor(
     } else {
         format!("{text}\n{anchor}")
     };
-    let (_, mut occ) = find(file, anchor, &probe, ReplaceOptions::default())?;
+    let (_, mut occ) = find(file, anchor, &probe, ReplaceOptions::default()).map_err(|r| {
+        reword(
+            r,
+            "the anchor",
+            "Give a longer anchor (whole lines copied from the file, with the lines around them) \
+             that occurs exactly once",
+        )
+    })?;
     for o in &mut occ {
         let idx = if after { o.parts.len() - 1 } else { 0 };
         let Some(part) = o.parts.get_mut(idx) else {
@@ -397,4 +409,30 @@ fn insert_at_anchor(
         }
     }
     realize(file, occ)
+}
+
+/// A refusal of the replace cascade, reworded for what the operation calls OLD (`the anchor`,
+/// `the pattern`), with that operation's way out of an ambiguity.
+fn reword(refusal: Refusal, subject: &str, way_out: &str) -> Refusal {
+    let Refusal { kind, message } = refusal;
+    let mut message = message
+        .replacen("OLD matches", &format!("{subject} matches"), 1)
+        .replacen("NEW is not in the file either. ", "", 1)
+        .replacen("OLD was not found", &format!("{subject} was not found"), 1)
+        .replacen(
+            "(OLD line",
+            &format!("({} line", subject.trim_start_matches("the ")),
+            1,
+        )
+        .replace("Copy OLD exactly", &format!("Copy {subject} exactly"));
+    if matches!(kind, RefusalKind::Ambiguous { .. })
+        && let Some(i) = message.rfind("\nAdd surrounding lines to OLD")
+    {
+        message.truncate(i + 1);
+        message.push_str(way_out);
+    }
+    if subject == "the pattern" {
+        message = message.replacen(" (pattern match)", "", 1);
+    }
+    Refusal::new(kind, message)
 }

@@ -498,7 +498,8 @@ pub(super) fn write(
         }
         other => other?,
     };
-    let old_hint = string(args, "old_string");
+    // What the model believes is in the file: shown back when the file changed since.
+    let old_hint = string(args, "old_string").or_else(|| string(args, "anchor"));
     session
         .ledger
         .check(&r.abs, &current, old_hint.as_deref())
@@ -521,6 +522,20 @@ pub(super) fn write(
                 applied.text.clone(),
                 applied.matched_by().to_string(),
                 summary_lines(&lines, applied.replacements()),
+            )
+        }
+        "replace_pattern" | "insert_text" | "prepend" | "append" => {
+            let op = engine_operation(name, args)?;
+            let applied = edit::apply(&current, &op).map_err(|x| refused(&r, x))?;
+            let lines: Vec<usize> = applied
+                .located
+                .iter()
+                .flat_map(|l| l.lines.iter().copied())
+                .collect();
+            (
+                applied.text.clone(),
+                applied.matched_by().to_string(),
+                summary_lines(&lines, applied.replacements().max(1)),
             )
         }
         "insert_lines" | "replace_lines" => {
@@ -597,6 +612,42 @@ pub(super) fn write(
     let mut out = format!("edited {} {where_} (matched by {matched_by}).\n", r.rel);
     out.push_str(&changed_region(&current, &new_text));
     Ok((out, r.abs, matched_by))
+}
+
+/// The engine operation of `replace_pattern`, `insert_text`, `prepend` or `append`.
+fn engine_operation(name: &str, args: &Args) -> Result<Operation, ToolError> {
+    let text = || required_string(args, name, "text");
+    Ok(match name {
+        "replace_pattern" => Operation::ReplacePattern {
+            pattern: required_string(args, name, "pattern")?,
+            replacement: required_string(args, name, "replacement")?,
+            all: flag(args, "all"),
+        },
+        "insert_text" => {
+            let anchor = required_string(args, name, "anchor")?;
+            if anchor.trim().is_empty() {
+                return Err(ToolError::InvalidArguments {
+                    tool: name.to_owned(),
+                    message: "the anchor is empty; give a line of the file (copied exactly, \
+                              without the line-number prefix) that occurs once"
+                        .to_owned(),
+                });
+            }
+            if flag(args, "before") {
+                Operation::InsertBefore {
+                    anchor,
+                    text: text()?,
+                }
+            } else {
+                Operation::InsertAfter {
+                    anchor,
+                    text: text()?,
+                }
+            }
+        }
+        "prepend" => Operation::Prepend { text: text()? },
+        _ => Operation::Append { text: text()? },
+    })
 }
 
 fn write_file(

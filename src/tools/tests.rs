@@ -157,6 +157,13 @@ fn specs_are_the_contract() {
     assert_eq!(required("replace_lines"), ["path", "start", "end", "text"]);
     assert_eq!(required("replace_symbol"), ["path", "symbol", "text"]);
     assert_eq!(required("write_file"), ["path", "content"]);
+    assert_eq!(
+        required("replace_pattern"),
+        ["path", "pattern", "replacement"]
+    );
+    assert_eq!(required("insert_text"), ["path", "anchor", "text"]);
+    assert_eq!(required("prepend"), ["path", "text"]);
+    assert_eq!(required("append"), ["path", "text"]);
     for s in &specs {
         assert!(
             s.name
@@ -186,6 +193,13 @@ fn specs_are_the_contract() {
         ["new_string", "old_string", "path", "replace_all"]
     );
     assert_eq!(props("insert_lines"), ["before", "line", "path", "text"]);
+    assert_eq!(
+        props("replace_pattern"),
+        ["all", "path", "pattern", "replacement"]
+    );
+    assert_eq!(props("insert_text"), ["anchor", "before", "path", "text"]);
+    assert_eq!(props("prepend"), ["path", "text"]);
+    assert_eq!(props("append"), ["path", "text"]);
 }
 
 #[test]
