@@ -17,6 +17,7 @@ mod locate;
 mod normalize;
 pub mod ops;
 mod refusal;
+pub mod streamed;
 pub mod text;
 
 use std::fmt;

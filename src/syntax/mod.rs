@@ -9,7 +9,8 @@
 //! Map: [`tree`] (parse + incremental re-parse from [`TextEdit`](crate::document::change::TextEdit)s),
 //! [`symbols`] (lookup, `replace_symbol`), [`regions`] (what a model is shown), [`checks`]
 //! (errors an edit introduced), [`size`] (`[LARGE]` / `[MASSIVE]` tags), [`lines`] (1-based
-//! `cat -n` numbering), [`language`] (grammar by languageId or extension). Token counts come
+//! `cat -n` numbering), [`language`] (grammar by languageId or extension), [`validate`] (whole
+//! content checked as JSON, TOML, YAML or code before a write session applies it). Token counts come
 //! from [`crate::tokens`].
 
 pub mod checks;
@@ -19,6 +20,7 @@ pub mod regions;
 pub mod size;
 pub mod symbols;
 pub mod tree;
+pub mod validate;
 
 pub use checks::{ParseProblem, introduced_problems, introduced_problems_for_edit, parse_problems};
 pub use language::Language;

@@ -1,0 +1,396 @@
+//! Long content a model streams as plain text (a write session, `docs/editing.md`): the pure
+//! pieces — the session's end marker, cutting an answer at it, removing a fence that wraps the
+//! whole content, joining a continuation to what was received without repeating the lines the
+//! model wrote twice, and the signs that content stopped before its end.
+//!
+//! Small models cannot reliably put a 400-line file inside one JSON string; plain text ended by
+//! a marker unique to the session survives being cut at the output-token limit, because what
+//! came so far is kept and the model is asked to go on. Pure: no I/O, never panics.
+
+/// The line that ends the content of session `id`. Unique to the session, so neither `DONE`
+/// nor the word inside the content ends it.
+pub fn end_marker(id: &str) -> String {
+    format!("__END_WRITE_{id}__")
+}
+
+/// An answer split at the end marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut<'a> {
+    /// The text before the marker line (everything, when there is none).
+    pub body: &'a str,
+    /// Whether the marker was found on a line of its own.
+    pub ended: bool,
+}
+
+/// Finds `marker` alone on a line (surrounding spaces allowed) and returns what comes before it.
+/// Text after the marker is not content.
+pub fn cut_at_marker<'a>(answer: &'a str, marker: &str) -> Cut<'a> {
+    let mut start = 0;
+    for line in answer.split_inclusive('\n') {
+        if line.trim() == marker {
+            return Cut {
+                body: &answer[..start],
+                ended: true,
+            };
+        }
+        start += line.len();
+    }
+    Cut {
+        body: answer,
+        ended: false,
+    }
+}
+
+/// A fence line: its character, its length and whether it has an info string (```` ```rust ````).
+fn fence(line: &str) -> Option<(char, usize, bool)> {
+    let t = line.trim();
+    let ch = t.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = t.chars().take_while(|c| *c == ch).count();
+    if len < 3 {
+        return None;
+    }
+    let info = t[len..].trim();
+    if ch == '`' && info.contains('`') {
+        return None;
+    }
+    Some((ch, len, !info.is_empty()))
+}
+
+/// Removes a code fence that wraps the whole content (blank lines around it allowed); content
+/// with text outside the fence, or whose fences pair up otherwise, is returned as it is.
+pub fn strip_wrapping_fence(content: &str) -> &str {
+    let lines: Vec<&str> = content.split_inclusive('\n').collect();
+    let Some(first) = lines.iter().position(|l| !l.trim().is_empty()) else {
+        return content;
+    };
+    let Some(last) = lines.iter().rposition(|l| !l.trim().is_empty()) else {
+        return content;
+    };
+    if last <= first {
+        return content;
+    }
+    let Some((ch, len, _)) = fence(lines[first]) else {
+        return content;
+    };
+    match fence(lines[last]) {
+        Some((c, l, false)) if c == ch && l >= len => {}
+        _ => return content,
+    }
+    // Fences inside must pair up, or the outer ones are two separate blocks.
+    let mut open = false;
+    for l in &lines[first + 1..last] {
+        if let Some((c, n, info)) = fence(l)
+            && c == ch
+            && n >= len
+        {
+            if !open {
+                open = true;
+            } else if !info {
+                open = false;
+            }
+        }
+    }
+    if open {
+        return content;
+    }
+    let start: usize = lines[..=first].iter().map(|l| l.len()).sum();
+    let end: usize = lines[..last].iter().map(|l| l.len()).sum();
+    &content[start..end]
+}
+
+/// The line of a fence left open at the end of `text` (1-based), if any.
+pub fn unclosed_fence(text: &str) -> Option<usize> {
+    let mut open: Option<(char, usize, usize)> = None;
+    for (i, l) in text.lines().enumerate() {
+        let Some((c, n, info)) = fence(l) else {
+            continue;
+        };
+        match open {
+            None => open = Some((c, n, i + 1)),
+            Some((oc, on, _)) if c == oc && n >= on && !info => open = None,
+            Some(_) => {}
+        }
+    }
+    open.map(|(_, _, line)| line)
+}
+
+/// Whether a line carries meaning on its own: not blank, not only brackets and punctuation, not
+/// a bare block closer (`end`, `fi`, `</div>`). Two equal meaningful lines side by side are
+/// rare in real content, so an overlap containing one is the model repeating itself.
+fn meaningful(line: &str) -> bool {
+    let t = line.trim();
+    let word = t.trim_end_matches([';', ',', ')']);
+    let closer = matches!(word, "fi" | "done" | "esac" | "end")
+        || word.starts_with("end") && word.chars().all(|c| c.is_ascii_alphabetic())
+        || (t.starts_with("</") && t.ends_with('>') && !t[2..].contains('<'));
+    t.chars().filter(|c| c.is_alphanumeric()).count() >= 2 && !closer
+}
+
+/// The complete lines of a part: a last line without its line break was cut mid-way and is
+/// dropped (the continuation writes it again whole). Returns the kept text and the dropped
+/// fragment.
+pub fn complete_lines(part: &str) -> (&str, &str) {
+    match part.rfind('\n') {
+        Some(i) => (&part[..=i], &part[i + 1..]),
+        None => ("", part),
+    }
+}
+
+/// Appends a continuation to the content received so far (which ends with a line break or is
+/// empty). A model asked to continue "from the line after X" often repeats X, a few lines
+/// before it, or restarts from the top: the longest run of lines at the start of `next` that
+/// equals the end of `received` is dropped when it holds a meaningful line. Lines compare
+/// without trailing whitespace. A fence the continuation opens again, while the content opened
+/// one at its start, is dropped too.
+pub fn join(received: &str, next: &str) -> String {
+    let mut next = next;
+    if let Some(first) = next.split_inclusive('\n').next()
+        && fence(first).is_some_and(|(_, _, info)| info)
+        && starts_with_fence(received)
+        && unclosed_fence(received).is_some()
+    {
+        next = &next[first.len()..];
+    }
+    let have: Vec<&str> = received.split_inclusive('\n').collect();
+    let more: Vec<&str> = next.split_inclusive('\n').collect();
+    let same = |a: &str, b: &str| a.trim_end() == b.trim_end();
+    let mut overlap = 0;
+    for r in (1..=have.len().min(more.len())).rev() {
+        let tail = &have[have.len() - r..];
+        let head = &more[..r];
+        if tail.iter().zip(head).all(|(a, b)| same(a, b))
+            && tail.iter().any(|l| meaningful(l))
+            // The overlap must be whole lines: a last line of `next` without its break is
+            // content still being written, not a copy.
+            && (r < more.len() || more[r - 1].ends_with('\n'))
+        {
+            overlap = r;
+            break;
+        }
+    }
+    let mut out = String::with_capacity(received.len() + next.len());
+    out.push_str(received);
+    for l in &more[overlap..] {
+        out.push_str(l);
+    }
+    out
+}
+
+fn starts_with_fence(text: &str) -> bool {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .and_then(fence)
+        .is_some()
+}
+
+/// The last `n` non-empty lines of `text`, with their 1-based numbers.
+pub fn last_lines(text: &str, n: usize) -> Vec<(usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<(usize, &str)> = lines
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .take(n)
+        .map(|(i, l)| (i + 1, *l))
+        .collect();
+    out.reverse();
+    out
+}
+
+/// How the content is read for [`incomplete_signs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Markdown: a heading at the very end has nothing under it.
+    Markdown,
+    /// Code or data: quotes and line continuations count.
+    Code,
+    /// Anything else: only fences count.
+    Text,
+}
+
+/// Signs in the text alone that content stopped before its end: a fence left open, a Markdown
+/// heading with nothing under it at the end, a last line cut inside a string or after a line
+/// continuation. Each sign is a sentence for the model.
+pub fn incomplete_signs(text: &str, kind: Kind) -> Vec<String> {
+    let mut signs = Vec::new();
+    if kind != Kind::Code
+        && let Some(line) = unclosed_fence(text)
+    {
+        signs.push(format!(
+            "the code fence opened at line {line} is never closed"
+        ));
+    }
+    let Some(&(n, last)) = last_lines(text, 1).first() else {
+        return signs;
+    };
+    let t = last.trim();
+    match kind {
+        Kind::Markdown => {
+            if t.starts_with('#') && t.trim_start_matches('#').starts_with(' ') {
+                signs.push(format!(
+                    "it ends with the heading \"{t}\" (line {n}) and nothing under it"
+                ));
+            }
+        }
+        Kind::Code => {
+            if odd_quotes(t) {
+                signs.push(format!(
+                    "the last line (line {n}) ends inside a string: `{t}`"
+                ));
+            } else if t.ends_with('\\') {
+                signs.push(format!(
+                    "the last line (line {n}) ends with a line continuation `\\`"
+                ));
+            }
+        }
+        Kind::Text => {}
+    }
+    signs
+}
+
+/// Whether a line has an odd number of unescaped double quotes (a string left open).
+fn odd_quotes(line: &str) -> bool {
+    let mut count = 0;
+    let mut escaped = false;
+    for c in line.chars() {
+        match c {
+            '\\' if !escaped => {
+                escaped = true;
+                continue;
+            }
+            '"' if !escaped => count += 1,
+            _ => {}
+        }
+        escaped = false;
+    }
+    count % 2 == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn the_marker_ends_only_on_its_own_line() {
+        let m = end_marker("w1");
+        assert_eq!(m, "__END_WRITE_w1__");
+        let a = format!("DONE\ndone\nDONE.\nsay {m} here\n{m}\ntrailing prose");
+        let cut = cut_at_marker(&a, &m);
+        assert!(cut.ended);
+        assert_eq!(cut.body, format!("DONE\ndone\nDONE.\nsay {m} here\n"));
+        let cut = cut_at_marker("a\nb\nDONE\n", &m);
+        assert!(!cut.ended);
+        assert_eq!(cut.body, "a\nb\nDONE\n");
+        assert!(cut_at_marker(&format!("x\n  {m}  \r\n"), &m).ended);
+        assert!(!cut_at_marker("__END_WRITE_w2__\n", &m).ended);
+    }
+
+    #[test]
+    fn fences_go_only_when_they_wrap_everything() {
+        assert_eq!(
+            strip_wrapping_fence("```rust\nfn a() {}\n```\n"),
+            "fn a() {}\n"
+        );
+        assert_eq!(strip_wrapping_fence("\n~~~\nx\n~~~"), "x\n");
+        let md = "```markdown\n# T\n\n```sh\nrun\n```\n\nmore\n```\n";
+        assert_eq!(strip_wrapping_fence(md), "# T\n\n```sh\nrun\n```\n\nmore\n");
+        // Two blocks with prose between: not one wrapper.
+        let two = "```sh\na\n```\n\ntext\n\n```sh\nb\n```\n";
+        assert_eq!(strip_wrapping_fence(two), two);
+        let prose = "Here it is:\n```\nx\n```\n";
+        assert_eq!(strip_wrapping_fence(prose), prose);
+        assert_eq!(strip_wrapping_fence("plain\n"), "plain\n");
+        assert_eq!(strip_wrapping_fence("```\n"), "```\n");
+    }
+
+    #[test]
+    fn a_cut_line_is_dropped_and_repeated_lines_are_joined_once() {
+        assert_eq!(complete_lines("a\nb\npartial"), ("a\nb\n", "partial"));
+        assert_eq!(complete_lines("a\n"), ("a\n", ""));
+        let received = "fn a() {\n    let x = 1;\n";
+        assert_eq!(
+            join(received, "    let x = 1;\n    x\n}\n"),
+            "fn a() {\n    let x = 1;\n    x\n}\n"
+        );
+        assert_eq!(
+            join(received, "fn a() {\n    let x = 1;\n    x\n}\n"),
+            "fn a() {\n    let x = 1;\n    x\n}\n"
+        );
+        // A closing brace after a closing brace is content, not a repeat.
+        assert_eq!(join("  }\n", "  }\n}\n"), "  }\n  }\n}\n");
+        assert_eq!(join("", "a\n"), "a\n");
+        // The continuation's own opening fence, while the content's first one is open.
+        assert_eq!(
+            join("```rust\nfn a() {\n", "```rust\n}\n```\n"),
+            "```rust\nfn a() {\n}\n```\n"
+        );
+    }
+
+    #[test]
+    fn signs_of_content_that_stopped_early() {
+        assert_eq!(
+            incomplete_signs("# Title\n\ntext\n\n## Usage\n", Kind::Markdown),
+            ["it ends with the heading \"## Usage\" (line 5) and nothing under it"]
+        );
+        assert_eq!(
+            incomplete_signs("a\n```sh\nrun\n", Kind::Markdown),
+            ["the code fence opened at line 2 is never closed"]
+        );
+        assert_eq!(
+            incomplete_signs("x = \"abc\ny = \"unterminated\n", Kind::Code).len(),
+            1
+        );
+        assert!(incomplete_signs("x = \"a\\\"b\"\n", Kind::Code).is_empty());
+        assert!(incomplete_signs("# done\n\ntext\n", Kind::Markdown).is_empty());
+        assert!(incomplete_signs("", Kind::Text).is_empty());
+    }
+
+    /// Code-like lines: meaningful ones are unique (as in real files), closers and blank lines
+    /// repeat freely.
+    fn file() -> impl Strategy<Value = Vec<String>> {
+        prop::collection::vec(0u8..6, 1..60).prop_map(|kinds| {
+            kinds
+                .iter()
+                .enumerate()
+                .map(|(i, k)| match k {
+                    0 => String::new(),
+                    1 => "}".to_owned(),
+                    2 => "    end".to_owned(),
+                    3 => format!("    let v{i} = {i};"),
+                    4 => format!("fn f{i}() {{"),
+                    _ => format!("// note {i}"),
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// Joining never duplicates or drops a line, for any split point, whether the model
+        /// continues right after the last line, repeats some lines holding a meaningful one, or
+        /// starts over from the top.
+        #[test]
+        fn joining_parts_keeps_every_line_once(
+            lines in file(),
+            split in 0usize..60,
+            repeat in 0usize..5,
+            cut in "[a-z ]{0,6}",
+        ) {
+            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            let split = split.min(lines.len());
+            let (head, tail) = lines.split_at(split);
+            // What the first answer sent: whole lines, then maybe a fragment of the next one.
+            let first: String = head.iter().map(|l| format!("{l}\n")).collect::<String>()
+                + if tail.is_empty() { "" } else { &cut };
+            let (received, _) = complete_lines(&first);
+            let repeated = if repeat == 4 { head.len() } else { repeat.min(head.len()) };
+            let copy = &head[head.len() - repeated..];
+            let honest = copy.is_empty() || copy.iter().any(|l| meaningful(l));
+            prop_assume!(honest);
+            let next: String = copy.iter().chain(tail).map(|l| format!("{l}\n")).collect();
+            prop_assert_eq!(join(received, &next), text);
+        }
+    }
+}
