@@ -1,4 +1,4 @@
-//! Research benchmarks (issue 7 "Measure"):
+//! Research benchmarks (fan-out latency and library search):
 //! - `fanout`: a whole run over six providers answering after 100–600 ms (sum 2.1 s, slowest
 //!   0.6 s), served on 127.0.0.1 from the recorded fixtures, with the extractive synthesis and
 //!   with a scripted model that answers after 200 ms. Goal: ≤ 1.2 × slowest + synthesis.

@@ -1,4 +1,4 @@
-//! Issue 4 benchmarks: a full tree-sitter parse of a 20k-line Rust file (goal ≤ 100 ms), an
+//! Syntax benchmarks: a full tree-sitter parse of a 20k-line Rust file (goal ≤ 100 ms), an
 //! incremental re-parse after a one-line edit (≤ 2 ms), region extraction on that file
 //! (≤ 1 ms), against a baseline measured in the same run (indexing the file's lines, the least
 //! any consumer does). Also prints the prompt size of a function-level edit in a 3,000-line file

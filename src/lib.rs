@@ -1,6 +1,6 @@
 //! patchwise: a language server that brings model-driven coding into any editor that speaks LSP.
 //!
-//! The crate is laid out as `ARCHITECTURE.md` describes: a pure core that speaks byte offsets
+//! The crate is laid out as `docs/architecture.md` describes: a pure core that speaks byte offsets
 //! (`document`), and a protocol edge (`lsp`) that is the only place LSP types are known.
 
 pub mod cli;

@@ -1,4 +1,4 @@
-//! Architecture invariants (ARCHITECTURE.md), checked by reading the source tree.
+//! Architecture invariants (`docs/architecture.md`), checked by reading the source tree.
 //!
 //! 1. Only `src/lsp/` knows the protocol: nothing else names `tower_lsp_server`, `ls_types` or
 //!    `lsp_types`.
@@ -27,21 +27,43 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 /// Lines of code with comments and the contents of string literals blanked out: docs and
 /// test data may mention what code must not use.
 fn code_lines(path: &Path) -> Vec<(usize, String)> {
-    let source = std::fs::read_to_string(path).unwrap();
+    numbered(&split_source(&std::fs::read_to_string(path).unwrap()).0)
+}
+
+/// The comments of a file, line by line (`//`, `///`, `//!` and `/* */`), without code or strings.
+fn comment_lines(path: &Path) -> Vec<(usize, String)> {
+    numbered(&split_source(&std::fs::read_to_string(path).unwrap()).1)
+}
+
+fn numbered(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.to_owned()))
+        .filter(|(_, line)| !line.trim().is_empty())
+        .collect()
+}
+
+/// Splits Rust source into its code (comments and string contents blanked) and its comments;
+/// both keep the source's line breaks, so line numbers agree.
+fn split_source(source: &str) -> (String, String) {
     let chars: Vec<char> = source.chars().collect();
     let mut out = String::with_capacity(source.len());
+    let mut comments = String::new();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         let next = chars.get(i + 1).copied();
         if c == '/' && next == Some('/') {
             while i < chars.len() && chars[i] != '\n' {
+                comments.push(chars[i]);
                 i += 1;
             }
         } else if c == '/' && next == Some('*') {
             while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
                 if chars[i] == '\n' {
-                    out.push('\n');
+                    newline(&mut out, &mut comments);
+                } else {
+                    comments.push(chars[i]);
                 }
                 i += 1;
             }
@@ -69,7 +91,7 @@ fn code_lines(path: &Path) -> Vec<(usize, String)> {
                         j += 1 + hashes;
                         break;
                     }
-                    Some('\n') => out.push('\n'),
+                    Some('\n') => newline(&mut out, &mut comments),
                     _ => {}
                 }
                 j += 1;
@@ -83,7 +105,7 @@ fn code_lines(path: &Path) -> Vec<(usize, String)> {
                     i += 1;
                 }
                 if chars.get(i) == Some(&'\n') {
-                    out.push('\n');
+                    newline(&mut out, &mut comments);
                 }
                 i += 1;
             }
@@ -91,16 +113,20 @@ fn code_lines(path: &Path) -> Vec<(usize, String)> {
         } else if c == '\'' && chars.get(i + 2) == Some(&'\'') {
             out.push_str("' '");
             i += 3;
+        } else if c == '\n' {
+            newline(&mut out, &mut comments);
+            i += 1;
         } else {
             out.push(c);
             i += 1;
         }
     }
-    out.lines()
-        .enumerate()
-        .map(|(i, line)| (i + 1, line.to_owned()))
-        .filter(|(_, code)| !code.trim().is_empty())
-        .collect()
+    (out, comments)
+}
+
+fn newline(out: &mut String, comments: &mut String) {
+    out.push('\n');
+    comments.push('\n');
 }
 
 fn prev_is_ident(chars: &[char], i: usize) -> bool {
@@ -210,4 +236,232 @@ fn the_checker_sees_violations() {
     assert!(!lines[0].1.contains("reqwest"));
     assert!(!lines[1].1.contains("println") && !lines[1].1.contains("std::fs"));
     assert!(lines[2].1.contains("std::fs::read") && !lines[2].1.contains("tokio"));
+}
+
+/// Upstream projects whose issue trackers a comment may cite as `<project> issue N`.
+const UPSTREAM: [&str; 8] = [
+    "tower-lsp",
+    "tower-lsp-server",
+    "rust-analyzer",
+    "helix",
+    "ruff",
+    "neovim",
+    "tokio",
+    "reqwest",
+];
+
+/// Design files that lived outside the repository before `docs/`; citing them leaves a reader
+/// of a fresh clone with nothing to open.
+const OUTSIDE_DESIGN: [&str; 7] = [
+    "ARCHITECTURE.md",
+    "EDITING.md",
+    "RESEARCH.md",
+    "STYLE.md",
+    "DEPENDENCIES.md",
+    "NOTES.md",
+    "shared/design",
+];
+
+/// What is wrong with the citations in one comment line, given the documents in `docs/`.
+fn citation_problems(comment: &str, docs: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let lower = comment.to_ascii_lowercase();
+    for (at, _) in lower.match_indices("issue") {
+        let rest = lower[at + "issue".len()..].trim_start_matches('s');
+        let rest = rest.trim_start_matches([' ', '#']);
+        if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let before = lower[..at].trim_end();
+        let project = before
+            .rsplit(|c: char| c.is_whitespace() || c == '(')
+            .next()
+            .unwrap_or("")
+            .trim_start_matches(['`', '"', '\'']);
+        if !UPSTREAM.contains(&project) {
+            problems.push(
+                "cites an issue number: point at docs/<file>.md or state the decision".to_owned(),
+            );
+        }
+    }
+    for name in OUTSIDE_DESIGN {
+        for (at, _) in comment.match_indices(name) {
+            if !comment[..at].ends_with("docs/") {
+                problems.push(format!(
+                    "cites {name}, which a clone does not have: cite docs/<file>.md"
+                ));
+            }
+        }
+    }
+    for (at, _) in comment.match_indices("docs/") {
+        let name: String = comment[at + "docs/".len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .collect();
+        let name = name.trim_end_matches('.');
+        if (name.ends_with(".md") || name.ends_with(".json")) && !docs.iter().any(|d| d == name) {
+            problems.push(format!("cites docs/{name}, which does not exist"));
+        }
+    }
+    problems
+}
+
+fn docs_present() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let mut names: Vec<String> = std::fs::read_dir(root)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Comments state a decision or cite a document a clone has (`docs/<file>.md`), never an issue
+/// number or a design note outside the repository; upstream projects' issues are cited with
+/// their project (`tower-lsp issue 284`).
+#[test]
+fn comments_cite_documents_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = docs_present();
+    let mut found = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        for file in rust_files(&root.join(dir)) {
+            for (n, line) in comment_lines(&file) {
+                for problem in citation_problems(&line, &docs) {
+                    let shown = file.strip_prefix(root).unwrap().display();
+                    found.push(format!("{shown}:{n}: {problem}: {}", line.trim()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// Every relative link in the README and in `docs/` leads to a file of the repository.
+#[test]
+fn document_links_resolve() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    pages.extend(
+        docs_present()
+            .iter()
+            .filter(|n| n.ends_with(".md"))
+            .map(|n| root.join("docs").join(n)),
+    );
+    let mut broken = Vec::new();
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (at, _) in text.match_indices("](") {
+            let target: String = text[at + 2..].chars().take_while(|c| *c != ')').collect();
+            let path = target.split('#').next().unwrap_or("");
+            if path.is_empty() || path.contains("://") || path.starts_with("mailto:") {
+                continue;
+            }
+            if !page.parent().unwrap().join(path).exists() {
+                broken.push(format!(
+                    "{}: {target}",
+                    page.strip_prefix(root).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_citation_check_sees_bad_citations() {
+    let docs = vec!["architecture.md".to_owned(), "editing.md".to_owned()];
+    for bad in [
+        "// Decisions (issue 4):",
+        "/// Issue 6 in a real client",
+        "// see issue #12",
+        "//! `EDITING.md` is the contract",
+        "// the design notes in ../shared/design/",
+        "// see docs/nowhere.md",
+    ] {
+        assert!(!citation_problems(bad, &docs).is_empty(), "{bad}");
+    }
+    for good in [
+        "// `docs/editing.md` is the contract",
+        "// (tower-lsp issue 284)",
+        "// `docs/architecture.md` invariant 4",
+        "// the issue is that the model answers twice",
+        "// AGENTS.md and CLAUDE.md are rule files",
+    ] {
+        assert!(citation_problems(good, &docs).is_empty(), "{good}");
+    }
+}
+
+/// The README's command table names every subcommand and every flag the binary accepts, so a
+/// new command or option cannot land undocumented.
+#[test]
+fn readme_lists_every_command_and_flag() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let table: String = readme
+        .lines()
+        .filter(|l| l.starts_with("| `patchwise"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let help = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_patchwise"))
+            .args(args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let section = |text: &str, heading: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with(heading))
+            .skip(1)
+            .take_while(|l| l.starts_with(' '))
+            .map(|l| l.trim().to_owned())
+            .collect()
+    };
+    let mut missing = Vec::new();
+    let check = |path: Vec<&str>, missing: &mut Vec<String>| {
+        let text = help(&path);
+        for option in section(&text, "Options:") {
+            let Some(long) = option.split_whitespace().find(|w| w.starts_with("--")) else {
+                continue;
+            };
+            let long: String = long
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            let long = long.as_str();
+            if matches!(long, "--help" | "--version" | "--verbose" | "--log-file") {
+                continue;
+            }
+            if !table.contains(long) {
+                missing.push(format!("patchwise {} {long}", path.join(" ")));
+            }
+        }
+        section(&text, "Commands:")
+            .into_iter()
+            .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+            .filter(|c| c != "help")
+            .collect::<Vec<_>>()
+    };
+    for command in check(vec![], &mut missing) {
+        if !table.contains(&format!("`patchwise {command}")) {
+            missing.push(format!("patchwise {command}"));
+        }
+        for sub in check(vec![&command], &mut missing) {
+            if !table.contains(&format!("`{sub}")) && !table.contains(&format!("{command} {sub}")) {
+                missing.push(format!("patchwise {command} {sub}"));
+            }
+            check(vec![&command, &sub], &mut missing);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "missing from the README's command table:\n{}",
+        missing.join("\n")
+    );
 }

@@ -133,7 +133,7 @@ fn neovim_buffer_and_server_agree_utf16_crlf() {
     assert!(steps[0]["server"].as_str().unwrap().contains("\r\n"));
 }
 
-/// Issue 6 in a real client: code actions on a selection, "Edit selection…" with an
+/// The edit flow in a real client: code actions on a selection, "Edit selection…" with an
 /// instruction, the proposal accepted through its code lens, and the buffer holds the edit.
 #[test]
 fn neovim_edit_selection_then_accept() {

@@ -1,6 +1,6 @@
 //! The edit engine: turn "replace OLD with NEW in this text" (and its line, anchor and batch
 //! cousins) into a precise [`TextEdit`], or into a [`Refusal`] that tells the model exactly how
-//! to fix its request. `EDITING.md` is the contract.
+//! to fix its request. `docs/editing.md` is the contract.
 //!
 //! The one rule: never change text the model did not mean. Every lenient pass of the cascade
 //! maps what it found back to the real bytes of the file and counts matches there; more than one

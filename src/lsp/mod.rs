@@ -69,7 +69,7 @@ pub fn run_stdio() -> anyhow::Result<Exit> {
         input.abort();
     });
     // Dropping the runtime would wait for tokio's blocking stdin reader, which only returns
-    // when the client closes stdin (DEPENDENCIES.md).
+    // when the client closes stdin (`docs/architecture.md`, "Dependencies worth knowing").
     runtime.shutdown_timeout(Duration::from_millis(200));
     Ok(if shut_down.load(Ordering::SeqCst) {
         Exit::Clean

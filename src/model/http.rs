@@ -74,7 +74,8 @@ pub trait Wire: Send + Sync {
 pub fn shared_client(connect_timeout: Duration) -> Result<reqwest::Client, ModelError> {
     static CLIENTS: OnceLock<Mutex<Vec<(Duration, reqwest::Client)>>> = OnceLock::new();
     let clients = CLIENTS.get_or_init(|| {
-        // reqwest is built without a crypto provider (see DEPENDENCIES.md): install ring's once.
+        // reqwest is built without a crypto provider (its `rustls` feature would pull aws-lc-sys,
+        // minutes of C build; `docs/architecture.md`): install ring's once.
         let _ = rustls::crypto::ring::default_provider().install_default();
         Mutex::new(Vec::new())
     });

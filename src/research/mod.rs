@@ -2,7 +2,7 @@
 //! de-duplicated, scored for credibility with an explained breakdown, handed to a model as a
 //! numbered list it may cite only by number, checked for citations outside that list, corroborated
 //! by counting independent domains per claim, and saved in the library with a Markdown report.
-//! See `RESEARCH.md` and issue 7.
+//! See `docs/research.md`.
 //!
 //! The editor and the terminal call the same [`Research::run`] (or [`run`]), which reports
 //! [`Phase`]s with percentages through a callback (a heartbeat during synthesis) and stops

@@ -2,7 +2,7 @@
 //! interfaces, modules, tables — found with tree-sitter, looked up by plain or qualified name
 //! (`Type::method`, `Class.method`, `<Type as Trait>::method`) and replaced whole.
 //!
-//! Decisions (issue 4):
+//! Decisions:
 //! - A symbol has two ranges. `range` is the declaration itself, from its first keyword
 //!   (`pub fn`, `def`, `class`, `function`) to its end; `full_range` adds what is attached in
 //!   front of it: doc comments and comments directly above (no blank line between), Rust
