@@ -173,10 +173,17 @@ async fn bad_files_are_reported_and_the_rest_still_works() {
         .collect();
     let ws_file = display(&setup.path("ws/.patchwise/config.toml"));
     let user_file = display(&setup.path("xdg/patchwise/config.toml"));
-    assert_eq!(problems.len(), 2, "{problems:#?}");
-    assert!(problems[0].starts_with(&format!("warning | {user_file} | providers.local.temprature | unknown key, ignored; allowed here: kind, base_url, api_key_env, tools")), "{problems:#?}");
+    assert_eq!(problems.len(), 3, "{problems:#?}");
+    assert!(problems[0].starts_with(&format!("warning | {user_file} | providers.local.temprature | unknown key, ignored; allowed here: api_key_env, base_url, kind, tools")), "{problems:#?}");
+    // Every section is checked when the file loads.
     assert!(
         problems[1].starts_with(&format!(
+            "warning | {user_file} | research.max_sources | unknown key, ignored"
+        )),
+        "{problems:#?}"
+    );
+    assert!(
+        problems[2].starts_with(&format!(
             "error | {ws_file} |  | invalid TOML, the file is ignored"
         )),
         "{problems:#?}"
@@ -196,12 +203,11 @@ async fn bad_files_are_reported_and_the_rest_still_works() {
         )),
         "{text}"
     );
+    // Offline the coder role is configured, but the unreadable workspace file is an error.
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("the coder role is ready"), "{text}");
     assert!(
-        output.status.success(),
-        "offline: the coder role is configured"
-    );
-    assert!(
-        text.contains("sections   research (checked by their own modules)"),
+        text.contains("the configuration has 1 error: see the problems above"),
         "{text}"
     );
 }

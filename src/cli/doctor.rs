@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::{Config, ConfigPaths, ConfigProblem, ModelRole, ProviderConfig};
+use crate::config::{Config, ConfigPaths, ConfigProblem, ModelRole, ProviderConfig, Severity};
 use crate::model::roles::{ProbeResult, lists_model, probe};
 
 /// Arguments of `patchwise doctor`.
@@ -46,9 +46,10 @@ pub struct Report {
     pub retry: BTreeMap<String, Sourced<u64>>,
     pub data_dir: Sourced<PathBuf>,
     pub data_dir_exists: bool,
-    /// Tables present for other modules (`research`, `edit`, ...), validated by them.
-    pub other_sections: Vec<String>,
     /// Whether the coder role is usable.
+    pub coder_ready: bool,
+    /// Whether the coder role is usable and the configuration has no errors (warnings, such as
+    /// an unknown key, do not count). The exit code is 1 otherwise.
     pub ok: bool,
 }
 
@@ -251,7 +252,7 @@ pub async fn build_report(paths: &ConfigPaths, online: bool) -> Report {
         }
         roles.push(report);
     }
-    let ok = roles
+    let coder_ready = roles
         .iter()
         .find(|r| r.role == ModelRole::Coder)
         .is_some_and(|r| {
@@ -296,6 +297,7 @@ pub async fn build_report(paths: &ConfigPaths, online: bool) -> Report {
         ),
     ]);
     let data_dir = config.data_dir();
+    let problems_have_errors = problems.iter().any(|p| p.severity == Severity::Error);
     Report {
         config_files,
         problems,
@@ -305,12 +307,12 @@ pub async fn build_report(paths: &ConfigPaths, online: bool) -> Report {
         timeouts,
         retry,
         data_dir_exists: data_dir.is_dir(),
-        other_sections: config.sections.keys().cloned().collect(),
         data_dir: Sourced {
             value: data_dir,
             source: config.source_of("data_dir").to_string(),
         },
-        ok,
+        coder_ready,
+        ok: coder_ready && !problems_have_errors,
     }
 }
 
@@ -434,16 +436,21 @@ pub fn render_text(report: &Report) -> String {
             " (does not exist yet)"
         }
     ));
-    if !report.other_sections.is_empty() {
-        out.push_str(&format!(
-            "sections   {} (checked by their own modules)\n",
-            report.other_sections.join(", ")
-        ));
-    }
-    out.push_str(if report.ok {
+    out.push_str(if report.coder_ready {
         "\nthe coder role is ready\n"
     } else {
         "\nthe coder role is NOT ready: see its line above\n"
     });
+    let errors = report
+        .problems
+        .iter()
+        .filter(|p| p.severity == Severity::Error)
+        .count();
+    if errors > 0 {
+        out.push_str(&format!(
+            "the configuration has {errors} error{}: see the problems above\n",
+            if errors == 1 { "" } else { "s" }
+        ));
+    }
     out
 }

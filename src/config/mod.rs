@@ -1,64 +1,45 @@
-//! Configuration: which model servers exist, which model plays which role, timeouts, retries
-//! and budgets — layered from TOML files and the editor's settings.
+//! Configuration: which model servers exist, which model plays which role, timeouts, retries,
+//! and the settings of every workflow — layered from TOML files and the editor's settings.
 //!
 //! Layers, later wins: built-in defaults, the user file (`$XDG_CONFIG_HOME/patchwise/config.toml`),
 //! the workspace file (`.patchwise/config.toml`), then JSON from the client
 //! (`initializationOptions`, `workspace/didChangeConfiguration`) through [`Config::merge_json`].
-//! Loading never fails: unknown keys and bad values become [`ConfigProblem`]s naming the file, the
-//! key and what is allowed, and the value is ignored — the server must still start.
+//!
+//! The file's shape is the types in [`file`]; every layer is validated against the schema
+//! generated from them (`validate.rs`) before it is merged, so a typo, a wrong type or a value out
+//! of range becomes a [`ConfigProblem`] naming the source, the key, what was found and what is
+//! allowed (with a did-you-mean), and the value is ignored. Loading never fails: the server must
+//! still start. Workflows read typed sections ([`Config::edit`], [`Config::research`],
+//! [`Config::develop`], [`Config::tools`]), never raw tables. The reference page,
+//! `docs/configuration.md`, and the schema, `docs/config.schema.json`, are generated from the same
+//! types ([`reference`]).
 //!
 //! API keys are never part of the configuration: a provider names an environment variable
 //! (`api_key_env`), and the key is read from it when a request is made, wrapped in [`Secret`].
-//! Tables owned by other modules (`research`, `edit`, `lsp`, ...) are kept raw in
-//! [`Config::sections`] for those modules to validate.
-//!
-//! # Reference
-//!
-//! ```toml
-//! data_dir = "~/.local/share/patchwise"   # relative paths are relative to this file
-//!
-//! [providers.local]                 # any name of letters, digits, '-', '_', '.'
-//! kind = "openai"                   # openai (default) | anthropic | gemini
-//! base_url = "http://127.0.0.1:11434/v1"   # default: the kind's public API
-//! api_key_env = "OPENAI_API_KEY"    # the variable's NAME; default per kind, none for
-//!                                   # loopback servers; "" never sends a key
-//! tools = "native"                  # native | text (tools taught in the prompt)
-//!
-//! [roles]                           # provider/model; unset roles use coder
-//! coder = "local/qwen2.5-coder:7b"  # "local" alone: the first model the server lists
-//! planner = "local/qwen2.5-coder:7b"
-//! judge = "local/qwen2.5-coder:7b"
-//! escalation = "local/qwen2.5-coder:32b"
-//!
-//! [models."qwen2.5-coder:7b"]       # or "provider/model"
-//! context_window = 32768            # default: built-in table (local servers: at most 8192)
-//! max_output_tokens = 2048          # reserved for the answer when a request sets none
-//!
-//! [timeouts]                        # seconds
-//! connect = 10
-//! first_token = 180                 # also the longest silence allowed mid-answer
-//! total = 900
-//!
-//! [retry]
-//! max_attempts = 4                  # including the first
-//! initial_backoff_ms = 500          # doubles per attempt; Retry-After wins
-//! max_backoff_ms = 30000
-//! ```
-//!
-//! Without any provider, `ollama` (`http://127.0.0.1:11434/v1`) then `lmstudio`
-//! (`http://127.0.0.1:1234/v1`) are tried, each with the first model it lists.
 
+pub mod file;
+pub mod reference;
 mod secret;
+mod validate;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
+pub use file::{
+    Approve, DevelopChecks, DevelopSection, EditFormat, EditSection, ResearchSection, SourceTable,
+    ToolsSection, ValidateLevel,
+};
 pub use secret::Secret;
+pub use validate::did_you_mean;
+
+use file::ConfigFile;
+use validate::Validator;
 
 /// The workspace file, relative to the workspace root.
 pub const WORKSPACE_CONFIG: &str = ".patchwise/config.toml";
@@ -69,25 +50,12 @@ pub const DEFAULT_LOCAL_SERVERS: [(&str, &str); 2] = [
     ("lmstudio", "http://127.0.0.1:1234/v1"),
 ];
 
-/// Top-level tables that belong to other modules; kept raw, never warned about here.
-pub const RESERVED_SECTIONS: [&str; 7] = [
-    "research", "edit", "lsp", "store", "tools", "workflow", "develop",
-];
-
-const TOP_LEVEL_KEYS: [&str; 6] = [
-    "providers",
-    "roles",
-    "models",
-    "timeouts",
-    "retry",
-    "data_dir",
-];
-
 /// The wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// `POST {base_url}/chat/completions`: OpenAI, Ollama, LM Studio, llama.cpp, vLLM, OpenRouter.
+    #[default]
     #[serde(rename = "openai")]
     OpenAi,
     /// Anthropic Messages API.
@@ -136,7 +104,7 @@ impl ProviderKind {
 }
 
 /// How tool calls travel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolMode {
     /// The provider's native tool calling (and JSON-in-text calls are still recognised).
@@ -197,10 +165,24 @@ impl ProviderConfig {
 }
 
 /// The jobs a model is given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Default,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelRole {
     /// Writes edits; every other role falls back to it.
+    #[default]
     Coder,
     /// Plans multi-step work.
     Planner,
@@ -279,6 +261,8 @@ impl fmt::Display for RoleTarget {
 pub struct ModelSettings {
     pub context_window: Option<usize>,
     pub max_output_tokens: Option<u32>,
+    /// `None`: auto.
+    pub edit_format: Option<EditFormat>,
 }
 
 /// `[timeouts]`, in seconds in the file.
@@ -410,9 +394,8 @@ pub fn user_config_path() -> Option<PathBuf> {
     Some(base.join("patchwise").join("config.toml"))
 }
 
-/// The resolved configuration. Its `Debug` output names the raw sections without their values
-/// (they belong to other modules and could hold anything a user typed).
-#[derive(Clone, PartialEq, Default, Serialize)]
+/// The resolved configuration.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Config {
     /// Configured providers by name. Empty means the built-in local servers are used
     /// (see [`Config::effective_providers`]).
@@ -423,25 +406,19 @@ pub struct Config {
     pub retry: RetryPolicy,
     /// Where the database and reports live; `None`: [`Config::data_dir`]'s default.
     pub data_dir: Option<PathBuf>,
-    /// Tables owned by other modules (`research`, `edit`, `lsp`, ...), merged across layers.
-    pub sections: BTreeMap<String, Value>,
+    /// `[edit]`.
+    pub edit: EditSection,
+    /// `[research]` (paths already resolved against the file that set them).
+    pub research: ResearchSection,
+    /// `[develop]`.
+    pub develop: DevelopSection,
+    /// `[tools]`.
+    pub tools: ToolsSection,
     /// Where each value that is not a default came from, by dotted key.
     pub sources: BTreeMap<String, ValueSource>,
-}
-
-impl fmt::Debug for Config {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Config")
-            .field("providers", &self.providers)
-            .field("roles", &self.roles)
-            .field("models", &self.models)
-            .field("timeouts", &self.timeouts)
-            .field("retry", &self.retry)
-            .field("data_dir", &self.data_dir)
-            .field("sections", &self.sections.keys().collect::<Vec<_>>())
-            .field("sources", &self.sources)
-            .finish()
-    }
+    /// Every layer's valid values, merged: what the typed fields are resolved from.
+    #[serde(skip)]
+    layers: Value,
 }
 
 impl Config {
@@ -483,7 +460,7 @@ impl Config {
     /// Overrides values with the editor's settings (`initializationOptions` or the `settings` of
     /// `workspace/didChangeConfiguration`), which have the same shape as the TOML file. A value
     /// with a `"patchwise"` table uses that table (other editors' keys beside it are ignored);
-    /// `null` changes nothing.
+    /// `null` changes nothing, and a key set to `null` is left as it was.
     ///
     /// Layers only add: to drop a value the client removed, reload the files with
     /// [`Config::load`] and merge the client's current settings again.
@@ -565,6 +542,9 @@ impl Config {
             max_output_tokens: full
                 .and_then(|s| s.max_output_tokens)
                 .or(bare.and_then(|s| s.max_output_tokens)),
+            edit_format: full
+                .and_then(|s| s.edit_format)
+                .or(bare.and_then(|s| s.edit_format)),
         }
     }
 
@@ -614,416 +594,194 @@ impl Config {
         }
     }
 
+    /// Validates one layer, merges what is valid over the earlier layers and resolves the typed
+    /// fields again.
     fn apply_layer(
         &mut self,
         root: &Value,
         source: &ValueSource,
         problems: &mut Vec<ConfigProblem>,
     ) {
-        let mut layer = Layer {
-            check: Checker { source, problems },
-            sources: &mut self.sources,
+        let schema = reference::schema();
+        let mut validator = Validator {
+            root: schema,
+            source,
+            problems,
         };
-        let Some(root) = layer.object("", root) else {
+        let Some(valid) = validator.check("", root, schema) else {
             return;
         };
-        for (key, value) in root {
-            match key.as_str() {
-                "providers" => {
-                    let Some(map) = layer.object(key, value) else {
-                        continue;
-                    };
-                    for (name, table) in map {
-                        let path = format!("providers.{name}");
-                        if !valid_name(name) {
-                            layer.error(
-                                &path,
-                                format!(
-                                    "expected a provider name of letters, digits, '-', '_' or '.', found {name:?}"
-                                ),
-                            );
-                            continue;
-                        }
-                        let Some(table) = layer.object(&path, table) else {
-                            continue;
-                        };
-                        let mut provider = self
-                            .providers
-                            .get(name)
-                            .cloned()
-                            .unwrap_or_else(|| ProviderConfig::new(ProviderKind::OpenAi, None));
-                        layer.provider(&path, table, &mut provider);
-                        self.providers.insert(name.clone(), provider);
-                    }
-                }
-                "roles" => {
-                    let Some(map) = layer.object(key, value) else {
-                        continue;
-                    };
-                    for (name, target) in map {
-                        let path = format!("roles.{name}");
-                        let Some(role) = ModelRole::parse(name) else {
-                            layer.unknown(&path, &ModelRole::ALL.map(ModelRole::name));
-                            continue;
-                        };
-                        let Some(text) = layer.string(&path, target) else {
-                            continue;
-                        };
-                        match RoleTarget::parse(text) {
-                            Ok(t) => {
-                                self.roles.insert(role, t);
-                                layer.set(&path);
-                            }
-                            Err(message) => layer.error(&path, message),
-                        }
-                    }
-                }
-                "models" => {
-                    let Some(map) = layer.object(key, value) else {
-                        continue;
-                    };
-                    for (name, table) in map {
-                        let path = format!("models.{name}");
-                        let Some(table) = layer.object(&path, table) else {
-                            continue;
-                        };
-                        let mut settings = self.models.get(name).copied().unwrap_or_default();
-                        for (field, v) in table {
-                            let fpath = format!("{path}.{field}");
-                            match field.as_str() {
-                                "context_window" => {
-                                    if let Some(n) = layer.integer(&fpath, v, 256, 100_000_000) {
-                                        settings.context_window = Some(n as usize);
-                                        layer.set(&fpath);
-                                    }
-                                }
-                                "max_output_tokens" => {
-                                    if let Some(n) = layer.integer(&fpath, v, 1, u32::MAX as u64) {
-                                        settings.max_output_tokens = Some(n as u32);
-                                        layer.set(&fpath);
-                                    }
-                                }
-                                _ => {
-                                    layer.unknown(&fpath, &["context_window", "max_output_tokens"])
-                                }
-                            }
-                        }
-                        self.models.insert(name.clone(), settings);
-                    }
-                }
-                "timeouts" => {
-                    let Some(map) = layer.object(key, value) else {
-                        continue;
-                    };
-                    for (field, v) in map {
-                        let path = format!("timeouts.{field}");
-                        let slot = match field.as_str() {
-                            "connect" => &mut self.timeouts.connect,
-                            "first_token" => &mut self.timeouts.first_token,
-                            "total" => &mut self.timeouts.total,
-                            _ => {
-                                layer.unknown(&path, &["connect", "first_token", "total"]);
-                                continue;
-                            }
-                        };
-                        if let Some(d) = layer.seconds(&path, v) {
-                            *slot = d;
-                            layer.set(&path);
-                        }
-                    }
-                }
-                "retry" => {
-                    let Some(map) = layer.object(key, value) else {
-                        continue;
-                    };
-                    for (field, v) in map {
-                        let path = format!("retry.{field}");
-                        match field.as_str() {
-                            "max_attempts" => {
-                                if let Some(n) = layer.integer(&path, v, 1, 20) {
-                                    self.retry.max_attempts = n as u32;
-                                    layer.set(&path);
-                                }
-                            }
-                            "initial_backoff_ms" => {
-                                if let Some(n) = layer.integer(&path, v, 0, 600_000) {
-                                    self.retry.initial_backoff = Duration::from_millis(n);
-                                    layer.set(&path);
-                                }
-                            }
-                            "max_backoff_ms" => {
-                                if let Some(n) = layer.integer(&path, v, 0, 3_600_000) {
-                                    self.retry.max_backoff = Duration::from_millis(n);
-                                    layer.set(&path);
-                                }
-                            }
-                            _ => layer.unknown(
-                                &path,
-                                &["max_attempts", "initial_backoff_ms", "max_backoff_ms"],
-                            ),
-                        }
-                    }
-                }
-                "data_dir" => {
-                    if let Some(text) = layer.string(key, value) {
-                        if text.trim().is_empty() {
-                            layer.error(
-                                key,
-                                "expected a directory path, found an empty string".into(),
-                            );
-                            continue;
-                        }
-                        self.data_dir = Some(resolve_path(text, source));
-                        layer.set(key);
-                    }
-                }
-                name if RESERVED_SECTIONS.contains(&name) => {
-                    let slot = self.sections.entry(name.to_owned()).or_insert(Value::Null);
-                    deep_merge(slot, value);
-                    layer.set(name);
-                }
-                _ => {
-                    let mut allowed: Vec<&str> = TOP_LEVEL_KEYS.to_vec();
-                    allowed.extend(RESERVED_SECTIONS);
-                    layer.unknown(key, &allowed);
-                }
-            }
+        record_sources(&mut self.sources, "", &valid, source);
+        if self.layers.is_null() {
+            self.layers = Value::Object(Default::default());
         }
+        deep_merge(&mut self.layers, &valid);
+        self.resolve(problems);
     }
 
-    /// Cross-layer checks: roles must name a known provider.
+    /// The typed fields from the merged layers.
+    fn resolve(&mut self, problems: &mut Vec<ConfigProblem>) {
+        let file: ConfigFile = if self.layers.is_null() {
+            ConfigFile::default()
+        } else {
+            match serde_json::from_value(self.layers.clone()) {
+                Ok(file) => file,
+                Err(err) => {
+                    // Validation should make this unreachable; never stop over it.
+                    problems.push(ConfigProblem {
+                        severity: Severity::Error,
+                        source: ValueSource::Default,
+                        key: String::new(),
+                        message: format!(
+                            "cannot read the merged settings ({err}); defaults are used"
+                        ),
+                    });
+                    return;
+                }
+            }
+        };
+        self.providers = file
+            .providers
+            .into_iter()
+            .map(|(name, table)| {
+                let provider = ProviderConfig {
+                    kind: table.kind,
+                    base_url: table.base_url.map(|u| u.trim_end_matches('/').to_owned()),
+                    api_key_env: table.api_key_env,
+                    tools: table.tools,
+                };
+                (name, provider)
+            })
+            .collect();
+        self.roles.clear();
+        let roles = [
+            (ModelRole::Coder, file.roles.coder),
+            (ModelRole::Planner, file.roles.planner),
+            (ModelRole::Judge, file.roles.judge),
+            (ModelRole::Escalation, file.roles.escalation),
+        ];
+        for (role, text) in roles {
+            if let Some(target) = text.and_then(|t| RoleTarget::parse(&t).ok()) {
+                self.roles.insert(role, target);
+            }
+        }
+        self.models = file
+            .models
+            .into_iter()
+            .map(|(name, table)| {
+                let settings = ModelSettings {
+                    context_window: table.context_window.map(|n| n as usize),
+                    max_output_tokens: table.max_output_tokens,
+                    edit_format: table.edit_format,
+                };
+                (name, settings)
+            })
+            .collect();
+        self.timeouts = Timeouts {
+            connect: Duration::from_secs_f64(file.timeouts.connect),
+            first_token: Duration::from_secs_f64(file.timeouts.first_token),
+            total: Duration::from_secs_f64(file.timeouts.total),
+        };
+        self.retry = RetryPolicy {
+            max_attempts: file.retry.max_attempts,
+            initial_backoff: Duration::from_millis(file.retry.initial_backoff_ms),
+            max_backoff: Duration::from_millis(file.retry.max_backoff_ms),
+        };
+        self.data_dir = file.data_dir.map(PathBuf::from);
+        self.edit = file.edit;
+        self.research = file.research;
+        self.develop = file.develop;
+        self.tools = file.tools;
+    }
+
+    /// Checks across layers: roles must name a known provider; a research source must be a
+    /// known kind or say its kind. What fails is reported and dropped.
     fn validate(&mut self, problems: &mut Vec<ConfigProblem>) {
         let providers = self.effective_providers();
-        let mut bad = Vec::new();
+        let mut dropped = Vec::new();
         for (role, target) in &self.roles {
             if !providers.contains_key(&target.provider) {
                 let key = format!("roles.{role}");
                 let known: Vec<&str> = providers.keys().map(String::as_str).collect();
+                let mut message = format!(
+                    "expected a configured provider before the '/', found {:?}; providers: {}",
+                    target.provider,
+                    known.join(", ")
+                );
+                if let Some(best) = did_you_mean(&target.provider, known.iter().copied()) {
+                    message.push_str(&format!("; did you mean {best:?}?"));
+                }
                 problems.push(ConfigProblem {
                     severity: Severity::Error,
                     source: self.source_of(&key),
                     key,
-                    message: format!(
-                        "expected a configured provider before the '/', found {:?}; providers: {}",
-                        target.provider,
-                        known.join(", ")
-                    ),
+                    message,
                 });
-                bad.push(*role);
+                dropped.push(vec!["roles".to_owned(), role.name().to_owned()]);
             }
         }
-        for role in bad {
-            self.roles.remove(&role);
-        }
-    }
-}
-
-/// Checks values of one configuration source and records every rejection as a
-/// [`ConfigProblem`] naming the source, the key and what is allowed. Shared by every module that
-/// owns a table of the file (`[research]`, …), so all problems read alike.
-pub struct Checker<'a> {
-    pub source: &'a ValueSource,
-    pub problems: &'a mut Vec<ConfigProblem>,
-}
-
-impl Checker<'_> {
-    pub fn error(&mut self, key: &str, message: String) {
-        self.problems.push(ConfigProblem {
-            severity: Severity::Error,
-            source: self.source.clone(),
-            key: key.to_owned(),
-            message,
-        });
-    }
-
-    pub fn unknown(&mut self, key: &str, allowed: &[&str]) {
-        self.problems.push(ConfigProblem {
-            severity: Severity::Warning,
-            source: self.source.clone(),
-            key: key.to_owned(),
-            message: format!("unknown key, ignored; allowed here: {}", allowed.join(", ")),
-        });
-    }
-
-    pub fn object<'v>(&mut self, key: &str, value: &'v Value) -> Option<&'v Map<String, Value>> {
-        match value {
-            Value::Object(map) => Some(map),
-            other => {
-                self.error(key, format!("expected a table, found {}", describe(other)));
-                None
-            }
-        }
-    }
-
-    pub fn string<'v>(&mut self, key: &str, value: &'v Value) -> Option<&'v str> {
-        match value {
-            Value::String(s) => Some(s),
-            other => {
-                self.error(key, format!("expected a string, found {}", describe(other)));
-                None
-            }
-        }
-    }
-
-    pub fn integer(&mut self, key: &str, value: &Value, min: u64, max: u64) -> Option<u64> {
-        match value.as_u64() {
-            Some(n) if (min..=max).contains(&n) => Some(n),
-            _ => {
-                self.error(
-                    key,
-                    format!(
-                        "expected an integer from {min} to {max}, found {}",
-                        describe(value)
-                    ),
+        for (name, table) in &self.research.sources {
+            if table.kind.is_none() && !file::SOURCE_KINDS.contains(&name.as_str()) {
+                let key = format!("research.sources.{name}");
+                let mut message = format!(
+                    "unknown source {name:?}; name a built-in source ({}) or set kind = \"…\"",
+                    file::SOURCE_KINDS.join(", ")
                 );
-                None
-            }
-        }
-    }
-}
-
-/// Validation of one layer: a [`Checker`] that also records where each accepted value came from.
-struct Layer<'a> {
-    check: Checker<'a>,
-    sources: &'a mut BTreeMap<String, ValueSource>,
-}
-
-impl<'a> std::ops::Deref for Layer<'a> {
-    type Target = Checker<'a>;
-    fn deref(&self) -> &Checker<'a> {
-        &self.check
-    }
-}
-
-impl<'a> std::ops::DerefMut for Layer<'a> {
-    fn deref_mut(&mut self) -> &mut Checker<'a> {
-        &mut self.check
-    }
-}
-
-impl Layer<'_> {
-    fn set(&mut self, key: &str) {
-        self.sources
-            .insert(key.to_owned(), self.check.source.clone());
-    }
-
-    fn object<'v>(&mut self, key: &str, value: &'v Value) -> Option<&'v Map<String, Value>> {
-        match value {
-            Value::Object(map) => Some(map),
-            other => {
-                let what = if key.is_empty() {
-                    "settings"
-                } else {
-                    "this key"
-                };
-                self.error(
+                if let Some(best) = did_you_mean(name, file::SOURCE_KINDS.into_iter()) {
+                    message.push_str(&format!("; did you mean {best:?}?"));
+                }
+                problems.push(ConfigProblem {
+                    severity: Severity::Error,
+                    source: self.source_of(&key),
                     key,
-                    format!("expected a table for {what}, found {}", describe(other)),
-                );
-                None
+                    message,
+                });
+                dropped.push(vec!["research".into(), "sources".into(), name.clone()]);
             }
+        }
+        if dropped.is_empty() {
+            return;
+        }
+        for path in dropped {
+            remove_path(&mut self.layers, &path);
+        }
+        self.resolve(problems);
+    }
+}
+
+/// Records `source` for every key `value` sets, tables included, under `prefix`.
+fn record_sources(
+    sources: &mut BTreeMap<String, ValueSource>,
+    prefix: &str,
+    value: &Value,
+    source: &ValueSource,
+) {
+    if let Value::Object(map) = value {
+        for (key, inner) in map {
+            let path = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            sources.insert(path.clone(), source.clone());
+            record_sources(sources, &path, inner, source);
         }
     }
+}
 
-    fn seconds(&mut self, key: &str, value: &Value) -> Option<Duration> {
-        match value.as_f64() {
-            Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => {
-                Some(Duration::from_secs_f64(s))
-            }
-            _ => {
-                self.error(
-                    key,
-                    format!(
-                        "expected a number of seconds above 0 and at most 86400, found {}",
-                        describe(value)
-                    ),
-                );
-                None
-            }
+fn remove_path(value: &mut Value, path: &[String]) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut current = value;
+    for key in parents {
+        match current.get_mut(key) {
+            Some(next) => current = next,
+            None => return,
         }
     }
-
-    fn provider(&mut self, path: &str, table: &Map<String, Value>, provider: &mut ProviderConfig) {
-        for (field, v) in table {
-            let fpath = format!("{path}.{field}");
-            match field.as_str() {
-                "kind" => {
-                    let Some(text) = self.string(&fpath, v) else {
-                        continue;
-                    };
-                    match ProviderKind::parse(text) {
-                        Some(kind) => {
-                            provider.kind = kind;
-                            self.set(&fpath);
-                        }
-                        None => self.error(
-                            &fpath,
-                            format!(
-                                "expected one of {}, found {text:?}",
-                                ProviderKind::NAMES.join(", ")
-                            ),
-                        ),
-                    }
-                }
-                "base_url" => {
-                    let Some(text) = self.string(&fpath, v) else {
-                        continue;
-                    };
-                    let text = text.trim();
-                    if !(text.starts_with("http://") || text.starts_with("https://"))
-                        || text.len() <= "https://".len()
-                    {
-                        self.error(
-                            &fpath,
-                            format!("expected an http:// or https:// URL, found {text:?}"),
-                        );
-                        continue;
-                    }
-                    provider.base_url = Some(text.trim_end_matches('/').to_owned());
-                    self.set(&fpath);
-                }
-                "api_key_env" => {
-                    let Some(text) = self.string(&fpath, v) else {
-                        continue;
-                    };
-                    let ok = text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                    if !ok {
-                        // Quoting the value could print a key pasted here by mistake.
-                        self.error(
-                            &fpath,
-                            "expected the NAME of an environment variable (letters, digits, '_'), not a key; the value is not shown".to_owned(),
-                        );
-                        continue;
-                    }
-                    provider.api_key_env = Some(text.to_owned());
-                    self.set(&fpath);
-                }
-                "tools" => {
-                    let Some(text) = self.string(&fpath, v) else {
-                        continue;
-                    };
-                    match text {
-                        "native" => provider.tools = ToolMode::Native,
-                        "text" => provider.tools = ToolMode::Text,
-                        other => {
-                            self.error(
-                                &fpath,
-                                format!("expected one of native, text, found {other:?}"),
-                            );
-                            continue;
-                        }
-                    }
-                    self.set(&fpath);
-                }
-                "api_key" | "key" | "token" => {
-                    self.error(
-                        &fpath,
-                        "keys are never read from configuration; put the key in an environment variable and name it with api_key_env (the value is not shown)".to_owned(),
-                    );
-                }
-                _ => self.unknown(&fpath, &["kind", "base_url", "api_key_env", "tools"]),
-            }
-        }
+    if let Value::Object(map) = current {
+        map.remove(last);
     }
 }
 
@@ -1059,8 +817,9 @@ fn deep_merge(slot: &mut Value, value: &Value) {
 }
 
 /// `~/x` is under the home directory; a relative path in a file is relative to that file's
-/// directory (so `.patchwise/config.toml` can say `data_dir = "data"`).
-fn resolve_path(text: &str, source: &ValueSource) -> PathBuf {
+/// directory (so `.patchwise/config.toml` can say `data_dir = "data"`). Every path setting is
+/// resolved through this when its layer loads.
+pub fn resolve_path(text: &str, source: &ValueSource) -> PathBuf {
     let text = text.trim();
     if let Some(rest) = text.strip_prefix("~/")
         && let Some(home) = dirs::home_dir()

@@ -115,19 +115,27 @@ max_sources = 12
         "{rendered:#?}"
     );
     assert!(
-        has("colour: unknown key, ignored; allowed here: providers, roles"),
+        has(
+            "colour: unknown key, ignored; allowed here: data_dir, develop, edit, models, providers"
+        ),
         "{rendered:#?}"
     );
-    assert!(has(
-        "providers.local.kind: expected one of openai, anthropic, gemini, found \"opnai\""
-    ));
+    assert!(
+        has(
+            "providers.local.kind: expected one of openai, anthropic, gemini, found \"opnai\"; did you mean \"openai\"?"
+        ),
+        "{rendered:#?}"
+    );
     assert!(has(
         "providers.local.base_url: expected an http:// or https:// URL"
     ));
     assert!(has("providers.local.temprature: unknown key"));
-    assert!(has(
-        "roles.reviewer: unknown key, ignored; allowed here: coder, planner, judge, escalation"
-    ));
+    assert!(
+        has(
+            "roles.reviewer: unknown key, ignored; allowed here: coder, escalation, judge, planner"
+        ),
+        "{rendered:#?}"
+    );
     assert!(has(
         "roles.coder: expected a configured provider before the '/', found \"nowhere\""
     ));
@@ -140,11 +148,11 @@ max_sources = 12
         !rendered.iter().any(|p| p.contains("sk-live")),
         "{rendered:#?}"
     );
-    // Reserved sections are kept for their modules, without a warning.
-    assert!(!problems.iter().any(|p| p.key.starts_with("research")));
-    assert_eq!(config.sections["research"], json!({"max_sources": 12}));
-    assert!(format!("{config:?}").contains("sections: [\"research\"]"));
-    assert!(!format!("{config:?}").contains("max_sources"));
+    // Every section is checked when the file loads, not when its workflow first runs.
+    assert!(
+        has("research.max_sources: unknown key, ignored"),
+        "{rendered:#?}"
+    );
     // Bad values leave defaults in place; the provider itself still exists.
     assert_eq!(config.providers["local"].kind, ProviderKind::OpenAi);
     assert!(config.roles.is_empty());
@@ -305,4 +313,160 @@ fn role_target_parsing() {
     assert_eq!(RoleTarget::parse("local").unwrap().model, "");
     assert!(RoleTarget::parse("/model").is_err());
     assert!(RoleTarget::parse("").is_err());
+}
+
+#[test]
+fn misspelled_keys_get_a_suggestion_in_every_section() {
+    let text = r#"
+data_dri = "x"
+[providers.local]
+base_ulr = "http://127.0.0.1:1/v1"
+[roles]
+codr = "local/m"
+[models.m]
+context_windw = 4096
+[timeouts]
+conect = 3
+[retry]
+max_attempt = 2
+[edit]
+max_attempt = 5
+[research]
+depht = 3
+[research.sources.openalex]
+mailt = "a@b.org"
+[develop]
+fix_round = 1
+[develop.checks]
+tset = "make test"
+[tools]
+write_continuation = 2
+[tools.validate_by_extension]
+yaml = "wran"
+"#;
+    let (config, problems) = Config::from_toml_str(text, file("c.toml"));
+    let rendered: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    for (key, meant) in [
+        ("data_dri", "data_dir"),
+        ("providers.local.base_ulr", "base_url"),
+        ("roles.codr", "coder"),
+        ("models.m.context_windw", "context_window"),
+        ("timeouts.conect", "connect"),
+        ("retry.max_attempt", "max_attempts"),
+        ("edit.max_attempt", "max_attempts"),
+        ("research.depht", "depth"),
+        ("research.sources.openalex.mailt", "mailto"),
+        ("develop.fix_round", "fix_rounds"),
+        ("develop.checks.tset", "test"),
+        ("tools.write_continuation", "write_continuations"),
+        ("tools.validate_by_extension.yaml", "warn"),
+    ] {
+        let wanted = format!("c.toml: {key}: ");
+        let hit = rendered
+            .iter()
+            .find(|p| p.contains(&wanted))
+            .unwrap_or_else(|| panic!("no problem for {key}: {rendered:#?}"));
+        assert!(hit.contains(&format!("did you mean \"{meant}\"?")), "{hit}");
+    }
+    assert_eq!(problems.len(), 13, "{rendered:#?}");
+    // Nothing misspelled took effect.
+    assert_eq!(config.edit, EditSection::default());
+    assert_eq!(config.retry, RetryPolicy::default());
+}
+
+#[test]
+fn typed_sections_read_what_other_workflows_need() {
+    let text = r#"
+[models."qwen2.5-coder:1.5b"]
+edit_format = "rewrite"
+[edit]
+max_attempts = 5
+auto_apply = true
+[develop]
+approve = "auto"
+risky = ["billing"]
+[develop.checks]
+test = "cargo test -q"
+timeout_secs = 60
+[tools]
+validate = "warn"
+[tools.validate_by_extension]
+YAML = "off"
+[research]
+verify = true
+library = "lib.sqlite3"
+"#;
+    let (config, problems) = Config::from_toml_str(text, file("/w/.patchwise/config.toml"));
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(
+        config
+            .model_settings("local", "qwen2.5-coder:1.5b")
+            .edit_format,
+        Some(EditFormat::Rewrite)
+    );
+    assert_eq!(config.model_settings("local", "other").edit_format, None);
+    assert_eq!(config.edit.max_attempts, 5);
+    assert!(config.edit.auto_apply);
+    assert_eq!(config.develop.approve, Approve::Auto);
+    assert_eq!(config.develop.risky, ["billing"]);
+    assert_eq!(config.develop.fix_rounds, 2);
+    assert_eq!(config.develop.checks.test.as_deref(), Some("cargo test -q"));
+    assert_eq!(config.develop.checks.check, None);
+    assert_eq!(config.tools.validate_for("json"), ValidateLevel::Warn);
+    assert_eq!(config.tools.write_continuations, 3);
+    assert!(config.research.verify);
+    assert_eq!(
+        config.research.library.as_deref(),
+        Some("/w/.patchwise/lib.sqlite3")
+    );
+}
+
+#[test]
+fn client_values_are_checked_like_files_and_null_changes_nothing() {
+    let (mut config, _) = Config::from_toml_str(
+        "[edit]
+max_attempts = 4",
+        file("a.toml"),
+    );
+    let problems = config.merge_json(&json!({
+        "edit": {"max_attempts": null, "escalate": "yes", "temperature": 9},
+        "develop": {"approve": "sometimes"},
+        "lsp": {}
+    }));
+    let rendered: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    assert_eq!(problems.len(), 4, "{rendered:#?}");
+    assert!(rendered.iter().any(|p| {
+        p.contains("client settings: edit.escalate: expected true or false, found string \"yes\"")
+    }));
+    assert!(
+        rendered
+            .iter()
+            .any(|p| p.contains("edit.temperature: expected a number from 0 to 2, found number 9")),
+        "{rendered:#?}"
+    );
+    assert!(
+        rendered
+            .iter()
+            .any(|p| p.contains("develop.approve: expected one of ask, auto, found \"sometimes\"")),
+        "{rendered:#?}"
+    );
+    assert!(
+        rendered.iter().any(|p| p.contains("lsp: unknown key")),
+        "{rendered:#?}"
+    );
+    assert_eq!(config.edit.max_attempts, 4);
+    assert!(config.edit.escalate);
+    assert_eq!(config.source_of("edit.max_attempts"), file("a.toml"));
+}
+
+#[test]
+fn suggestions_only_for_near_misses() {
+    let keys = ["max_attempts", "escalate", "parse_check"];
+    assert_eq!(
+        did_you_mean("max_attempt", keys.into_iter()),
+        Some("max_attempts")
+    );
+    assert_eq!(did_you_mean("escalte", keys.into_iter()), Some("escalate"));
+    assert_eq!(did_you_mean("colour", keys.into_iter()), None);
+    assert_eq!(did_you_mean("escalate", keys.into_iter()), None);
 }

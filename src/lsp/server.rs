@@ -1,6 +1,6 @@
 //! The language server backend: lifecycle, document sync and custom requests.
 //!
-//! Ordering (ARCHITECTURE.md invariant 4): tower-lsp-server polls handlers concurrently, so a
+//! Ordering (`docs/architecture.md` invariant 4): tower-lsp-server polls handlers concurrently, so a
 //! later `didChange` could overtake an earlier one if a handler awaited before mutating
 //! (tower-lsp issue 284). Every mutation of the document map therefore happens synchronously,
 //! under a `std::sync::Mutex`, before the handler's first `.await` (as typos-lsp does): the serve
@@ -45,6 +45,8 @@ pub(super) struct State {
     client_settings: serde_json::Value,
     /// Configuration problems found during `initialize`, shown once the client is ready.
     pending_problems: Vec<ConfigProblem>,
+    /// Problems already shown: a reload shows only new ones, so each is shown once.
+    shown_problems: std::collections::HashSet<String>,
     /// Pending proposals, following document changes.
     pub(super) proposals: Proposals,
 }
@@ -70,6 +72,7 @@ impl Default for State {
             config,
             client_settings: serde_json::Value::Null,
             pending_problems: Vec::new(),
+            shown_problems: Default::default(),
             proposals: Proposals::default(),
         }
     }
@@ -188,12 +191,20 @@ impl Backend {
         problems
     }
 
+    /// Shows the problems not shown before in one `window/showMessage`.
     async fn report_config_problems(&self, problems: &[ConfigProblem]) {
-        if problems.is_empty() {
+        let fresh: Vec<&ConfigProblem> = {
+            let mut state = self.state();
+            problems
+                .iter()
+                .filter(|p| state.shown_problems.insert(p.to_string()))
+                .collect()
+        };
+        if fresh.is_empty() {
             return;
         }
-        let shown: Vec<String> = problems.iter().take(5).map(ToString::to_string).collect();
-        let more = problems.len().saturating_sub(shown.len());
+        let shown: Vec<String> = fresh.iter().take(5).map(ToString::to_string).collect();
+        let more = fresh.len().saturating_sub(shown.len());
         let mut message = format!("patchwise configuration: {}", shown.join("; "));
         if more > 0 {
             message.push_str(&format!(" (and {more} more in the log)"));

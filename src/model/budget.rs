@@ -568,6 +568,7 @@ mod tests {
             ModelSettings {
                 context_window: Some(65_536),
                 max_output_tokens: Some(1000),
+                ..ModelSettings::default()
             },
             true,
         );

@@ -1,37 +1,13 @@
-//! `[research]` and `[research.sources.NAME]`: validated from the raw table the configuration
-//! keeps for this module ([`Config::sections`]), reporting unknown keys and bad values as
-//! [`ConfigProblem`]s the way the rest of the configuration does; a bad value keeps the default.
-//!
-//! ```toml
-//! [research]
-//! model = "coder"                 # the role that writes the synthesis
-//! library = "~/notes/research.sqlite3"   # default: DATA_DIR/research/library.sqlite3
-//! credibility = "credibility.toml"       # extra tiers/lists (also read: CONFIG_DIR/patchwise/credibility.toml)
-//! depth = 2                       # 1..5: results per source = 5 × depth
-//! time_budget_secs = 180          # the whole run
-//! token_budget = 6000             # source text sent to the model
-//! max_output_tokens = 1500
-//! heartbeat_secs = 2
-//!
-//! [research.sources.openalex]     # openalex arxiv crossref semantic_scholar searxng brave feeds
-//! enabled = true                  # workspace library, or any name with `kind = "…"`
-//! base_url = "https://api.openalex.org"
-//! api_key_env = "OPENALEX_API_KEY"
-//! mailto = "you@example.org"      # openalex, crossref: the polite pool
-//! timeout_secs = 15
-//! min_interval_ms = 100           # the rate limiter: at least this long between requests
-//! max_results = 10                # default: 5 × depth
-//! urls = ["https://blog.rust-lang.org/feed.xml"]   # feeds only
-//! ```
+//! `[research]` and `[research.sources.NAME]` resolved for a run: the typed section the
+//! configuration validated when it loaded ([`Config::research`], documented in
+//! `docs/configuration.md`), with each source's defaults filled in per kind.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::config::{Config, ConfigProblem, ModelRole, SourceTable};
 use serde::Serialize;
-use serde_json::{Map, Value};
-
-use crate::config::{Checker, Config, ConfigProblem, ModelRole, ValueSource, describe};
 
 /// Every kind of source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -188,309 +164,91 @@ pub struct ResearchConfig {
     pub token_budget: usize,
     pub max_output_tokens: u32,
     pub heartbeat: Duration,
+    /// Check each claim against its cited passages.
+    pub verify: bool,
     /// Every source, built-in ones included, by name.
     pub sources: BTreeMap<String, SourceSettings>,
 }
 
 impl ResearchConfig {
-    /// Reads `config.sections["research"]`; never fails.
+    /// The research settings of `config`. The configuration reported every problem when it
+    /// loaded, so the list returned is empty; it stays for callers that print it.
     pub fn from_config(config: &Config) -> (ResearchConfig, Vec<ConfigProblem>) {
-        let mut problems = Vec::new();
-        let source = config.source_of("research");
-        let mut research = ResearchConfig {
-            model: ModelRole::Coder,
-            library: config.data_dir().join("research").join("library.sqlite3"),
-            credibility: None,
-            depth: 2,
-            time_budget: Duration::from_secs(180),
-            token_budget: 6000,
-            max_output_tokens: 1500,
-            heartbeat: Duration::from_secs(2),
-            sources: SourceKind::ALL
+        let section = &config.research;
+        let mut sources: BTreeMap<String, SourceSettings> = SourceKind::ALL
+            .iter()
+            .map(|k| (k.name().to_owned(), SourceSettings::defaults(k.name(), *k)))
+            .collect();
+        for (name, table) in &section.sources {
+            let kind = table
+                .kind
+                .as_deref()
+                .or(Some(name.as_str()))
+                .and_then(SourceKind::parse);
+            let Some(kind) = kind else {
+                continue;
+            };
+            let key = if SourceKind::parse(name) == Some(kind) {
+                kind.name().to_owned()
+            } else {
+                name.clone()
+            };
+            let settings = sources
+                .entry(key.clone())
+                .or_insert_with(|| SourceSettings::defaults(&key, kind));
+            settings.overlay(table);
+        }
+        let research = ResearchConfig {
+            model: section.model,
+            library: section
+                .library
+                .as_ref()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| config.data_dir().join("research").join("library.sqlite3")),
+            credibility: section.credibility.as_ref().map(PathBuf::from),
+            depth: section.depth,
+            time_budget: Duration::from_secs(section.time_budget_secs),
+            token_budget: section.token_budget as usize,
+            max_output_tokens: section.max_output_tokens,
+            heartbeat: Duration::from_secs(section.heartbeat_secs),
+            verify: section.verify,
+            sources,
+        };
+        (research, Vec::new())
+    }
+}
+
+impl SourceSettings {
+    /// Applies the keys a `[research.sources.NAME]` table sets.
+    fn overlay(&mut self, table: &SourceTable) {
+        if let Some(enabled) = table.enabled {
+            self.enabled = enabled;
+        }
+        if let Some(url) = &table.base_url {
+            self.base_url = url.trim_end_matches('/').to_owned();
+        }
+        if let Some(name) = &table.api_key_env {
+            self.api_key_env = Some(name.clone()).filter(|n| !n.is_empty());
+        }
+        if let Some(mailto) = &table.mailto {
+            self.mailto = Some(mailto.clone());
+        }
+        if let Some(secs) = table.timeout_secs {
+            self.timeout = Duration::from_secs_f64(secs);
+        }
+        if let Some(ms) = table.min_interval_ms {
+            self.min_interval = Duration::from_millis(ms);
+        }
+        if let Some(n) = table.max_results {
+            self.max_results = Some(n as usize);
+        }
+        if !table.urls.is_empty() {
+            self.urls = table
+                .urls
                 .iter()
-                .map(|k| (k.name().to_owned(), SourceSettings::defaults(k.name(), *k)))
-                .collect(),
-        };
-        let Some(section) = config.sections.get("research") else {
-            return (research, problems);
-        };
-        let mut check = Check(Checker {
-            source: &source,
-            problems: &mut problems,
-        });
-        let Some(table) = check.object("research", section) else {
-            return (research, problems);
-        };
-        for (key, value) in table {
-            let path = format!("research.{key}");
-            match key.as_str() {
-                "model" => {
-                    if let Some(text) = check.string(&path, value) {
-                        match ModelRole::parse(text) {
-                            Some(role) => research.model = role,
-                            None => check.error(
-                                &path,
-                                format!(
-                                    "expected a role (coder, planner, judge, escalation), found {text:?}"
-                                ),
-                            ),
-                        }
-                    }
-                }
-                "library" | "credibility" => {
-                    if let Some(text) = check.string(&path, value) {
-                        if text.trim().is_empty() {
-                            check
-                                .error(&path, "expected a file path, found an empty string".into());
-                            continue;
-                        }
-                        let resolved = resolve_path(text, &source);
-                        if key == "library" {
-                            research.library = resolved;
-                        } else {
-                            research.credibility = Some(resolved);
-                        }
-                    }
-                }
-                "depth" => {
-                    if let Some(n) = check.integer(&path, value, 1, 5) {
-                        research.depth = n as u8;
-                    }
-                }
-                "time_budget_secs" => {
-                    if let Some(n) = check.integer(&path, value, 1, 86_400) {
-                        research.time_budget = Duration::from_secs(n);
-                    }
-                }
-                "token_budget" => {
-                    if let Some(n) = check.integer(&path, value, 200, 10_000_000) {
-                        research.token_budget = n as usize;
-                    }
-                }
-                "max_output_tokens" => {
-                    if let Some(n) = check.integer(&path, value, 50, 1_000_000) {
-                        research.max_output_tokens = n as u32;
-                    }
-                }
-                "heartbeat_secs" => {
-                    if let Some(n) = check.integer(&path, value, 1, 600) {
-                        research.heartbeat = Duration::from_secs(n);
-                    }
-                }
-                "sources" => {
-                    let Some(map) = check.object(&path, value) else {
-                        continue;
-                    };
-                    for (name, table) in map {
-                        let spath = format!("research.sources.{name}");
-                        let Some(table) = check.object(&spath, table) else {
-                            continue;
-                        };
-                        let kind = match table.get("kind") {
-                            Some(v) => match v.as_str().and_then(SourceKind::parse) {
-                                Some(kind) => kind,
-                                None => {
-                                    let names = SourceKind::ALL.map(SourceKind::name).join(", ");
-                                    check.error(
-                                        &format!("{spath}.kind"),
-                                        format!("expected one of {names}, found {}", describe(v)),
-                                    );
-                                    continue;
-                                }
-                            },
-                            None => match SourceKind::parse(name) {
-                                Some(kind) => kind,
-                                None => {
-                                    check.error(
-                                        &spath,
-                                        format!(
-                                            "unknown source {name:?}; name a built-in source ({}) or set kind = \"…\"",
-                                            SourceKind::ALL.map(SourceKind::name).join(", ")
-                                        ),
-                                    );
-                                    continue;
-                                }
-                            },
-                        };
-                        let key_name = if SourceKind::parse(name) == Some(kind) {
-                            kind.name().to_owned()
-                        } else {
-                            name.clone()
-                        };
-                        let mut settings = research
-                            .sources
-                            .get(&key_name)
-                            .cloned()
-                            .unwrap_or_else(|| SourceSettings::defaults(&key_name, kind));
-                        check.source(&spath, table, &mut settings);
-                        research.sources.insert(key_name, settings);
-                    }
-                }
-                _ => check.unknown(
-                    &path,
-                    &[
-                        "model",
-                        "library",
-                        "credibility",
-                        "depth",
-                        "time_budget_secs",
-                        "token_budget",
-                        "max_output_tokens",
-                        "heartbeat_secs",
-                        "sources",
-                    ],
-                ),
-            }
+                .map(|u| u.trim_end_matches('/').to_owned())
+                .collect();
         }
-        (research, problems)
-    }
-}
-
-/// The shared [`Checker`], plus the checks only research tables need.
-struct Check<'a>(Checker<'a>);
-
-impl<'a> std::ops::Deref for Check<'a> {
-    type Target = Checker<'a>;
-    fn deref(&self) -> &Checker<'a> {
-        &self.0
-    }
-}
-
-impl<'a> std::ops::DerefMut for Check<'a> {
-    fn deref_mut(&mut self) -> &mut Checker<'a> {
-        &mut self.0
-    }
-}
-
-impl Check<'_> {
-    fn url(&mut self, key: &str, value: &Value) -> Option<String> {
-        let text = self.string(key, value)?.trim();
-        let ok = (text.starts_with("http://") || text.starts_with("https://"))
-            && text.len() > "https://".len()
-            && reqwest::Url::parse(text).is_ok();
-        if !ok {
-            self.error(
-                key,
-                format!("expected an http:// or https:// URL, found {text:?}"),
-            );
-            return None;
-        }
-        Some(text.trim_end_matches('/').to_owned())
-    }
-
-    fn source(&mut self, path: &str, table: &Map<String, Value>, s: &mut SourceSettings) {
-        const ALLOWED: [&str; 10] = [
-            "kind",
-            "enabled",
-            "base_url",
-            "api_key_env",
-            "mailto",
-            "timeout_secs",
-            "min_interval_ms",
-            "max_results",
-            "urls",
-            "url",
-        ];
-        for (field, v) in table {
-            let fpath = format!("{path}.{field}");
-            match field.as_str() {
-                "kind" => {}
-                "enabled" => match v.as_bool() {
-                    Some(b) => s.enabled = b,
-                    None => self.error(
-                        &fpath,
-                        format!("expected true or false, found {}", describe(v)),
-                    ),
-                },
-                "base_url" => {
-                    if let Some(url) = self.url(&fpath, v) {
-                        s.base_url = url;
-                    }
-                }
-                "api_key_env" => {
-                    let Some(text) = self.string(&fpath, v) else {
-                        continue;
-                    };
-                    if !text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                        self.error(
-                            &fpath,
-                            "expected the NAME of an environment variable (letters, digits, '_'), not a key; the value is not shown".to_owned(),
-                        );
-                        continue;
-                    }
-                    s.api_key_env = Some(text.to_owned()).filter(|t| !t.is_empty());
-                }
-                "api_key" | "key" | "token" => self.error(
-                    &fpath,
-                    "keys are never read from configuration; put the key in an environment variable and name it with api_key_env (the value is not shown)".to_owned(),
-                ),
-                "mailto" => {
-                    if let Some(text) = self.string(&fpath, v) {
-                        if text.contains('@') && !text.contains(char::is_whitespace) {
-                            s.mailto = Some(text.to_owned());
-                        } else {
-                            self.error(
-                                &fpath,
-                                format!("expected an e-mail address, found {text:?}"),
-                            );
-                        }
-                    }
-                }
-                "timeout_secs" => {
-                    if let Some(n) = v.as_f64().filter(|n| n.is_finite() && *n > 0.0 && *n <= 3600.0) {
-                        s.timeout = Duration::from_secs_f64(n);
-                    } else {
-                        self.error(
-                            &fpath,
-                            format!(
-                                "expected a number of seconds above 0 and at most 3600, found {}",
-                                describe(v)
-                            ),
-                        );
-                    }
-                }
-                "min_interval_ms" => {
-                    if let Some(n) = self.integer(&fpath, v, 0, 600_000) {
-                        s.min_interval = Duration::from_millis(n);
-                    }
-                }
-                "max_results" => {
-                    if let Some(n) = self.integer(&fpath, v, 1, 200) {
-                        s.max_results = Some(n as usize);
-                    }
-                }
-                "urls" | "url" => {
-                    let items: Vec<&Value> = match v {
-                        Value::Array(items) => items.iter().collect(),
-                        other => vec![other],
-                    };
-                    let mut urls = Vec::new();
-                    for (i, item) in items.into_iter().enumerate() {
-                        if let Some(url) = self.url(&format!("{fpath}[{i}]"), item) {
-                            urls.push(url);
-                        }
-                    }
-                    s.urls = urls;
-                }
-                _ => self.unknown(&fpath, &ALLOWED),
-            }
-        }
-    }
-}
-
-fn resolve_path(text: &str, source: &ValueSource) -> PathBuf {
-    let text = text.trim();
-    if let Some(rest) = text.strip_prefix("~/")
-        && let Some(home) = dirs::home_dir()
-    {
-        return home.join(rest);
-    }
-    let path = PathBuf::from(text);
-    match source {
-        ValueSource::File(file) if path.is_relative() => {
-            file.parent().map(|dir| dir.join(&path)).unwrap_or(path)
-        }
-        _ => path,
     }
 }
 
@@ -499,7 +257,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_the_issue_example_and_reports_problems() {
+    fn reads_the_documented_example_and_reports_problems_on_load() {
         let text = r#"
 [research.sources.openalex]
 base_url = "https://api.openalex.org"
@@ -522,9 +280,10 @@ model = "coder"
 depth = 9
 colour = "blue"
 "#;
-        let (config, problems) = Config::from_toml_str(text, ValueSource::Default);
-        assert!(problems.is_empty(), "{problems:?}");
-        let (research, problems) = ResearchConfig::from_config(&config);
+        // Problems are reported when the configuration loads, not when research runs.
+        let (config, problems) = Config::from_toml_str(text, crate::config::ValueSource::Default);
+        let (research, later) = ResearchConfig::from_config(&config);
+        assert!(later.is_empty(), "{later:?}");
         let crossref = &research.sources["crossref"];
         assert_eq!(crossref.mailto.as_deref(), Some("you@example.org"));
         assert!(!research.sources["searxng"].enabled);

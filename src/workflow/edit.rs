@@ -100,42 +100,20 @@ impl Default for EditOptions {
 }
 
 impl EditOptions {
-    /// The options of `[edit]` in `config` (unknown or ill-typed keys keep their defaults).
+    /// The options of `[edit]` in `config` (validated when the configuration loaded).
     pub fn from_config(config: &Config) -> EditOptions {
-        let mut o = EditOptions::default();
-        let Some(Value::Object(edit)) = config.sections.get("edit") else {
-            return o;
-        };
-        let uint = |k: &str| edit.get(k).and_then(Value::as_u64).map(|n| n as usize);
-        let boolean = |k: &str| edit.get(k).and_then(Value::as_bool);
-        if let Some(n) = uint("max_attempts") {
-            o.max_attempts = n.clamp(1, 10);
+        let edit = &config.edit;
+        EditOptions {
+            max_attempts: edit.max_attempts as usize,
+            escalate: edit.escalate,
+            parse_check: edit.parse_check,
+            max_rounds: edit.max_rounds as usize,
+            region_budget: edit.region_budget as usize,
+            temperature: Some(edit.temperature as f32),
+            max_tokens: edit.max_tokens,
+            stop_after_edit: edit.stop_after_edit,
+            force_edit: edit.force_edit,
         }
-        if let Some(n) = uint("max_rounds") {
-            o.max_rounds = n.clamp(1, 100);
-        }
-        if let Some(n) = uint("region_budget") {
-            o.region_budget = n.max(500);
-        }
-        if let Some(b) = boolean("escalate") {
-            o.escalate = b;
-        }
-        if let Some(b) = boolean("parse_check") {
-            o.parse_check = b;
-        }
-        if let Some(b) = boolean("stop_after_edit") {
-            o.stop_after_edit = b;
-        }
-        if let Some(b) = boolean("force_edit") {
-            o.force_edit = b;
-        }
-        if let Some(t) = edit.get("temperature").and_then(Value::as_f64) {
-            o.temperature = Some(t as f32);
-        }
-        if let Some(n) = edit.get("max_tokens").and_then(Value::as_u64) {
-            o.max_tokens = Some(n.min(u64::from(u32::MAX)) as u32);
-        }
-        o
     }
 }
 

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod expect;
+
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -464,22 +466,5 @@ pub fn openai_sse(answer: &Value) -> patchwise::model::replay::Reply {
 
 /// Compares `actual` with `fixtures/<path>`; `UPDATE_EXPECT=1` writes it instead.
 pub fn snapshot(path: &str, actual: &str) {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(path);
-    if std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1") {
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&file).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; run with UPDATE_EXPECT=1 to create it",
-            file.display()
-        )
-    });
-    assert_eq!(
-        actual, expected,
-        "snapshot {path} differs; run with UPDATE_EXPECT=1 to accept the new output"
-    );
+    expect::expect_file(&format!("fixtures/{path}"), actual);
 }

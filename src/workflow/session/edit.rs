@@ -11,7 +11,6 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
 
 use super::choices::{instruction_comment, strip_instruction_comment};
 use super::runs::RunHandle;
@@ -123,15 +122,9 @@ pub fn sandbox_roots(mut roots: Vec<PathBuf>, path: &Path) -> Vec<PathBuf> {
     roots
 }
 
-/// Whether accepted-without-asking is on: `[edit] auto_apply` (or `autoApply` from a client).
+/// Whether accepted-without-asking is on: `[edit] auto_apply`.
 pub fn auto_apply(config: &Config) -> bool {
-    let Some(Value::Object(edit)) = config.sections.get("edit") else {
-        return false;
-    };
-    edit.get("auto_apply")
-        .or_else(|| edit.get("autoApply"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
+    config.edit.auto_apply
 }
 
 /// Stores a finished proposal and re-bases it onto the texts as they are now (the user may have

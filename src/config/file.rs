@@ -1,0 +1,477 @@
+//! The configuration file's shape, as types: every table and key a user may write, with its
+//! default, its limits and its documentation.
+//!
+//! These types are the one source of truth for the file. The JSON Schema generated from them
+//! (`docs/config.schema.json`, see [`super::reference`]) drives the validation of every layer
+//! ([`super::validate`]), the reference page `docs/configuration.md` and the VS Code settings, so
+//! none of them can drift from what the code reads. Limits are written as schema attributes
+//! (`range`, `regex`, and `x-expected` for the words a problem uses to say what is allowed);
+//! `x-path` marks a path resolved against the file that sets it; `x-redact` a value a problem must
+//! never echo (a key pasted where a variable name belongs).
+//!
+//! A table nothing reads has no type here, so it is refused as unknown.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{ModelRole, ProviderKind, ToolMode};
+
+/// The whole file: `.patchwise/config.toml` in the workspace, `patchwise/config.toml` in the user
+/// configuration directory, or the editor's settings (the same shape, as JSON).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+#[schemars(title = "patchwise configuration")]
+pub struct ConfigFile {
+    /// Model servers by name (letters, digits, `-`, `_`, `.`). Without any, `ollama`
+    /// (`http://127.0.0.1:11434/v1`) then `lmstudio` (`http://127.0.0.1:1234/v1`) are tried, each
+    /// with the first model it lists.
+    #[schemars(extend("propertyNames" = {"pattern": "^[A-Za-z0-9._-]+$"}))]
+    pub providers: BTreeMap<String, ProviderTable>,
+    /// Which model plays which role, as `provider/model`; unset roles use `coder`.
+    pub roles: RolesTable,
+    /// Per-model settings by model name, with or without the `provider/` prefix (the prefixed
+    /// table wins).
+    pub models: BTreeMap<String, ModelTable>,
+    /// Timeouts of model requests, in seconds.
+    pub timeouts: TimeoutsTable,
+    /// Retries of model requests (429, 5xx and transport faults before any output), with
+    /// exponential backoff.
+    pub retry: RetryTable,
+    /// Where the database and reports live (default: the platform's data directory,
+    /// `~/.local/share/patchwise` on Linux). A relative path is relative to the file that sets it;
+    /// `~/` is the home directory.
+    #[schemars(extend("x-path" = true), length(min = 1))]
+    pub data_dir: Option<String>,
+    /// The edit workflow: one instruction → a proposal.
+    pub edit: EditSection,
+    /// Deep research (`docs/research.md`).
+    pub research: ResearchSection,
+    /// The develop workflow: plan → approve → steps → checks → verify → judge.
+    pub develop: DevelopSection,
+    /// The tools a model calls.
+    pub tools: ToolsSection,
+}
+
+/// One `[providers.NAME]` table.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderTable {
+    /// The wire format the server speaks.
+    pub kind: ProviderKind,
+    /// The API's base URL (default: the kind's public API).
+    #[schemars(
+        regex(pattern = r"^https?://[^\s/]+"),
+        extend("x-expected" = "an http:// or https:// URL")
+    )]
+    pub base_url: Option<String>,
+    /// The NAME of the environment variable holding the key, never the key itself. Default: per
+    /// kind (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`), none for servers on this
+    /// machine; `""` never sends a key.
+    #[schemars(
+        regex(pattern = r"^[A-Za-z0-9_]*$"),
+        extend(
+            "x-expected" = "the NAME of an environment variable (letters, digits, '_'), not a key",
+            "x-redact" = true
+        )
+    )]
+    pub api_key_env: Option<String>,
+    /// How tool calls travel: the provider's native tool calling, or tools taught in the prompt.
+    pub tools: ToolMode,
+}
+
+/// A `provider/model` target; the model may be left out: the first model the server lists.
+const ROLE_PATTERN: &str = r"^[A-Za-z0-9._-]+(/.*)?$";
+const ROLE_EXPECTED: &str = "\"provider/model\" (e.g. \"local/qwen2.5-coder:7b\")";
+
+/// `[roles]`: `provider/model` for each job.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RolesTable {
+    /// Writes edits; every other role falls back to it. `"local"` alone: the first model the
+    /// server lists.
+    #[schemars(regex(pattern = ROLE_PATTERN), extend("x-expected" = ROLE_EXPECTED))]
+    pub coder: Option<String>,
+    /// Plans multi-step work.
+    #[schemars(regex(pattern = ROLE_PATTERN), extend("x-expected" = ROLE_EXPECTED))]
+    pub planner: Option<String>,
+    /// Judges results.
+    #[schemars(regex(pattern = ROLE_PATTERN), extend("x-expected" = ROLE_EXPECTED))]
+    pub judge: Option<String>,
+    /// A stronger model for the last retry, with a clean prompt.
+    #[schemars(regex(pattern = ROLE_PATTERN), extend("x-expected" = ROLE_EXPECTED))]
+    pub escalation: Option<String>,
+}
+
+/// How the edit workflow asks a model for a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EditFormat {
+    /// Chosen per task and model.
+    #[default]
+    Auto,
+    /// The target rewritten whole in one fenced block.
+    Rewrite,
+    /// Search/replace through the tools.
+    Tools,
+}
+
+/// `[models."NAME"]`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelTable {
+    /// Tokens the model reads and writes in all (default: a built-in table; local servers at
+    /// most 8192).
+    #[schemars(range(min = 256, max = 100_000_000))]
+    pub context_window: Option<u64>,
+    /// Tokens reserved for the answer when a request sets none.
+    #[schemars(range(min = 1))]
+    pub max_output_tokens: Option<u32>,
+    /// How edits are asked of this model (default: auto).
+    pub edit_format: Option<EditFormat>,
+}
+
+const SECONDS_EXPECTED: &str = "a number of seconds above 0 and at most 86400";
+
+/// `[timeouts]`, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct TimeoutsTable {
+    /// Establishing the connection.
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400, "x-expected" = SECONDS_EXPECTED))]
+    pub connect: f64,
+    /// From sending the request to the first answer event; also the longest silence allowed
+    /// mid-answer (local models on a CPU read the prompt a long time before the first token).
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400, "x-expected" = SECONDS_EXPECTED))]
+    pub first_token: f64,
+    /// The whole answer.
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400, "x-expected" = SECONDS_EXPECTED))]
+    pub total: f64,
+}
+
+impl Default for TimeoutsTable {
+    fn default() -> Self {
+        TimeoutsTable {
+            connect: 10.0,
+            first_token: 180.0,
+            total: 900.0,
+        }
+    }
+}
+
+/// `[retry]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryTable {
+    /// Attempts in all, including the first.
+    #[schemars(range(min = 1, max = 20))]
+    pub max_attempts: u32,
+    /// The first wait; it doubles per attempt, and a server's `Retry-After` wins.
+    #[schemars(range(min = 0, max = 600_000))]
+    pub initial_backoff_ms: u64,
+    /// The longest wait, including a server's `Retry-After`.
+    #[schemars(range(min = 0, max = 3_600_000))]
+    pub max_backoff_ms: u64,
+}
+
+impl Default for RetryTable {
+    fn default() -> Self {
+        RetryTable {
+            max_attempts: 4,
+            initial_backoff_ms: 500,
+            max_backoff_ms: 30_000,
+        }
+    }
+}
+
+/// `[edit]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct EditSection {
+    /// Attempts before giving up (a refused edit ends an attempt).
+    #[schemars(range(min = 1, max = 10))]
+    pub max_attempts: u32,
+    /// Hand the last attempt to the `escalation` role when it is a different model.
+    pub escalate: bool,
+    /// Refuse edits that add syntax errors.
+    pub parse_check: bool,
+    /// Model answers allowed in one attempt (tool rounds).
+    #[schemars(range(min = 1, max = 100))]
+    pub max_rounds: u32,
+    /// Tokens of the region shown in the first prompt.
+    #[schemars(range(min = 500, max = 10_000_000))]
+    pub region_budget: u32,
+    /// Sampling temperature (0 makes edits markedly more reliable).
+    #[schemars(range(min = 0.0, max = 2.0))]
+    pub temperature: f64,
+    /// Tokens the model may write per answer (default: the model's setting).
+    #[schemars(range(min = 1))]
+    pub max_tokens: Option<u32>,
+    /// End the run as soon as an answer's edits all succeed, without asking the model whether it
+    /// is done (multi-step edits must then come in one answer).
+    pub stop_after_edit: bool,
+    /// Force an `edit_file` call in the first answer (on a local 1.5B model, forcing gave empty
+    /// answers where `auto` succeeded, hence off).
+    pub force_edit: bool,
+    /// Apply a proposal at once, without the pending state (the editor still owns undo).
+    pub auto_apply: bool,
+}
+
+impl Default for EditSection {
+    fn default() -> Self {
+        EditSection {
+            max_attempts: 3,
+            escalate: true,
+            parse_check: true,
+            max_rounds: 12,
+            region_budget: 6000,
+            temperature: 0.0,
+            max_tokens: None,
+            stop_after_edit: false,
+            force_edit: false,
+            auto_apply: false,
+        }
+    }
+}
+
+/// The kinds of research source; a `[research.sources.NAME]` table named after one needs no
+/// `kind`.
+pub const SOURCE_KINDS: [&str; 9] = [
+    "openalex",
+    "arxiv",
+    "crossref",
+    "semantic_scholar",
+    "searxng",
+    "brave",
+    "feeds",
+    "workspace",
+    "library",
+];
+
+/// `[research]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ResearchSection {
+    /// The role whose model writes the synthesis.
+    pub model: ModelRole,
+    /// The library database (default: `DATA_DIR/research/library.sqlite3`).
+    #[schemars(extend("x-path" = true), length(min = 1))]
+    pub library: Option<String>,
+    /// An extra credibility file: tiers and lists added to the built-in ones (also read:
+    /// `CONFIG_DIR/patchwise/credibility.toml`).
+    #[schemars(extend("x-path" = true), length(min = 1))]
+    pub credibility: Option<String>,
+    /// How deep to look: results per source = 5 × depth.
+    #[schemars(range(min = 1, max = 5))]
+    pub depth: u8,
+    /// The whole run.
+    #[schemars(range(min = 1, max = 86_400))]
+    pub time_budget_secs: u64,
+    /// Tokens of source text sent to the model.
+    #[schemars(range(min = 200, max = 10_000_000))]
+    pub token_budget: u64,
+    /// Tokens the synthesis may use.
+    #[schemars(range(min = 50, max = 1_000_000))]
+    pub max_output_tokens: u32,
+    /// Progress heartbeat during synthesis.
+    #[schemars(range(min = 1, max = 600))]
+    pub heartbeat_secs: u64,
+    /// Check each claim of the synthesis against its cited passages.
+    pub verify: bool,
+    /// Sources by name: a built-in kind (openalex, arxiv, crossref, semantic_scholar, searxng,
+    /// brave, feeds, workspace, library), or any name with `kind = "…"`.
+    pub sources: BTreeMap<String, SourceTable>,
+}
+
+impl Default for ResearchSection {
+    fn default() -> Self {
+        ResearchSection {
+            model: ModelRole::Coder,
+            library: None,
+            credibility: None,
+            depth: 2,
+            time_budget_secs: 180,
+            token_budget: 6000,
+            max_output_tokens: 1500,
+            heartbeat_secs: 2,
+            verify: false,
+            sources: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[research.sources.NAME]`; every key defaults per kind.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SourceTable {
+    /// The kind of source, when the table's name is not one.
+    #[schemars(extend("enum" = SOURCE_KINDS))]
+    pub kind: Option<String>,
+    /// Whether the source is asked (default: every kind but searxng, which is self-hosted).
+    pub enabled: Option<bool>,
+    /// The API's base URL.
+    #[schemars(
+        regex(pattern = r"^https?://[^\s/]+"),
+        extend("x-expected" = "an http:// or https:// URL")
+    )]
+    pub base_url: Option<String>,
+    /// The NAME of the environment variable holding the key; `""`: no key.
+    #[schemars(
+        regex(pattern = r"^[A-Za-z0-9_]*$"),
+        extend(
+            "x-expected" = "the NAME of an environment variable (letters, digits, '_'), not a key",
+            "x-redact" = true
+        )
+    )]
+    pub api_key_env: Option<String>,
+    /// An e-mail address for the polite pool (openalex, crossref).
+    #[schemars(regex(pattern = r"^[^@\s]+@[^@\s]+$"), extend("x-expected" = "an e-mail address"))]
+    pub mailto: Option<String>,
+    /// Seconds one request may take.
+    #[schemars(extend(
+        "exclusiveMinimum" = 0,
+        "maximum" = 3600,
+        "x-expected" = "a number of seconds above 0 and at most 3600"
+    ))]
+    pub timeout_secs: Option<f64>,
+    /// The rate limiter: at least this long between requests.
+    #[schemars(range(min = 0, max = 600_000))]
+    pub min_interval_ms: Option<u64>,
+    /// Results asked for (default: 5 × depth).
+    #[schemars(range(min = 1, max = 200))]
+    pub max_results: Option<u32>,
+    /// Feed URLs (feeds only).
+    #[schemars(inner(regex(pattern = r"^https?://[^\s/]+")))]
+    pub urls: Vec<String>,
+}
+
+/// Whether a plan is shown for approval before develop carries it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Approve {
+    /// Ask the user (Approve / Cancel).
+    #[default]
+    Ask,
+    /// Carry the plan out without asking.
+    Auto,
+}
+
+/// `[develop]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct DevelopSection {
+    /// Whether the plan waits for the user's approval.
+    pub approve: Approve,
+    /// Rounds of fixing after a failed verification.
+    #[schemars(range(min = 0, max = 20))]
+    pub fix_rounds: u32,
+    /// The judge is skipped below this many changed lines (unless a new code file or a risky
+    /// path is involved).
+    #[schemars(range(min = 0, max = 1_000_000))]
+    pub judge_min_lines: u32,
+    /// Changed paths containing one of these always get the judge.
+    pub risky: Vec<String>,
+    /// The commands that check, lint and test the working copy.
+    pub checks: DevelopChecks,
+}
+
+impl Default for DevelopSection {
+    fn default() -> Self {
+        DevelopSection {
+            approve: Approve::Ask,
+            fix_rounds: 2,
+            judge_min_lines: 20,
+            risky: [
+                "auth",
+                "security",
+                "crypt",
+                "password",
+                "secret",
+                "token",
+                "payment",
+                "migration",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+            checks: DevelopChecks::default(),
+        }
+    }
+}
+
+/// `[develop.checks]`: command lines; unset means the default for the project's language
+/// (`cargo check` / `cargo test`, `ruff check` / `pytest`, `tsc --noEmit` / `npm test`,
+/// `go vet` / `go test ./...`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct DevelopChecks {
+    /// Compiles or type-checks the working copy.
+    #[schemars(length(min = 1))]
+    pub check: Option<String>,
+    /// Lints the working copy.
+    #[schemars(length(min = 1))]
+    pub lint: Option<String>,
+    /// Runs the tests.
+    #[schemars(length(min = 1))]
+    pub test: Option<String>,
+    /// Seconds one command may run before its process group is killed.
+    #[schemars(range(min = 1, max = 86_400))]
+    pub timeout_secs: u64,
+}
+
+impl Default for DevelopChecks {
+    fn default() -> Self {
+        DevelopChecks {
+            check: None,
+            lint: None,
+            test: None,
+            timeout_secs: 600,
+        }
+    }
+}
+
+/// What a failed validation of written content does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ValidateLevel {
+    /// Refuse the content; the model gets the error with line and column.
+    #[default]
+    Error,
+    /// Accept it and tell the model.
+    Warn,
+    /// Do not validate.
+    Off,
+}
+
+/// `[tools]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsSection {
+    /// Rounds a cut-off write session is continued automatically.
+    #[schemars(range(min = 0, max = 20))]
+    pub write_continuations: u32,
+    /// Validation of written JSON, TOML, YAML and code before it joins the working copy.
+    pub validate: ValidateLevel,
+    /// Per file extension (without the dot), overriding `validate`: `yaml = "warn"`.
+    pub validate_by_extension: BTreeMap<String, ValidateLevel>,
+}
+
+impl Default for ToolsSection {
+    fn default() -> Self {
+        ToolsSection {
+            write_continuations: 3,
+            validate: ValidateLevel::Error,
+            validate_by_extension: BTreeMap::new(),
+        }
+    }
+}
+
+impl ToolsSection {
+    /// The validation level for a file with this extension.
+    pub fn validate_for(&self, extension: &str) -> ValidateLevel {
+        self.validate_by_extension
+            .get(&extension.to_ascii_lowercase())
+            .copied()
+            .unwrap_or(self.validate)
+    }
+}

@@ -1,0 +1,298 @@
+//! The configuration's JSON Schema and its Markdown reference, both generated from the types in
+//! [`super::file`].
+//!
+//! The schema is checked in at `docs/config.schema.json` (the VS Code extension's settings are
+//! generated from it) and the reference at `docs/configuration.md`; `tests/config_reference.rs`
+//! fails when either is stale (`UPDATE_EXPECT=1 cargo test --test config_reference` rewrites
+//! them).
+
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+
+use super::file::ConfigFile;
+
+/// Where the schema is checked in, relative to the repository root.
+pub const SCHEMA_PATH: &str = "docs/config.schema.json";
+/// Where the reference is checked in, relative to the repository root.
+pub const REFERENCE_PATH: &str = "docs/configuration.md";
+
+/// The JSON Schema of the whole configuration (draft 2020-12).
+pub fn schema() -> &'static Value {
+    static SCHEMA: OnceLock<Value> = OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        let schema = schemars::schema_for!(ConfigFile);
+        serde_json::to_value(schema).unwrap_or(Value::Bool(true))
+    })
+}
+
+/// The schema as it is checked in: pretty JSON with a final newline.
+pub fn schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(schema()).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+const INTRO: &str = "\
+<!-- Generated from src/config/file.rs by `UPDATE_EXPECT=1 cargo test --test config_reference`; do not edit. -->
+
+# Configuration
+
+patchwise reads TOML: `.patchwise/config.toml` in the workspace over `patchwise/config.toml` in
+the user configuration directory (`$XDG_CONFIG_HOME`, `~/.config` on Linux), then the editor's
+settings over both — `initializationOptions` at start, `workspace/didChangeConfiguration` later —
+in the same shape as JSON (under a `patchwise` key, or as the whole object). Later layers win, key
+by key.
+
+Every layer is checked when it loads. A problem names the file or the editor message, the key,
+what was found and what is allowed, and suggests the key you probably meant; the bad value is
+ignored (the earlier layer's value or the default stays) and the server keeps working. The editor
+shows the problems once (`window/showMessage`); `patchwise doctor` prints them and exits 1 when
+one is an error. Tables nothing reads are refused as unknown.
+
+API keys are never read from the configuration: a provider names the environment variable that
+holds its key (`api_key_env`).
+
+`patchwise init` writes a commented starter file. The JSON Schema of this whole page is
+[`config.schema.json`](config.schema.json) (generated from the same types; editors can validate
+against it).
+";
+
+/// The reference page, generated from the schema.
+pub fn markdown() -> String {
+    let root = schema();
+    let mut out = String::from(INTRO);
+    let Some(top) = root.as_object() else {
+        return out;
+    };
+    let mut tables: Vec<(String, &Map<String, Value>, Option<&str>)> = Vec::new();
+    let mut top_keys = Vec::new();
+    for (name, field) in properties(top) {
+        let field_schema = resolve(root, field);
+        let about = field.get("description").and_then(Value::as_str);
+        if let Some(table) = struct_schema(root, field_schema) {
+            tables.push((name.clone(), table, about));
+        } else if let Some(entry) = map_entry(root, field_schema) {
+            tables.push((format!("{name}.NAME"), entry, about));
+        } else {
+            top_keys.push((name.clone(), field));
+        }
+    }
+    if !top_keys.is_empty() {
+        out.push_str("\n## Top level\n\n");
+        key_table(&mut out, root, &top_keys);
+    }
+    while !tables.is_empty() {
+        let (name, table, about) = tables.remove(0);
+        let _ = write!(out, "\n## `[{name}]`\n\n");
+        if let Some(text) = about.or_else(|| table.get("description").and_then(Value::as_str)) {
+            out.push_str(text);
+            out.push_str("\n\n");
+        }
+        let mut keys = Vec::new();
+        let mut nested = Vec::new();
+        for (key, field) in properties(table) {
+            let field_schema = resolve(root, field);
+            let about = field.get("description").and_then(Value::as_str);
+            if let Some(inner) = struct_schema(root, field_schema) {
+                nested.push((format!("{name}.{key}"), inner, about));
+            } else if let Some(entry) = map_entry(root, field_schema) {
+                nested.push((format!("{name}.{key}.NAME"), entry, about));
+            } else {
+                keys.push((key.clone(), field));
+            }
+        }
+        key_table(&mut out, root, &keys);
+        for (i, item) in nested.into_iter().enumerate() {
+            tables.insert(i, item);
+        }
+    }
+    out
+}
+
+fn key_table(out: &mut String, root: &Value, keys: &[(String, &Value)]) {
+    if keys.is_empty() {
+        return;
+    }
+    out.push_str("| key | allowed | default | what it does |\n|---|---|---|---|\n");
+    for (key, field) in keys {
+        let resolved = resolve(root, field);
+        let description = field
+            .get("description")
+            .or_else(|| resolved.get("description"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .replace('\n', " ");
+        let default = field
+            .get("default")
+            .filter(|d| !d.is_null())
+            .map(|d| format!("`{}`", toml_value(d)))
+            .unwrap_or_else(|| "unset".to_owned());
+        let _ = writeln!(
+            out,
+            "| `{key}` | {} | {default} | {} |",
+            allowed(root, field),
+            description.replace('|', "\\|")
+        );
+    }
+}
+
+/// What a key accepts, in words.
+fn allowed(root: &Value, field: &Value) -> String {
+    let schema = resolve(root, field);
+    let Some(obj) = schema.as_object() else {
+        return "anything".to_owned();
+    };
+    if let Some(expected) = obj.get("x-expected").and_then(Value::as_str) {
+        return expected.replace('|', "\\|");
+    }
+    let mut values = Vec::new();
+    collect_constants(root, schema, &mut values);
+    if !values.is_empty() {
+        return values
+            .iter()
+            .map(|v| format!("`{}`", toml_value(v)))
+            .collect::<Vec<_>>()
+            .join(", ");
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(branches) = obj.get(key).and_then(Value::as_array) {
+            let words: Vec<String> = branches
+                .iter()
+                .filter(|b| resolve(root, b).get("type").and_then(Value::as_str) != Some("null"))
+                .map(|b| allowed(root, b))
+                .collect();
+            return words.join(" or ");
+        }
+    }
+    let types: Vec<&str> = match obj.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let kind = types.iter().copied().find(|t| *t != "null").unwrap_or("");
+    let bound = |k: &str| obj.get(k).and_then(Value::as_f64);
+    let range = match (
+        bound("minimum").or(bound("exclusiveMinimum")),
+        bound("maximum"),
+    ) {
+        (Some(l), Some(h)) => format!(" {}–{}", trim_number(l), trim_number(h)),
+        (Some(l), None) if l > 0.0 => format!(" ≥ {}", trim_number(l)),
+        (None, Some(h)) => format!(" ≤ {}", trim_number(h)),
+        _ => String::new(),
+    };
+    match kind {
+        "integer" => format!("integer{range}"),
+        "number" => format!("number{range}"),
+        "string" if obj.get("x-path").is_some() => "path".to_owned(),
+        "string" => "string".to_owned(),
+        "boolean" => "`true`, `false`".to_owned(),
+        "array" => {
+            let item = obj
+                .get("items")
+                .map(|i| allowed(root, i))
+                .unwrap_or_else(|| "anything".to_owned());
+            format!("array of {item}")
+        }
+        "object" => {
+            let value = obj
+                .get("additionalProperties")
+                .filter(|v| v.is_object())
+                .map(|v| allowed(root, v))
+                .unwrap_or_else(|| "anything".to_owned());
+            format!("table of NAME = {value}")
+        }
+        _ => "anything".to_owned(),
+    }
+}
+
+fn collect_constants(root: &Value, schema: &Value, out: &mut Vec<Value>) {
+    let schema = resolve(root, schema);
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        out.extend(values.iter().filter(|v| !v.is_null()).cloned());
+        return;
+    }
+    if let Some(c) = schema.get("const") {
+        out.push(c.clone());
+        return;
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(branches) = schema.get(key).and_then(Value::as_array) {
+            let before = out.len();
+            for branch in branches {
+                let b = resolve(root, branch);
+                if b.get("type").and_then(Value::as_str) == Some("null") {
+                    continue;
+                }
+                let len = out.len();
+                collect_constants(root, b, out);
+                if out.len() == len {
+                    // A branch that is not a constant: not an enumeration after all.
+                    out.truncate(before);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn trim_number(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        x.to_string()
+    }
+}
+
+/// A value as it is written in TOML.
+fn toml_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(toml_value).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(map) if map.is_empty() => "{}".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+fn properties(schema: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.iter().collect())
+        .unwrap_or_default()
+}
+
+fn resolve<'v>(root: &'v Value, schema: &'v Value) -> &'v Value {
+    let mut current = schema;
+    for _ in 0..16 {
+        let Some(name) = current
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+        else {
+            break;
+        };
+        match root.get("$defs").and_then(|d| d.get(name)) {
+            Some(found) => current = found,
+            None => break,
+        }
+    }
+    current
+}
+
+/// The schema of a struct (a table with named keys), if `schema` is one.
+fn struct_schema<'v>(root: &'v Value, schema: &'v Value) -> Option<&'v Map<String, Value>> {
+    let schema = resolve(root, schema).as_object()?;
+    schema.get("properties")?;
+    Some(schema)
+}
+
+/// The schema of a map's entries when they are structs (`[providers.NAME]`).
+fn map_entry<'v>(root: &'v Value, schema: &'v Value) -> Option<&'v Map<String, Value>> {
+    let extra = resolve(root, schema).get("additionalProperties")?;
+    struct_schema(root, extra)
+}
