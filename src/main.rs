@@ -35,6 +35,8 @@ enum Command {
     Doctor(patchwise::cli::doctor::DoctorArgs),
     /// Replace OLD with NEW in a file through the edit engine, or print why not.
     Edit(patchwise::cli::edit::EditArgs),
+    /// Write a commented starter .patchwise/config.toml, with the local model server found.
+    Init(patchwise::cli::init::InitArgs),
     /// Research a question across sources, or list, show and search saved research.
     Research(patchwise::cli::research::ResearchArgs),
 }
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Context(args) => patchwise::cli::context::run(&args),
         Command::Doctor(args) => patchwise::cli::doctor::run(&args),
         Command::Edit(args) => patchwise::cli::edit::run(&args),
+        Command::Init(args) => patchwise::cli::init::run(&args),
         Command::Research(args) => patchwise::cli::research::run(&args),
         Command::Serve => match patchwise::lsp::run_stdio() {
             Ok(Exit::Clean) => ExitCode::SUCCESS,

@@ -4,4 +4,5 @@
 pub mod context;
 pub mod doctor;
 pub mod edit;
+pub mod init;
 pub mod research;

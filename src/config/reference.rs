@@ -296,3 +296,109 @@ fn map_entry<'v>(root: &'v Value, schema: &'v Value) -> Option<&'v Map<String, V
     let extra = resolve(root, schema).get("additionalProperties")?;
     struct_schema(root, extra)
 }
+
+/// A model server `patchwise init` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detected {
+    /// The provider name written (`ollama`, `lmstudio`, `llamacpp`).
+    pub name: String,
+    /// What it is, for the comment (`Ollama`).
+    pub label: String,
+    pub base_url: String,
+    /// The first model it lists.
+    pub model: String,
+}
+
+/// The commented starter `.patchwise/config.toml`: the detected server as the coder (or
+/// commented examples when none answered), then every workflow table with its defaults,
+/// commented out. It loads without a problem.
+pub fn starter_toml(detected: Option<&Detected>) -> String {
+    let mut out = String::from(
+        "# patchwise configuration for this workspace.\n\
+         # Every key, its default and what it allows: docs/configuration.md in the patchwise\n\
+         # repository (or the JSON Schema docs/config.schema.json). Check this file with\n\
+         # `patchwise doctor`; keys are never written here, only the NAME of the variable that\n\
+         # holds one (api_key_env).\n\n",
+    );
+    match detected {
+        Some(found) => {
+            let _ = write!(
+                out,
+                "# {label} answered at {url} when this file was written.\n\
+                 [providers.{name}]\n\
+                 kind = \"openai\"\n\
+                 base_url = \"{url}\"\n\n\
+                 [roles]\n\
+                 coder = \"{name}/{model}\"          # \"{name}\" alone: the first model the server lists\n\
+                 # planner = \"{name}/{model}\"\n\
+                 # judge = \"{name}/{model}\"\n\
+                 # escalation = \"hosted/a-stronger-model\"\n",
+                label = found.label,
+                url = found.base_url,
+                name = found.name,
+                model = toml_escape(&found.model),
+            );
+        }
+        None => out.push_str(
+            "# No local model server answered (Ollama on :11434, LM Studio on :1234, llama.cpp on\n\
+             # :8080). Without any provider, Ollama then LM Studio are tried. Examples:\n\
+             # [providers.local]\n\
+             # kind = \"openai\"                       # openai | anthropic | gemini\n\
+             # base_url = \"http://127.0.0.1:11434/v1\"\n\
+             #\n\
+             # [providers.claude]\n\
+             # kind = \"anthropic\"\n\
+             # api_key_env = \"ANTHROPIC_API_KEY\"\n\
+             #\n\
+             # [roles]\n\
+             # coder = \"local/qwen2.5-coder:7b\"\n",
+        ),
+    }
+    let root = schema();
+    for section in ["edit", "research", "develop", "tools"] {
+        let Some(field) = root.get("properties").and_then(|p| p.get(section)) else {
+            continue;
+        };
+        let Some(table) = struct_schema(root, field) else {
+            continue;
+        };
+        commented_table(&mut out, root, section, table);
+    }
+    out
+}
+
+fn commented_table(out: &mut String, root: &Value, name: &str, table: &Map<String, Value>) {
+    let _ = write!(out, "\n# [{name}]\n");
+    let mut nested = Vec::new();
+    for (key, field) in properties(table) {
+        let field_schema = resolve(root, field);
+        if let Some(inner) = struct_schema(root, field_schema) {
+            nested.push((format!("{name}.{key}"), inner));
+            continue;
+        }
+        if map_entry(root, field_schema).is_some() {
+            continue;
+        }
+        let about = field
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .replace('\n', " ");
+        let first = about.split(". ").next().unwrap_or("").trim_end_matches('.');
+        match field.get("default").filter(|d| !d.is_null()) {
+            Some(default) if !matches!(default, Value::Object(_)) => {
+                let _ = writeln!(out, "# {key} = {}    # {first}", toml_value(default));
+            }
+            _ => {
+                let _ = writeln!(out, "# {key} =    # {first} (unset by default)");
+            }
+        }
+    }
+    for (name, inner) in nested {
+        commented_table(out, root, &name, inner);
+    }
+}
+
+fn toml_escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"")
+}
