@@ -11,7 +11,6 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-
 use super::choices::{instruction_comment, strip_instruction_comment};
 use super::runs::RunHandle;
 use crate::config::Config;
