@@ -410,7 +410,7 @@ fn readme_lists_every_command_and_flag() {
     let help = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_patchwise"))
             .args(args)
-            .arg("--help")
+            .arg("-h")
             .output()
             .unwrap();
         String::from_utf8(out.stdout).unwrap()
@@ -419,7 +419,8 @@ fn readme_lists_every_command_and_flag() {
         text.lines()
             .skip_while(|l| !l.starts_with(heading))
             .skip(1)
-            .take_while(|l| l.starts_with(' '))
+            .take_while(|l| l.is_empty() || l.starts_with(' '))
+            .filter(|l| l.trim_start().starts_with('-') || !l.starts_with("      "))
             .map(|l| l.trim().to_owned())
             .collect()
     };
