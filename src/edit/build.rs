@@ -317,7 +317,9 @@ fn convert_unit(line: &str, unit: IndentUnit) -> String {
             let cols = indent_cols(ind, n);
             format!("{}{}", " ".repeat(cols), &line[ind.len()..])
         }
-        IndentUnit::Tabs if !ind.is_empty() && !ind.contains('\t') && ind.len() % 4 == 0 => {
+        IndentUnit::Tabs
+            if !ind.is_empty() && !ind.contains('\t') && ind.len().is_multiple_of(4) =>
+        {
             format!("{}{}", "\t".repeat(ind.len() / 4), &line[ind.len()..])
         }
         _ => line.to_string(),

@@ -350,22 +350,22 @@ pub fn parse_unified_diff(text: &str) -> Result<Vec<FileEdit>, ParseError> {
     let mut i = 0;
     while i < lines.len() {
         let l = lines[i];
-        if let Some(rest) = l.strip_prefix("--- ") {
-            if lines.get(i + 1).is_some_and(|n| n.starts_with("+++ ")) {
-                let from = diff_path(rest);
-                let to = diff_path(&lines[i + 1][4..]);
-                creating = from.is_none() && to.is_some();
-                if from.is_some() && to.is_none() {
-                    out.push(FileEdit {
-                        path: from.clone(),
-                        action: Action::Delete,
-                        hint: None,
-                    });
-                }
-                path = to.or(from);
-                i += 2;
-                continue;
+        if let Some(rest) = l.strip_prefix("--- ")
+            && lines.get(i + 1).is_some_and(|n| n.starts_with("+++ "))
+        {
+            let from = diff_path(rest);
+            let to = diff_path(&lines[i + 1][4..]);
+            creating = from.is_none() && to.is_some();
+            if from.is_some() && to.is_none() {
+                out.push(FileEdit {
+                    path: from.clone(),
+                    action: Action::Delete,
+                    hint: None,
+                });
             }
+            path = to.or(from);
+            i += 2;
+            continue;
         }
         if !l.starts_with("@@") {
             i += 1;

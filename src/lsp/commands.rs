@@ -430,10 +430,8 @@ impl Backend {
                 .publish_diagnostics(uri, diagnostics, Some(version))
                 .await;
         }
-        if refresh {
-            if let Err(err) = self.client.code_lens_refresh().await {
-                tracing::debug!("code lens refresh failed: {err}");
-            }
+        if refresh && let Err(err) = self.client.code_lens_refresh().await {
+            tracing::debug!("code lens refresh failed: {err}");
         }
     }
 }

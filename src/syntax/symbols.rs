@@ -596,20 +596,19 @@ impl<'a> Walker<'a> {
         };
         // TypeScript overloads: signatures directly followed by a declaration of the same name
         // become one symbol.
-        if let (Some(previous), Some(&true)) = (self.out.last(), self.signature_only.last()) {
-            if previous.name == symbol.name
-                && previous.parent == parent
-                && matches!(previous.kind, SymbolKind::Function | SymbolKind::Method)
-                && previous.kind == symbol.kind
-            {
-                symbol.range.start = previous.range.start;
-                symbol.full_range.start = previous.full_range.start;
-                symbol.lines.0 = previous.lines.0;
-                symbol.signature = previous.signature.clone();
-                symbol.declarations += previous.declarations;
-                self.out.pop();
-                self.signature_only.pop();
-            }
+        if let (Some(previous), Some(&true)) = (self.out.last(), self.signature_only.last())
+            && previous.name == symbol.name
+            && previous.parent == parent
+            && matches!(previous.kind, SymbolKind::Function | SymbolKind::Method)
+            && previous.kind == symbol.kind
+        {
+            symbol.range.start = previous.range.start;
+            symbol.full_range.start = previous.full_range.start;
+            symbol.lines.0 = previous.lines.0;
+            symbol.signature = previous.signature.clone();
+            symbol.declarations += previous.declarations;
+            self.out.pop();
+            self.signature_only.pop();
         }
         let index = self.out.len();
         if let Some(trait_name) = &item.trait_name {
@@ -637,10 +636,10 @@ impl<'a> Walker<'a> {
                 self.walk_body(members, Some(index), &member_path, nested);
             }
         }
-        if self.scope == Scope::All {
-            if let Some(code) = item.code {
-                self.walk_body(code, Some(index), &member_path, true);
-            }
+        if self.scope == Scope::All
+            && let Some(code) = item.code
+        {
+            self.walk_body(code, Some(index), &member_path, true);
         }
         // An impl's alias (`<Foo as Display>`) is only a prefix for its members.
         if item.trait_name.is_some() {

@@ -113,10 +113,10 @@ impl PreparedEdit {
 /// The roots a run may touch: the workspace roots, plus the file's own directory when the
 /// file is outside every root (or there is none) — never anything above it.
 pub fn sandbox_roots(mut roots: Vec<PathBuf>, path: &Path) -> Vec<PathBuf> {
-    if !roots.iter().any(|r| path.starts_with(r)) {
-        if let Some(parent) = path.parent() {
-            roots.push(parent.to_path_buf());
-        }
+    if !roots.iter().any(|r| path.starts_with(r))
+        && let Some(parent) = path.parent()
+    {
+        roots.push(parent.to_path_buf());
     }
     roots
 }
