@@ -9,6 +9,7 @@ pub mod document;
 pub mod edit;
 pub mod logging;
 pub mod lsp;
+pub mod mcp;
 pub mod model;
 pub mod research;
 pub mod store;

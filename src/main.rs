@@ -37,6 +37,9 @@ enum Command {
     Edit(patchwise::cli::edit::EditArgs),
     /// Write a commented starter .patchwise/config.toml, with the local model server found.
     Init(patchwise::cli::init::InitArgs),
+    /// Speak the Model Context Protocol over stdin/stdout: the edit engine, context and
+    /// research as tools for agents (Claude Code, Codex, Cursor, Goose, …).
+    Mcp(patchwise::cli::mcp::McpArgs),
     /// Research a question across sources, or list, show and search saved research.
     Research(patchwise::cli::research::ResearchArgs),
 }
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => patchwise::cli::doctor::run(&args),
         Command::Edit(args) => patchwise::cli::edit::run(&args),
         Command::Init(args) => patchwise::cli::init::run(&args),
+        Command::Mcp(args) => patchwise::cli::mcp::run(&args),
         Command::Research(args) => patchwise::cli::research::run(&args),
         Command::Serve => match patchwise::lsp::run_stdio() {
             Ok(Exit::Clean) => ExitCode::SUCCESS,

@@ -1,9 +1,9 @@
 //! Architecture invariants (`docs/architecture.md`), checked by reading the source tree.
 //!
 //! 1. Only `src/lsp/` knows the protocol: nothing else names `tower_lsp_server`, `ls_types` or
-//!    `lsp_types`.
+//!    `lsp_types`; likewise only `src/mcp/` names `rmcp`.
 //! 2. The pure core (`document/`, `edit/`, `syntax/`) does no I/O.
-//! 3. Nothing in `src/lsp/` prints to stdout, which carries the protocol.
+//! 3. Nothing in `src/lsp/` or `src/mcp/` prints to stdout, which carries the protocol.
 
 use std::path::{Path, PathBuf};
 
@@ -175,6 +175,16 @@ fn only_lsp_knows_the_protocol() {
 }
 
 #[test]
+fn only_mcp_knows_rmcp() {
+    let found = violations("src", Some("src/mcp"), &["rmcp"]);
+    assert!(
+        found.is_empty(),
+        "rmcp outside src/mcp/:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
 fn the_pure_core_does_no_io() {
     let io = [
         "std::fs",
@@ -207,16 +217,18 @@ fn the_pure_core_does_no_io() {
 
 #[test]
 fn stdout_belongs_to_the_protocol() {
-    let found = violations(
-        "src/lsp",
-        None,
-        &["println!", "print!", "dbg!", "std::io::stdout().write"],
-    );
-    assert!(
-        found.is_empty(),
-        "writes to stdout in src/lsp/:\n{}",
-        found.join("\n")
-    );
+    for dir in ["src/lsp", "src/mcp"] {
+        let found = violations(
+            dir,
+            None,
+            &["println!", "print!", "dbg!", "std::io::stdout"],
+        );
+        assert!(
+            found.is_empty(),
+            "writes to stdout in {dir}/:\n{}",
+            found.join("\n")
+        );
+    }
 }
 
 /// The checker itself must catch what it is for.

@@ -80,9 +80,19 @@ pub fn render(args: &ContextArgs) -> Result<(String, bool)> {
             path.display()
         )
     })?;
+    render_text(&text, &path.to_string_lossy(), position, args)
+}
+
+/// What `render` prints for `text` shown as `path_text` (`args.target` is not read): the
+/// terminal and the MCP `context` tool share it.
+pub fn render_text(
+    text: &str,
+    path_text: &str,
+    position: Option<(usize, Option<usize>)>,
+    args: &ContextArgs,
+) -> Result<(String, bool)> {
     let encoding = parse_encoding(&args.encoding)?;
-    let path_text = path.to_string_lossy().into_owned();
-    let language = Language::detect(args.language.as_deref(), Some(&path_text));
+    let language = Language::detect(args.language.as_deref(), Some(path_text));
     let target = match (&args.symbol, &args.query, position) {
         (Some(_), Some(_), _) => bail!("expected at most one of --symbol and --query, found both"),
         (Some(name), None, _) => Target::Symbol(name.clone()),
@@ -90,14 +100,14 @@ pub fn render(args: &ContextArgs) -> Result<(String, bool)> {
         (None, None, Some((line, column))) => Target::Position { line, column },
         (None, None, None) => Target::None,
     };
-    let tree = SyntaxTree::parse(&text, language);
+    let tree = SyntaxTree::parse(text, language);
     let options = RegionOptions {
         budget: args.budget,
         whole_file_bytes: args.whole_file_bytes,
         encoding,
         ..RegionOptions::default()
     };
-    let region = extract_region(&text, &tree, &path_text, &target, &options);
+    let region = extract_region(text, &tree, path_text, &target, &options);
     let found = !matches!(target, Target::Symbol(_)) || !region.targets.is_empty();
     let mut out = region.text.clone();
     if !out.ends_with('\n') {

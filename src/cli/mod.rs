@@ -5,4 +5,5 @@ pub mod context;
 pub mod doctor;
 pub mod edit;
 pub mod init;
+pub mod mcp;
 pub mod research;
