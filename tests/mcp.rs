@@ -171,7 +171,7 @@ base_url = "{hanging}"
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".tmp"))
+        .filter(|n| n.ends_with(".tmp") || n.ends_with(".orig"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     assert!(!log.contains("panic"), "{log}");
@@ -480,5 +480,58 @@ fn malformed_input_is_answered_and_the_server_keeps_serving() {
     // Still serving.
     let m = raw.call("read_file", json!({"path": "src/main.rs"}));
     assert!(!is_error(&m) && text(&m).contains("fn main"), "{m}");
+    raw.close();
+}
+
+#[test]
+fn an_edit_keeps_permissions_and_symlinks() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Workspace::new("");
+    let script = ws.ws.join("run.sh");
+    std::fs::write(&script, "#!/bin/sh\necho one\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o750)).unwrap();
+    std::os::unix::fs::symlink(ws.ws.join("src/main.rs"), ws.ws.join("alias.rs")).unwrap();
+    let mut raw = Raw::spawn(&ws);
+
+    raw.call("read_file", json!({"path": "run.sh"}));
+    let m = raw.call(
+        "edit_file",
+        json!({"path": "run.sh", "old_string": "echo one", "new_string": "echo two"}),
+    );
+    assert!(!is_error(&m) && text(&m).contains("+echo two"), "{m}");
+    assert_eq!(
+        std::fs::read_to_string(&script).unwrap(),
+        "#!/bin/sh\necho two\n"
+    );
+    let mode = std::fs::metadata(&script).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o750);
+
+    raw.call("read_file", json!({"path": "alias.rs"}));
+    let m = raw.call(
+        "edit_file",
+        json!({"path": "alias.rs", "old_string": "let x = 1;", "new_string": "let x = 7;"}),
+    );
+    assert!(!is_error(&m), "{m}");
+    let link = std::fs::symlink_metadata(ws.ws.join("alias.rs")).unwrap();
+    assert!(link.file_type().is_symlink(), "the link stays a link");
+    let target = std::fs::read_to_string(ws.ws.join("src/main.rs")).unwrap();
+    assert!(target.contains("\tlet x = 7;\n"), "{target}");
+
+    // A dry run leaves the ledger as it was: the real edit goes through after it.
+    let m = raw.call(
+        "edit_file",
+        json!({"path": "run.sh", "old_string": "echo two", "new_string": "echo three", "dry_run": true}),
+    );
+    assert!(!is_error(&m) && text(&m).starts_with("dry run"), "{m}");
+    assert!(
+        std::fs::read_to_string(&script)
+            .unwrap()
+            .contains("echo two")
+    );
+    let m = raw.call(
+        "edit_file",
+        json!({"path": "run.sh", "old_string": "echo two", "new_string": "echo three"}),
+    );
+    assert!(!is_error(&m), "{m}");
     raw.close();
 }

@@ -4,9 +4,9 @@
 //! text for the model, and whether it is an error the model should act on.
 //!
 //! Unlike an editor run, an agent has no proposal to accept: an edit that the engine applies is
-//! written to disk at once (atomically, through [`commit`]); `dry_run` shows the same diff and
-//! writes nothing. The working copy is emptied after every call, so the disk stays the one
-//! truth and a file changed on disk since it was read is refused as stale. Nothing here may
+//! written to disk at once (atomically, through `tools::transaction`); `dry_run` shows the same
+//! diff and writes nothing. The working copy is emptied after every call, so the disk stays the
+//! one truth and a file changed on disk since it was read is refused as stale. Nothing here may
 //! write outside the workspace, leave half a file, or record a read the model did not see.
 
 use std::path::{Path, PathBuf};
@@ -21,6 +21,7 @@ use crate::edit::unified_diff;
 use crate::model::ToolCall;
 use crate::research::{self, RunOptions};
 use crate::store::StoreError;
+use crate::tools::transaction::{Transaction, TransactionError};
 use crate::tools::{ChangedFile, RealFs, Session, Snapshot, Status, ToolOptions};
 use crate::workspace::ReadError;
 
@@ -161,14 +162,14 @@ impl Agent {
                 "dry run, nothing written: would edit {summary}\n{diff}"
             ));
         }
-        for change in &changes {
-            if let Err(err) = commit(change) {
-                session.ledger = ledger;
-                return Reply::error(format!(
-                    "cannot write {}: {err}; the file was not changed",
-                    self.rel(&change.path)
-                ));
+        if let Err(err) = commit(&changes) {
+            session.ledger = ledger;
+            let mut message = err.to_string();
+            for change in &changes {
+                message =
+                    message.replace(&change.path.display().to_string(), &self.rel(&change.path));
             }
+            return Reply::error(message);
         }
         Reply::ok(format!("{summary}\n{diff}"))
     }
@@ -428,43 +429,15 @@ fn read_error(e: &ReadError, rel: &str) -> String {
     }
 }
 
-/// Writes one changed file to disk atomically. Refuses when the file on disk is no longer the
-/// text the edit was made against (changed in the moment between the check and the write).
-fn commit(change: &ChangedFile) -> Result<(), String> {
-    let Some(original) = &change.original else {
-        return Err("creating files is not offered here".to_owned());
-    };
-    let target = std::fs::canonicalize(&change.path).map_err(|e| e.to_string())?;
-    let on_disk = std::fs::read(&target).map_err(|e| e.to_string())?;
-    if on_disk != original.as_bytes() {
-        return Err("it changed on disk while the edit was made; read it again".to_owned());
+/// Writes the call's changes to disk in one transaction: atomically, permissions and symlinks
+/// kept, and refused when a file on disk is no longer the text the edit was made against.
+fn commit(changes: &[ChangedFile]) -> Result<(), TransactionError> {
+    let mut tx = Transaction::new();
+    for change in changes {
+        match &change.original {
+            Some(original) => tx.replace(&change.path, original, change.text.clone()),
+            None => tx.create(&change.path, change.text.clone()),
+        };
     }
-    write_atomically(&target, &change.text).map_err(|e| e.to_string())
-}
-
-/// A temporary file next to `path` with its permissions, synced, renamed over it.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.patchwise-mcp-{}.tmp", std::process::id()));
-    let permissions = std::fs::metadata(path)?.permissions();
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::set_permissions(&tmp, permissions)?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    tx.commit().map(|_| ())
 }
