@@ -129,14 +129,18 @@ fn vscode_edit_selection_hover_diff_accept_and_research() {
         .find_map(|l| serde_json::from_str(l).ok())
         .unwrap_or_else(|| panic!("no report from e2e.mjs\nstdout:\n{stdout}\nstderr:\n{stderr}"));
     assert_eq!(
-        report["ok"], true,
+        report["ok"],
+        true,
         "the VS Code session failed (screenshot: {}/vscode-failure.png)\n{report:#}\nstderr:\n{stderr}",
         artifacts.display()
     );
     let expected = s["expected"].as_str().unwrap();
     // The editor's text, read from VS Code's own view lines, holds the edit.
     let buffer = report["buffer"].as_str().unwrap_or_default();
-    assert!(buffer.contains(expected), "editor text:\n{buffer}\n{report:#}");
+    assert!(
+        buffer.contains(expected),
+        "editor text:\n{buffer}\n{report:#}"
+    );
     // ... and the editor saved it to disk (the server never writes files itself).
     let saved = std::fs::read_to_string(ws.join("src/lib.rs")).unwrap();
     assert!(saved.contains(expected), "saved file:\n{saved}");
