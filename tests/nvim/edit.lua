@@ -48,7 +48,7 @@ local ok, err = pcall(function()
   client:exec_cmd(edit_action.command, { bufnr = bufnr })
   assert(vim.wait(60000, function()
     for _, n in ipairs(notes) do
-      if n:find('proposal ready', 1, true) or n:find('no proposal', 1, true) then
+      if n:find(' ready', 1, true) or n:find('no proposal', 1, true) then
         return true
       end
     end

@@ -209,9 +209,9 @@ async function develop(): Promise<void> {
   const done = status?.begin('developing…');
   try {
     const editor = vscode.window.activeTextEditor;
+    // The server asks to approve its plan with window/showMessageRequest (VS Code shows it).
     await execute('patchwise.develop', {
-      task,
-      instruction: task,
+      request: task,
       uri: editor?.document.uri.scheme === 'file' ? editor.document.uri.toString() : undefined,
     });
     proposals.changed();
