@@ -12,6 +12,8 @@
 
 pub mod fs;
 mod ops;
+pub mod overlay;
+pub mod process;
 pub mod sandbox;
 pub mod transaction;
 pub mod working_copy;

@@ -5,6 +5,7 @@
 //! Workflows never write to the disk or the editor: their result is a proposal, and applying it
 //! is the caller's decision. They never see protocol types.
 
+pub mod develop;
 pub mod edit;
 pub mod proposal;
 pub mod session;

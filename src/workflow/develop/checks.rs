@@ -1,0 +1,259 @@
+//! Running a develop run's check, lint and test commands on the proposed text: the working
+//! copy's changes are synced into the overlay, the commands run there with the run's timeout,
+//! and their output comes back with overlay paths turned into workspace paths (the model must
+//! read `src/lib.rs:3`, not a cache directory).
+//!
+//! A missing tool is a warning, never a failure. A check that already failed before the run
+//! changed anything (the baseline) counts as passing while it fails the same way, so a broken
+//! workspace does not make every step fail. Failures are fingerprinted by their normalised text
+//! (numbers and whitespace dropped) so the step loop can tell "the same error again".
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::tools::overlay::Overlay;
+use crate::tools::process::{CommandSpec, Exit, ProcessRunner, truncate_output};
+
+use super::project::{CheckCommand, CheckKind, Checks, ProjectKind};
+
+/// Bytes of a command's output shown to a model (head and tail).
+const MODEL_OUTPUT: usize = 3500;
+
+/// One command's run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckRun {
+    pub kind: CheckKind,
+    pub line: String,
+    pub exit: Exit,
+    /// Passed (or could not run and counts as a warning).
+    pub passed: bool,
+    /// The output, workspace paths, cut for a model.
+    pub output: String,
+    /// Set when the command did not really run (tool missing) or failed as before the run.
+    pub warning: Option<String>,
+}
+
+impl CheckRun {
+    /// A fingerprint of the failure: the output without numbers and whitespace.
+    pub fn fingerprint(&self) -> u64 {
+        fingerprint(&self.output)
+    }
+}
+
+/// The fingerprint of an error text: FNV-1a of its letters and punctuation, with digits and
+/// whitespace dropped (line numbers and timings change while the error stays the same).
+pub fn fingerprint(text: &str) -> u64 {
+    let normalised: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("[killed"))
+        .flat_map(|l| l.chars())
+        .filter(|c| !c.is_ascii_digit() && !c.is_whitespace())
+        .collect();
+    crate::tools::overlay::fnv1a(normalised.as_bytes())
+}
+
+/// The commands of one workspace and the overlay they run in.
+pub struct Checker {
+    overlay: Arc<Mutex<Overlay>>,
+    checks: Checks,
+    runner: Arc<dyn ProcessRunner>,
+    env: Vec<(String, String)>,
+    /// Fingerprints of the commands that failed before any change, by command line.
+    baseline: HashMap<String, u64>,
+    /// Tools already reported missing (one warning per tool).
+    warned: Vec<String>,
+}
+
+impl Checker {
+    pub fn new(overlay: Overlay, checks: Checks, runner: Arc<dyn ProcessRunner>) -> Checker {
+        let mut env = vec![("CARGO_TERM_COLOR".to_owned(), "never".to_owned())];
+        if checks.kind == ProjectKind::Rust {
+            env.push((
+                "CARGO_TARGET_DIR".to_owned(),
+                overlay
+                    .build_dir("cargo-target")
+                    .to_string_lossy()
+                    .into_owned(),
+            ));
+        }
+        env.push(("NO_COLOR".to_owned(), "1".to_owned()));
+        Checker {
+            overlay: Arc::new(Mutex::new(overlay)),
+            checks,
+            runner,
+            env,
+            baseline: HashMap::new(),
+            warned: Vec::new(),
+        }
+    }
+
+    pub fn checks(&self) -> &Checks {
+        &self.checks
+    }
+
+    /// Whether any command of `kind` is configured.
+    pub fn has(&self, kind: CheckKind) -> bool {
+        self.checks.of(kind).next().is_some()
+    }
+
+    /// Runs the check and lint commands on the unchanged workspace and remembers which fail.
+    /// Returns those runs (for a warning).
+    pub async fn baseline(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<CheckRun>, CheckError> {
+        let mut failing = Vec::new();
+        for kind in [CheckKind::Check, CheckKind::Lint] {
+            for run in self.run(kind, &[], cancel).await? {
+                if !run.passed {
+                    self.baseline.insert(run.line.clone(), run.fingerprint());
+                    failing.push(run);
+                }
+            }
+        }
+        Ok(failing)
+    }
+
+    /// Syncs `changes` (absolute workspace paths and their proposed text) into the overlay and
+    /// runs the commands of `kind` there, stopping at the first failure.
+    pub async fn run(
+        &mut self,
+        kind: CheckKind,
+        changes: &[(PathBuf, String)],
+        cancel: &CancellationToken,
+    ) -> Result<Vec<CheckRun>, CheckError> {
+        let commands: Vec<CheckCommand> = self.checks.of(kind).cloned().collect();
+        if commands.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (dir, target) = self.sync(changes.to_vec()).await?;
+        let mut out = Vec::new();
+        for command in commands {
+            if cancel.is_cancelled() {
+                return Err(CheckError::Cancelled);
+            }
+            let spec = CommandSpec {
+                env: self.env.clone(),
+                extra_path: self.checks.tool_dirs.iter().map(|d| dir.join(d)).collect(),
+                timeout: self.checks.timeout,
+                ..CommandSpec::new(command.line.clone(), dir.clone())
+            };
+            let result = self.runner.run(spec, cancel.clone()).await;
+            let shown = result
+                .output
+                .replace(&format!("{}/", dir.display()), "")
+                .replace(&dir.display().to_string(), ".")
+                .replace(&target, "<target>");
+            let (output, _) = truncate_output(shown.as_bytes(), MODEL_OUTPUT);
+            let mut run = CheckRun {
+                kind,
+                line: command.line.clone(),
+                passed: false,
+                output,
+                warning: None,
+                exit: result.exit.clone(),
+            };
+            match &result.exit {
+                Exit::Cancelled => return Err(CheckError::Cancelled),
+                Exit::Code(0) => run.passed = true,
+                Exit::Missing(tool) => {
+                    run.passed = true;
+                    if command.optional {
+                        continue;
+                    }
+                    if !self.warned.contains(tool) {
+                        self.warned.push(tool.clone());
+                        run.warning = Some(format!(
+                            "`{tool}` is not installed, so `{}` was not run; install it or set \
+                             [develop.checks] {}",
+                            command.line,
+                            kind.name()
+                        ));
+                    }
+                }
+                Exit::Failed(reason) => {
+                    run.passed = true;
+                    run.warning = Some(format!("`{}` could not run: {reason}", command.line));
+                }
+                Exit::Code(_) | Exit::Signal(_) | Exit::TimedOut => {
+                    if self.baseline.get(&command.line) == Some(&run.fingerprint()) {
+                        run.passed = true;
+                        run.warning = Some(format!(
+                            "`{}` fails the same way it did before any change",
+                            command.line
+                        ));
+                    }
+                }
+            }
+            let failed = !run.passed;
+            out.push(run);
+            if failed {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    async fn sync(&self, changes: Vec<(PathBuf, String)>) -> Result<(PathBuf, String), CheckError> {
+        let overlay = self.overlay.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut o = overlay.lock().unwrap_or_else(|e| e.into_inner());
+            o.sync(&changes)
+                .map_err(|e| CheckError::Overlay(e.to_string()))?;
+            Ok((
+                o.dir().to_path_buf(),
+                o.build_dir("cargo-target").display().to_string(),
+            ))
+        })
+        .await
+        .map_err(|e| CheckError::Overlay(format!("the overlay sync stopped unexpectedly: {e}")))?
+    }
+}
+
+/// Why commands could not run at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    #[error("cancelled")]
+    Cancelled,
+    #[error("cannot prepare the overlay to run checks in: {0}")]
+    Overlay(String),
+}
+
+/// The failing runs as the model reads them.
+pub fn describe_failures(runs: &[CheckRun]) -> String {
+    let mut out = String::new();
+    for r in runs.iter().filter(|r| !r.passed) {
+        let how = match &r.exit {
+            Exit::TimedOut => {
+                " (it timed out: an endless loop or a wait that never ends?)".to_owned()
+            }
+            Exit::Code(c) => format!(" (exit code {c})"),
+            Exit::Signal(s) => format!(" (killed by signal {s})"),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "`{}` failed{how}:\n```\n{}\n```\n",
+            r.line,
+            r.output.trim_end()
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_ignore_numbers_and_spacing() {
+        let a = "src/lib.rs:3:5: error[E0425]: cannot find value `x`\n";
+        let b = "src/lib.rs:14:9:  error[E0425]: cannot find value `x`\n";
+        let c = "src/lib.rs:3:5: error[E0308]: mismatched types\n";
+        assert_eq!(fingerprint(a), fingerprint(b));
+        assert_ne!(fingerprint(a), fingerprint(c));
+    }
+}

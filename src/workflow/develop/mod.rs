@@ -1,0 +1,1511 @@
+//! Develop: one request becomes a planned, checked, multi-file proposal.
+//!
+//! Phases (each reported as progress with a percentage, each cancellable):
+//! 0. **preflight** — the workspace root, `git status` (a dirty tree is a warning), the rules
+//!    files as the run's constitution, the project kind and its check commands, and a baseline
+//!    run of the checks on the untouched overlay (which also warms the build cache);
+//! 1. **explore** — the `planner` sees a .gitignore-aware tree and the likely files, and may call
+//!    the read-only tools for a bounded number of rounds;
+//! 2. **plan** — numbered atomic steps naming their files, the last one verification; an
+//!    answer that is not a plan is retried once with the parse error;
+//! 3. **approve** — the plan as a Markdown document, approved through an [`Approver`] (skipped
+//!    with `[develop] approve = "auto"`);
+//! 4. **execute** — each step on the run's working copy with the `coder` (see `step.rs` for the
+//!    retry rules), the check command after each edit, a snapshot restored when a step fails;
+//! 5. **verify** — the test command; failures go back to execution `fix_rounds` times;
+//! 6. **judge** — the `judge` reviews the diff when the rules say so (`judge.rs`); objections go
+//!    back to execution once;
+//! 7. **result** — one proposal over every changed and created file, with a report of what each
+//!    phase did and which files really changed.
+//!
+//! Nothing here writes to the workspace: edits live in the working copy, commands run in the
+//! overlay. A run that fails reports what it learned and proposes nothing. No protocol types.
+
+pub mod checks;
+pub mod judge;
+pub mod plan;
+pub mod project;
+mod step;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::{Value, json};
+use similar::{ChangeTag, TextDiff};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, ModelRole};
+use crate::model::{
+    ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter, ToolCall,
+    ToolChoice, ToolSpec, complete,
+};
+use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
+use crate::tools::overlay::Overlay;
+use crate::tools::process::{CommandSpec, Exit, ProcessRunner, RealRunner};
+use crate::tools::{self, FileSystem, RealFs, Session, Snapshot, ToolOptions, ToolOutcome};
+
+pub use super::edit::Progress;
+use super::edit::RULE_FILES;
+use super::proposal::{Proposal, ProposalFile};
+use checks::{CheckRun, Checker};
+use judge::{ChangeStat, Decision, Verdict};
+use plan::{Plan, PlanError};
+use project::{CheckKind, ProjectKind};
+
+/// Whether the plan waits for the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApproveMode {
+    Ask,
+    Auto,
+}
+
+/// How a run behaves; `[develop]` in the configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DevelopOptions {
+    /// `[develop] approve`: ask the user to approve the plan, or go on at once.
+    pub approve: ApproveMode,
+    /// `[develop] fix_rounds`: how often a failing verify goes back to execution.
+    pub fix_rounds: usize,
+    /// `[develop] judge_min_lines`: below this many changed lines (and no new code file) the
+    /// judge is skipped.
+    pub judge_min_lines: usize,
+    /// `[develop] risky`: path patterns that always get the judge.
+    pub risky: Vec<String>,
+    /// Attempts per step; the last goes to the `escalation` role. `[develop] max_attempts`.
+    pub max_attempts: usize,
+    /// Model answers per attempt. `[develop] max_rounds`.
+    pub max_rounds: usize,
+    /// Rounds of read-only tool calls the planner may make before it must plan.
+    pub explore_rounds: usize,
+    /// Tokens of file context shown to the planner and to each step.
+    pub context_budget: usize,
+    /// Run the checks once before any change (failures that were already there do not count).
+    pub baseline: bool,
+    pub escalate: bool,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+}
+
+impl Default for DevelopOptions {
+    fn default() -> Self {
+        DevelopOptions {
+            approve: ApproveMode::Ask,
+            fix_rounds: 2,
+            judge_min_lines: 20,
+            risky: judge::RISKY.iter().map(|s| (*s).to_owned()).collect(),
+            max_attempts: 3,
+            max_rounds: 8,
+            explore_rounds: 2,
+            context_budget: 2500,
+            baseline: true,
+            escalate: true,
+            temperature: Some(0.0),
+            max_tokens: None,
+        }
+    }
+}
+
+impl DevelopOptions {
+    /// The options of `[develop]` in `config` (unknown or ill-typed keys keep their defaults).
+    pub fn from_config(config: &Config) -> DevelopOptions {
+        let mut o = DevelopOptions::default();
+        let Some(Value::Object(d)) = config.sections.get("develop") else {
+            return o;
+        };
+        let uint = |k: &str| d.get(k).and_then(Value::as_u64).map(|n| n as usize);
+        match d.get("approve").and_then(Value::as_str) {
+            Some("auto") => o.approve = ApproveMode::Auto,
+            Some("ask") => o.approve = ApproveMode::Ask,
+            _ => {}
+        }
+        if let Some(n) = uint("fix_rounds") {
+            o.fix_rounds = n.min(10);
+        }
+        if let Some(n) = uint("judge_min_lines") {
+            o.judge_min_lines = n;
+        }
+        if let Some(Value::Array(items)) = d.get("risky") {
+            o.risky = items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+        }
+        if let Some(n) = uint("max_attempts") {
+            o.max_attempts = n.clamp(1, 10);
+        }
+        if let Some(n) = uint("max_rounds") {
+            o.max_rounds = n.clamp(1, 50);
+        }
+        if let Some(n) = uint("explore_rounds") {
+            o.explore_rounds = n.min(10);
+        }
+        if let Some(n) = uint("context_budget") {
+            o.context_budget = n.max(500);
+        }
+        if let Some(b) = d.get("baseline").and_then(Value::as_bool) {
+            o.baseline = b;
+        }
+        if let Some(b) = d.get("escalate").and_then(Value::as_bool) {
+            o.escalate = b;
+        }
+        if let Some(t) = d.get("temperature").and_then(Value::as_f64) {
+            o.temperature = Some(t as f32);
+        }
+        if let Some(n) = d.get("max_tokens").and_then(Value::as_u64) {
+            o.max_tokens = Some(n.min(u64::from(u32::MAX)) as u32);
+        }
+        o
+    }
+}
+
+/// Where the models come from.
+#[derive(Clone)]
+pub enum DevelopModels {
+    /// The configured roles; `planner`, `judge` and `escalation` fall back to `coder`.
+    Router(Arc<ModelRouter>),
+    /// Given models (tests, or a caller that resolved them).
+    Fixed {
+        planner: Arc<dyn ChatModel>,
+        coder: Arc<dyn ChatModel>,
+        judge: Arc<dyn ChatModel>,
+        escalation: Option<Arc<dyn ChatModel>>,
+    },
+}
+
+/// The plan as the user reviews it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanReview {
+    pub plan: Plan,
+    /// The Markdown document.
+    pub markdown: String,
+    /// Where the document was written (under the data directory), when it could be.
+    pub path: Option<PathBuf>,
+}
+
+/// Asks the user to approve a plan (a terminal prompt, an editor's message request).
+pub trait Approver: Send + Sync {
+    /// `true`: go on; `false`: the user cancelled.
+    fn approve(&self, review: PlanReview) -> BoxFuture<'static, bool>;
+}
+
+/// Everything a run needs besides the request.
+#[derive(Clone)]
+pub struct DevelopContext {
+    pub config: Config,
+    pub models: DevelopModels,
+    /// Workspace roots (absolute); the first is the one developed in.
+    pub roots: Vec<PathBuf>,
+    /// Open buffers as the editor has them.
+    pub snapshot: Snapshot,
+    pub fs: Arc<dyn FileSystem>,
+    pub runner: Arc<dyn ProcessRunner>,
+    pub options: DevelopOptions,
+    /// Overlays, build caches and plan documents (`<data>/develop`).
+    pub cache_dir: PathBuf,
+    /// `None`: plans are approved without asking.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl DevelopContext {
+    /// A context on the real disk and real processes, with the options of `config`.
+    pub fn new(
+        config: Config,
+        models: DevelopModels,
+        roots: Vec<PathBuf>,
+        snapshot: Snapshot,
+    ) -> Self {
+        let options = DevelopOptions::from_config(&config);
+        let cache_dir = config.data_dir().join("develop");
+        DevelopContext {
+            config,
+            models,
+            roots,
+            snapshot,
+            fs: Arc::new(RealFs),
+            runner: RealRunner::shared(),
+            options,
+            cache_dir,
+            approver: None,
+        }
+    }
+}
+
+/// What to develop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DevelopRequest {
+    pub request: String,
+    /// A file the user pointed at (the editor's current document), shown to the planner first.
+    pub focus: Option<PathBuf>,
+}
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    Done,
+    Failed,
+}
+
+/// What one step did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepReport {
+    /// `step 2`, `fix round 1`, `judge objections`.
+    pub name: String,
+    pub text: String,
+    pub status: StepStatus,
+    pub attempts: usize,
+    /// `provider/model` of the last attempt.
+    pub model: String,
+    /// Files this step changed (workspace-relative).
+    pub changed: Vec<String>,
+    /// What happened along the way (coaching, repeated errors, escalation).
+    pub notes: Vec<String>,
+    /// Why it failed (the last attempt's reason).
+    pub error: Option<String>,
+}
+
+/// The verify phase.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "detail", rename_all = "snake_case")]
+pub enum VerifyStatus {
+    NotRun(String),
+    Passed,
+    Failed(String),
+}
+
+/// Everything a run learned; kept whether or not it ends with a proposal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub request: String,
+    pub project: ProjectKind,
+    /// The commands the run executes in the overlay (`check: cargo check …`).
+    pub commands: Vec<String>,
+    pub warnings: Vec<String>,
+    pub plan: Option<Plan>,
+    pub plan_document: Option<PathBuf>,
+    pub steps: Vec<StepReport>,
+    /// The last run of each check and lint command.
+    pub checks: Vec<CheckRun>,
+    pub verify: VerifyStatus,
+    pub judge: Option<Decision>,
+    pub verdict: Option<Verdict>,
+    /// Files the proposal changes and creates (workspace-relative).
+    pub changed: Vec<String>,
+    pub created: Vec<String>,
+    /// Files the plan said it would change that are unchanged.
+    pub claimed_unchanged: Vec<String>,
+    pub model_calls: usize,
+    /// Why the run ended without a proposal.
+    pub failure: Option<String>,
+}
+
+impl Report {
+    fn new(request: &str) -> Report {
+        Report {
+            request: request.to_owned(),
+            project: ProjectKind::Unknown,
+            commands: Vec::new(),
+            warnings: Vec::new(),
+            plan: None,
+            plan_document: None,
+            steps: Vec::new(),
+            checks: Vec::new(),
+            verify: VerifyStatus::NotRun("the run did not get that far".to_owned()),
+            judge: None,
+            verdict: None,
+            changed: Vec::new(),
+            created: Vec::new(),
+            claimed_unchanged: Vec::new(),
+            model_calls: 0,
+            failure: None,
+        }
+    }
+
+    /// The report as Markdown (for the terminal, the plan document and proposals).
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        if let Some(f) = &self.failure {
+            out.push_str(&format!("No proposal: {f}\n"));
+        }
+        for w in &self.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+        for s in &self.steps {
+            let status = match s.status {
+                StepStatus::Done => "done",
+                StepStatus::Failed => "FAILED",
+            };
+            out.push_str(&format!(
+                "{} [{status}, {} attempt{}, {}]: {}\n",
+                s.name,
+                s.attempts,
+                if s.attempts == 1 { "" } else { "s" },
+                s.model,
+                s.text
+            ));
+            if !s.changed.is_empty() {
+                out.push_str(&format!("  changed: {}\n", s.changed.join(", ")));
+            }
+            for n in &s.notes {
+                out.push_str(&format!("  - {n}\n"));
+            }
+            if let Some(e) = &s.error {
+                out.push_str(&format!(
+                    "  error: {}\n",
+                    crate::edit::text::clip(e.trim(), 600)
+                ));
+            }
+        }
+        for c in &self.checks {
+            out.push_str(&format!(
+                "{} `{}`: {}\n",
+                c.kind.name(),
+                c.line,
+                if c.passed { "passed" } else { "FAILED" }
+            ));
+        }
+        out.push_str(&match &self.verify {
+            VerifyStatus::Passed => "verify: tests passed\n".to_owned(),
+            VerifyStatus::Failed(why) => format!(
+                "verify: tests FAILED: {}\n",
+                crate::edit::text::clip(why.trim(), 400)
+            ),
+            VerifyStatus::NotRun(why) => format!("verify: not run ({why})\n"),
+        });
+        match (&self.judge, &self.verdict) {
+            (Some(Decision::Skip(why)), _) => out.push_str(&format!("judge: skipped ({why})\n")),
+            (Some(Decision::Run(why)), Some(v)) => out.push_str(&format!(
+                "judge ({why}): {}\n",
+                match v {
+                    Verdict::Approve => "approved".to_owned(),
+                    Verdict::Object(o) => format!("objected: {}", o.join("; ")),
+                    Verdict::Unclear(t) => format!("unclear answer, taken as approval: {t}"),
+                }
+            )),
+            _ => {}
+        }
+        if !self.changed.is_empty() {
+            out.push_str(&format!("files changed: {}\n", self.changed.join(", ")));
+        }
+        if !self.claimed_unchanged.is_empty() {
+            out.push_str(&format!(
+                "planned but unchanged: {}\n",
+                self.claimed_unchanged.join(", ")
+            ));
+        }
+        out.push_str(&format!("model calls: {}\n", self.model_calls));
+        out
+    }
+}
+
+/// A run's result: the report, and the proposal when there is one.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub report: Report,
+    pub proposal: Option<Proposal>,
+}
+
+/// Why a run ended early; the Display is the message the user sees.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DevelopFailure {
+    #[error("the request is not usable: {0}")]
+    Request(String),
+    #[error(
+        "the planner's answer is not a plan, twice: {error}; its last answer began: \"{answer}\""
+    )]
+    Plan { error: PlanError, answer: String },
+    #[error("the plan was not approved; nothing was changed")]
+    NotApproved,
+    #[error("every step failed; nothing was changed. Last error: {0}")]
+    AllStepsFailed(String),
+    #[error("the steps left every file as it was; nothing to propose")]
+    NoChange,
+    #[error("the model could not be reached: {0}")]
+    Model(ModelError),
+    #[error("cancelled; nothing was changed")]
+    Cancelled,
+}
+
+/// Runs a develop request. Always returns the report; the proposal only when the run produced
+/// one. See the module docs.
+pub async fn run(
+    ctx: &DevelopContext,
+    request: DevelopRequest,
+    progress: &(dyn Fn(Progress) + Send + Sync),
+    cancel: CancellationToken,
+) -> Outcome {
+    let mut run = Run {
+        ctx,
+        report: Report::new(&request.request),
+        request,
+        progress,
+        cancel,
+        session: None,
+        checker: None,
+        rules: String::new(),
+        models: None,
+        calls: Arc::new(AtomicUsize::new(0)),
+        percent: 0,
+    };
+    let result = run.go().await;
+    run.report.model_calls = run.calls.load(Ordering::Relaxed);
+    match result {
+        Ok(proposal) => Outcome {
+            report: run.report,
+            proposal: Some(proposal),
+        },
+        Err(failure) => {
+            run.report.failure = Some(failure.to_string());
+            run.report.changed.clear();
+            run.report.created.clear();
+            Outcome {
+                report: run.report,
+                proposal: None,
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct Roles {
+    planner: Arc<dyn ChatModel>,
+    coder: Arc<dyn ChatModel>,
+    judge: Arc<dyn ChatModel>,
+    escalation: Option<Arc<dyn ChatModel>>,
+}
+
+struct Run<'a> {
+    ctx: &'a DevelopContext,
+    request: DevelopRequest,
+    progress: &'a (dyn Fn(Progress) + Send + Sync),
+    cancel: CancellationToken,
+    report: Report,
+    session: Option<Session>,
+    checker: Option<Checker>,
+    rules: String,
+    models: Option<Roles>,
+    calls: Arc<AtomicUsize>,
+    percent: u32,
+}
+
+/// Percent of the bar where each phase starts.
+const EXPLORE: u32 = 5;
+const PLAN: u32 = 15;
+const EXECUTE: u32 = 25;
+const VERIFY: u32 = 80;
+const JUDGE: u32 = 90;
+
+impl Run<'_> {
+    fn report_progress(&mut self, message: impl Into<String>, percent: u32) {
+        self.percent = percent.clamp(self.percent, 100);
+        (self.progress)(Progress {
+            message: message.into(),
+            percent: self.percent,
+        });
+    }
+
+    fn session(&mut self) -> &mut Session {
+        self.session.get_or_insert_with(empty_session)
+    }
+
+    fn root(&self) -> PathBuf {
+        self.ctx.roots.first().cloned().unwrap_or_default()
+    }
+
+    async fn go(&mut self) -> Result<Proposal, DevelopFailure> {
+        if self.request.request.trim().is_empty() {
+            return Err(DevelopFailure::Request(
+                "the request is empty; say what to build or change".to_owned(),
+            ));
+        }
+        if self.ctx.roots.is_empty() {
+            return Err(DevelopFailure::Request(
+                "no workspace folder is open; open a folder or pass --workspace".to_owned(),
+            ));
+        }
+        self.preflight().await?;
+        self.models = Some(self.resolve_models().await?);
+        let plan = self.plan().await?;
+        self.report.plan = Some(plan.clone());
+        self.approve(&plan).await?;
+        let work: Vec<plan::Step> = plan.work().cloned().collect();
+        let total = work.len().max(1);
+        let mut last_error = String::new();
+        for (i, s) in work.iter().enumerate() {
+            let percent = EXECUTE + (VERIFY - EXECUTE) * i as u32 / total as u32;
+            self.report_progress(
+                format!(
+                    "step {}/{}: {}",
+                    i + 1,
+                    total,
+                    crate::edit::text::clip(&s.text, 60)
+                ),
+                percent,
+            );
+            let spec = step::StepSpec {
+                name: format!("step {}", s.number),
+                text: s.text.clone(),
+                number: Some(s.number),
+                files: s.files.clone(),
+                extra: None,
+            };
+            let report = self.run_step(&plan, &spec).await?;
+            if let Some(e) = &report.error {
+                last_error = e.clone();
+            }
+            self.report.steps.push(report);
+        }
+        if self
+            .report
+            .steps
+            .iter()
+            .all(|s| s.status == StepStatus::Failed)
+        {
+            return Err(DevelopFailure::AllStepsFailed(crate::edit::text::clip(
+                last_error.trim(),
+                600,
+            )));
+        }
+        self.verify(&plan).await?;
+        self.judge(&plan).await?;
+        self.finish(&plan)
+    }
+
+    // -- preflight ------------------------------------------------------------------------------
+
+    async fn preflight(&mut self) -> Result<(), DevelopFailure> {
+        self.report_progress("preflight: workspace, git status, rules, project", 1);
+        let root = self.root();
+        let options = ToolOptions::default();
+        self.session = Some(Session::new(
+            &self.ctx.roots,
+            self.ctx.fs.clone(),
+            self.ctx.snapshot.clone(),
+            options,
+        ));
+        // git status through the git binary: a dirty tree is worth knowing, never a refusal.
+        let git = CommandSpec {
+            timeout: Duration::from_secs(20),
+            ..CommandSpec::new("git status --porcelain", root.clone())
+        };
+        let status = self.ctx.runner.run(git, self.cancel.clone()).await;
+        match status.exit {
+            Exit::Cancelled => return Err(DevelopFailure::Cancelled),
+            Exit::Code(0) => {
+                let dirty = status
+                    .output
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .count();
+                if dirty > 0 {
+                    self.report.warnings.push(format!(
+                        "the git working tree has {dirty} uncommitted change{}; the proposal is \
+                         made against the files as they are now",
+                        if dirty == 1 { "" } else { "s" }
+                    ));
+                }
+            }
+            // Not a repository, or no git: develop works the same.
+            _ => {}
+        }
+        self.rules = self.read_rules();
+        let checks = project::checks(&root, &self.ctx.config, self.ctx.runner.as_ref());
+        self.report.project = checks.kind;
+        self.report.commands = checks
+            .commands
+            .iter()
+            .map(|c| format!("{}: {}", c.kind.name(), c.line))
+            .collect();
+        self.report.warnings.extend(checks.notes.iter().cloned());
+        let cache = self.ctx.cache_dir.join("overlays");
+        let opened = {
+            let root = root.clone();
+            tokio::task::spawn_blocking(move || Overlay::open(&root, &cache)).await
+        };
+        match opened {
+            Ok(Ok(overlay)) => {
+                self.checker = Some(Checker::new(overlay, checks, self.ctx.runner.clone()));
+            }
+            Ok(Err(e)) => self.report.warnings.push(format!("no checks can run: {e}")),
+            Err(e) => self.report.warnings.push(format!(
+                "no checks can run: the overlay could not be prepared: {e}"
+            )),
+        }
+        let wants_baseline = self.ctx.options.baseline
+            && self
+                .checker
+                .as_ref()
+                .is_some_and(|c| c.has(CheckKind::Check) || c.has(CheckKind::Lint));
+        if wants_baseline && let Some(mut checker) = self.checker.take() {
+            self.report_progress("preflight: checking the workspace as it is", 3);
+            let failing = match checker.baseline(&self.cancel).await {
+                Ok(f) => {
+                    self.checker = Some(checker);
+                    f
+                }
+                Err(checks::CheckError::Cancelled) => return Err(DevelopFailure::Cancelled),
+                Err(e) => {
+                    self.report.warnings.push(e.to_string());
+                    Vec::new()
+                }
+            };
+            for f in failing {
+                self.report.warnings.push(format!(
+                    "`{}` already fails before any change; only new failures count",
+                    f.line
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// AGENTS.md, CLAUDE.md and .patchwise/RULES.md of every root (the run's constitution).
+    fn read_rules(&mut self) -> String {
+        let roots = self.ctx.roots.clone();
+        let s = self.session();
+        let mut out = String::new();
+        let mut seen = HashSet::new();
+        for root in &roots {
+            for name in RULE_FILES {
+                let Ok((text, _)) = s.copy.read(&root.join(name), s.fs.as_ref()) else {
+                    continue;
+                };
+                if text.trim().is_empty() || !seen.insert(text.clone()) {
+                    continue;
+                }
+                out.push_str(&format!(
+                    "## {name}\n\n{}\n\n",
+                    crate::edit::text::clip(text.trim_end(), 6000)
+                ));
+            }
+        }
+        out
+    }
+
+    async fn resolve_models(&self) -> Result<Roles, DevelopFailure> {
+        match &self.ctx.models {
+            DevelopModels::Fixed {
+                planner,
+                coder,
+                judge,
+                escalation,
+            } => Ok(Roles {
+                planner: planner.clone(),
+                coder: coder.clone(),
+                judge: judge.clone(),
+                escalation: escalation.clone(),
+            }),
+            DevelopModels::Router(router) => {
+                let get = |role| {
+                    let router = router.clone();
+                    let cancel = self.cancel.clone();
+                    async move {
+                        tokio::select! {
+                            biased;
+                            _ = cancel.cancelled() => Err(DevelopFailure::Cancelled),
+                            m = router.model(role, cancel.clone()) => m.map_err(model_failure),
+                        }
+                    }
+                };
+                let coder = get(ModelRole::Coder).await?;
+                let planner = get(ModelRole::Planner).await?;
+                let judge = get(ModelRole::Judge).await?;
+                let config = router.config();
+                let distinct = config.roles.contains_key(&ModelRole::Escalation)
+                    && config.roles.get(&ModelRole::Escalation)
+                        != config.roles.get(&ModelRole::Coder);
+                let escalation = if distinct && self.ctx.options.escalate {
+                    get(ModelRole::Escalation).await.ok()
+                } else {
+                    None
+                };
+                Ok(Roles {
+                    planner,
+                    coder,
+                    judge,
+                    escalation,
+                })
+            }
+        }
+    }
+
+    fn roles(&self) -> &Roles {
+        // Resolved right after preflight, before any phase that asks a model.
+        self.models
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("models are resolved first"))
+    }
+
+    // -- explore and plan -----------------------------------------------------------------------
+
+    async fn plan(&mut self) -> Result<Plan, DevelopFailure> {
+        self.report_progress("explore: reading the workspace", EXPLORE);
+        let first = self.explore_prompt();
+        let planner = self.roles().planner.clone();
+        let read_only: Vec<ToolSpec> = tools::specs()
+            .into_iter()
+            .filter(|s| tools::is_read_only(&s.name))
+            .collect();
+        let mut messages = first;
+        let mut rounds = 0;
+        let mut reparsed = false;
+        loop {
+            let may_explore = rounds < self.ctx.options.explore_rounds;
+            let (tools, choice) = if may_explore {
+                (read_only.clone(), ToolChoice::Auto)
+            } else {
+                (Vec::new(), ToolChoice::None)
+            };
+            self.report_progress(
+                if may_explore {
+                    format!("explore: asking {}", planner.name())
+                } else {
+                    format!("plan: asking {}", planner.name())
+                },
+                if may_explore {
+                    EXPLORE + 2 * rounds as u32
+                } else {
+                    PLAN
+                },
+            );
+            let response = self.ask(planner.as_ref(), &messages, tools, choice).await?;
+            let calls = if may_explore {
+                self.calls_in(&response, &read_only)
+            } else {
+                Vec::new()
+            };
+            if !calls.is_empty() {
+                rounds += 1;
+                messages.push(response.to_message_for(&calls));
+                let outcomes = self.execute_read_only(calls).await?;
+                push_results(&mut messages, &outcomes, !response.tool_calls.is_empty());
+                if rounds >= self.ctx.options.explore_rounds {
+                    messages.push(Message::user(
+                        "That is all the exploring there is room for. Now write the plan as a \
+                         numbered list, as asked at the start.",
+                    ));
+                }
+                continue;
+            }
+            let answer = response.text.clone();
+            match self.parse_plan(&answer) {
+                Ok(plan) => return Ok(plan),
+                Err(error) if !reparsed => {
+                    reparsed = true;
+                    // Exploring is over: the retry must be the plan itself.
+                    rounds = self.ctx.options.explore_rounds;
+                    messages.push(Message::assistant(answer));
+                    messages.push(Message::user(format!(
+                        "Your plan could not be read: {error}.\n\n{}",
+                        PLAN_SHAPE
+                    )));
+                }
+                Err(error) => {
+                    return Err(DevelopFailure::Plan {
+                        error,
+                        answer: crate::edit::text::clip(answer.trim(), 200),
+                    });
+                }
+            }
+        }
+    }
+
+    fn parse_plan(&mut self, answer: &str) -> Result<Plan, PlanError> {
+        let root = self.root();
+        let s = self.session();
+        let files: Vec<String> =
+            s.fs.walk(&root, 5000)
+                .0
+                .into_iter()
+                .filter_map(|e| {
+                    e.path
+                        .strip_prefix(&root)
+                        .ok()
+                        .map(|p| p.to_string_lossy().replace('\\', "/"))
+                })
+                .collect();
+        let known = |w: &str| -> Option<String> {
+            if files.iter().any(|f| f == w) {
+                return Some(w.to_owned());
+            }
+            // A bare name (`lib.rs`) or a path missing its first directories.
+            let suffix = format!("/{w}");
+            let mut matches = files.iter().filter(|f| f.ends_with(&suffix));
+            match (matches.next(), matches.next()) {
+                (Some(only), None) => Some(only.clone()),
+                _ => None,
+            }
+        };
+        let plan = plan::parse(answer, &known)?;
+        // Paths must stay in the workspace.
+        for step in &plan.steps {
+            for f in &step.files {
+                if let Err(e) = s.sandbox.resolve(f, s.fs.as_ref()) {
+                    return Err(PlanError::NoFiles {
+                        number: step.number,
+                        text: format!("{f}: {e}"),
+                    });
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    fn explore_prompt(&mut self) -> Vec<Message> {
+        let tree = self.tool_text("list_files", json!({"path": "."}));
+        let likely = self.likely_files();
+        let mut context = String::new();
+        let budget = self.ctx.options.context_budget / likely.len().max(1);
+        for rel in &likely {
+            context.push_str(&self.file_view(rel, budget));
+            context.push('\n');
+        }
+        let mut system = String::from(
+            "You plan changes to a software project. You can read files with the tools \
+             (read_file, list_files, search); you cannot change anything. When you know enough, \
+             answer with the plan.\n",
+        );
+        if !self.rules.trim().is_empty() {
+            system.push_str("\n# Workspace rules (follow them)\n\n");
+            system.push_str(self.rules.trim());
+            system.push('\n');
+        }
+        let user = format!(
+            "Request: {}\n\nProject: {}\n\nFiles:\n{}\n\n{}\n{}",
+            self.request.request.trim(),
+            self.report.project.name(),
+            crate::edit::text::clip(tree.trim(), 4000),
+            if context.is_empty() {
+                String::new()
+            } else {
+                format!("Likely relevant files:\n\n{context}")
+            },
+            PLAN_SHAPE
+        );
+        vec![Message::system(system), Message::user(user)]
+    }
+
+    /// The focus file and the files whose text matches words of the request, best first.
+    fn likely_files(&mut self) -> Vec<String> {
+        let mut scores: Vec<(String, usize)> = Vec::new();
+        let mut bump = |rel: String, by: usize| match scores.iter_mut().find(|(r, _)| *r == rel) {
+            Some((_, n)) => *n += by,
+            None => scores.push((rel, by)),
+        };
+        if let Some(focus) = self.request.focus.clone() {
+            let root = self.root();
+            if let Ok(rel) = focus.strip_prefix(&root) {
+                bump(rel.to_string_lossy().into_owned(), 1000);
+            }
+        }
+        for word in keywords(&self.request.request) {
+            let found = self.tool_text("search", json!({"pattern": word}));
+            for line in found.lines().take(50) {
+                if let Some((path, _)) = line.split_once(':')
+                    && !path.contains(' ')
+                    && path.contains('.')
+                {
+                    bump(path.to_owned(), 1);
+                }
+            }
+        }
+        scores.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        scores.into_iter().take(3).map(|(r, _)| r).collect()
+    }
+
+    /// A file as a model is shown it: whole and numbered when it fits `budget` tokens, its
+    /// outline otherwise. Marks it read in the ledger.
+    fn file_view(&mut self, rel: &str, budget: usize) -> String {
+        let s = self.session();
+        let Ok(resolved) = s.sandbox.resolve(rel, s.fs.as_ref()) else {
+            return format!("{rel}: outside the workspace\n");
+        };
+        match s.copy.read(&resolved.abs, s.fs.as_ref()) {
+            Ok((text, version)) => {
+                match version {
+                    Some(v) => s.ledger.record_version(resolved.abs.clone(), &text, v),
+                    None => s.ledger.record_read(resolved.abs.clone(), &text),
+                }
+                let language = Language::from_path(rel).unwrap_or(Language::Text);
+                let tree = SyntaxTree::parse(&text, language);
+                let options = RegionOptions {
+                    budget: budget.max(300),
+                    ..RegionOptions::default()
+                };
+                extract_region(&text, &tree, rel, &Target::None, &options).text
+            }
+            Err(_) => {
+                format!("{rel} does not exist yet: create it with write_file (path \"{rel}\").\n")
+            }
+        }
+    }
+
+    /// Runs one read-only tool for a prompt and returns its text (errors as text).
+    fn tool_text(&mut self, name: &str, arguments: Value) -> String {
+        let call = ToolCall::new("preflight", name, arguments);
+        self.session().execute(&call).content
+    }
+
+    async fn execute_read_only(
+        &mut self,
+        calls: Vec<ToolCall>,
+    ) -> Result<Vec<ToolOutcome>, DevelopFailure> {
+        // Planning reads only: anything else is answered with an error, never executed.
+        let (reads, others): (Vec<_>, Vec<_>) = calls
+            .into_iter()
+            .partition(|c| tools::canonical_name(&c.name).is_some_and(tools::is_read_only));
+        let mut outcomes = self.execute(reads).await?;
+        for c in others {
+            outcomes.push(ToolOutcome {
+                call_id: c.id.clone(),
+                name: c.name.clone(),
+                content: "planning is read-only: only read_file, list_files and search are \
+                          available now; describe changes in the plan"
+                    .to_owned(),
+                status: tools::Status::Failed(tools::ToolError::NotAvailable {
+                    tool: c.name.clone(),
+                    reason: "planning is read-only".to_owned(),
+                }),
+            });
+        }
+        Ok(outcomes)
+    }
+
+    /// Runs tool calls on a blocking thread, honouring cancellation.
+    async fn execute(&mut self, calls: Vec<ToolCall>) -> Result<Vec<ToolOutcome>, DevelopFailure> {
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut session = self.session.take().unwrap_or_else(empty_session);
+        let job = tokio::task::spawn_blocking(move || {
+            let outcomes = session.execute_all(&calls);
+            (session, outcomes)
+        });
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Err(DevelopFailure::Cancelled),
+            r = job => match r {
+                Ok((session, outcomes)) => {
+                    self.session = Some(session);
+                    Ok(outcomes)
+                }
+                Err(e) => Err(DevelopFailure::Request(format!("a tool failed unexpectedly: {e}"))),
+            },
+        }
+    }
+
+    /// The calls of an answer: native, or written as text (tool blocks, SEARCH/REPLACE, diffs).
+    fn calls_in(&self, response: &ChatResponse, offered: &[ToolSpec]) -> Vec<ToolCall> {
+        if !response.tool_calls.is_empty() {
+            return response.tool_calls.clone();
+        }
+        let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+        let found = crate::model::text_tools::parse_tool_text(&response.text, &names);
+        if !found.calls.is_empty() {
+            return found.calls;
+        }
+        if !names.contains(&"edit_file") {
+            return Vec::new();
+        }
+        step::edits_in_text(&response.text)
+    }
+
+    async fn ask(
+        &mut self,
+        model: &dyn ChatModel,
+        messages: &[Message],
+        tools: Vec<ToolSpec>,
+        tool_choice: ToolChoice,
+    ) -> Result<ChatResponse, DevelopFailure> {
+        if self.cancel.is_cancelled() {
+            return Err(DevelopFailure::Cancelled);
+        }
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let request = ChatRequest {
+            messages: messages.to_vec(),
+            tools,
+            options: ChatOptions {
+                temperature: self.ctx.options.temperature,
+                max_tokens: self.ctx.options.max_tokens,
+                tool_choice,
+                ..ChatOptions::default()
+            },
+        };
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Err(DevelopFailure::Cancelled),
+            r = complete(model, request, self.cancel.clone()) => r.map_err(model_failure),
+        }
+    }
+
+    // -- approve --------------------------------------------------------------------------------
+
+    async fn approve(&mut self, plan: &Plan) -> Result<(), DevelopFailure> {
+        let markdown = plan::document(
+            &self.request.request,
+            plan,
+            &self.report.commands,
+            &self.report.warnings,
+        );
+        let dir = self.ctx.cache_dir.join("plans");
+        let name = format!(
+            "plan-{}-{}.md",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis()),
+            std::process::id()
+        );
+        let path = dir.join(name);
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&path, &markdown))
+            .is_ok();
+        let path = written.then_some(path);
+        self.report.plan_document = path.clone();
+        if self.ctx.options.approve == ApproveMode::Auto {
+            return Ok(());
+        }
+        let Some(approver) = self.ctx.approver.clone() else {
+            return Ok(());
+        };
+        self.report_progress("waiting for the plan to be approved", PLAN + 5);
+        let review = PlanReview {
+            plan: plan.clone(),
+            markdown,
+            path,
+        };
+        let approved = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return Err(DevelopFailure::Cancelled),
+            a = approver.approve(review) => a,
+        };
+        if approved {
+            Ok(())
+        } else {
+            Err(DevelopFailure::NotApproved)
+        }
+    }
+
+    // -- verify, judge, result ------------------------------------------------------------------
+
+    fn changes(&mut self) -> Vec<(PathBuf, String)> {
+        self.session()
+            .copy
+            .changes()
+            .into_iter()
+            .map(|c| (c.path, c.text))
+            .collect()
+    }
+
+    /// Runs the commands of `kind` on the current working copy.
+    async fn run_checks(&mut self, kind: CheckKind) -> Result<Vec<CheckRun>, DevelopFailure> {
+        let changes = self.changes();
+        let Some(checker) = self.checker.as_mut() else {
+            return Ok(Vec::new());
+        };
+        match checker.run(kind, &changes, &self.cancel).await {
+            Ok(runs) => {
+                for r in &runs {
+                    if let Some(w) = &r.warning
+                        && !self.report.warnings.contains(w)
+                    {
+                        self.report.warnings.push(w.clone());
+                    }
+                }
+                if kind != CheckKind::Test {
+                    self.report.checks.retain(|c| c.kind == CheckKind::Test);
+                    self.report.checks.extend(runs.iter().cloned());
+                }
+                Ok(runs)
+            }
+            Err(checks::CheckError::Cancelled) => Err(DevelopFailure::Cancelled),
+            Err(e) => {
+                let w = e.to_string();
+                if !self.report.warnings.contains(&w) {
+                    self.report.warnings.push(w);
+                }
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    async fn verify(&mut self, plan: &Plan) -> Result<(), DevelopFailure> {
+        let has_tests = self
+            .checker
+            .as_ref()
+            .is_some_and(|c| c.has(CheckKind::Test));
+        if !has_tests {
+            self.report.verify = VerifyStatus::NotRun("no test command".to_owned());
+            return Ok(());
+        }
+        let rounds = self.ctx.options.fix_rounds;
+        for round in 0..=rounds {
+            self.report_progress(
+                if round == 0 {
+                    "verify: running the tests".to_owned()
+                } else {
+                    format!("verify: running the tests again (fix round {round}/{rounds})")
+                },
+                VERIFY + round as u32 * 3,
+            );
+            let runs = self.run_checks(CheckKind::Test).await?;
+            if runs.iter().all(|r| r.passed) {
+                self.report.verify = VerifyStatus::Passed;
+                return Ok(());
+            }
+            let failures = checks::describe_failures(&runs);
+            self.report.verify = VerifyStatus::Failed(failures.clone());
+            if round == rounds {
+                break;
+            }
+            // A failing verify is work for the coder, not the end of the run.
+            let files = self.changed_rel();
+            let spec = step::StepSpec {
+                name: format!("fix round {}", round + 1),
+                text: "Make the failing tests pass (fix the code, or the new test if the test \
+                       itself is wrong)"
+                    .to_owned(),
+                number: None,
+                files,
+                extra: Some(format!("The tests fail on the changed code:\n{failures}")),
+            };
+            let report = self.run_step(plan, &spec).await?;
+            self.report.steps.push(report);
+        }
+        Ok(())
+    }
+
+    async fn judge(&mut self, plan: &Plan) -> Result<(), DevelopFailure> {
+        let stats = self.change_stats();
+        let decision = judge::decide(
+            &stats,
+            self.ctx.options.judge_min_lines,
+            &self.ctx.options.risky,
+        );
+        self.report.judge = Some(decision.clone());
+        if matches!(decision, Decision::Skip(_)) {
+            return Ok(());
+        }
+        self.report_progress("judge: reviewing the diff", JUDGE);
+        let judge_model = self.roles().judge.clone();
+        let diff = self.diff();
+        let mut system = String::from(
+            "You review a change to a software project before the user sees it. Check that the \
+             diff does what the request asks, completely, and follows the workspace rules. Do \
+             not ask for unrelated improvements.\n",
+        );
+        if !self.rules.trim().is_empty() {
+            system.push_str("\n# Workspace rules\n\n");
+            system.push_str(self.rules.trim());
+            system.push('\n');
+        }
+        let checks: String = self
+            .report
+            .checks
+            .iter()
+            .map(|c| {
+                format!(
+                    "- {} `{}`: {}\n",
+                    c.kind.name(),
+                    c.line,
+                    if c.passed { "passed" } else { "failed" }
+                )
+            })
+            .collect();
+        let user = format!(
+            "Request: {}\n\nPlan:\n{}\nChecks:\n{}{}\n\nDiff:\n```diff\n{}\n```\n\nAnswer APPROVE \
+             on the first line if the change is right. Otherwise answer OBJECT on the first \
+             line, then one concrete problem per line (file and what is wrong).",
+            self.request.request.trim(),
+            plan.numbered(None),
+            if checks.is_empty() {
+                "- none\n".to_owned()
+            } else {
+                checks
+            },
+            match &self.report.verify {
+                VerifyStatus::Passed => "Tests: passed",
+                VerifyStatus::Failed(_) => "Tests: failing",
+                VerifyStatus::NotRun(_) => "Tests: none",
+            },
+            crate::edit::text::clip(&diff, 12_000),
+        );
+        let response = self
+            .ask(
+                judge_model.as_ref(),
+                &[Message::system(system), Message::user(user)],
+                Vec::new(),
+                ToolChoice::None,
+            )
+            .await?;
+        let verdict = judge::verdict(&response.text);
+        self.report.verdict = Some(verdict.clone());
+        if let Verdict::Object(objections) = verdict {
+            let list: String = objections
+                .iter()
+                .enumerate()
+                .map(|(i, o)| format!("{}. {o}\n", i + 1))
+                .collect();
+            let spec = step::StepSpec {
+                name: "judge objections".to_owned(),
+                text: "Address the reviewer's objections".to_owned(),
+                number: None,
+                files: self.changed_rel(),
+                extra: Some(format!("A reviewer objected to the change:\n{list}")),
+            };
+            let report = self.run_step(plan, &spec).await?;
+            let fixed = report.status == StepStatus::Done;
+            self.report.steps.push(report);
+            if fixed
+                && self
+                    .checker
+                    .as_ref()
+                    .is_some_and(|c| c.has(CheckKind::Test))
+            {
+                let runs = self.run_checks(CheckKind::Test).await?;
+                self.report.verify = if runs.iter().all(|r| r.passed) {
+                    VerifyStatus::Passed
+                } else {
+                    VerifyStatus::Failed(checks::describe_failures(&runs))
+                };
+            }
+        }
+        Ok(())
+    }
+
+    fn change_stats(&mut self) -> Vec<ChangeStat> {
+        let root = self.root();
+        self.session()
+            .copy
+            .changes()
+            .iter()
+            .map(|c| {
+                let original = c.original.as_deref().unwrap_or("");
+                let lines = TextDiff::from_lines(original, &c.text)
+                    .iter_all_changes()
+                    .filter(|ch| ch.tag() != ChangeTag::Equal)
+                    .count();
+                ChangeStat {
+                    path: rel_of(&root, &c.path),
+                    created: c.original.is_none(),
+                    lines,
+                }
+            })
+            .collect()
+    }
+
+    fn changed_rel(&mut self) -> Vec<String> {
+        let root = self.root();
+        self.session()
+            .copy
+            .changes()
+            .iter()
+            .map(|c| rel_of(&root, &c.path))
+            .collect()
+    }
+
+    fn diff(&mut self) -> String {
+        let root = self.root();
+        self.session()
+            .copy
+            .changes()
+            .into_iter()
+            .map(|c| {
+                let rel = rel_of(&root, &c.path);
+                crate::edit::unified_diff(c.original.as_deref().unwrap_or(""), &c.text, &rel)
+            })
+            .collect()
+    }
+
+    fn finish(&mut self, plan: &Plan) -> Result<Proposal, DevelopFailure> {
+        let roots = self.ctx.roots.clone();
+        let root = self.root();
+        let changes = self.session().copy.changes();
+        if changes.is_empty() {
+            return Err(DevelopFailure::NoChange);
+        }
+        self.report.changed = changes.iter().map(|c| rel_of(&root, &c.path)).collect();
+        self.report.created = changes
+            .iter()
+            .filter(|c| c.original.is_none())
+            .map(|c| rel_of(&root, &c.path))
+            .collect();
+        self.report.claimed_unchanged = plan
+            .files()
+            .into_iter()
+            .filter(|f| !self.report.changed.contains(f))
+            .collect();
+        let files = changes
+            .into_iter()
+            .map(|c| {
+                let display = roots
+                    .iter()
+                    .find_map(|r| c.path.strip_prefix(r).ok())
+                    .map(|p| p.to_string_lossy().replace('\\', "/"))
+                    .unwrap_or_else(|| c.path.display().to_string());
+                ProposalFile::new(
+                    c.path,
+                    display,
+                    c.base_version,
+                    c.original.is_none(),
+                    c.original.unwrap_or_default(),
+                    c.text,
+                )
+            })
+            .collect();
+        let models: Vec<String> = {
+            let mut m: Vec<String> = self.report.steps.iter().map(|s| s.model.clone()).collect();
+            m.dedup();
+            m
+        };
+        let attempts = self.report.steps.iter().map(|s| s.attempts).sum();
+        self.report.model_calls = self.calls.load(Ordering::Relaxed);
+        let proposal = Proposal::new(
+            self.request.request.trim().to_owned(),
+            files,
+            models.join(", "),
+            attempts,
+            "develop",
+        );
+        self.report_progress("proposal ready", 100);
+        Ok(proposal)
+    }
+}
+
+/// How a develop plan must look; shown in the first prompt and after a parse error.
+const PLAN_SHAPE: &str = "Answer with the plan as a numbered list of atomic steps, one change \
+per step, each naming the files it touches in backticks, for example:\n\
+1. Add `fn parse_flag` to `src/cli.rs`.\n\
+2. Add a test for it in `tests/cli.rs`.\n\
+3. Verify: run the checks and the tests.\n\
+The last step is always verification. Name only files that exist in the list above, or new \
+files to create. No code in the plan.";
+
+/// Words of a request worth searching for: identifiers and longer words, not common English.
+fn keywords(request: &str) -> Vec<String> {
+    const COMMON: &[&str] = &[
+        "that", "this", "with", "from", "into", "then", "them", "when", "which", "what", "have",
+        "make", "should", "would", "could", "there", "their", "about", "after", "before", "add",
+        "adds", "test", "tests", "function", "file", "files", "code", "change", "update", "using",
+        "also", "each", "every", "flag", "command", "return", "returns", "value", "rename", "fix",
+        "failing", "new", "the", "and", "for", "its", "it's",
+    ];
+    let mut out: Vec<String> = Vec::new();
+    for w in request.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')) {
+        let w = w.trim_matches('-');
+        if w.len() < 4 || COMMON.contains(&w.to_lowercase().as_str()) {
+            continue;
+        }
+        let code_like = w.contains('_') || w.chars().skip(1).any(char::is_uppercase);
+        if !out.iter().any(|o| o == w) && (code_like || out.len() < 6) {
+            out.push(w.to_owned());
+        }
+    }
+    out.sort_by_key(|w| !(w.contains('_') || w.chars().skip(1).any(char::is_uppercase)));
+    out.truncate(4);
+    out
+}
+
+fn rel_of(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .unwrap_or_else(|_| path.display().to_string())
+}
+
+fn push_results(messages: &mut Vec<Message>, outcomes: &[ToolOutcome], native: bool) {
+    if native {
+        for o in outcomes {
+            messages.push(Message::ToolResult {
+                call_id: o.call_id.clone(),
+                name: o.name.clone(),
+                content: o.content.clone(),
+                is_error: o.is_error(),
+            });
+        }
+    } else {
+        let mut text = String::new();
+        for o in outcomes {
+            let head = if o.is_error() {
+                "Error from"
+            } else {
+                "Result of"
+            };
+            text.push_str(&format!(
+                "{head} `{}`:\n~~~\n{}\n~~~\n\n",
+                o.name,
+                o.content.trim_end()
+            ));
+        }
+        messages.push(Message::user(text.trim_end().to_owned()));
+    }
+}
+
+trait ToMessageFor {
+    /// The assistant message of an answer whose calls (native or parsed from text) ran.
+    fn to_message_for(&self, calls: &[ToolCall]) -> Message;
+}
+
+impl ToMessageFor for ChatResponse {
+    fn to_message_for(&self, _calls: &[ToolCall]) -> Message {
+        if self.tool_calls.is_empty() {
+            Message::assistant(self.text.clone())
+        } else {
+            self.to_message()
+        }
+    }
+}
+
+fn model_failure(e: ModelError) -> DevelopFailure {
+    match e {
+        ModelError::Cancelled => DevelopFailure::Cancelled,
+        other => DevelopFailure::Model(other),
+    }
+}
+
+fn empty_session() -> Session {
+    // Only absent while tools run on a blocking thread; a session without roots refuses every
+    // path, the harmless fallback.
+    Session::new(
+        &[],
+        Arc::new(RealFs),
+        Snapshot::new(),
+        ToolOptions::default(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keywords_prefer_identifiers() {
+        assert_eq!(
+            keywords("add a --json flag to the export command and test it"),
+            ["json", "export"]
+        );
+        assert_eq!(
+            keywords("rename parse_args to parse_cli in main"),
+            ["parse_args", "parse_cli", "main"]
+        );
+    }
+
+    #[test]
+    fn options_from_config() {
+        let (config, problems) = Config::from_toml_str(
+            "[develop]\napprove = \"auto\"\nfix_rounds = 1\njudge_min_lines = 5\nrisky = [\"billing\"]\n",
+            crate::config::ValueSource::Default,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let o = DevelopOptions::from_config(&config);
+        assert_eq!(o.approve, ApproveMode::Auto);
+        assert_eq!((o.fix_rounds, o.judge_min_lines), (1, 5));
+        assert_eq!(o.risky, ["billing"]);
+    }
+}

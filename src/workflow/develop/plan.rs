@@ -1,0 +1,327 @@
+//! The plan of a develop run: numbered atomic steps, each naming the files it touches, the last
+//! one always verification. The planner writes it as a Markdown list; [`parse`] reads that (and
+//! the near misses small models produce) or says exactly what shape was expected, so the run can
+//! ask once more with the parse error.
+//!
+//! Pure: text in, plan or error out.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+/// One step of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// 1-based, as shown to the user.
+    pub number: usize,
+    pub text: String,
+    /// Workspace-relative paths the step names.
+    pub files: Vec<String>,
+    /// The verification step (runs the checks and tests; no model edits).
+    pub verify: bool,
+}
+
+/// A parsed plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    pub steps: Vec<Step>,
+}
+
+impl Plan {
+    /// The steps that change files (every step but verification).
+    pub fn work(&self) -> impl Iterator<Item = &Step> {
+        self.steps.iter().filter(|s| !s.verify)
+    }
+
+    /// Every file the plan names, in order, once.
+    pub fn files(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for f in self.steps.iter().flat_map(|s| &s.files) {
+            if !out.contains(f) {
+                out.push(f.clone());
+            }
+        }
+        out
+    }
+
+    /// The plan as the numbered list the models see (`current` marks one step).
+    pub fn numbered(&self, current: Option<usize>) -> String {
+        let mut out = String::new();
+        for s in &self.steps {
+            let mark = if Some(s.number) == current {
+                "  <- this step"
+            } else {
+                ""
+            };
+            let files = if s.files.is_empty() {
+                String::new()
+            } else {
+                format!(" (files: {})", s.files.join(", "))
+            };
+            let _ = writeln!(out, "{}. {}{files}{mark}", s.number, s.text);
+        }
+        out
+    }
+}
+
+/// Why an answer is not a plan; the Display is written for the model that must fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error(
+        "the answer has no numbered steps; write the plan as a numbered list (`1. …`, `2. …`), one atomic change per step"
+    )]
+    NoSteps,
+    #[error(
+        "step {number} (\"{text}\") names no file; every step except the last must name the files it touches, e.g. `src/lib.rs`"
+    )]
+    NoFiles { number: usize, text: String },
+    #[error(
+        "the plan has {count} steps; keep it to at most {max} atomic steps (merge small changes to the same file)"
+    )]
+    TooLong { count: usize, max: usize },
+}
+
+/// Steps a plan may have (verification included).
+pub const MAX_STEPS: usize = 12;
+
+/// Reads a plan from the planner's answer. `known` answers whether a path exists in the
+/// workspace (a bare file name like `lib.rs` is matched against it); `is_path` lets words such
+/// as `main.rs` count as files. A last step that is not verification gets one appended.
+pub fn parse(answer: &str, known: &dyn Fn(&str) -> Option<String>) -> Result<Plan, PlanError> {
+    let mut raw: Vec<(usize, String)> = Vec::new();
+    let mut in_fence = false;
+    for line in answer.lines() {
+        let t = line.trim();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if let Some((n, rest)) = numbered(t) {
+            raw.push((n, rest.to_owned()));
+        } else if let Some((_, text)) = raw.last_mut()
+            && !t.is_empty()
+            && !in_fence
+            && (line.starts_with(' ') || line.starts_with('\t') || t.starts_with(['-', '*']))
+        {
+            // A continuation ("   - files: src/a.rs") belongs to the step above.
+            text.push(' ');
+            text.push_str(t.trim_start_matches(['-', '*']).trim());
+        }
+    }
+    if raw.is_empty() {
+        return Err(PlanError::NoSteps);
+    }
+    let mut steps: Vec<Step> = Vec::new();
+    for (i, (_, text)) in raw.iter().enumerate() {
+        let clean = strip_markup(text);
+        let files = files_in(text, known);
+        steps.push(Step {
+            number: i + 1,
+            verify: is_verification(&clean) && files.is_empty(),
+            text: clean,
+            files,
+        });
+    }
+    // Verification steps (anywhere) become the one final verification step.
+    steps.retain(|s| !s.verify);
+    if steps.is_empty() {
+        return Err(PlanError::NoSteps);
+    }
+    for s in &steps {
+        if s.files.is_empty() {
+            return Err(PlanError::NoFiles {
+                number: s.number,
+                text: crate::edit::text::clip(&s.text, 80),
+            });
+        }
+    }
+    steps.push(Step {
+        number: 0,
+        text: "Verify: run the checks and the tests".to_owned(),
+        files: Vec::new(),
+        verify: true,
+    });
+    if steps.len() > MAX_STEPS {
+        return Err(PlanError::TooLong {
+            count: steps.len(),
+            max: MAX_STEPS,
+        });
+    }
+    for (i, s) in steps.iter_mut().enumerate() {
+        s.number = i + 1;
+    }
+    Ok(Plan { steps })
+}
+
+/// `"3. text"`, `"3) text"`, `"Step 3: text"`, `"**3.** text"`, `"### 3. text"` → (3, text).
+fn numbered(line: &str) -> Option<(usize, &str)> {
+    let t = line.trim_start_matches(['#', '*', ' ']);
+    let t = t
+        .strip_prefix("Step ")
+        .or_else(|| t.strip_prefix("step "))
+        .unwrap_or(t);
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    if digits == 0 || digits > 2 {
+        return None;
+    }
+    let n: usize = t[..digits].parse().ok()?;
+    let rest = &t[digits..];
+    let rest = rest
+        .strip_prefix('.')
+        .or_else(|| rest.strip_prefix(')'))
+        .or_else(|| rest.strip_prefix(':'))?;
+    let rest = rest.trim_start_matches(['*', ':']).trim();
+    (!rest.is_empty()).then_some((n, rest))
+}
+
+fn strip_markup(text: &str) -> String {
+    text.replace("**", "").trim().to_owned()
+}
+
+fn is_verification(text: &str) -> bool {
+    let t = text.to_lowercase();
+    [
+        "verify",
+        "verification",
+        "run the test",
+        "run tests",
+        "run the check",
+        "cargo test",
+        "npm test",
+        "pytest",
+    ]
+    .iter()
+    .any(|k| t.contains(k))
+}
+
+/// The workspace paths a step names: words that look like paths (a `/` or a file extension),
+/// with backticks, quotes and trailing punctuation removed, resolved through `known`.
+fn files_in(text: &str, known: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in text.split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')') {
+        let w = word
+            .trim_end_matches(['.', ','])
+            .trim_matches(|c: char| "`'\"*[]{}<>:;!?".contains(c))
+            .trim_end_matches('.')
+            .trim_start_matches("./");
+        if w.is_empty() || w.contains("://") || w.starts_with('-') {
+            continue;
+        }
+        let looks_like_path = w.contains('/') || has_extension(w);
+        if !looks_like_path {
+            continue;
+        }
+        let path = known(w).unwrap_or_else(|| w.to_owned());
+        if !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// `name.ext` with a short alphanumeric extension that is not a version number or a method
+/// call (`v1.2`, `self.x`, `fs.read`).
+fn has_extension(w: &str) -> bool {
+    let Some((stem, ext)) = w.rsplit_once('.') else {
+        return false;
+    };
+    const EXTENSIONS: &[&str] = &[
+        "rs", "py", "ts", "tsx", "js", "jsx", "mjs", "cjs", "go", "java", "kt", "c", "h", "cc",
+        "cpp", "hpp", "cs", "rb", "php", "swift", "scala", "sh", "toml", "json", "yaml", "yml",
+        "md", "txt", "cfg", "ini", "html", "css", "scss", "sql", "lua", "ex", "exs", "zig",
+    ];
+    !stem.is_empty() && EXTENSIONS.contains(&ext)
+}
+
+/// The plan as the Markdown document the user approves.
+pub fn document(request: &str, plan: &Plan, checks: &[String], notes: &[String]) -> String {
+    let mut out = format!(
+        "# Develop plan\n\n**Request:** {}\n\n## Steps\n\n",
+        request.trim()
+    );
+    for s in &plan.steps {
+        let _ = writeln!(out, "{}. {}", s.number, s.text);
+        if !s.files.is_empty() {
+            let files: Vec<String> = s.files.iter().map(|f| format!("`{f}`")).collect();
+            let _ = writeln!(out, "   - files: {}", files.join(", "));
+        }
+    }
+    out.push_str("\n## Commands run on the proposed text (in an overlay, never on your files)\n\n");
+    if checks.is_empty() {
+        out.push_str("- none\n");
+    }
+    for c in checks {
+        let _ = writeln!(out, "- `{c}`");
+    }
+    for n in notes {
+        let _ = writeln!(out, "- note: {n}");
+    }
+    out.push_str("\nNothing is written to your files until you accept the final proposal.\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(p: &str) -> Option<String> {
+        match p {
+            "lib.rs" => Some("src/lib.rs".to_owned()),
+            other => Some(other.to_owned()),
+        }
+    }
+
+    #[test]
+    fn reads_plans_in_the_shapes_models_write() {
+        let answer = "Here is the plan:\n\n1. Add `fn shout` to `src/lib.rs`.\n2) Call it from src/main.rs\n   - also update README.md\n**3.** Add a test in `tests/shout.rs`\n4. Run the tests to verify\n";
+        let plan = parse(answer, &known).unwrap();
+        let got: Vec<(String, Vec<String>, bool)> = plan
+            .steps
+            .iter()
+            .map(|s| (s.text.clone(), s.files.clone(), s.verify))
+            .collect();
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(got[0].1, ["src/lib.rs"]);
+        assert_eq!(got[1].1, ["src/main.rs", "README.md"]);
+        assert_eq!(got[2].1, ["tests/shout.rs"]);
+        assert!(got[3].2 && got[3].1.is_empty());
+        assert_eq!(
+            plan.files(),
+            ["src/lib.rs", "src/main.rs", "README.md", "tests/shout.rs"]
+        );
+        // A bare file name resolves through the workspace; a missing verification is added.
+        let plan = parse("Step 1: change lib.rs so it compiles", &known).unwrap();
+        assert_eq!(plan.steps[0].files, ["src/lib.rs"]);
+        assert!(plan.steps[1].verify && plan.steps.len() == 2);
+    }
+
+    #[test]
+    fn says_what_shape_was_expected() {
+        assert_eq!(
+            parse("I would change some things.", &known),
+            Err(PlanError::NoSteps)
+        );
+        let err = parse("1. Make it faster\n2. Verify", &known).unwrap_err();
+        assert!(matches!(err, PlanError::NoFiles { number: 1, .. }), "{err}");
+        assert!(err.to_string().contains("names no file"), "{err}");
+        let long: String = (1..=20).map(|i| format!("{i}. edit f{i}.rs\n")).collect();
+        assert!(matches!(
+            parse(&long, &known),
+            Err(PlanError::TooLong { .. })
+        ));
+        // Version numbers and method calls are not files.
+        assert_eq!(
+            files_in("bump to v1.2 and call self.x", &known),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn document_lists_steps_files_and_commands() {
+        let plan = parse("1. edit `a.rs`\n2. verify", &known).unwrap();
+        let doc = document("do it", &plan, &["cargo test".to_owned()], &[]);
+        assert!(doc.contains("1. edit `a.rs`\n   - files: `a.rs`"), "{doc}");
+        assert!(doc.contains("2. Verify"), "{doc}");
+        assert!(doc.contains("- `cargo test`"), "{doc}");
+    }
+}

@@ -1,0 +1,448 @@
+//! One step of a develop run: the `coder` changes the working copy through the tools until the
+//! step's check passes, with the retry rules learned from small models:
+//!
+//! - an answer without a tool call or change, or "I cannot…" prose, is **stuck**: one coaching
+//!   message in the same attempt (what to call, with the file's current text), then the attempt
+//!   ends;
+//! - the check runs after every answer that changed a file; its errors go back to the model,
+//!   and the **same error again** (same fingerprint) is said to be the second or third time, in
+//!   a firmer tone — after the third the attempt ends;
+//! - a failed attempt restores the step's snapshot of the working copy; the next attempt starts
+//!   from a clean prompt that summarises why the earlier ones failed, and the last attempt goes
+//!   to the `escalation` role when one is configured.
+//!
+//! A step that fails for good leaves the working copy as it was before the step.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::edit::RefusalKind;
+use crate::edit::formats::{self, Action};
+use crate::edit::ops::Operation;
+use crate::model::{ChatModel, FinishReason, Message, ToolCall, ToolChoice};
+use crate::tools::{self, Status};
+
+use super::checks::describe_failures;
+use super::plan::Plan;
+use super::project::CheckKind;
+use super::{DevelopFailure, Run, StepReport, StepStatus, push_results, rel_of};
+
+/// What a step is asked to do.
+#[derive(Debug, Clone)]
+pub(super) struct StepSpec {
+    /// `step 2`, `fix round 1`, …
+    pub name: String,
+    pub text: String,
+    /// The plan step it carries out (`None`: a fix or judge round).
+    pub number: Option<usize>,
+    /// Workspace-relative files it names.
+    pub files: Vec<String>,
+    /// Failing test output or objections to fix.
+    pub extra: Option<String>,
+}
+
+enum Attempt {
+    Done,
+    Failed(String),
+}
+
+/// Per-step memory across attempts.
+#[derive(Default)]
+struct Memory {
+    /// How often each check failure fingerprint was seen.
+    errors: HashMap<u64, usize>,
+    notes: Vec<String>,
+}
+
+impl Run<'_> {
+    /// Runs a step to success or to its last failed attempt (then restores its snapshot).
+    /// Errors only for cancellation and unreachable models.
+    pub(super) async fn run_step(
+        &mut self,
+        plan: &Plan,
+        spec: &StepSpec,
+    ) -> Result<StepReport, DevelopFailure> {
+        let before = {
+            let s = self.session();
+            (s.copy.clone(), s.ledger.clone())
+        };
+        let before_changes = self.changes();
+        let max = self.ctx.options.max_attempts.max(1);
+        let mut memory = Memory::default();
+        let mut failures: Vec<String> = Vec::new();
+        let mut model_name = String::new();
+        for attempt in 1..=max {
+            let escalation = self.roles().escalation.clone();
+            let escalate = attempt == max && max > 1 && self.ctx.options.escalate;
+            let model: Arc<dyn ChatModel> = match (&escalation, escalate) {
+                (Some(strong), true) => {
+                    memory.notes.push(format!(
+                        "attempt {attempt} went to the escalation model {}",
+                        strong.name()
+                    ));
+                    strong.clone()
+                }
+                _ => self.roles().coder.clone(),
+            };
+            model_name = model.name().to_owned();
+            let mut messages = self.step_prompt(plan, spec, &failures);
+            match self
+                .attempt(spec, model.as_ref(), &mut messages, &mut memory)
+                .await?
+            {
+                Attempt::Done => {
+                    let after = self.changes();
+                    let root = self.root();
+                    let changed = after
+                        .iter()
+                        .filter(|(p, t)| !before_changes.iter().any(|(bp, bt)| bp == p && bt == t))
+                        .map(|(p, _)| rel_of(&root, p))
+                        .collect();
+                    return Ok(StepReport {
+                        name: spec.name.clone(),
+                        text: spec.text.clone(),
+                        status: StepStatus::Done,
+                        attempts: attempt,
+                        model: model_name,
+                        changed,
+                        notes: memory.notes,
+                        error: None,
+                    });
+                }
+                Attempt::Failed(reason) => {
+                    memory.notes.push(format!(
+                        "attempt {attempt} failed: {}",
+                        crate::edit::text::clip(&reason, 160)
+                    ));
+                    failures.push(reason);
+                    // The step's snapshot: a failed attempt leaves no trace in the working copy.
+                    let s = self.session();
+                    s.copy = before.0.clone();
+                    s.ledger = before.1.clone();
+                }
+            }
+        }
+        // Put the overlay back to the pre-step text as well (the next check syncs it anyway).
+        Ok(StepReport {
+            name: spec.name.clone(),
+            text: spec.text.clone(),
+            status: StepStatus::Failed,
+            attempts: max,
+            model: model_name,
+            changed: Vec::new(),
+            notes: memory.notes,
+            error: failures.last().cloned(),
+        })
+    }
+
+    async fn attempt(
+        &mut self,
+        spec: &StepSpec,
+        model: &dyn ChatModel,
+        messages: &mut Vec<Message>,
+        memory: &mut Memory,
+    ) -> Result<Attempt, DevelopFailure> {
+        let tools = tools::specs();
+        let mut coached = false;
+        let mut edited = false;
+        let mut check_ok = true;
+        let mut asked_untouched = false;
+        for _ in 0..self.ctx.options.max_rounds.max(1) {
+            let response = match self
+                .ask(model, messages, tools.clone(), ToolChoice::Auto)
+                .await
+            {
+                Ok(r) => r,
+                Err(DevelopFailure::Model(e)) if broke_off(&e) => {
+                    return Ok(Attempt::Failed(format!("the answer broke off ({e})")));
+                }
+                Err(e) => return Err(e),
+            };
+            let calls = self.calls_in(&response, &tools);
+            let native = !response.tool_calls.is_empty();
+            messages.push(if native {
+                response.to_message()
+            } else {
+                Message::assistant(response.text.clone())
+            });
+            if calls.is_empty() {
+                if edited && check_ok {
+                    return Ok(Attempt::Done);
+                }
+                let said = response.text.trim();
+                let why = if response.finish == Some(FinishReason::Length) {
+                    "the answer was cut at the output-token limit".to_owned()
+                } else if said.is_empty() {
+                    "the answer was empty".to_owned()
+                } else {
+                    format!(
+                        "it answered without a tool call: \"{}\"",
+                        crate::edit::text::clip(&said.replace('\n', " "), 160)
+                    )
+                };
+                if !edited && !coached {
+                    coached = true;
+                    memory.notes.push(format!("stuck ({why}); coached once"));
+                    let coaching = self.coaching(spec, refuses(said));
+                    messages.push(Message::user(coaching));
+                    continue;
+                }
+                if edited && !check_ok {
+                    return Ok(Attempt::Failed(format!(
+                        "the model stopped while the check still failed ({why})"
+                    )));
+                }
+                return Ok(Attempt::Failed(format!("no change was made: {why}")));
+            }
+            let outcomes = self.execute(calls).await?;
+            push_results(messages, &outcomes, native);
+            let made = outcomes
+                .iter()
+                .filter(|o| matches!(o.status, Status::Edited { .. }))
+                .count();
+            if made == 0 {
+                let no_op = outcomes.iter().all(|o| {
+                    matches!(&o.status, Status::Failed(e)
+                        if matches!(e.refusal_kind(), Some(RefusalKind::NoOp | RefusalKind::AlreadyApplied)))
+                });
+                if no_op && edited && check_ok {
+                    // Repeating an edit that went through is the model saying it is done.
+                    return Ok(Attempt::Done);
+                }
+                if no_op && !edited && !coached {
+                    coached = true;
+                    memory
+                        .notes
+                        .push("stuck (its edit changed nothing); coached once".to_owned());
+                    let coaching = self.coaching(spec, false);
+                    messages.push(Message::user(coaching));
+                }
+                // Reads, or refusals the model can read and correct: next round.
+                continue;
+            }
+            edited = true;
+            let mut runs = self.run_checks(CheckKind::Check).await?;
+            if runs.iter().all(|r| r.passed) {
+                runs.extend(self.run_checks(CheckKind::Lint).await?);
+            }
+            check_ok = runs.iter().all(|r| r.passed);
+            if check_ok {
+                let untouched = self.untouched(spec);
+                if untouched.is_empty() || asked_untouched {
+                    return Ok(Attempt::Done);
+                }
+                asked_untouched = true;
+                messages.push(Message::user(format!(
+                    "The check passes. This step also names {}, which you have not changed. \
+                     Change it now if the step needs it; otherwise answer `done`.",
+                    untouched.join(", ")
+                )));
+                continue;
+            }
+            let failing: Vec<_> = runs.iter().filter(|r| !r.passed).cloned().collect();
+            let fingerprint = failing.first().map_or(0, |r| r.fingerprint());
+            let seen = memory.errors.entry(fingerprint).or_insert(0);
+            *seen += 1;
+            let count = *seen;
+            let text = describe_failures(&failing);
+            if count > 3 {
+                return Ok(Attempt::Failed(format!(
+                    "the same check error came back a fourth time:\n{text}"
+                )));
+            }
+            let message = match count {
+                1 => format!(
+                    "Your edit was applied, but the check fails now:\n{text}\nFix these errors \
+                     with edit_file (old_string copied from the current file)."
+                ),
+                2 => {
+                    memory
+                        .notes
+                        .push("the same check error came back a second time".to_owned());
+                    format!(
+                        "This is the SECOND time the check reports the same error: your last \
+                         change did not fix it. Read the error message again, line by line, \
+                         and read the file where it points before you change anything. Do \
+                         something different this time.\n{text}"
+                    )
+                }
+                _ => {
+                    memory
+                        .notes
+                        .push("the same check error came back a third time".to_owned());
+                    format!(
+                        "This is the THIRD time the check reports exactly the same error. Stop \
+                         repeating the same fix. Read the lines the error names with read_file, \
+                         then make the smallest change that removes this error. If your earlier \
+                         edit caused it, undo that edit.\n{text}"
+                    )
+                }
+            };
+            messages.push(Message::user(message));
+        }
+        Ok(Attempt::Failed(format!(
+            "the step was not finished in {} answers{}",
+            self.ctx.options.max_rounds,
+            if check_ok {
+                ""
+            } else {
+                " (the check still failed)"
+            }
+        )))
+    }
+
+    /// The files a step names that it has not changed yet.
+    fn untouched(&mut self, spec: &StepSpec) -> Vec<String> {
+        let changed = self.changed_rel();
+        spec.files
+            .iter()
+            .filter(|f| !changed.contains(f) && !f.ends_with('/'))
+            .cloned()
+            .collect()
+    }
+
+    /// The clean first prompt of an attempt.
+    fn step_prompt(&mut self, plan: &Plan, spec: &StepSpec, failures: &[String]) -> Vec<Message> {
+        let mut system = String::from(
+            "You are a careful coding agent carrying out one step of a plan. You change files \
+             only through the tools. Rules:\n\
+             - Make exactly this step's change, nothing more; keep each file's style and \
+             indentation.\n\
+             - Files are shown with line numbers (number, tab, text); the numbers are not part \
+             of the file. Never copy them into old_string or new_string.\n\
+             - edit_file replaces old_string with new_string: copy old_string exactly from the \
+             current file, with enough lines to match one place only.\n\
+             - write_file creates a new file; never use it on a file that exists.\n\
+             - Read a file with read_file before editing a file you were not shown.\n\
+             - If an edit is refused or a check fails, read the message: it says what to do.\n\
+             - Paths are relative to the workspace root.\n",
+        );
+        if !self.rules.trim().is_empty() {
+            system.push_str("\n# Workspace rules (follow them)\n\n");
+            system.push_str(self.rules.trim());
+            system.push('\n');
+        }
+        let mut user = format!("Request: {}\n\n", self.request.request.trim());
+        user.push_str(&format!("Plan:\n{}\n", plan.numbered(spec.number)));
+        user.push_str(&format!("Do this now ({}): {}\n", spec.name, spec.text));
+        if let Some(extra) = &spec.extra {
+            user.push('\n');
+            user.push_str(extra.trim_end());
+            user.push('\n');
+        }
+        let files: Vec<String> = spec.files.iter().take(4).cloned().collect();
+        let budget = self.ctx.options.context_budget / files.len().max(1);
+        for f in &files {
+            user.push('\n');
+            user.push_str(&self.file_view(f, budget));
+        }
+        if !failures.is_empty() {
+            user.push_str(
+                "\nEarlier attempts at this step failed and were undone (the files above are \
+                 as they are now). Avoid their mistakes. Why each failed:\n",
+            );
+            for (i, f) in failures.iter().enumerate() {
+                user.push_str(&format!(
+                    "{}. {}\n",
+                    i + 1,
+                    crate::edit::text::clip(f.trim(), 900)
+                ));
+            }
+        }
+        user.push_str(
+            "\nRespond with edit_file calls (write_file for a new file) that make this change.",
+        );
+        vec![Message::system(system), Message::user(user)]
+    }
+
+    /// The coaching message for a stuck answer: what to call, with the current text.
+    fn coaching(&mut self, spec: &StepSpec, refused: bool) -> String {
+        let mut out = String::from(if refused {
+            "You can make this change: you have the tools and the files. Do not explain; call \
+             a tool.\n"
+        } else {
+            "You made no change. This step needs a change to the files.\n"
+        });
+        let files: Vec<String> = spec.files.iter().take(2).cloned().collect();
+        let budget = (self.ctx.options.context_budget / 2) / files.len().max(1);
+        for f in &files {
+            out.push('\n');
+            out.push_str(&self.file_view(f, budget));
+        }
+        let example = files.first().cloned().unwrap_or_else(|| "PATH".to_owned());
+        out.push_str(&format!(
+            "\nCall edit_file with path \"{example}\", old_string copied exactly from the lines \
+             above (without the line numbers) and new_string with the change; or write_file \
+             with path and content to create a file that does not exist yet."
+        ));
+        out
+    }
+}
+
+/// "I cannot…"-style prose.
+fn refuses(text: &str) -> bool {
+    let t = text.to_lowercase();
+    [
+        "i cannot",
+        "i can't",
+        "i can not",
+        "i'm unable",
+        "i am unable",
+        "i'm not able",
+        "as an ai",
+        "i don't have access",
+        "i do not have access",
+    ]
+    .iter()
+    .any(|p| t.contains(p))
+}
+
+fn broke_off(e: &crate::model::ModelError) -> bool {
+    matches!(
+        e,
+        crate::model::ModelError::StreamEndedEarly { .. }
+            | crate::model::ModelError::IncompleteToolCall { .. }
+    )
+}
+
+/// SEARCH/REPLACE blocks, diffs and patches in an answer, as tool calls (only those naming a
+/// file: a develop step spans several).
+pub(super) fn edits_in_text(text: &str) -> Vec<ToolCall> {
+    let Ok(edits) = formats::parse(text) else {
+        return Vec::new();
+    };
+    edits
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let path = e.path?;
+            let (name, arguments) = match e.action {
+                Action::Edit(Operation::Replace {
+                    old,
+                    new,
+                    replace_all,
+                }) => (
+                    "edit_file",
+                    json!({"path": path, "old_string": old, "new_string": new, "replace_all": replace_all}),
+                ),
+                Action::Create(content) => ("write_file", json!({"path": path, "content": content})),
+                _ => return None,
+            };
+            Some(ToolCall::new(format!("text_edit_{i}"), name, arguments))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_recognised() {
+        assert!(refuses("I'm sorry, but I cannot modify files."));
+        assert!(refuses("As an AI, I don't have access to your files"));
+        assert!(!refuses("Done: the function is added."));
+    }
+}

@@ -1,0 +1,485 @@
+//! The develop workflow end to end below the editor: scenarios under `fixtures/develop/scenarios`
+//! script the planner, coder, judge and escalation models; each role is a local server replaying
+//! the answers in the OpenAI wire format (SSE streams with native tool calls; one scenario speaks
+//! Anthropic's Messages format), reached through the real HTTP client and the `ModelRouter`.
+//! The check and test commands really run (cargo, python, tsc) in the overlay.
+//!
+//! Every scenario asserts that the workspace on disk is byte-identical after the run: a develop
+//! run proposes, it never writes.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use patchwise::config::{Config, ValueSource};
+use patchwise::model::ModelRouter;
+use patchwise::model::replay::{ReplayServer, Reply};
+use patchwise::tools::Snapshot;
+use patchwise::workflow::develop::{
+    self, DevelopContext, DevelopModels, DevelopRequest, Outcome, Progress, StepStatus,
+    VerifyStatus,
+};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const ROLES: [&str; 4] = ["planner", "coder", "judge", "escalation"];
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/develop")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// Every file under `dir` (links as their target) with its bytes.
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_symlink() {
+                out.push((
+                    e.path(),
+                    std::fs::read_link(e.path())
+                        .unwrap()
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                ));
+            } else if t.is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push((e.path(), std::fs::read(e.path()).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// One scripted answer in the OpenAI chat-completions SSE format.
+fn openai_sse(answer: &Value) -> Reply {
+    if answer.get("hang").is_some() {
+        return Reply::Hang;
+    }
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    let finish = if let Some(calls) = answer["calls"].as_array() {
+        for (i, c) in calls.iter().enumerate() {
+            chunks.push(chunk(
+                json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+                        "function": {"name": c["name"], "arguments": ""}}]}),
+                Value::Null,
+            ));
+            chunks.push(chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": c["arguments"].to_string()}}]}),
+                Value::Null,
+            ));
+        }
+        "tool_calls"
+    } else {
+        let text = answer["text"].as_str().unwrap_or_default();
+        chunks.push(chunk(json!({"content": text}), Value::Null));
+        "stop"
+    };
+    chunks.push(chunk(json!({}), json!(finish)));
+    let mut body = String::new();
+    for c in chunks {
+        body.push_str(&format!("data: {c}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    Reply::Http {
+        head: "HTTP/1.1 200 OK\ncontent-type: text/event-stream".to_owned(),
+        body,
+    }
+}
+
+/// One scripted answer in Anthropic's Messages SSE format.
+fn anthropic_sse(answer: &Value) -> Reply {
+    let mut events: Vec<(String, Value)> = vec![(
+        "message_start".into(),
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+               "model": "claude", "content": [], "stop_reason": null,
+               "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    )];
+    let stop = if let Some(calls) = answer["calls"].as_array() {
+        for (i, c) in calls.iter().enumerate() {
+            events.push(("content_block_start".into(), json!({"type": "content_block_start", "index": i,
+                "content_block": {"type": "tool_use", "id": format!("toolu_{i}"), "name": c["name"], "input": {}}})));
+            events.push((
+                "content_block_delta".into(),
+                json!({"type": "content_block_delta", "index": i,
+                "delta": {"type": "input_json_delta", "partial_json": c["arguments"].to_string()}}),
+            ));
+            events.push((
+                "content_block_stop".into(),
+                json!({"type": "content_block_stop", "index": i}),
+            ));
+        }
+        "tool_use"
+    } else {
+        let text = answer["text"].as_str().unwrap_or_default();
+        events.push((
+            "content_block_start".into(),
+            json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}}),
+        ));
+        events.push((
+            "content_block_delta".into(),
+            json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": text}}),
+        ));
+        events.push((
+            "content_block_stop".into(),
+            json!({"type": "content_block_stop", "index": 0}),
+        ));
+        "end_turn"
+    };
+    events.push((
+        "message_delta".into(),
+        json!({"type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+    ));
+    events.push(("message_stop".into(), json!({"type": "message_stop"})));
+    let body: String = events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect();
+    Reply::Http {
+        head: "HTTP/1.1 200 OK\ncontent-type: text/event-stream".to_owned(),
+        body,
+    }
+}
+
+/// The text of every message of every chat request a server received.
+fn request_texts(server: &ReplayServer) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| {
+            let body = r.json();
+            let mut out = String::new();
+            if let Some(s) = body["system"].as_str() {
+                out.push_str(s);
+                out.push('\n');
+            }
+            for m in body["messages"].as_array().into_iter().flatten() {
+                match &m["content"] {
+                    Value::String(s) => out.push_str(s),
+                    Value::Array(parts) => {
+                        for p in parts {
+                            out.push_str(
+                                p["text"]
+                                    .as_str()
+                                    .or(p["content"].as_str())
+                                    .unwrap_or_default(),
+                            );
+                        }
+                    }
+                    _ => {}
+                }
+                out.push('\n');
+            }
+            out
+        })
+        .collect()
+}
+
+struct Run {
+    outcome: Outcome,
+    requests: std::collections::HashMap<String, Vec<String>>,
+    progress: Vec<Progress>,
+    workspace: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Runs a scenario file and checks the invariants every scenario shares.
+async fn scenario(name: &str) -> (Run, Value) {
+    let path = fixtures().join("scenarios").join(format!("{name}.json"));
+    let spec: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    copy_dir(&fixtures().join(spec["workspace"].as_str().unwrap()), &ws);
+    if spec["node_modules"].as_bool() == Some(true) {
+        let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("editors/vscode/node_modules");
+        assert!(
+            modules.join(".bin/tsc").exists(),
+            "run `npm ci` in editors/vscode first (scripts/test does)"
+        );
+        std::os::unix::fs::symlink(&modules, ws.join("node_modules")).unwrap();
+    }
+    for (file, text) in spec["files"].as_object().into_iter().flatten() {
+        let p = ws.join(file);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text.as_str().unwrap()).unwrap();
+    }
+    let before = tree(&ws);
+    let anthropic = spec["provider"].as_str() == Some("anthropic");
+    let mut servers = std::collections::HashMap::new();
+    let mut toml = String::new();
+    let mut roles = String::from("[roles]\n");
+    for role in ROLES {
+        let Some(answers) = spec[role].as_array() else {
+            continue;
+        };
+        let replies = answers
+            .iter()
+            .map(|a| {
+                if anthropic {
+                    anthropic_sse(a)
+                } else {
+                    openai_sse(a)
+                }
+            })
+            .collect();
+        let server = ReplayServer::start(replies).await.unwrap();
+        let (kind, base) = if anthropic {
+            ("anthropic", server.url())
+        } else {
+            ("openai", format!("{}/v1", server.url()))
+        };
+        toml.push_str(&format!(
+            "[providers.{role}]\nkind = \"{kind}\"\nbase_url = \"{base}\"\napi_key_env = \"\"\n\n"
+        ));
+        roles.push_str(&format!("{role} = \"{role}/{role}-model\"\n"));
+        servers.insert(role.to_owned(), Arc::new(server));
+    }
+    toml.push_str(&roles);
+    // data_dir is a top-level key: it goes before the first table.
+    let toml = format!(
+        "data_dir = \"{}\"\n\n{toml}\n[timeouts]\nconnect = 2\nfirst_token = 30\ntotal = 120\n\n\
+         [retry]\nmax_attempts = 1\n\n[develop]\napprove = \"auto\"\n{}",
+        dir.path().join("data").display(),
+        spec["config"].as_str().unwrap_or_default()
+    );
+    let (config, problems) = Config::from_toml_str(&toml, ValueSource::Default);
+    assert!(problems.is_empty(), "{problems:?}\n{toml}");
+    let router = Arc::new(ModelRouter::new(config.clone()));
+    let ctx = DevelopContext::new(
+        config,
+        DevelopModels::Router(router),
+        vec![ws.clone()],
+        Snapshot::new(),
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let progress = {
+        let seen = seen.clone();
+        move |p: Progress| seen.lock().unwrap().push(p)
+    };
+    let cancel = CancellationToken::new();
+    if let Some(after) = spec["cancel_after_coder_requests"].as_u64() {
+        // Cancel once the coder has been asked `after` times (mid-step).
+        let coder = servers.get("coder").unwrap().clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            while (coder.requests().len() as u64) < after {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            cancel.cancel();
+        });
+    }
+    let request = DevelopRequest {
+        request: spec["request"].as_str().unwrap().to_owned(),
+        focus: None,
+    };
+    let outcome = develop::run(&ctx, request, &progress, cancel).await;
+    assert_eq!(
+        tree(&ws),
+        before,
+        "{name}: the workspace on disk changed before accept"
+    );
+    let requests = servers
+        .iter()
+        .map(|(role, s)| (role.clone(), request_texts(s)))
+        .collect();
+    let run = Run {
+        outcome,
+        requests,
+        progress: seen.lock().unwrap().clone(),
+        workspace: ws,
+        _dir: dir,
+    };
+    check_expectations(name, &run, &spec["expect"]);
+    (run, spec)
+}
+
+fn check_expectations(name: &str, run: &Run, expect: &Value) {
+    let report = &run.outcome.report;
+    let summary = report.summary();
+    let ctx = format!("{name}:\n{summary}");
+    if let Some(want) = expect["proposal"].as_bool() {
+        assert_eq!(run.outcome.proposal.is_some(), want, "{ctx}");
+    }
+    if let Some(proposal) = &run.outcome.proposal {
+        for (file, needles) in expect["files"].as_object().into_iter().flatten() {
+            let f = proposal
+                .files
+                .iter()
+                .find(|f| f.display_path == *file)
+                .unwrap_or_else(|| panic!("{ctx}\nno {file} in the proposal"));
+            for n in needles.as_array().unwrap() {
+                assert!(
+                    f.new_text.contains(n.as_str().unwrap()),
+                    "{ctx}\n{file}:\n{}",
+                    f.new_text
+                );
+            }
+        }
+        let mut changed: Vec<&str> = proposal
+            .files
+            .iter()
+            .map(|f| f.display_path.as_str())
+            .collect();
+        changed.sort();
+        if let Some(want) = expect["changed"].as_array() {
+            let want: Vec<&str> = want.iter().map(|v| v.as_str().unwrap()).collect();
+            assert_eq!(changed, want, "{ctx}");
+        }
+        if let Some(want) = expect["created"].as_array() {
+            let created: Vec<&str> = proposal
+                .files
+                .iter()
+                .filter(|f| f.created)
+                .map(|f| f.display_path.as_str())
+                .collect();
+            let want: Vec<&str> = want.iter().map(|v| v.as_str().unwrap()).collect();
+            assert_eq!(created, want, "{ctx}");
+        }
+    }
+    if let Some(want) = expect["steps"].as_array() {
+        let got: Vec<&str> = report
+            .steps
+            .iter()
+            .map(|s| match s.status {
+                StepStatus::Done => "done",
+                StepStatus::Failed => "failed",
+            })
+            .collect();
+        let want: Vec<&str> = want.iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(got, want, "{ctx}");
+    }
+    if let Some(want) = expect["verify"].as_str() {
+        let got = match &report.verify {
+            VerifyStatus::Passed => "passed",
+            VerifyStatus::Failed(_) => "failed",
+            VerifyStatus::NotRun(_) => "not_run",
+        };
+        assert_eq!(got, want, "{ctx}");
+    }
+    if let Some(want) = expect["judge"].as_str() {
+        let got = match &report.judge {
+            Some(develop::judge::Decision::Run(_)) => "run",
+            Some(develop::judge::Decision::Skip(_)) => "skip",
+            None => "none",
+        };
+        assert_eq!(got, want, "{ctx}");
+    }
+    for needle in expect["summary_contains"].as_array().into_iter().flatten() {
+        assert!(
+            summary.contains(needle.as_str().unwrap()),
+            "{ctx}\nmissing: {needle}"
+        );
+    }
+    for needle in expect["failure_contains"].as_array().into_iter().flatten() {
+        let failure = report.failure.clone().unwrap_or_default();
+        assert!(
+            failure.contains(needle.as_str().unwrap()),
+            "{ctx}\nfailure: {failure}"
+        );
+    }
+    for (role, checks) in expect["requests"].as_object().into_iter().flatten() {
+        let texts = run.requests.get(role).cloned().unwrap_or_default();
+        if let Some(n) = checks["count"].as_u64() {
+            assert_eq!(
+                texts.len() as u64,
+                n,
+                "{ctx}\n{role} requests: {}",
+                texts.len()
+            );
+        }
+        for (index, needles) in checks["contains"].as_object().into_iter().flatten() {
+            let i: usize = index.parse().unwrap();
+            let text = texts
+                .get(i)
+                .unwrap_or_else(|| panic!("{ctx}\nno {role} request {i}"));
+            for n in needles.as_array().unwrap() {
+                assert!(
+                    text.contains(n.as_str().unwrap()),
+                    "{ctx}\n{role} request {i} lacks {n}:\n{text}"
+                );
+            }
+        }
+    }
+    if let Some(n) = expect["model_calls"].as_u64() {
+        assert_eq!(report.model_calls as u64, n, "{ctx}");
+    }
+    // Progress: phases in order, percentages never going back.
+    let percents: Vec<u32> = run.progress.iter().map(|p| p.percent).collect();
+    assert!(
+        percents.windows(2).all(|w| w[0] <= w[1]),
+        "{ctx}\n{percents:?}"
+    );
+    if run.outcome.proposal.is_some() {
+        assert_eq!(percents.last(), Some(&100), "{ctx}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn happy_path_over_two_files_and_a_new_one() {
+    let (run, _) = scenario("rust_happy_path").await;
+    let proposal = run.outcome.proposal.as_ref().unwrap();
+    assert!(
+        proposal.diff.contains("tests/counts.rs (new file)"),
+        "{}",
+        proposal.diff
+    );
+    // The proposal, applied, is a crate whose tests pass (what the user gets on accept).
+    for f in &proposal.files {
+        std::fs::create_dir_all(f.path.parent().unwrap()).unwrap();
+        std::fs::write(&f.path, &f.new_text).unwrap();
+    }
+    let target = run._dir.path().join("accepted-target");
+    let status = std::process::Command::new("cargo")
+        .args(["test", "--quiet"])
+        .current_dir(&run.workspace)
+        .env("CARGO_TARGET_DIR", target)
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let messages: Vec<&str> = run.progress.iter().map(|p| p.message.as_str()).collect();
+    for phase in [
+        "preflight",
+        "explore",
+        "plan",
+        "step 1/3",
+        "step 3/3",
+        "verify",
+        "proposal ready",
+    ] {
+        assert!(
+            messages.iter().any(|m| m.contains(phase)),
+            "{phase}: {messages:?}"
+        );
+    }
+}
