@@ -67,6 +67,43 @@ fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
+fn git_commit_all(ws: &Path) {
+    for args in [
+        vec!["init", "-q"],
+        vec!["add", "-A"],
+        vec![
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-qm",
+            "start",
+        ],
+    ] {
+        let out = std::process::Command::new("git")
+            .args(&args)
+            .current_dir(ws)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Whether process `pid` still runs (a zombie waiting for its parent counts as gone).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next())
+            != Some("Z")
+    })
+}
+
 /// One scripted answer in the OpenAI chat-completions SSE format.
 fn openai_sse(answer: &Value) -> Reply {
     if answer.get("hang").is_some() {
@@ -230,14 +267,22 @@ async fn scenario(name: &str) -> (Run, Value) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text.as_str().unwrap()).unwrap();
     }
+    if spec["git"].as_str() == Some("dirty") {
+        git_commit_all(&ws);
+        std::fs::write(ws.join("NOTES.txt"), "uncommitted\n").unwrap();
+    }
     let before = tree(&ws);
     let anthropic = spec["provider"].as_str() == Some("anthropic");
     let mut servers = std::collections::HashMap::new();
     let mut toml = String::new();
     let mut roles = String::from("[roles]\n");
     for role in ROLES {
-        let Some(answers) = spec[role].as_array() else {
-            continue;
+        // Planner and coder always have a server (a run resolves them up front).
+        let none = Vec::new();
+        let answers = match spec[role].as_array() {
+            Some(a) => a,
+            None if matches!(role, "planner" | "coder") => &none,
+            None => continue,
         };
         let replies = answers
             .iter()
@@ -267,7 +312,10 @@ async fn scenario(name: &str) -> (Run, Value) {
         "data_dir = \"{}\"\n\n{toml}\n[timeouts]\nconnect = 2\nfirst_token = 30\ntotal = 120\n\n\
          [retry]\nmax_attempts = 1\n\n[develop]\napprove = \"auto\"\n{}",
         dir.path().join("data").display(),
-        spec["config"].as_str().unwrap_or_default()
+        spec["config"]
+            .as_str()
+            .unwrap_or_default()
+            .replace("{dir}", &dir.path().display().to_string())
     );
     let (config, problems) = Config::from_toml_str(&toml, ValueSource::Default);
     assert!(problems.is_empty(), "{problems:?}\n{toml}");
@@ -290,6 +338,17 @@ async fn scenario(name: &str) -> (Run, Value) {
         let cancel = cancel.clone();
         tokio::spawn(async move {
             while (coder.requests().len() as u64) < after {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            cancel.cancel();
+        });
+    }
+    if let Some(file) = spec["cancel_when_file"].as_str() {
+        // Cancel once the step's check command is running (it writes its pid first).
+        let file = dir.path().join(file);
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            while std::fs::read_to_string(&file).map_or(true, |t| t.trim().is_empty()) {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             cancel.cancel();
@@ -482,4 +541,86 @@ async fn happy_path_over_two_files_and_a_new_one() {
             "{phase}: {messages:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_error_is_fed_back_and_fixed() {
+    scenario("rust_check_error_fed_back").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_check_error_twice_escalates_the_tone() {
+    scenario("rust_same_error_twice").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stuck_answer_is_coached_and_dirty_git_is_a_warning() {
+    scenario("python_stuck_coached").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_attempt_goes_to_the_escalation_model() {
+    scenario("escalation_last_attempt").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_verify_goes_back_to_execution() {
+    scenario("verify_fails_then_passes").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn judge_is_skipped_for_docs_only() {
+    scenario("judge_skipped_docs_only").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn judge_runs_for_a_risky_path_and_its_objection_is_addressed() {
+    scenario("judge_forced_for_risky_path").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_mid_step_kills_the_check_and_writes_nothing() {
+    let (run, _) = scenario("cancel_mid_step").await;
+    let pid: i32 = std::fs::read_to_string(run._dir.path().join("check.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    for _ in 0..100 {
+        if !running(pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the check command (pid {pid}) still runs after the cancel");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hung_check_is_killed_at_its_timeout() {
+    scenario("hung_check_killed_at_timeout").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_that_does_not_parse_is_retried_once_then_explained() {
+    scenario("plan_does_not_parse").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_step_failing_changes_nothing() {
+    scenario("every_step_fails").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn happy_path_on_the_anthropic_wire_format() {
+    scenario("anthropic_happy_path").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_checks_with_tsc_and_verifies_with_npm_test() {
+    scenario("typescript_tsc_and_npm_test").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_tool_is_a_warning() {
+    scenario("typescript_missing_tsc_is_a_warning").await;
 }

@@ -51,6 +51,8 @@ pub struct Report {
     /// Whether the coder role is usable and the configuration has no errors (warnings, such as
     /// an unknown key, do not count). The exit code is 1 otherwise.
     pub ok: bool,
+    /// What `patchwise develop` would run in the workspace (project kind, check commands).
+    pub develop: Option<crate::workflow::develop::Setup>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -113,7 +115,15 @@ pub fn run(args: &DoctorArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let report = runtime.block_on(build_report(&paths, !args.offline));
+    let mut report = runtime.block_on(build_report(&paths, !args.offline));
+    if let Some(root) = workspace.as_deref().filter(|w| w.is_dir()) {
+        let (config, _) = Config::load_from(&paths);
+        report.develop = Some(crate::workflow::develop::setup(
+            root,
+            &config,
+            &crate::tools::process::RealRunner,
+        ));
+    }
     let output = if args.json {
         match serde_json::to_string_pretty(&report) {
             Ok(text) => text + "\n",
@@ -313,6 +323,7 @@ pub async fn build_report(paths: &ConfigPaths, online: bool) -> Report {
         },
         coder_ready,
         ok: coder_ready && !problems_have_errors,
+        develop: None,
     }
 }
 
@@ -436,6 +447,9 @@ pub fn render_text(report: &Report) -> String {
             " (does not exist yet)"
         }
     ));
+    if let Some(develop) = &report.develop {
+        out.push_str(&develop.render());
+    }
     out.push_str(if report.coder_ready {
         "\nthe coder role is ready\n"
     } else {

@@ -44,16 +44,33 @@ impl CheckRun {
     }
 }
 
-/// The fingerprint of an error text: FNV-1a of its letters and punctuation, with digits and
-/// whitespace dropped (line numbers and timings change while the error stays the same).
+/// The fingerprint of an error text: FNV-1a of its distinct lines, sorted, with digits and
+/// whitespace dropped (line numbers and timings change while the error stays the same; parallel
+/// build jobs print in any order) and build-progress lines left out.
 pub fn fingerprint(text: &str) -> u64 {
-    let normalised: String = text
+    const NOISE: &[&str] = &[
+        "[killed",
+        "Checking ",
+        "Compiling ",
+        "Finished ",
+        "Running ",
+        "Blocking ",
+        "warning: build failed",
+        "error: could not compile",
+    ];
+    let mut lines: Vec<String> = text
         .lines()
-        .filter(|l| !l.trim_start().starts_with("[killed"))
-        .flat_map(|l| l.chars())
-        .filter(|c| !c.is_ascii_digit() && !c.is_whitespace())
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !NOISE.iter().any(|n| l.starts_with(n)))
+        .map(|l| {
+            l.chars()
+                .filter(|c| !c.is_ascii_digit() && !c.is_whitespace())
+                .collect()
+        })
         .collect();
-    crate::tools::overlay::fnv1a(normalised.as_bytes())
+    lines.sort();
+    lines.dedup();
+    crate::tools::overlay::fnv1a(lines.join("\n").as_bytes())
 }
 
 /// The commands of one workspace and the overlay they run in.
@@ -66,6 +83,8 @@ pub struct Checker {
     baseline: HashMap<String, u64>,
     /// Tools already reported missing (one warning per tool).
     warned: Vec<String>,
+    /// Warnings not yet collected by [`Checker::take_warnings`].
+    warnings: Vec<String>,
 }
 
 impl Checker {
@@ -88,11 +107,18 @@ impl Checker {
             env,
             baseline: HashMap::new(),
             warned: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
     pub fn checks(&self) -> &Checks {
         &self.checks
+    }
+
+    /// The warnings of the runs since the last call (tools missing, commands that could not
+    /// start, failures that were there before the run), each once.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
     }
 
     /// Whether any command of `kind` is configured.
@@ -189,6 +215,11 @@ impl Checker {
                     }
                 }
             }
+            if let Some(w) = &run.warning
+                && !self.warnings.contains(w)
+            {
+                self.warnings.push(w.clone());
+            }
             let failed = !run.passed;
             out.push(run);
             if failed {
@@ -255,5 +286,7 @@ mod tests {
         let c = "src/lib.rs:3:5: error[E0308]: mismatched types\n";
         assert_eq!(fingerprint(a), fingerprint(b));
         assert_ne!(fingerprint(a), fingerprint(c));
+        let racy = "    Checking x v0.1.0 (.)\nsrc/lib.rs:3:5: error[E0308]: mismatched types\nwarning: build failed, waiting for other jobs to finish...\nerror: could not compile `x` (lib test)\n";
+        assert_eq!(fingerprint(racy), fingerprint(c));
     }
 }

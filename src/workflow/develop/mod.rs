@@ -512,6 +512,15 @@ impl Run<'_> {
         });
     }
 
+    /// Adds warnings to the report, each once.
+    fn warn(&mut self, warnings: Vec<String>) {
+        for w in warnings {
+            if !self.report.warnings.contains(&w) {
+                self.report.warnings.push(w);
+            }
+        }
+    }
+
     fn session(&mut self) -> &mut Session {
         self.session.get_or_insert_with(empty_session)
     }
@@ -646,14 +655,17 @@ impl Run<'_> {
                 .is_some_and(|c| c.has(CheckKind::Check) || c.has(CheckKind::Lint));
         if wants_baseline && let Some(mut checker) = self.checker.take() {
             self.report_progress("preflight: checking the workspace as it is", 3);
-            let failing = match checker.baseline(&self.cancel).await {
-                Ok(f) => {
-                    self.checker = Some(checker);
-                    f
-                }
+            let result = checker.baseline(&self.cancel).await;
+            let warnings = checker.take_warnings();
+            self.checker = Some(checker);
+            self.warn(warnings);
+            let failing = match result {
+                Ok(f) => f,
                 Err(checks::CheckError::Cancelled) => return Err(DevelopFailure::Cancelled),
                 Err(e) => {
-                    self.report.warnings.push(e.to_string());
+                    // The overlay cannot be prepared: no command can run in this run.
+                    self.report.warnings.push(format!("no checks can run: {e}"));
+                    self.checker = None;
                     Vec::new()
                 }
             };
@@ -1110,15 +1122,11 @@ impl Run<'_> {
         let Some(checker) = self.checker.as_mut() else {
             return Ok(Vec::new());
         };
-        match checker.run(kind, &changes, &self.cancel).await {
+        let result = checker.run(kind, &changes, &self.cancel).await;
+        let warnings = checker.take_warnings();
+        self.warn(warnings);
+        match result {
             Ok(runs) => {
-                for r in &runs {
-                    if let Some(w) = &r.warning
-                        && !self.report.warnings.contains(w)
-                    {
-                        self.report.warnings.push(w.clone());
-                    }
-                }
                 if kind != CheckKind::Test {
                     self.report.checks.retain(|c| c.kind == CheckKind::Test);
                     self.report.checks.extend(runs.iter().cloned());
@@ -1376,6 +1384,117 @@ impl Run<'_> {
         );
         self.report_progress("proposal ready", 100);
         Ok(proposal)
+    }
+}
+
+/// What a develop run in `root` would use, for `patchwise doctor`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Setup {
+    pub root: PathBuf,
+    pub project: ProjectKind,
+    /// `(kind, command line, configured, installed)` for each command.
+    pub commands: Vec<SetupCommand>,
+    pub notes: Vec<String>,
+    pub approve: ApproveMode,
+    pub fix_rounds: usize,
+    pub judge_min_lines: usize,
+    pub risky: Vec<String>,
+    pub timeout_secs: u64,
+}
+
+/// One command of [`Setup`].
+#[derive(Debug, Clone, Serialize)]
+pub struct SetupCommand {
+    pub kind: CheckKind,
+    pub line: String,
+    pub configured: bool,
+    /// Its program is on `PATH` (or in the project's tool directories).
+    pub installed: bool,
+}
+
+/// The develop setup of the workspace at `root`: project kind, the commands a run would
+/// execute (and whether their tools are installed), and the `[develop]` options.
+pub fn setup(root: &Path, config: &Config, runner: &dyn ProcessRunner) -> Setup {
+    let checks = project::checks(root, config, runner);
+    let options = DevelopOptions::from_config(config);
+    let dirs: Vec<PathBuf> = checks.tool_dirs.iter().map(|d| root.join(d)).collect();
+    let commands = checks
+        .commands
+        .iter()
+        .map(|c| {
+            let program = crate::tools::process::program_of(&c.line);
+            let installed = if program.contains('/') && !program.starts_with('/') {
+                root.join(&program).exists()
+            } else {
+                runner.has_program(&program, &dirs)
+            };
+            SetupCommand {
+                kind: c.kind,
+                line: c.line.clone(),
+                configured: c.configured,
+                installed,
+            }
+        })
+        .collect();
+    Setup {
+        root: root.to_path_buf(),
+        project: checks.kind,
+        commands,
+        notes: checks.notes,
+        approve: options.approve,
+        fix_rounds: options.fix_rounds,
+        judge_min_lines: options.judge_min_lines,
+        risky: options.risky,
+        timeout_secs: checks.timeout.as_secs(),
+    }
+}
+
+impl Setup {
+    /// The setup as `patchwise doctor` prints it.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "
+develop    {} ({} project); approve {}, fix rounds {}, judge from {} changed lines \
+             or a risky path ({})
+",
+            self.root.display(),
+            self.project.name(),
+            match self.approve {
+                ApproveMode::Ask => "ask",
+                ApproveMode::Auto => "auto",
+            },
+            self.fix_rounds,
+            self.judge_min_lines,
+            self.risky.join(", ")
+        );
+        for c in &self.commands {
+            out.push_str(&format!(
+                "  {:<8} {} [{}]{}\n",
+                c.kind.name(),
+                c.line,
+                if c.configured {
+                    "configured"
+                } else {
+                    "default"
+                },
+                if c.installed {
+                    ""
+                } else {
+                    " (NOT INSTALLED: skipped with a warning)"
+                }
+            ));
+        }
+        if self.commands.is_empty() {
+            out.push_str("  no check or test commands\n");
+        }
+        for n in &self.notes {
+            out.push_str(&format!("  note: {n}\n"));
+        }
+        out.push_str(&format!(
+            "  timeout  {}s per command; commands run in an overlay copy, never on your files\n",
+            self.timeout_secs
+        ));
+        out
     }
 }
 
