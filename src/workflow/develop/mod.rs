@@ -112,56 +112,26 @@ impl Default for DevelopOptions {
 }
 
 impl DevelopOptions {
-    /// The options of `[develop]` in `config` (unknown or ill-typed keys keep their defaults).
+    /// The options of `[develop]` in `config`; attempts, rounds, escalation and sampling come
+    /// from `[edit]`, whose retry loop a step shares.
     pub fn from_config(config: &Config) -> DevelopOptions {
-        let mut o = DevelopOptions::default();
-        let Some(Value::Object(d)) = config.sections.get("develop") else {
-            return o;
-        };
-        let uint = |k: &str| d.get(k).and_then(Value::as_u64).map(|n| n as usize);
-        match d.get("approve").and_then(Value::as_str) {
-            Some("auto") => o.approve = ApproveMode::Auto,
-            Some("ask") => o.approve = ApproveMode::Ask,
-            _ => {}
+        let d = &config.develop;
+        let e = &config.edit;
+        DevelopOptions {
+            approve: match d.approve {
+                crate::config::Approve::Ask => ApproveMode::Ask,
+                crate::config::Approve::Auto => ApproveMode::Auto,
+            },
+            fix_rounds: d.fix_rounds as usize,
+            judge_min_lines: d.judge_min_lines as usize,
+            risky: d.risky.clone(),
+            max_attempts: (e.max_attempts as usize).clamp(1, 10),
+            max_rounds: (e.max_rounds as usize).clamp(1, 100),
+            escalate: e.escalate,
+            temperature: Some(e.temperature as f32),
+            max_tokens: e.max_tokens,
+            ..DevelopOptions::default()
         }
-        if let Some(n) = uint("fix_rounds") {
-            o.fix_rounds = n.min(10);
-        }
-        if let Some(n) = uint("judge_min_lines") {
-            o.judge_min_lines = n;
-        }
-        if let Some(Value::Array(items)) = d.get("risky") {
-            o.risky = items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect();
-        }
-        if let Some(n) = uint("max_attempts") {
-            o.max_attempts = n.clamp(1, 10);
-        }
-        if let Some(n) = uint("max_rounds") {
-            o.max_rounds = n.clamp(1, 50);
-        }
-        if let Some(n) = uint("explore_rounds") {
-            o.explore_rounds = n.min(10);
-        }
-        if let Some(n) = uint("context_budget") {
-            o.context_budget = n.max(500);
-        }
-        if let Some(b) = d.get("baseline").and_then(Value::as_bool) {
-            o.baseline = b;
-        }
-        if let Some(b) = d.get("escalate").and_then(Value::as_bool) {
-            o.escalate = b;
-        }
-        if let Some(t) = d.get("temperature").and_then(Value::as_f64) {
-            o.temperature = Some(t as f32);
-        }
-        if let Some(n) = d.get("max_tokens").and_then(Value::as_u64) {
-            o.max_tokens = Some(n.min(u64::from(u32::MAX)) as u32);
-        }
-        o
     }
 }
 
@@ -1618,13 +1588,13 @@ mod tests {
     #[test]
     fn options_from_config() {
         let (config, problems) = Config::from_toml_str(
-            "[develop]\napprove = \"auto\"\nfix_rounds = 1\njudge_min_lines = 5\nrisky = [\"billing\"]\n",
+            "[develop]\napprove = \"auto\"\nfix_rounds = 1\njudge_min_lines = 5\nrisky = [\"billing\"]\n\n[edit]\nmax_attempts = 2\n",
             crate::config::ValueSource::Default,
         );
         assert!(problems.is_empty(), "{problems:?}");
         let o = DevelopOptions::from_config(&config);
         assert_eq!(o.approve, ApproveMode::Auto);
-        assert_eq!((o.fix_rounds, o.judge_min_lines), (1, 5));
+        assert_eq!((o.fix_rounds, o.judge_min_lines, o.max_attempts), (1, 5, 2));
         assert_eq!(o.risky, ["billing"]);
     }
 }

@@ -120,24 +120,12 @@ impl Checks {
     }
 }
 
-/// Default timeout of one command (`[develop.checks] timeout_secs`).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
-
 /// The commands for the workspace at `root`: `[develop.checks]` of `config`, else the defaults
 /// of its project kind. `runner` answers which tools are installed.
 pub fn checks(root: &Path, config: &Config, runner: &dyn ProcessRunner) -> Checks {
     let kind = detect(root);
-    let section = config
-        .sections
-        .get("develop")
-        .and_then(|d| d.get("checks"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    let timeout = section
-        .get("timeout_secs")
-        .and_then(Value::as_u64)
-        .filter(|n| *n > 0)
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+    let section = &config.develop.checks;
+    let timeout = Duration::from_secs(section.timeout_secs.max(1));
     let tool_dirs: Vec<PathBuf> = match kind {
         ProjectKind::TypeScript | ProjectKind::JavaScript => vec!["node_modules/.bin".into()],
         ProjectKind::Python => vec![".venv/bin".into(), "venv/bin".into()],
@@ -148,15 +136,13 @@ pub fn checks(root: &Path, config: &Config, runner: &dyn ProcessRunner) -> Check
     let mut commands = Vec::new();
     let mut notes = Vec::new();
     for check in [CheckKind::Check, CheckKind::Lint, CheckKind::Test] {
-        match section.get(check.name()) {
-            Some(Value::String(line)) if line.trim().is_empty() => {
-                notes.push(format!(
-                    "{}: disabled by [develop.checks] {} = \"\"",
-                    check.name(),
-                    check.name()
-                ));
-            }
-            Some(Value::String(line)) => commands.push(CheckCommand {
+        let configured = match check {
+            CheckKind::Check => &section.check,
+            CheckKind::Lint => &section.lint,
+            CheckKind::Test => &section.test,
+        };
+        match configured.as_deref() {
+            Some(line) => commands.push(CheckCommand {
                 kind: check,
                 line: line.trim().to_owned(),
                 configured: true,
@@ -347,18 +333,17 @@ mod tests {
     }
 
     #[test]
-    fn configured_commands_win_and_empty_disables() {
+    fn configured_commands_win() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("Cargo.toml"), "").unwrap();
         let (config, problems) = Config::from_toml_str(
-            "[develop.checks]\ncheck = \"make check\"\ntest = \"\"\ntimeout_secs = 7\n",
+            "[develop.checks]\ncheck = \"make check\"\ntest = \"true\"\ntimeout_secs = 7\n",
             ValueSource::Default,
         );
         assert!(problems.is_empty(), "{problems:?}");
         let c = checks(dir.path(), &config, &Tools(vec![]));
-        assert_eq!(lines(&c), ["check: make check"]);
-        assert!(c.commands[0].configured);
+        assert_eq!(lines(&c), ["check: make check", "test: true"]);
+        assert!(c.commands.iter().all(|c| c.configured));
         assert_eq!(c.timeout, Duration::from_secs(7));
-        assert!(c.notes[0].contains("test: disabled"), "{:?}", c.notes);
     }
 }
