@@ -18,7 +18,8 @@ use patchwise::model::{
 };
 use patchwise::tools::{OpenBuffer, Snapshot};
 use patchwise::workflow::edit::{
-    self, EditContext, EditFailure, EditOptions, EditRequest, Models, Progress, lines_to_bytes,
+    self, EditContext, EditFailure, EditFormat, EditOptions, EditRequest, Models, Progress,
+    lines_to_bytes,
 };
 use patchwise::workflow::{Proposal, Proposals};
 use serde_json::{Value, json};
@@ -394,7 +395,7 @@ async fn run_scenario(spec: &Value, ws: &Path, replay: bool) -> Outcome {
             &coder.url(),
             strong.as_ref().map(|s| s.url()).as_deref(),
             tools,
-            "",
+            spec["config"].as_str().unwrap_or(""),
         );
         let router = Arc::new(ModelRouter::new(config.clone()));
         let ctx = EditContext::new(
@@ -418,7 +419,10 @@ async fn run_scenario(spec: &Value, ws: &Path, replay: bool) -> Outcome {
             coder: coder.clone(),
             escalation: strong.clone().map(|s| s as Arc<dyn ChatModel>),
         };
-        let ctx = context(ws, models);
+        let (config, problems) =
+            Config::from_toml_str(spec["config"].as_str().unwrap_or(""), ValueSource::Default);
+        assert!(problems.is_empty(), "{problems:?}");
+        let ctx = EditContext::new(config, models, vec![ws.to_path_buf()], Snapshot::new());
         let result = edit::run(&ctx, request, &progress, CancellationToken::new()).await;
         Outcome {
             result,
@@ -883,13 +887,14 @@ async fn use_codestral_resolves_to_the_coding_agent() {
             Answer::Text("Done.".into()),
         ],
     );
-    let ctx = context(
+    let mut ctx = context(
         &ws,
         Models::Fixed {
             coder: coder.clone(),
             escalation: None,
         },
     );
+    ctx.options.edit_format = Some(EditFormat::Tools);
     assert_eq!(edit::coding_agent_spec().name, "use_coding_agent");
     let call = ToolCall {
         id: "c1".into(),
@@ -906,7 +911,7 @@ async fn use_codestral_resolves_to_the_coding_agent() {
             .new_text
             .contains("        self.x.max(self.y)\n    }")
     );
-    assert!(coder.requests()[0].contains("Target: lines 18-21 of src/lib.rs"));
+    assert!(coder.requests()[0].contains("Target: method `largest` of src/lib.rs, lines 18-21"));
     let bad = ToolCall {
         name: "read_file".into(),
         ..call
@@ -966,6 +971,7 @@ async fn force_edit_names_the_tool_first_and_after_a_silent_answer() {
     );
     assert!(!ctx.options.force_edit, "off by default");
     ctx.options.force_edit = true;
+    ctx.options.edit_format = Some(EditFormat::Tools);
     let p = edit::run(
         &ctx,
         request_for(&ws, "src/lib.rs", (13, 16), "clamp"),

@@ -64,7 +64,20 @@ pub(crate) struct NewText<'a> {
     pub terminated: bool,
 }
 
+/// One line of OLD as the file has it: a line the model sent (`old`), mapped to the file line
+/// it matched (`piece`), or a file line the model's OLD skipped (`old: None`: a blank line it
+/// never saw).
+struct Entry {
+    old: Option<usize>,
+    piece: Option<usize>,
+}
+
 /// Builds the text that replaces `region.span`.
+///
+/// NEW is compared with OLD *as the file has it*: the blank lines OLD skipped are put back
+/// first, so a blank line NEW keeps (copied from the file while OLD was written from memory)
+/// maps onto the file's own line instead of being written a second time. A skipped line NEW
+/// drops stays, unless the lines on both sides of it are deleted (the model never saw it).
 pub(crate) fn build(
     file: &str,
     region: &Region,
@@ -73,66 +86,108 @@ pub(crate) fn build(
     transform: &Transform,
     local_eol: &str,
 ) -> String {
-    let ops = capture_diff_slices(Algorithm::Myers, old_lines, &new.lines);
-    let mut out = String::with_capacity(region.span.len() + 64);
-    let mut cursor = 0usize; // next piece not yet written or skipped
-    let mut prev_kept = true;
+    let mut entries: Vec<Entry> = Vec::with_capacity(old_lines.len() + 2);
+    let mut cursor = 0usize;
+    let skipped = |entries: &mut Vec<Entry>, from: usize, to: usize| {
+        for q in from..to {
+            entries.push(Entry {
+                old: None,
+                piece: Some(q),
+            });
+        }
+    };
+    for i in 0..old_lines.len() {
+        let piece = region.map.get(i).copied().flatten();
+        if let Some(p) = piece.filter(|p| *p < region.pieces.len()) {
+            skipped(&mut entries, cursor, p);
+            cursor = cursor.max(p + 1);
+        }
+        entries.push(Entry {
+            old: Some(i),
+            piece: piece.filter(|p| *p < region.pieces.len()),
+        });
+    }
+    skipped(&mut entries, cursor, region.pieces.len());
+
+    let key = |l: &str| -> String {
+        if is_blank(l) {
+            String::new()
+        } else {
+            l.to_string()
+        }
+    };
+    let old_keys: Vec<String> = entries
+        .iter()
+        .map(|e| match (e.old, e.piece) {
+            (Some(i), _) => key(old_lines[i]),
+            (None, Some(p)) => key(&file[region.pieces[p].content.clone()]),
+            (None, None) => String::new(),
+        })
+        .collect();
+    let new_keys: Vec<String> = new.lines.iter().map(|l| key(l)).collect();
+    let ops = capture_diff_slices(Algorithm::Myers, &old_keys, &new_keys);
+
+    // Which new line each entry is kept as (`None`: deleted or replaced).
+    let mut kept: Vec<Option<usize>> = vec![None; entries.len()];
+    for op in &ops {
+        if let DiffOp::Equal {
+            old_index,
+            new_index,
+            len,
+        } = *op
+        {
+            for k in 0..len {
+                kept[old_index + k] = Some(new_index + k);
+            }
+        }
+    }
+    // A skipped line nobody kept stays when a neighbouring line the model sent stays.
+    let real_kept = |mut range: Box<dyn Iterator<Item = usize>>| -> Option<bool> {
+        range
+            .find(|&k| entries[k].old.is_some())
+            .map(|k| kept[k].is_some())
+    };
+    let stays: Vec<bool> = (0..entries.len())
+        .map(|i| {
+            if entries[i].old.is_some() || kept[i].is_some() {
+                return false;
+            }
+            let before = real_kept(Box::new((0..i).rev())).unwrap_or(true);
+            let after = real_kept(Box::new(i + 1..entries.len())).unwrap_or(false);
+            before || after
+        })
+        .collect();
+
     let n_new = new.lines.len();
     let first_nb = new.lines.iter().position(|l| !is_blank(l));
     let new_term = |j: usize| j + 1 < n_new || new.terminated;
-
-    let mut emit_old = |out: &mut String, i: usize, keep: Option<usize>, prev_kept: &mut bool| {
-        let Some(p) = region.map.get(i).copied().flatten() else {
-            return;
+    let mut out = String::with_capacity(region.span.len() + 64);
+    let emit_entry = |out: &mut String, i: usize| {
+        let Some(p) = entries[i].piece else {
+            return; // an OLD blank line the file does not have: nothing to keep
         };
-        // Pieces the model's OLD skipped (blank lines it never saw) stay unless the lines on both
-        // sides of them are deleted.
-        while cursor < p && cursor < region.pieces.len() {
-            if *prev_kept || keep.is_some() {
-                write_piece(out, file, &region.pieces[cursor], true, local_eol);
-            }
-            cursor += 1;
+        match kept[i] {
+            Some(j) => write_piece(out, file, &region.pieces[p], new_term(j), local_eol),
+            None if stays[i] => write_piece(out, file, &region.pieces[p], true, local_eol),
+            None => {}
         }
-        if let Some(j) = keep
-            && p < region.pieces.len()
-        {
-            write_piece(out, file, &region.pieces[p], new_term(j), local_eol);
-        }
-        cursor = cursor.max(p + 1);
-        *prev_kept = keep.is_some();
     };
-
     for op in ops {
         match op {
-            DiffOp::Equal {
+            DiffOp::Equal { old_index, len, .. } | DiffOp::Delete {
                 old_index,
-                new_index,
-                len,
+                old_len: len,
+                ..
             } => {
                 for k in 0..len {
-                    emit_old(&mut out, old_index + k, Some(new_index + k), &mut prev_kept);
-                }
-            }
-            DiffOp::Delete {
-                old_index, old_len, ..
-            } => {
-                for k in 0..old_len {
-                    emit_old(&mut out, old_index + k, None, &mut prev_kept);
+                    emit_entry(&mut out, old_index + k);
                 }
             }
             DiffOp::Insert {
                 new_index, new_len, ..
             } => {
                 for j in new_index..new_index + new_len {
-                    write_new(
-                        &mut out,
-                        new,
-                        j,
-                        first_nb,
-                        transform,
-                        local_eol,
-                        new_term(j),
-                    );
+                    write_new(&mut out, new, j, first_nb, transform, local_eol, new_term(j));
                 }
             }
             DiffOp::Replace {
@@ -147,15 +202,16 @@ pub(crate) fn build(
                     .then(|| {
                         (0..old_len)
                             .map(|k| {
-                                let p = region.map.get(old_index + k).copied().flatten()?;
+                                let e = &entries[old_index + k];
+                                let (i, p) = (e.old?, e.piece?);
                                 let real = &file[region.pieces.get(p)?.content.clone()];
-                                merge_line(real, old_lines[old_index + k], new.lines[new_index + k])
+                                merge_line(real, old_lines[i], new.lines[new_index + k])
                             })
                             .collect()
                     })
                     .flatten();
                 for k in 0..old_len {
-                    emit_old(&mut out, old_index + k, None, &mut prev_kept);
+                    emit_entry(&mut out, old_index + k);
                 }
                 match merged {
                     Some(lines) => {
@@ -168,25 +224,11 @@ pub(crate) fn build(
                     }
                     None => {
                         for j in new_index..new_index + new_len {
-                            write_new(
-                                &mut out,
-                                new,
-                                j,
-                                first_nb,
-                                transform,
-                                local_eol,
-                                new_term(j),
-                            );
+                            write_new(&mut out, new, j, first_nb, transform, local_eol, new_term(j));
                         }
                     }
                 }
             }
-        }
-    }
-    // Trailing pieces no OLD line maps to (only possible after skipped blank lines).
-    for piece in region.pieces.iter().skip(cursor) {
-        if prev_kept {
-            write_piece(&mut out, file, piece, true, local_eol);
         }
     }
     out

@@ -8,6 +8,7 @@
 use std::fmt;
 
 use super::ops::Operation;
+use super::text;
 
 /// What a parsed block asks for in one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,8 +100,7 @@ fn is_marker(line: &str, c: char) -> bool {
 }
 
 fn is_fence(line: &str) -> bool {
-    let t = line.trim_start();
-    t.starts_with("```") || t.starts_with("~~~")
+    text::fence_at(&[line], 0).is_some()
 }
 
 /// A file name on a line of its own, as models write it before a block (`src/a.rs`,
@@ -241,28 +241,12 @@ fn label(line: &str, name: &str) -> bool {
     t == name || t == format!("{name}:") || t.strip_suffix(':').is_some_and(|x| x.trim() == name)
 }
 
-/// The fenced block starting at or after line `from`: its content and the index after it.
+/// The fenced block starting at or after line `from` (blank lines skipped): its content, the
+/// index of its opening fence and the index after it. An unclosed block is not one here.
 fn fenced_block(lines: &[&str], from: usize) -> Option<(String, usize, usize)> {
-    let mut i = from;
-    while i < lines.len() && lines[i].trim().is_empty() {
-        i += 1;
-    }
-    if i >= lines.len() || !is_fence(lines[i]) {
-        return None;
-    }
-    let fence_line = lines[i].trim_start();
-    let ch = fence_line.chars().next()?;
-    let len = fence_line.chars().take_while(|&c| c == ch).count();
-    let open = i;
-    let mut j = i + 1;
-    while j < lines.len() {
-        let t = lines[j].trim();
-        if t.chars().take_while(|&c| c == ch).count() >= len && t.chars().all(|c| c == ch) {
-            return Some((lines[open + 1..j].concat(), open, j + 1));
-        }
-        j += 1;
-    }
-    None
+    let i = (from..lines.len()).find(|&i| !lines[i].trim().is_empty())?;
+    let block = text::fence_at(lines, i).filter(|b| b.closed)?;
+    Some((block.body, block.open, block.end))
 }
 
 /// Parses `OLD_CODE:` / `NEW_CODE:` pairs, each followed by a fenced block.

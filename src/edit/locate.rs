@@ -42,6 +42,8 @@ pub enum Pass {
     Lines,
     /// A regular-expression replacement.
     Pattern,
+    /// Known lines rewritten whole (the rewrite edit protocol).
+    Rewrite,
 }
 
 impl fmt::Display for Pass {
@@ -64,6 +66,7 @@ impl fmt::Display for Pass {
             Pass::Fuzzy => f.write_str("fuzzy"),
             Pass::Lines => f.write_str("lines"),
             Pass::Pattern => f.write_str("pattern"),
+            Pass::Rewrite => f.write_str("rewrite"),
         }
     }
 }
@@ -1020,16 +1023,42 @@ fn trim_blank_edges<'s>(seg: &[&'s str]) -> Vec<&'s str> {
     seg[start..end].to_vec()
 }
 
+/// One segment of an elided OLD placed in the file (`None`: an empty segment at an edge).
+type Placed = (usize, Option<Window>, LineMode);
+
+const STRICT: LineMode = LineMode {
+    lenient_indent: false,
+    skip_blank: false,
+    typo: false,
+    collapse: false,
+};
+
 fn elision(
     file: &FileIndex<'_>,
     old: &[&str],
     old_terminated: bool,
     new: &(Vec<&str>, bool),
 ) -> Result<Vec<Occurrence>, String> {
+    let Some((old_segs, new_segs_raw)) = elided_segments(old, &new.0)? else {
+        return Ok(Vec::new());
+    };
+    let Some(parts) = place_segments(file, &old_segs)? else {
+        return Ok(Vec::new());
+    };
+    elision_occurrence(file, &parts, &old_segs, &new_segs_raw, old_terminated)
+}
+
+/// OLD and NEW split at their elision markers (OLD's segments without blank edges); `None`
+/// when OLD elides nothing, a refusal when NEW's markers are not in step with OLD's.
+#[allow(clippy::type_complexity)]
+fn elided_segments<'s>(
+    old: &[&'s str],
+    new: &[&'s str],
+) -> Result<Option<(Vec<Vec<&'s str>>, Vec<Vec<&'s str>>)>, String> {
     let comment_markers = old.iter().filter(|l| is_elision_marker(l, false)).count();
     let dot_markers = old.iter().filter(|l| is_elision_marker(l, true)).count();
     if dot_markers == 0 {
-        return Ok(Vec::new());
+        return Ok(None);
     }
     // A bare `...` is real Python; treat it as a marker only when NEW keeps it in step.
     let bare = comment_markers < dot_markers;
@@ -1037,98 +1066,144 @@ fn elision(
         .iter()
         .map(|s| trim_blank_edges(s))
         .collect();
-    let new_segs_raw = split_segments(&new.0, bare);
-    if new_segs_raw.len() != old_segs.len() {
+    let new_segs = split_segments(new, bare);
+    if new_segs.len() != old_segs.len() {
         return Err(format!(
             "OLD elides code with {} marker line(s) (like `// ... existing code ...`) but NEW has {}; \
              writing NEW would delete or duplicate the elided code. Repeat the same marker lines in \
              NEW at the same places, or send OLD and NEW in full",
             old_segs.len() - 1,
-            new_segs_raw.len() - 1
+            new_segs.len() - 1
         ));
     }
     if old_segs.iter().all(|s| s.is_empty()) {
-        return Ok(Vec::new());
+        return Ok(None);
     }
-    let mode_strict = LineMode {
-        lenient_indent: false,
-        skip_blank: false,
-        typo: false,
-        collapse: false,
+    Ok(Some((old_segs, new_segs)))
+}
+
+/// Where each segment is: the head (first non-empty segment) anywhere, every later segment after
+/// the one before it — inside the head's block when it is there. A head that matches several
+/// places is taken only when exactly one of them has every later segment inside its own block
+/// (sibling functions with the same first lines); two places that fit stay a refusal.
+fn place_segments(
+    file: &FileIndex<'_>,
+    old_segs: &[Vec<&str>],
+) -> Result<Option<Vec<Placed>>, String> {
+    let Some(head) = old_segs.iter().position(|s| !s.is_empty()) else {
+        return Ok(None);
     };
-    let mut parts: Vec<(usize, Option<Window>, LineMode)> = Vec::new();
-    let mut after_line = 0usize; // segments must follow each other
-    let mut block_end: Option<usize> = None;
-    let mut head_indent: Option<&str> = None;
-    for (si, seg) in old_segs.iter().enumerate() {
+    let mut heads = Vec::new();
+    for mode in [STRICT, LineMode { lenient_indent: true, ..STRICT }] {
+        let wins = find_windows(file, &old_segs[head], mode).unwrap_or_default();
+        if !wins.is_empty() {
+            heads = wins.into_iter().map(|w| (w, mode)).collect();
+            break;
+        }
+    }
+    match heads.len() {
+        0 => Ok(None),
+        1 => {
+            let (w, mode) = heads.remove(0);
+            place_after_head(file, old_segs, head, w, mode, false)
+        }
+        n => {
+            let mut fits = Vec::new();
+            for (w, mode) in heads.iter().cloned() {
+                // A later segment matching twice inside one candidate's block: refused as is.
+                if let Some(p) = place_after_head(file, old_segs, head, w, mode, true)? {
+                    fits.push(p);
+                }
+            }
+            if fits.len() == 1 {
+                return Ok(fits.pop());
+            }
+            let lines: Vec<String> = heads.iter().map(|(w, _)| (w.first + 1).to_string()).collect();
+            Err(format!(
+                "the part of OLD before the elision marker matches {n} places (lines {}){}; add \
+                 lines before the marker so its start matches one place",
+                lines.join(", "),
+                if fits.len() > 1 {
+                    format!(", and the rest of OLD fits {} of them", fits.len())
+                } else {
+                    String::new()
+                }
+            ))
+        }
+    }
+}
+
+/// The later segments placed after a head found at `w`. `inside_only`: each must lie inside the
+/// head's block (when the head itself is not unique).
+fn place_after_head(
+    file: &FileIndex<'_>,
+    old_segs: &[Vec<&str>],
+    head: usize,
+    w: Window,
+    mode: LineMode,
+    inside_only: bool,
+) -> Result<Option<Vec<Placed>>, String> {
+    let mut parts: Vec<Placed> = (0..head).map(|si| (si, None, STRICT)).collect();
+    let block_end = if inside_only {
+        enclosing_block_end(file, &w)
+    } else {
+        block_end_after(file, w.last, indent_of(file.content(w.first)))
+    };
+    let mut after_line = w.last + 1;
+    parts.push((head, Some(w), mode));
+    for (si, seg) in old_segs.iter().enumerate().skip(head + 1) {
         if seg.is_empty() {
-            parts.push((si, None, mode_strict));
+            parts.push((si, None, STRICT));
             continue;
         }
         let mut chosen = None;
-        for mode in [
-            mode_strict,
-            LineMode {
-                lenient_indent: true,
-                ..mode_strict
-            },
-        ] {
-            let wins = find_windows(file, seg, mode).unwrap_or_default();
-            let wins: Vec<Window> = wins.into_iter().filter(|w| w.first >= after_line).collect();
+        for mode in [STRICT, LineMode { lenient_indent: true, ..STRICT }] {
+            let wins: Vec<Window> = find_windows(file, seg, mode)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|w| w.first >= after_line)
+                .collect();
             if wins.is_empty() {
                 continue;
             }
-            let picked = if head_indent.is_none() {
-                // The head must be unique in the whole file.
-                if wins.len() > 1 {
-                    let lines: Vec<String> =
-                        wins.iter().map(|w| (w.first + 1).to_string()).collect();
-                    return Err(format!(
-                        "the part of OLD before the elision marker matches {} places (lines {}); \
-                         add lines before the marker so its start matches one place",
-                        wins.len(),
-                        lines.join(", ")
-                    ));
-                }
-                wins.into_iter().next()
+            // Unique inside the head's block, else unique in the rest.
+            let inside: Vec<&Window> = wins.iter().filter(|w| w.last <= block_end).collect();
+            let picked = if inside.len() == 1 {
+                inside[0].clone()
+            } else if inside.is_empty() && inside_only {
+                return Ok(None);
+            } else if inside.len() > 1 || wins.len() > 1 {
+                let lines: Vec<String> = wins.iter().map(|w| (w.first + 1).to_string()).collect();
+                return Err(format!(
+                    "the part of OLD after elision marker {si} matches {} places after the part \
+                     before it (lines {}); add lines after the marker so it matches one place",
+                    wins.len(),
+                    lines.join(", ")
+                ));
             } else {
-                // Later segments: unique inside the head's block, else unique in the rest.
-                let inside: Vec<&Window> = wins
-                    .iter()
-                    .filter(|w| block_end.is_some_and(|e| w.last <= e))
-                    .collect();
-                if inside.len() == 1 {
-                    Some(inside[0].clone())
-                } else if inside.len() > 1 || wins.len() > 1 {
-                    let lines: Vec<String> =
-                        wins.iter().map(|w| (w.first + 1).to_string()).collect();
-                    return Err(format!(
-                        "the part of OLD after elision marker {si} matches {} places after the \
-                         part before it (lines {}); add lines after the marker so it matches one \
-                         place",
-                        wins.len(),
-                        lines.join(", ")
-                    ));
-                } else {
-                    wins.into_iter().next()
-                }
+                wins[0].clone()
             };
-            if let Some(w) = picked {
-                chosen = Some((w, mode));
-                break;
-            }
+            chosen = Some((picked, mode));
+            break;
         }
         let Some((w, mode)) = chosen else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
-        if head_indent.is_none() {
-            let ind = indent_of(file.content(w.first));
-            head_indent = Some(ind);
-            block_end = Some(block_end_after(file, w.last, ind));
-        }
         after_line = w.last + 1;
         parts.push((si, Some(w), mode));
     }
+    Ok(Some(parts))
+}
+
+/// The occurrence that writes NEW's segments over the placed OLD segments, keeping what the
+/// markers stand for.
+fn elision_occurrence(
+    file: &FileIndex<'_>,
+    parts: &[Placed],
+    old_segs: &[Vec<&str>],
+    new_segs_raw: &[Vec<&str>],
+    old_terminated: bool,
+) -> Result<Vec<Occurrence>, String> {
     // One indentation shift for the whole snippet.
     let shifts: HashSet<isize> = parts
         .iter()
@@ -1234,6 +1309,26 @@ fn elision(
     }])
 }
 
+/// Last line of the block a head found at `w` belongs to: the block its first line opens (a
+/// `def`, a `{` line), or else the block around it — up to the first later line indented less
+/// than the head (a head that starts inside a function body ends with that body).
+fn enclosing_block_end(file: &FileIndex<'_>, w: &Window) -> usize {
+    let ind = indent_of(file.content(w.first));
+    let cols = indent_cols(ind, 4);
+    let next = (w.first + 1..file.lines().len()).find(|&i| !is_blank(file.content(i)));
+    let opens = next.is_some_and(|i| indent_cols(indent_of(file.content(i)), 4) > cols);
+    if opens {
+        return block_end_after(file, w.last, ind);
+    }
+    for i in w.last + 1..file.lines().len() {
+        let c = file.content(i);
+        if !is_blank(c) && indent_cols(indent_of(c), 4) < cols {
+            return i.saturating_sub(1);
+        }
+    }
+    file.lines().len().saturating_sub(1)
+}
+
 /// Last line of the block opened at `head_last`: the line before the first later non-blank line
 /// indented no deeper than the head — or that line itself when it closes the block (`}`, `end`).
 pub(crate) fn block_end_after(file: &FileIndex<'_>, head_last: usize, head_indent: &str) -> usize {
@@ -1260,8 +1355,9 @@ pub(crate) fn block_end_after(file: &FileIndex<'_>, head_last: usize, head_inden
 // Fuzzy: one wrong token in one context line.
 
 /// Finds the single window where OLD matches every non-blank line but one, that one line
-/// differing by a token or two, and no other window coming close. The differing line must be
-/// one NEW keeps as it is (a context line), so the model's slip is never written.
+/// differing by a token or two, and no other window coming close. The model's slip must never
+/// be written: the differing line is one NEW keeps as it is (a context line), or one NEW
+/// changes into exactly the file's real line (OLD typed from memory, NEW copied right).
 pub(crate) fn fuzzy(file: &FileIndex<'_>, v: &Variant) -> Option<Occurrence> {
     let (old, old_terminated) = text::snippet_lines(&v.old);
     let new = text::snippet_lines(&v.new);
@@ -1314,18 +1410,47 @@ pub(crate) fn fuzzy(file: &FileIndex<'_>, v: &Variant) -> Option<Occurrence> {
     if scored.iter().any(|x| x.0 != s && x.2 + 0.15 > sim) {
         return None;
     }
-    if !new.0.contains(&old[d]) {
-        return None;
-    }
-    let kept = similar::capture_diff_slices(similar::Algorithm::Myers, &old, &new.0)
-        .iter()
-        .any(|op| {
+    // The slip must never be written: either NEW keeps the line as OLD has it (a context line,
+    // copied from the file), or NEW changes it into exactly the file's real line.
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &old, &new.0);
+    let kept = new.0.contains(&old[d])
+        && ops.iter().any(|op| {
             matches!(op, similar::DiffOp::Equal { old_index, len, .. }
                 if (*old_index..old_index + len).contains(&d))
         });
-    if !kept {
-        return None;
-    }
+    let corrected = if kept {
+        None
+    } else {
+        let real = key(file.content(s + d), mode);
+        let candidates: Vec<usize> = ops
+            .iter()
+            .filter_map(|op| match *op {
+                similar::DiffOp::Replace {
+                    old_index,
+                    old_len,
+                    new_index,
+                    new_len,
+                } if (old_index..old_index + old_len).contains(&d) => {
+                    Some(new_index..new_index + new_len)
+                }
+                _ => None,
+            })
+            .flatten()
+            .filter(|&j| key(new.0[j], mode) == real)
+            .collect();
+        match candidates.as_slice() {
+            // With nothing else changed, NEW is what the file already has: not a slip to
+            // repair but an edit applied already, which the not-found refusal says.
+            [j] if ops.iter().any(|op| match *op {
+                similar::DiffOp::Equal { .. } => false,
+                similar::DiffOp::Replace {
+                    old_index, old_len, ..
+                } => old_len > 1 || old_index != d,
+                _ => true,
+            }) || new.0.len() != old.len() => Some(*j),
+            _ => return None,
+        }
+    };
     // Indentation of the matched lines must tell one consistent story.
     let pairs: Vec<(&str, &str)> = nonblank
         .iter()
@@ -1346,7 +1471,15 @@ pub(crate) fn fuzzy(file: &FileIndex<'_>, v: &Variant) -> Option<Occurrence> {
         parts: vec![Part {
             region,
             transform,
-            old_lines: old.iter().map(|s| s.to_string()).collect(),
+            old_lines: old
+                .iter()
+                .enumerate()
+                .map(|(i, l)| match corrected {
+                    // NEW's version of the slipped line equals the file's: the line is kept.
+                    Some(j) if i == d => new.0[j].to_string(),
+                    _ => l.to_string(),
+                })
+                .collect(),
             new_lines: new.0.iter().map(|s| s.to_string()).collect(),
             old_terminated,
         }],

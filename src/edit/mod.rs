@@ -17,6 +17,7 @@ mod locate;
 mod normalize;
 pub mod ops;
 mod refusal;
+mod rewrite;
 pub mod streamed;
 pub mod text;
 
@@ -33,6 +34,7 @@ pub use self::ledger::Ledger;
 pub use self::locate::Pass;
 pub use self::ops::{Operation, apply, apply_batch};
 pub use self::refusal::{Refusal, RefusalKind};
+pub use self::rewrite::rewrite_lines;
 
 /// Options of a replace.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

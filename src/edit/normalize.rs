@@ -167,25 +167,13 @@ pub(crate) fn html_unescape(s: &str) -> Option<String> {
 /// `None` when the snippet is not fenced.
 pub(crate) fn strip_fence(s: &str) -> Option<String> {
     let t = s.trim_matches(['\n', '\r']);
-    let (first, rest) = t.split_once('\n')?;
-    let f = first.trim();
-    let ch = if f.starts_with("```") {
-        '`'
-    } else if f.starts_with("~~~") {
-        '~'
-    } else {
-        return None;
-    };
-    let body = rest.trim_end_matches(['\n', '\r', ' ']);
-    let (inner, last) = match body.rsplit_once('\n') {
-        Some((inner, last)) => (inner, last),
-        None => ("", body),
-    };
-    let l = last.trim();
-    if l.len() < 3 || !l.chars().all(|c| c == ch) {
+    let lines: Vec<&str> = t.split_inclusive('\n').collect();
+    let block = super::text::fence_at(&lines, 0)?;
+    if !block.closed || block.end != lines.len() {
         return None;
     }
-    Some(inner.strip_suffix('\r').unwrap_or(inner).to_string())
+    let body = block.body.strip_suffix('\n').unwrap_or(&block.body);
+    Some(body.strip_suffix('\r').unwrap_or(body).to_string())
 }
 
 #[cfg(test)]

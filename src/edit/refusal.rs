@@ -34,6 +34,8 @@ pub enum RefusalKind {
     NotRead,
     /// The file changed since the model read it.
     Stale,
+    /// A rewritten region that is not the target rewritten (a fragment of it, or much more).
+    Misaligned,
 }
 
 impl RefusalKind {
@@ -51,6 +53,7 @@ impl RefusalKind {
             RefusalKind::InvalidPattern => "invalid-pattern",
             RefusalKind::NotRead => "not-read",
             RefusalKind::Stale => "stale",
+            RefusalKind::Misaligned => "misaligned",
         }
     }
 }

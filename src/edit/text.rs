@@ -375,6 +375,74 @@ fn tokens(s: &str) -> Vec<&str> {
     out
 }
 
+/// A Markdown code block in a model's answer (```` ``` ```` or `~~~`, three or more).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fenced {
+    /// The info string after the opening fence (`python`, `tool`, or empty).
+    pub info: String,
+    /// The lines between the fences, each with its line break.
+    pub body: String,
+    /// Index (0-based) of the opening fence line, and of the line after the block.
+    pub open: usize,
+    pub end: usize,
+    /// Whether a closing fence was found (an unclosed block runs to the end of the text).
+    pub closed: bool,
+}
+
+/// The code block whose opening fence is `lines[i]` (lines as `split_inclusive('\n')` gives
+/// them). It closes at the first line made only of the same fence character, at least as many.
+/// This is the one fence reader of the crate: answers, edit formats and snippets all use it.
+pub fn fence_at(lines: &[&str], i: usize) -> Option<Fenced> {
+    let t = lines.get(i)?.trim();
+    let ch = t.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = t.chars().take_while(|&c| c == ch).count();
+    if len < 3 {
+        return None;
+    }
+    let info = t[len..].trim();
+    if ch == '`' && info.contains('`') {
+        return None; // an inline code span, not a fence
+    }
+    let mut j = i + 1;
+    while j < lines.len() {
+        let c = lines[j].trim();
+        if !c.is_empty() && c.chars().all(|x| x == ch) && c.chars().count() >= len {
+            return Some(Fenced {
+                info: info.to_owned(),
+                body: lines[i + 1..j].concat(),
+                open: i,
+                end: j + 1,
+                closed: true,
+            });
+        }
+        j += 1;
+    }
+    Some(Fenced {
+        info: info.to_owned(),
+        body: lines[i + 1..].concat(),
+        open: i,
+        end: lines.len(),
+        closed: false,
+    })
+}
+
+/// Every code block of `text`, in order.
+pub fn fenced_blocks(text: &str) -> Vec<Fenced> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        match fence_at(&lines, i) {
+            Some(block) => {
+                i = block.end;
+                out.push(block);
+            }
+            None => i += 1,
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -424,5 +492,19 @@ mod tests {
         );
         assert_eq!(token_difference("a b c", "a b c"), 0);
         assert!(similarity("let x = foo(a, b);", "let x = foo(a, c);") > 0.9);
+    }
+
+    #[test]
+    fn fences_open_close_and_run_to_the_end() {
+        let blocks = fenced_blocks("text\n```py\na\n````\nb\n~~~\nc\n");
+        assert_eq!(blocks.len(), 2, "{blocks:?}");
+        assert_eq!((blocks[0].info.as_str(), blocks[0].body.as_str()), ("py", "a\n"));
+        assert!(blocks[0].closed);
+        assert_eq!(blocks[1].body, "c\n");
+        assert!(!blocks[1].closed);
+        // A longer opening fence is closed only by one as long.
+        let b = fenced_blocks("````\n```\ninner\n```\n````\n");
+        assert_eq!(b[0].body, "```\ninner\n```\n");
+        assert!(fenced_blocks("use ```x``` here\n").is_empty());
     }
 }

@@ -109,10 +109,16 @@ impl Budget {
                 known
             }
         });
-        let default_reserve = settings
-            .max_output_tokens
-            .map(|n| n as usize)
-            .unwrap_or_else(|| (window / 4).min(4_096));
+        let mut budget = Budget::for_window(model, window);
+        if let Some(n) = settings.max_output_tokens {
+            budget.default_reserve = n as usize;
+        }
+        budget
+    }
+
+    /// The budget of `model` with a known `window` (what a resolved model reports), reserving a
+    /// quarter of the window (at most 4,096 tokens) for answers that set no `max_tokens`.
+    pub fn for_window(model: &str, window: usize) -> Budget {
         let name = model
             .rsplit('/')
             .next()
@@ -124,7 +130,7 @@ impl Budget {
         Budget {
             model: model.to_owned(),
             window,
-            default_reserve,
+            default_reserve: (window / 4).min(4_096),
             encoding: Encoding::for_model(model),
             margin_percent: if exact {
                 MARGIN_PERCENT_EXACT
@@ -132,6 +138,15 @@ impl Budget {
                 MARGIN_PERCENT_ESTIMATED
             },
         }
+    }
+
+    /// Tokens a prompt may use when `reserve` tokens are kept for the answer (capped at half
+    /// the window, as for a request's `max_tokens`).
+    pub fn room(&self, reserve: usize) -> usize {
+        let margin = self.window * self.margin_percent / 100;
+        self.window
+            .saturating_sub(reserve.min(self.window / 2))
+            .saturating_sub(margin)
     }
 
     /// [`Budget::new`] for a remote model.
@@ -150,10 +165,7 @@ impl Budget {
 
     /// Tokens the prompt may use.
     pub fn available(&self, request: &ChatRequest) -> usize {
-        let margin = self.window * self.margin_percent / 100;
-        self.window
-            .saturating_sub(self.reserve(request))
-            .saturating_sub(margin)
+        self.room(self.reserve(request))
     }
 }
 

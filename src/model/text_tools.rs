@@ -130,6 +130,54 @@ pub fn parse_tool_text(text: &str, known: &[&str]) -> ToolText {
     result
 }
 
+/// Calls written as a bare arguments object, without the tool's name (a 1.5B model answered a
+/// rename with ```` ```json {"new_string": …, "old_string": …, "path": …} ``` ````): an object
+/// whose keys are all parameters of exactly one of `tools`, and include every parameter it
+/// requires, is a call of that tool. An object that fits two tools, or none, is not a call.
+pub fn bare_argument_calls(text: &str, tools: &[ToolSpec]) -> Vec<ToolCall> {
+    let mut bodies: Vec<String> = crate::edit::text::fenced_blocks(text)
+        .into_iter()
+        .filter(|b| matches!(b.info.to_ascii_lowercase().as_str(), "" | "json" | "json5" | "jsonc"))
+        .map(|b| b.body)
+        .collect();
+    if bodies.is_empty() {
+        bodies.push(text.to_owned());
+    }
+    let mut calls = Vec::new();
+    for body in bodies {
+        let t = body.trim();
+        if !t.starts_with('{') {
+            continue;
+        }
+        let Ok(Value::Object(args)) = lenient_json(t) else {
+            continue;
+        };
+        let fits = |spec: &ToolSpec| -> bool {
+            let props = spec.parameters.get("properties").and_then(Value::as_object);
+            let required: Vec<&str> = spec
+                .parameters
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            !args.is_empty()
+                && props.is_some_and(|p| args.keys().all(|k| p.contains_key(k)))
+                && required.iter().all(|r| args.contains_key(*r))
+        };
+        let matching: Vec<&ToolSpec> = tools.iter().filter(|t| fits(t)).collect();
+        if let [spec] = matching.as_slice() {
+            calls.push(ToolCall {
+                id: next_call_id(),
+                name: spec.name.clone(),
+                arguments: Value::Object(args),
+                arguments_error: None,
+                provider_data: None,
+            });
+        }
+    }
+    calls
+}
+
 /// The arguments of a native tool call: `{}` for an empty string, tolerant JSON otherwise; a
 /// JSON string holding JSON (double-encoded arguments) is decoded once more.
 pub fn parse_arguments(raw: &str) -> (Value, Option<String>) {

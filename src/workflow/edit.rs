@@ -1,16 +1,28 @@
 //! The edit workflow: one instruction and a target range → a [`Proposal`].
 //!
-//! The model is shown the target through syntax regions (the whole file with line numbers when
-//! it is small, the target item with an outline otherwise) and the workspace's rules
-//! (`AGENTS.md`, `CLAUDE.md`, `.patchwise/RULES.md`), and works through the tools on the run's
-//! working copy. A refused edit is not the end: the model gets the refusal and the current text
-//! of the region, and tries again — at most `max_attempts` times; the last attempt may go to the
-//! `escalation` model with a clean prompt that says why the earlier ones failed. Models without
-//! native tools use the text protocol (the model layer teaches it); a plain SEARCH/REPLACE block
-//! or diff in the answer is applied through the same engine.
+//! Two edit protocols (`docs/editing.md`, "edit protocols"). **Rewrite**, the default for a
+//! target of up to a few hundred lines: the target (the selection's lines, or the function or
+//! method enclosing the selection or cursor) is shown once with the signatures around it, and
+//! the answer is one code block with its new text, applied through the engine as the smallest
+//! change that does it, or refused when the block does not line up with the target. Small
+//! models do this far better than copying an OLD string. **Tools**, for larger targets and as
+//! the fallback: the region (the whole file when small, the target item with an outline
+//! otherwise) with line numbers, and the edit tools on the run's working copy. With
+//! `[models.X] edit_format = "auto"` (the default) a failed attempt falls back to the other
+//! protocol; `rewrite` or `tools` keeps to one (rewrite still needs a target that fits). A refused edit is not the end: the model gets the refusal and tries again — at most
+//! `max_attempts` times; the last attempt may go to the `escalation` model with a clean prompt
+//! that says why the earlier ones failed.
+//!
+//! Every request is planned against the resolved model's context window, with an answer
+//! reservation sized to the task: the region shrinks to fit, older turns are cut, and a request
+//! is never refused for size while a smaller one would do. Prompts keep their stable part first
+//! (system, tools, file) so that local servers reuse their prefix cache between rounds.
 //!
 //! It never writes: the result is a proposal, and nothing reaches the disk or the editor until
 //! the user accepts it. It never sees protocol types. Cancelling the token ends the run promptly.
+
+mod prompt;
+mod target;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -21,21 +33,28 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+pub use crate::config::EditFormat;
 use crate::config::{Config, ModelRole};
 use crate::edit::RefusalKind;
 use crate::edit::formats::{self, Action};
 use crate::edit::ops::Operation;
-use crate::model::text_tools::parse_tool_text;
+use crate::edit::text::fenced_blocks;
+use crate::model::budget::{self, Budget, UNKNOWN_WINDOW, count_request};
+use crate::model::text_tools::{bare_argument_calls, parse_tool_text};
 use crate::model::{
     ChatModel, ChatOptions, ChatRequest, ChatResponse, FinishReason, Message, ModelError,
     ModelRouter, ToolCall, ToolChoice, ToolSpec, complete,
 };
-use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
+use crate::syntax::{
+    Language, RegionOptions, SyntaxTree, Target, extract_region, introduced_problems,
+};
+use crate::tokens::{count_tokens, truncate_to_tokens};
 use crate::tools::{
     self, CODING_AGENT, FileSystem, RealFs, Session, Snapshot, Status, ToolError, ToolOptions,
     ToolOutcome,
 };
 
+use self::target::EditTarget;
 use super::proposal::{Proposal, ProposalFile};
 
 /// Rule files read from each workspace root, in this order.
@@ -67,8 +86,12 @@ pub struct EditOptions {
     pub parse_check: bool,
     /// Model answers allowed in one attempt (tool rounds).
     pub max_rounds: usize,
-    /// Token budget of the region shown in the first prompt.
+    /// Upper bound on the tokens of file shown in a tools prompt: the prompt is planned against
+    /// the model's window and gets at most half of what the window leaves.
     pub region_budget: usize,
+    /// The protocol a run starts with; `None` takes `[models.X] edit_format` of the model
+    /// asked (default `auto`).
+    pub edit_format: Option<EditFormat>,
     /// Sampling temperature (0 makes edits markedly more reliable).
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
@@ -91,6 +114,7 @@ impl Default for EditOptions {
             parse_check: true,
             max_rounds: 12,
             region_budget: 6000,
+            edit_format: None,
             temperature: Some(0.0),
             max_tokens: None,
             stop_after_edit: false,
@@ -113,6 +137,7 @@ impl EditOptions {
             max_tokens: edit.max_tokens,
             stop_after_edit: edit.stop_after_edit,
             force_edit: edit.force_edit,
+            edit_format: None,
         }
     }
 }
@@ -288,6 +313,18 @@ pub fn lines_to_bytes(text: &str, start: usize, end: usize) -> Range<usize> {
 
 // ---------------------------------------------------------------------------------------------
 
+/// Lines of an item the rewrite protocol takes on whole; a larger target goes through the tools.
+const REWRITE_MAX_LINES: usize = 300;
+
+/// How an attempt asks for the change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// The target shown once, the answer one code block with its new text.
+    Rewrite,
+    /// The region shown with line numbers, the answer edit tool calls.
+    Tools,
+}
+
 struct Run<'a> {
     ctx: &'a EditContext,
     request: EditRequest,
@@ -296,7 +333,16 @@ struct Run<'a> {
     session: Option<Session>,
     rel: String,
     abs: PathBuf,
-    tools: Vec<ToolSpec>,
+    language: Language,
+    /// What the rewrite protocol rewrites (and what refusals point at).
+    target: Option<EditTarget>,
+    /// The context budget of the model asked now.
+    budget: Budget,
+    /// Tokens of file shown in the tools protocol's first prompt (shrinks when a request would
+    /// not fit the window).
+    region_budget: usize,
+    /// Why earlier attempts failed, for a clean start.
+    notes: String,
     /// The next answer must call `edit_file`.
     force_edit: bool,
 }
@@ -310,6 +356,9 @@ enum Round {
     /// The attempt failed with this message for the model (and the user).
     Failed { reason: String, refused: bool },
 }
+
+/// How an attempt ended: `None` done, or why it failed and whether that was a refusal.
+type AttemptEnd = Option<(String, bool)>;
 
 impl<'a> Run<'a> {
     fn start(
@@ -333,6 +382,7 @@ impl<'a> Run<'a> {
                 "the instruction is empty; say what to change".to_owned(),
             ));
         }
+        let language = Language::from_path(&resolved.rel).unwrap_or(Language::Text);
         Ok(Run {
             ctx,
             request,
@@ -341,7 +391,11 @@ impl<'a> Run<'a> {
             session: Some(session),
             rel: resolved.rel,
             abs: resolved.abs,
-            tools: tools::specs(),
+            language,
+            target: None,
+            budget: Budget::for_window("unknown", UNKNOWN_WINDOW),
+            region_budget: ctx.options.region_budget,
+            notes: String::new(),
             force_edit: ctx.options.force_edit,
         })
     }
@@ -361,53 +415,48 @@ impl<'a> Run<'a> {
     async fn go(mut self) -> Result<Proposal, EditFailure> {
         self.report("reading", 5);
         let (coder, escalation) = self.models().await?;
+        let (text, _) = self.read_and_record()?;
+        let range = clamp_range(&text, &self.request.range);
+        self.target = target::resolve(&text, &range, self.language, REWRITE_MAX_LINES);
         let max = self.ctx.options.max_attempts.max(1);
-        let first_prompt = self.first_prompt()?;
         let mut model = coder.clone();
-        let mut messages = first_prompt.clone();
+        self.budget = Budget::for_window(model.name(), model.context_window());
+        let rewrite_fits = self.rewrite_fits(&text);
+        let format = self.edit_format(model.name());
+        let primary = match format {
+            EditFormat::Tools => Protocol::Tools,
+            _ if rewrite_fits => Protocol::Rewrite,
+            _ => Protocol::Tools,
+        };
+        // In `auto`, a failed attempt falls back to the other protocol when the target allows
+        // both; a configured format is kept.
+        let alternate = format == EditFormat::Auto && rewrite_fits;
+        let protocol_of = |attempt: usize| -> Protocol {
+            if !alternate || attempt % 2 == 1 {
+                primary
+            } else if primary == Protocol::Rewrite {
+                Protocol::Tools
+            } else {
+                Protocol::Rewrite
+            }
+        };
+        let mut protocol = primary;
+        let mut messages = self.first_prompt(protocol)?;
         let mut failures: Vec<String> = Vec::new();
         let mut matched: Vec<String> = Vec::new();
         let mut attempt = 1;
         loop {
-            let mut rounds = 0;
-            let mut edits = 0usize;
-            // `None`: the model is done; `Some((reason, refused))`: the attempt failed.
-            let failed: Option<(String, bool)> = loop {
-                rounds += 1;
-                if rounds > self.ctx.options.max_rounds {
-                    break if edits > 0 {
-                        None
-                    } else {
-                        Some((
-                            format!(
-                                "the model used {} answers without making an edit",
-                                self.ctx.options.max_rounds
-                            ),
-                            false,
-                        ))
-                    };
+            let end = match protocol {
+                Protocol::Rewrite => {
+                    self.rewrite_attempt(model.as_ref(), &mut messages, &mut matched, attempt, max)
+                        .await?
                 }
-                let percent = 10 + ((attempt - 1) * 80 + (rounds - 1).min(8) * 8) / max;
-                self.report(format!("asking {}", model.name()), percent as u32);
-                let response = match self.ask(model.as_ref(), &messages).await {
-                    Ok(r) => r,
-                    // An answer that broke off (a shared server interrupting it, a cut stream)
-                    // costs an attempt, not the run.
-                    Err(EditFailure::Model(e)) if broke_off(&e) && attempt < max => {
-                        break Some((format!("the answer broke off ({e})"), false));
-                    }
-                    Err(e) => return Err(e),
-                };
-                match self
-                    .handle(&response, &mut messages, &mut edits, &mut matched)
-                    .await?
-                {
-                    Round::Continue => continue,
-                    Round::Done => break None,
-                    Round::Failed { reason, refused } => break Some((reason, refused)),
+                Protocol::Tools => {
+                    self.tools_attempt(model.as_ref(), &mut messages, &mut matched, attempt, max)
+                        .await?
                 }
             };
-            let Some((reason, refused)) = failed else {
+            let Some((reason, refused)) = end else {
                 break;
             };
             failures.push(reason.clone());
@@ -429,30 +478,48 @@ impl<'a> Run<'a> {
                 format!("attempt {attempt}/{max}"),
                 (10 + (attempt - 1) * 80 / max) as u32,
             );
-            let escalate = attempt == max && self.ctx.options.escalate;
-            match (&escalation, escalate) {
-                (Some(stronger), true) => {
-                    // A clean start: the working copy and the ledger forget the failed attempts.
+            let next = protocol_of(attempt);
+            let escalate = attempt == max && self.ctx.options.escalate && escalation.is_some();
+            if escalate || next != protocol {
+                // A clean start: the working copy and the ledger forget the failed attempts.
+                if let (true, Some(stronger)) = (escalate, &escalation) {
                     model = stronger.clone();
-                    self.force_edit = self.ctx.options.force_edit;
-                    let s = self.session();
-                    s.copy.reset();
-                    s.ledger = Default::default();
-                    matched.clear();
-                    messages = self.escalation_prompt(&failures)?;
+                    self.budget = Budget::for_window(model.name(), model.context_window());
                 }
-                _ => {
-                    let region = self.current_region();
-                    messages.push(Message::user(format!(
-                        "Attempt {attempt} of {max}. Your edit was not applied: {reason}\n\n\
-                         The current text of the target region:\n{region}\n\
-                         Copy the text to replace exactly from these lines (without the \
-                         line-number prefix) and call edit_file again."
-                    )));
+                self.force_edit = self.ctx.options.force_edit;
+                let s = self.session();
+                s.copy.reset();
+                s.ledger = Default::default();
+                self.read_and_record()?;
+                matched.clear();
+                self.notes = prompt::failure_notes(&failures);
+                if escalate {
+                    self.notes = self
+                        .notes
+                        .replacen("Earlier attempts failed", "Earlier attempts by another model failed", 1);
                 }
+                protocol = next;
+                messages = self.first_prompt(protocol)?;
+            } else {
+                let feedback = self.feedback(protocol, attempt, max, &reason, &messages);
+                messages.push(Message::user(feedback));
             }
         }
         self.finish(model.name(), attempt, &matched)
+    }
+
+    /// The protocol to start with: the run's option, else `[models.X] edit_format` of the
+    /// model (`provider/model`, or the model alone), else `auto`.
+    fn edit_format(&self, model: &str) -> EditFormat {
+        if let Some(f) = self.ctx.options.edit_format {
+            return f;
+        }
+        let (provider, name) = model.split_once('/').unwrap_or(("", model));
+        self.ctx
+            .config
+            .model_settings(provider, name)
+            .edit_format
+            .unwrap_or_default()
     }
 
     async fn models(
@@ -485,35 +552,399 @@ impl<'a> Run<'a> {
         }
     }
 
+    // -- attempts -----------------------------------------------------------------------------
+
+    /// One rewrite attempt: one answer, whose code block replaces the target.
+    async fn rewrite_attempt(
+        &mut self,
+        model: &dyn ChatModel,
+        messages: &mut Vec<Message>,
+        matched: &mut Vec<String>,
+        attempt: usize,
+        max: usize,
+    ) -> Result<AttemptEnd, EditFailure> {
+        self.report(format!("asking {}", model.name()), (10 + (attempt - 1) * 80 / max) as u32);
+        let response = match self
+            .ask(model, messages, Protocol::Rewrite, attempt < max)
+            .await?
+        {
+            Ok(r) => r,
+            Err(reason) => return Ok(Some((reason, false))),
+        };
+        // A model may still answer with an edit call (native, or JSON in the text).
+        if !response.tool_calls.is_empty() || !self.calls_in_text(&response.text).is_empty() {
+            let mut edits = 0;
+            return Ok(
+                match self.handle(&response, messages, &mut edits, matched).await? {
+                    Round::Failed { reason, refused } => Some((reason, refused)),
+                    _ if edits > 0 => None,
+                    _ => Some((
+                        format!(
+                            "the answer made no edit; reply with the complete rewritten {} in \
+                             one code block",
+                            self.target_label()
+                        ),
+                        false,
+                    )),
+                },
+            );
+        }
+        messages.push(Message::assistant(response.text.clone()));
+        match self.apply_block(&response.text, true) {
+            Ok(by) => {
+                if !matched.contains(&by) {
+                    matched.push(by);
+                }
+                Ok(None)
+            }
+            Err(why) => Ok(Some(self.no_block_reason(why, &response))),
+        }
+    }
+
+    /// One tools attempt: rounds of tool calls until the model is done or an edit is refused.
+    async fn tools_attempt(
+        &mut self,
+        model: &dyn ChatModel,
+        messages: &mut Vec<Message>,
+        matched: &mut Vec<String>,
+        attempt: usize,
+        max: usize,
+    ) -> Result<AttemptEnd, EditFailure> {
+        let mut rounds = 0;
+        let mut edits = 0usize;
+        loop {
+            rounds += 1;
+            if rounds > self.ctx.options.max_rounds {
+                return Ok(if edits > 0 {
+                    None
+                } else {
+                    Some((
+                        format!(
+                            "the model used {} answers without making an edit",
+                            self.ctx.options.max_rounds
+                        ),
+                        false,
+                    ))
+                });
+            }
+            let percent = 10 + ((attempt - 1) * 80 + (rounds - 1).min(8) * 8) / max;
+            self.report(format!("asking {}", model.name()), percent as u32);
+            let response = match self
+                .ask(model, messages, Protocol::Tools, attempt < max)
+                .await?
+            {
+                Ok(r) => r,
+                Err(reason) => return Ok(Some((reason, false))),
+            };
+            match self.handle(&response, messages, &mut edits, matched).await? {
+                Round::Continue => continue,
+                Round::Done => return Ok(None),
+                Round::Failed { reason, refused } => return Ok(Some((reason, refused))),
+            }
+        }
+    }
+
+    /// Sends one request; `Ok(Err(reason))` when the answer broke off and another attempt may
+    /// still come (a shared server interrupting it, a cut stream).
     async fn ask(
         &mut self,
         model: &dyn ChatModel,
-        messages: &[Message],
-    ) -> Result<ChatResponse, EditFailure> {
+        messages: &mut [Message],
+        protocol: Protocol,
+        may_retry: bool,
+    ) -> Result<Result<ChatResponse, String>, EditFailure> {
         if self.cancel.is_cancelled() {
             return Err(EditFailure::Cancelled);
         }
-        let tool_choice = if std::mem::take(&mut self.force_edit) {
+        let tool_choice = if protocol == Protocol::Tools && std::mem::take(&mut self.force_edit)
+        {
             ToolChoice::Tool("edit_file".to_owned())
         } else {
             ToolChoice::Auto
         };
-        let request = ChatRequest {
+        let reserve = self.answer_reserve(protocol);
+        let mut request = ChatRequest {
             messages: messages.to_vec(),
-            tools: self.tools.clone(),
+            tools: if protocol == Protocol::Tools {
+                prompt::edit_tools()
+            } else {
+                Vec::new()
+            },
             options: ChatOptions {
                 temperature: self.ctx.options.temperature,
-                max_tokens: self.ctx.options.max_tokens,
+                max_tokens: Some(self.ctx.options.max_tokens.unwrap_or(reserve as u32)),
                 tool_choice,
                 ..ChatOptions::default()
             },
         };
-        tokio::select! {
+        // Fitted here, against the model's own window, so that a request is never refused for
+        // size: older tool results and turns go first, then the region shown shrinks.
+        let mut tries = 0;
+        loop {
+            match budget::fit(&mut request, &self.budget) {
+                Ok(_) => break,
+                Err(ModelError::ContextOverflow { over_by, .. })
+                    if protocol == Protocol::Tools && tries < 4 && self.region_budget > 300 =>
+                {
+                    tries += 1;
+                    self.region_budget = self.region_budget.saturating_sub(over_by + 200).max(300);
+                    let first = self.first_prompt(Protocol::Tools)?;
+                    if let (Some(new), Some(old)) = (first.get(1), messages.get_mut(1)) {
+                        *old = new.clone();
+                    }
+                    request.messages = messages.to_vec();
+                }
+                Err(e) => return Err(model_failure(e)),
+            }
+        }
+        let answer = tokio::select! {
             biased;
-            _ = self.cancel.cancelled() => Err(EditFailure::Cancelled),
-            r = complete(model, request, self.cancel.clone()) => r.map_err(model_failure),
+            _ = self.cancel.cancelled() => return Err(EditFailure::Cancelled),
+            r = complete(model, request, self.cancel.clone()) => r,
+        };
+        match answer {
+            Ok(r) => Ok(Ok(r)),
+            Err(e) if broke_off(&e) && may_retry => Ok(Err(format!("the answer broke off ({e})"))),
+            Err(e) => Err(model_failure(e)),
         }
     }
+
+    /// Output tokens kept for the answer: a rewrite repeats the target with its change; tool
+    /// calls carry an old and a new string.
+    fn answer_reserve(&mut self, protocol: Protocol) -> usize {
+        let target_tokens = self.target_tokens();
+        match protocol {
+            Protocol::Rewrite => target_tokens * 5 / 4 + 200,
+            Protocol::Tools => (target_tokens * 2 + 300).clamp(600, 2_048),
+        }
+        .min(self.budget.window / 2)
+    }
+
+    fn target_tokens(&mut self) -> usize {
+        let Some(target) = self.target.clone() else {
+            return 200;
+        };
+        match self.read_target() {
+            Ok((text, _)) => count_tokens(target.text(&text), self.budget.encoding),
+            Err(_) => 200,
+        }
+    }
+
+    /// Whether the rewrite protocol can take the target: there is one, and its prompt and its
+    /// answer fit the window.
+    fn rewrite_fits(&mut self, text: &str) -> bool {
+        let Some(target) = self.target.clone() else {
+            return false;
+        };
+        let Ok(messages) = self.rewrite_prompt(text, &target) else {
+            return false;
+        };
+        let request = ChatRequest {
+            messages,
+            ..ChatRequest::default()
+        };
+        let reserve = self.answer_reserve(Protocol::Rewrite);
+        count_request(&request, self.budget.encoding) + reserve
+            <= self.budget.room(0).saturating_sub(self.budget.window / 50)
+            && reserve < self.budget.window / 2
+    }
+
+    // -- prompts --------------------------------------------------------------------------------
+
+    /// System and user messages of a fresh attempt of `protocol`.
+    fn first_prompt(&mut self, protocol: Protocol) -> Result<Vec<Message>, EditFailure> {
+        let (text, _) = self.read_target()?;
+        match (protocol, self.target.clone()) {
+            (Protocol::Rewrite, Some(target)) => self.rewrite_prompt(&text, &target),
+            _ => self.tools_prompt(&text),
+        }
+    }
+
+    fn rewrite_prompt(
+        &mut self,
+        text: &str,
+        target: &EditTarget,
+    ) -> Result<Vec<Message>, EditFailure> {
+        let rules = self.rules();
+        let user = prompt::rewrite_user(
+            &self.rel,
+            self.language,
+            target,
+            target.text(text),
+            &self.request.instruction,
+            &self.notes,
+        );
+        Ok(vec![
+            Message::system(prompt::rewrite_system(&rules)),
+            Message::user(user),
+        ])
+    }
+
+    fn tools_prompt(&mut self, text: &str) -> Result<Vec<Message>, EditFailure> {
+        let rules = self.rules();
+        let system = prompt::tools_system(&rules);
+        let range = clamp_range(text, &self.request.range);
+        let cursor_line = (!range.is_empty() || range.start > 0)
+            .then(|| text[..range.start].matches('\n').count() + 1);
+        // The region gets what the window leaves after the fixed parts, the answer and room for
+        // a few rounds — at most `region_budget`.
+        let reserve = self.answer_reserve(Protocol::Tools);
+        let room = self.budget.room(reserve);
+        let skeleton = ChatRequest {
+            messages: vec![
+                Message::system(system.clone()),
+                Message::user(prompt::tools_user(
+                    &self.rel,
+                    self.target.as_ref(),
+                    cursor_line,
+                    "",
+                    &self.request.instruction,
+                    &self.notes,
+                )),
+            ],
+            tools: prompt::edit_tools(),
+            ..ChatRequest::default()
+        };
+        // Half of what the window leaves: the other half is for the rounds that follow (tool
+        // results, refusals, the current text after a failed edit).
+        let fixed = count_request(&skeleton, self.budget.encoding);
+        let budget = (room.saturating_sub(fixed) / 2)
+            .min(self.region_budget)
+            .max(300);
+        let region = self.region(text, &range, budget);
+        let user = prompt::tools_user(
+            &self.rel,
+            self.target.as_ref(),
+            cursor_line,
+            &region,
+            &self.request.instruction,
+            &self.notes,
+        );
+        Ok(vec![Message::system(system), Message::user(user)])
+    }
+
+    /// What the model reads after a refused attempt of the same protocol.
+    fn feedback(
+        &mut self,
+        protocol: Protocol,
+        attempt: usize,
+        max: usize,
+        reason: &str,
+        messages: &[Message],
+    ) -> String {
+        let label = self.target_label();
+        if protocol == Protocol::Rewrite {
+            return format!(
+                "Attempt {attempt} of {max}. Your answer was not applied: {reason}\n\nReply with \
+                 the complete rewritten {label} in one code block and nothing else."
+            );
+        }
+        // The current text of the target, as much as the window allows.
+        let used = count_request(
+            &ChatRequest {
+                messages: messages.to_vec(),
+                tools: prompt::edit_tools(),
+                ..ChatRequest::default()
+            },
+            self.budget.encoding,
+        );
+        let reserve = self.answer_reserve(Protocol::Tools);
+        let room = self
+            .budget
+            .room(reserve)
+            .saturating_sub(used + 300)
+            .clamp(200, 1_500);
+        let current = match self.read_target() {
+            Ok((text, _)) => {
+                let (first, last) = self.focus_lines(&text);
+                let shown = prompt::numbered(&text, first, last);
+                truncate_to_tokens(&shown, room, self.budget.encoding).to_owned()
+            }
+            Err(e) => e.to_string(),
+        };
+        format!(
+            "Attempt {attempt} of {max}. Your edit was not applied: {reason}\n\n\
+             The current text of {label}:\n{current}\n\
+             Copy the text to replace exactly from these lines (without the line-number prefix) \
+             and call edit_file again."
+        )
+    }
+
+    /// The lines a refusal shows: the target, else the selection with a few lines around it.
+    fn focus_lines(&self, text: &str) -> (usize, usize) {
+        let total = text.lines().count().max(1);
+        match &self.target {
+            Some(t) => (t.first, t.last.min(total)),
+            None => {
+                let range = clamp_range(text, &self.request.range);
+                let a = text[..range.start].matches('\n').count() + 1;
+                let b = text[..range.end].matches('\n').count() + 1;
+                (a.saturating_sub(3).max(1), (b + 3).min(total))
+            }
+        }
+    }
+
+    fn target_label(&self) -> String {
+        self.target
+            .as_ref()
+            .map_or_else(|| "code".to_owned(), |t| t.label.clone())
+    }
+
+    fn rules(&mut self) -> String {
+        match &self.ctx.rules {
+            Some(r) => r.clone(),
+            None => self.workspace_rules(),
+        }
+    }
+
+    /// AGENTS.md, CLAUDE.md and .patchwise/RULES.md of every root, as the working copy has them.
+    fn workspace_rules(&mut self) -> String {
+        let roots = self.ctx.roots.clone();
+        let s = self.session();
+        let mut out = String::new();
+        let mut seen = HashSet::new();
+        for root in &roots {
+            for name in RULE_FILES {
+                let path = root.join(name);
+                let Ok((text, _)) = s.copy.read(&path, s.fs.as_ref()) else {
+                    continue;
+                };
+                if text.trim().is_empty() || !seen.insert(text.clone()) {
+                    continue;
+                }
+                out.push_str(&format!("## {name}\n\n"));
+                if text.len() > MAX_RULES_CHARS {
+                    out.push_str(&crate::edit::text::clip(&text, MAX_RULES_CHARS));
+                    out.push_str(&format!(
+                        "\n[cut: {name} has {} characters; read_file shows the rest]\n",
+                        text.len()
+                    ));
+                } else {
+                    out.push_str(text.trim_end());
+                    out.push('\n');
+                }
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    fn region(&self, text: &str, range: &Range<usize>, budget: usize) -> String {
+        let tree = SyntaxTree::parse(text, self.language);
+        let target = if range.is_empty() && range.start == 0 {
+            Target::None
+        } else {
+            Target::Bytes(range.clone())
+        };
+        let options = RegionOptions {
+            budget,
+            encoding: self.budget.encoding,
+            ..RegionOptions::default()
+        };
+        extract_region(text, &tree, &self.rel, &target, &options).text
+    }
+
+    // -- answers --------------------------------------------------------------------------------
 
     /// Runs the calls of one answer (native, written as text, or an edit format in the text).
     async fn handle(
@@ -538,6 +969,25 @@ impl<'a> Run<'a> {
             if *edits > 0 {
                 return Ok(Round::Done);
             }
+            // A code block instead of a call: the selection (or the target) rewritten.
+            if !fenced_blocks(&response.text).is_empty() {
+                match self.apply_block(&response.text, false) {
+                    Ok(by) => {
+                        *edits += 1;
+                        if !matched.contains(&by) {
+                            matched.push(by);
+                        }
+                        return Ok(Round::Done);
+                    }
+                    Err(BlockError::Refused(reason)) => {
+                        return Ok(Round::Failed {
+                            reason,
+                            refused: true,
+                        });
+                    }
+                    Err(BlockError::NoBlock) => {}
+                }
+            }
             self.force_edit = self.ctx.options.force_edit;
             let said = response.text.trim();
             let reason = format!(
@@ -560,11 +1010,12 @@ impl<'a> Run<'a> {
                 refused: false,
             });
         }
+        let calls = self.prepare_calls(calls);
         let outcomes = self.execute(calls.clone()).await?;
         let mut refusal: Option<String> = None;
         let mut made = 0;
         let mut results_text = String::new();
-        for o in &outcomes {
+        for (o, call) in outcomes.iter().zip(&calls) {
             match &o.status {
                 Status::Edited { matched_by, .. } => {
                     made += 1;
@@ -580,7 +1031,7 @@ impl<'a> Run<'a> {
                             Some(RefusalKind::AlreadyApplied | RefusalKind::NoOp)
                         );
                     if !repeat && refusal.is_none() {
-                        refusal = Some(o.content.clone());
+                        refusal = Some(self.explain_refusal(call, e, &o.content));
                     }
                 }
                 _ => {}
@@ -628,15 +1079,22 @@ impl<'a> Run<'a> {
     }
 
     /// Tool calls written in the text (models without native tools that the model layer did
-    /// not catch), or SEARCH/REPLACE blocks, diffs and patches, turned into tool calls.
+    /// not catch, or a bare arguments object), or SEARCH/REPLACE blocks, diffs and patches,
+    /// turned into tool calls.
     fn calls_in_text(&mut self, text: &str) -> Vec<ToolCall> {
-        let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        let tools = prompt::edit_tools();
+        let mut names: Vec<&str> = tools::TOOL_NAMES.to_vec();
+        names.extend(tools.iter().map(|t| t.name.as_str()));
         let found = parse_tool_text(text, &names);
         if !found.calls.is_empty() {
             return found.calls;
         }
+        let bare = bare_argument_calls(text, &tools);
+        if !bare.is_empty() {
+            return bare;
+        }
         let Ok(edits) = formats::parse(text) else {
-            return self.selection_rewrite(text).into_iter().collect();
+            return Vec::new();
         };
         let mut calls = Vec::new();
         for (i, e) in edits.into_iter().enumerate() {
@@ -667,75 +1125,197 @@ impl<'a> Run<'a> {
         calls
     }
 
-    /// A model that answers with the selection rewritten in one fenced code block (the classic
-    /// "edit selection" answer): the block replaces the selected lines, as an `edit_file` call
-    /// whose OLD is the selection at the block's indentation — so the engine's uniqueness rule
-    /// and indentation pass decide. Only when the block starts and ends with the selection's
-    /// first and last non-blank lines: a fragment is never taken for the whole selection.
-    fn selection_rewrite(&mut self, text: &str) -> Option<ToolCall> {
-        let blocks = fenced_blocks(text);
-        let [block] = blocks.as_slice() else {
-            return None;
-        };
-        let block = block.clone();
-        let (current, _) = self.read_target().ok()?;
-        let range = clamp_range(&current, &self.request.range);
-        if range.is_empty() {
-            return None;
-        }
-        let start = current[..range.start].rfind('\n').map_or(0, |i| i + 1);
-        let end = if range.end > start && current[..range.end].ends_with('\n') {
-            range.end - 1
-        } else {
-            current[range.end..]
-                .find('\n')
-                .map_or(current.len(), |i| range.end + i)
-        };
-        let selected = current.get(start..end)?.trim_end_matches('\r');
-        let nonblank = |t: &str| -> Vec<String> {
-            t.lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| l.trim_end().to_owned())
-                .collect()
-        };
-        let (sel, blk) = (nonblank(selected), nonblank(&block));
-        if sel.len() < 2 || blk.len() < 2 {
-            return None;
-        }
-        let same = |a: &str, b: &str| a.trim() == b.trim();
-        if !same(&sel[0], &blk[0]) || !same(&sel[sel.len() - 1], &blk[blk.len() - 1]) {
-            return None;
-        }
-        let indent = |lines: &[String]| -> String {
-            lines
-                .iter()
-                .map(|l| &l[..l.len() - l.trim_start().len()])
-                .min_by_key(|i| i.len())
-                .unwrap_or("")
-                .to_owned()
-        };
-        let (sel_indent, blk_indent) = (indent(&sel), indent(&blk));
-        let old: Vec<String> = selected
-            .lines()
-            .map(|l| {
-                let l = l.trim_end_matches('\r');
-                match l.strip_prefix(sel_indent.as_str()) {
-                    Some(rest) if !rest.is_empty() => format!("{blk_indent}{rest}"),
-                    _ => l.trim_start().to_owned(),
+    /// Reads what small models mean by the calls they send (`docs/editing.md`):
+    /// - `edit_file` with an empty `old_string` and a line hint is an insertion at that line;
+    /// - `edit_file` with `replace_all` and a one-line `old_string` renames inside the target
+    ///   only, whole words only (a rename inside the function asked about, not the file).
+    fn prepare_calls(&mut self, calls: Vec<ToolCall>) -> Vec<ToolCall> {
+        let text = self.read_target().ok().map(|(t, _)| t);
+        calls
+            .into_iter()
+            .map(|call| {
+                if tools::canonical_name(&call.name) != Some("edit_file") {
+                    return call;
                 }
+                let str_arg = |k: &str| {
+                    ["old_string", "old_str", "old", "search"]
+                        .iter()
+                        .chain(["new_string", "new_str", "new", "replace"].iter())
+                        .filter(|a| a.starts_with(k))
+                        .find_map(|a| call.arguments.get(*a).and_then(Value::as_str))
+                        .map(str::to_owned)
+                };
+                let (Some(old), Some(new)) = (str_arg("old"), str_arg("new")) else {
+                    return call;
+                };
+                let path = call.arguments.get("path").cloned().unwrap_or(json!(self.rel));
+                if old.trim().is_empty() && !new.trim().is_empty() {
+                    if let Some(line) = line_hint(&call.arguments) {
+                        return ToolCall {
+                            name: "insert_lines".to_owned(),
+                            arguments: json!({"path": path, "line": line, "text": new, "before": true}),
+                            ..call
+                        };
+                    }
+                    return call;
+                }
+                let all = call.arguments.get("replace_all").and_then(Value::as_bool) == Some(true);
+                if all
+                    && !old.contains('\n')
+                    && let (Some(text), Some(t)) = (&text, &self.target)
+                    && let Some(rewritten) = rename_in_lines(text, t.first, t.last, old.trim(), new.trim())
+                {
+                    return ToolCall {
+                        name: "replace_lines".to_owned(),
+                        arguments: json!({"path": path, "start": t.first, "end": t.last, "text": rewritten}),
+                        ..call
+                    };
+                }
+                call
             })
-            .collect();
-        Some(ToolCall {
-            id: "text_selection_rewrite".to_owned(),
-            name: "edit_file".to_owned(),
-            arguments: json!({
-                "path": self.rel,
-                "old_string": old.join("\n"),
-                "new_string": block.trim_end_matches('\n'),
-            }),
-            arguments_error: None,
-            provider_data: None,
-        })
+            .collect()
+    }
+
+    /// A refusal as the model reads it, pointing at the way that works for it when the call
+    /// was of a kind small models get wrong again and again.
+    fn explain_refusal(&mut self, call: &ToolCall, e: &ToolError, content: &str) -> String {
+        let old = ["old_string", "old_str", "old"]
+            .iter()
+            .find_map(|k| call.arguments.get(*k).and_then(Value::as_str))
+            .unwrap_or("");
+        let edit = tools::canonical_name(&call.name) == Some("edit_file");
+        let Some(t) = self.target.clone() else {
+            return content.to_owned();
+        };
+        if edit && e.refusal_kind() == Some(&RefusalKind::EmptyOld) {
+            let line = self
+                .read_target()
+                .map(|(text, _)| target::insertion_line(&text, &t))
+                .unwrap_or(t.first);
+            return format!(
+                "{content}\nTo add lines, call insert_lines with the lines in `text` and `line` \
+                 set to the line they go after (to add at the top of {}: line={line}).",
+                t.label
+            );
+        }
+        if edit
+            && matches!(e.refusal_kind(), Some(RefusalKind::Ambiguous { .. }))
+            && !old.trim().contains('\n')
+        {
+            return format!(
+                "{content}\n`{}` is too short to find one place. To change it everywhere in {} \
+                 (lines {}-{}), call edit_file with replace_all=true (in this run it changes \
+                 whole words inside those lines only), or answer with the complete rewritten {} \
+                 in one code block.",
+                crate::edit::text::clip(old.trim(), 60),
+                t.label,
+                t.first,
+                t.last,
+                t.label
+            );
+        }
+        content.to_owned()
+    }
+
+    /// Applies a code block of `answer` as the new text of the target (or, for a block that
+    /// answers a tools prompt, of the selection's lines), through the engine and the parse
+    /// check. Returns the matching passes.
+    fn apply_block(&mut self, answer: &str, whole_answer_ok: bool) -> Result<String, BlockError> {
+        let (current, _) = self.read_target().map_err(|e| BlockError::Refused(e.to_string()))?;
+        let mut blocks: Vec<String> = fenced_blocks(answer).into_iter().map(|b| b.body).collect();
+        // An answer that is only code, without a fence.
+        if blocks.is_empty() && whole_answer_ok && !answer.trim().is_empty() {
+            blocks.push(answer.to_owned());
+        }
+        if blocks.is_empty() {
+            return Err(BlockError::NoBlock);
+        }
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        if let Some((a, b)) = self.target.as_ref().and_then(|t| t.selection) {
+            spans.push((a, b));
+        }
+        if let Some(t) = &self.target {
+            spans.retain(|s| *s != (t.first, t.last));
+            spans.insert(usize::from(!whole_answer_ok).min(spans.len()), (t.first, t.last));
+        }
+        if spans.is_empty() {
+            let range = clamp_range(&current, &self.request.range);
+            if range.is_empty() {
+                return Err(BlockError::NoBlock);
+            }
+            let a = current[..range.start].matches('\n').count() + 1;
+            let end = if current[..range.end].ends_with('\n') { range.end - 1 } else { range.end };
+            let b = current[..end.max(range.start)].matches('\n').count() + 1;
+            spans.push((a, b));
+        }
+        let mut first_refusal: Option<String> = None;
+        for block in &blocks {
+            for &(a, b) in &spans {
+                match crate::edit::rewrite_lines(&current, a..=b, block) {
+                    Ok(applied) => {
+                        if let Some(problem) = self.syntax_problems(&current, &applied.text) {
+                            first_refusal.get_or_insert(problem);
+                            continue;
+                        }
+                        let abs = self.abs.clone();
+                        let version = self.read_target().ok().and_then(|(_, v)| v);
+                        let s = self.session();
+                        s.copy.write(&abs, &current, version, applied.text.clone());
+                        s.ledger.record_write(&abs, &applied.text);
+                        return Ok(applied.matched_by().to_string());
+                    }
+                    Err(r) => {
+                        first_refusal.get_or_insert(format!("edit refused for {}: {}", self.rel, r.message));
+                    }
+                }
+            }
+        }
+        Err(BlockError::Refused(first_refusal.unwrap_or_default()))
+    }
+
+    /// Parse errors the new text adds, as a refusal for the model.
+    fn syntax_problems(&self, before: &str, after: &str) -> Option<String> {
+        if !self.ctx.options.parse_check || !self.language.is_parsed() {
+            return None;
+        }
+        let problems = introduced_problems(self.language, before, after);
+        if problems.is_empty() {
+            return None;
+        }
+        let listed: Vec<String> = problems.iter().take(5).map(|p| format!("  {p}")).collect();
+        Some(format!(
+            "edit refused for {}: it would introduce syntax errors, so nothing was changed:\n{}\n\
+             Fix the code and answer again",
+            self.rel,
+            listed.join("\n")
+        ))
+    }
+
+    fn no_block_reason(&self, why: BlockError, response: &ChatResponse) -> (String, bool) {
+        match why {
+            BlockError::Refused(reason) => (reason, true),
+            BlockError::NoBlock => {
+                let said = response.text.trim();
+                (
+                    format!(
+                        "the answer had no code block{}; reply with the complete rewritten {} in \
+                         one code block",
+                        if response.finish == Some(FinishReason::Length) {
+                            " (it was cut at the output-token limit)".to_owned()
+                        } else if said.is_empty() {
+                            " (it was empty)".to_owned()
+                        } else {
+                            format!(
+                                " (it said: \"{}\")",
+                                crate::edit::text::clip(&said.replace('\n', " "), 200)
+                            )
+                        },
+                        self.target_label()
+                    ),
+                    false,
+                )
+            }
+        }
     }
 
     /// Runs tool calls on a blocking thread (they read the disk), honouring cancellation.
@@ -758,114 +1338,6 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// System and user messages of a first attempt.
-    fn first_prompt(&mut self) -> Result<Vec<Message>, EditFailure> {
-        let (text, version) = self.read_target()?;
-        let range = clamp_range(&text, &self.request.range);
-        let region = self.region(&text, &range);
-        // The model has seen the file as it is now: it may edit it.
-        let abs = self.abs.clone();
-        let s = self.session();
-        match version {
-            Some(v) => s.ledger.record_version(abs, &text, v),
-            None => s.ledger.record_read(abs, &text),
-        }
-        let mut user = format!("Instruction: {}\n\n", self.request.instruction.trim());
-        user.push_str(&target_description(&self.rel, &text, &range));
-        user.push('\n');
-        user.push_str(&region);
-        // No "when done, answer in a sentence" here: small local models (Qwen2.5-Coder 1.5B)
-        // read it as permission to answer "Done." at once, without any edit. The follow-up turn
-        // after a tool result is where a model says it is finished.
-        user.push_str(
-            "\nRespond with an edit_file call (or another edit tool) that makes this change.",
-        );
-        Ok(vec![
-            Message::system(self.system_prompt()),
-            Message::user(user),
-        ])
-    }
-
-    /// The clean prompt of an escalated attempt: the task, the current file, and why the
-    /// earlier attempts failed.
-    fn escalation_prompt(&mut self, failures: &[String]) -> Result<Vec<Message>, EditFailure> {
-        let mut messages = self.first_prompt()?;
-        let mut summary = String::from(
-            "Earlier attempts by another model failed; avoid their mistakes. Why each failed:\n",
-        );
-        for (i, f) in failures.iter().enumerate() {
-            summary.push_str(&format!(
-                "{}. {}\n",
-                i + 1,
-                crate::edit::text::clip(f.trim(), 1200)
-            ));
-        }
-        if let Some(Message::User { content }) = messages.last_mut() {
-            content.push_str("\n\n");
-            content.push_str(&summary);
-        }
-        Ok(messages)
-    }
-
-    fn system_prompt(&mut self) -> String {
-        let mut s = String::from(
-            "You are a careful coding agent. You change files of a workspace only through the \
-             tools. Rules:\n\
-             - Make exactly the change the instruction asks for, nothing more; keep the file's \
-             style and indentation.\n\
-             - Files are shown with line numbers (number, tab, text); the numbers are not part \
-             of the file. Never copy them into old_string or new_string.\n\
-             - edit_file replaces old_string with new_string: copy old_string exactly from the \
-             current file, with enough lines to match one place only.\n\
-             - Read a file with read_file before editing anything other than the file shown.\n\
-             - If an edit is refused, read the refusal: it shows the current text; fix the call \
-             and try again.\n\
-             - Paths are relative to the workspace root.\n",
-        );
-        let rules = match &self.ctx.rules {
-            Some(r) => r.clone(),
-            None => self.workspace_rules(),
-        };
-        if !rules.trim().is_empty() {
-            s.push_str("\n# Workspace rules\n\n");
-            s.push_str(rules.trim());
-            s.push('\n');
-        }
-        s
-    }
-
-    /// AGENTS.md, CLAUDE.md and .patchwise/RULES.md of every root, as the working copy has them.
-    fn workspace_rules(&mut self) -> String {
-        let roots = self.ctx.roots.clone();
-        let s = self.session();
-        let mut out = String::new();
-        let mut seen = HashSet::new();
-        for root in &roots {
-            for name in RULE_FILES {
-                let path = root.join(name);
-                let Ok((text, _)) = s.copy.read(&path, s.fs.as_ref()) else {
-                    continue;
-                };
-                if text.trim().is_empty() || !seen.insert(text.clone()) {
-                    continue;
-                }
-                out.push_str(&format!("## {name}\n\n"));
-                if text.len() > MAX_RULES_CHARS {
-                    out.push_str(&crate::edit::text::clip(&text, MAX_RULES_CHARS));
-                    out.push_str(&format!(
-                        "\n[cut: {name} has {} characters; read_file shows the rest]\n",
-                        text.len()
-                    ));
-                } else {
-                    out.push_str(text.trim_end());
-                    out.push('\n');
-                }
-                out.push('\n');
-            }
-        }
-        out
-    }
-
     fn read_target(&mut self) -> Result<(String, Option<i32>), EditFailure> {
         let abs = self.abs.clone();
         let rel = self.rel.clone();
@@ -878,30 +1350,16 @@ impl<'a> Run<'a> {
         })
     }
 
-    fn region(&self, text: &str, range: &Range<usize>) -> String {
-        let language = Language::from_path(&self.rel).unwrap_or(Language::Text);
-        let tree = SyntaxTree::parse(text, language);
-        let target = if range.is_empty() && range.start == 0 {
-            Target::None
-        } else {
-            Target::Bytes(range.clone())
-        };
-        let options = RegionOptions {
-            budget: self.ctx.options.region_budget,
-            ..RegionOptions::default()
-        };
-        extract_region(text, &tree, &self.rel, &target, &options).text
-    }
-
-    /// The target region as it is now in the working copy, numbered (for a retry).
-    fn current_region(&mut self) -> String {
-        match self.read_target() {
-            Ok((text, _)) => {
-                let range = clamp_range(&text, &self.request.range);
-                self.region(&text, &range)
-            }
-            Err(e) => e.to_string(),
+    /// Reads the file and records the read: the model is shown it, so it may edit it.
+    fn read_and_record(&mut self) -> Result<(String, Option<i32>), EditFailure> {
+        let (text, version) = self.read_target()?;
+        let abs = self.abs.clone();
+        let s = self.session();
+        match version {
+            Some(v) => s.ledger.record_version(abs, &text, v),
+            None => s.ledger.record_read(abs, &text),
         }
+        Ok((text, version))
     }
 
     fn finish(
@@ -949,6 +1407,51 @@ impl<'a> Run<'a> {
     }
 }
 
+/// Why a code block was not applied.
+enum BlockError {
+    /// The answer has no code block.
+    NoBlock,
+    /// The block does not line up, or breaks the syntax: the message for the model.
+    Refused(String),
+}
+
+/// The line a call names for an insertion (`line`, `start_line`, …), when it names one.
+fn line_hint(args: &Value) -> Option<u64> {
+    ["line", "line_number", "start_line", "start", "insert_line", "at_line"]
+        .iter()
+        .find_map(|k| {
+            let v = args.get(*k)?;
+            v.as_u64().or_else(|| v.as_str()?.trim().parse().ok())
+        })
+        .filter(|n| *n >= 1)
+}
+
+/// Lines `first..=last` of `text` with every whole-word `old` replaced by `new` (plain
+/// occurrences when `old` is not a word); `None` when nothing would change.
+fn rename_in_lines(text: &str, first: usize, last: usize, old: &str, new: &str) -> Option<String> {
+    if old.is_empty() || old == new {
+        return None;
+    }
+    let range = lines_to_bytes(text, first, last);
+    let region = text.get(range)?;
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let is_word = old.chars().all(word);
+    let mut out = String::with_capacity(region.len());
+    let mut rest = region;
+    let mut changed = false;
+    while let Some(i) = rest.find(old) {
+        let before = rest[..i].chars().next_back();
+        let after = rest[i + old.len()..].chars().next();
+        let whole = !is_word || (!before.is_some_and(word) && !after.is_some_and(word));
+        out.push_str(&rest[..i]);
+        out.push_str(if whole { new } else { old });
+        changed |= whole;
+        rest = &rest[i + old.len()..];
+    }
+    out.push_str(rest);
+    changed.then_some(out)
+}
+
 /// Whether a failed call was an edit the model attempted (not found, bad arguments of an edit
 /// tool): such a failure ends the attempt like a refusal does.
 fn is_edit_error(o: &ToolOutcome, e: &ToolError) -> bool {
@@ -986,39 +1489,6 @@ fn unreachable_session() -> Session {
     )
 }
 
-/// The contents of the fenced code blocks (``` or ~~~) of a text; an unclosed block counts to
-/// the end.
-fn fenced_blocks(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current: Option<(String, String)> = None;
-    for line in text.lines() {
-        let t = line.trim_start();
-        let fence = if t.starts_with("```") {
-            Some("```")
-        } else if t.starts_with("~~~") {
-            Some("~~~")
-        } else {
-            None
-        };
-        match (&mut current, fence) {
-            (None, Some(f)) => current = Some((f.to_owned(), String::new())),
-            (Some((open, body)), Some(f)) if f == open && t.trim() == f => {
-                out.push(std::mem::take(body));
-                current = None;
-            }
-            (Some((_, body)), _) => {
-                body.push_str(line);
-                body.push('\n');
-            }
-            (None, None) => {}
-        }
-    }
-    if let Some((_, body)) = current {
-        out.push(body);
-    }
-    out
-}
-
 fn clamp_range(text: &str, range: &Range<usize>) -> Range<usize> {
     let floor = |mut i: usize| {
         i = i.min(text.len());
@@ -1029,31 +1499,6 @@ fn clamp_range(text: &str, range: &Range<usize>) -> Range<usize> {
     };
     let (a, b) = (floor(range.start), floor(range.end));
     a.min(b)..a.max(b)
-}
-
-/// "Target: lines 12-30 of src/lib.rs (selected text below)" with the selection numbered.
-fn target_description(rel: &str, text: &str, range: &Range<usize>) -> String {
-    let line_of = |o: usize| text[..o].matches('\n').count() + 1;
-    if range.is_empty() {
-        if range.start == 0 {
-            return format!("Target: the file {rel}.\n");
-        }
-        return format!(
-            "Target: {rel}, at line {} (the cursor).\n",
-            line_of(range.start)
-        );
-    }
-    let first = line_of(range.start);
-    let last = line_of(range.end.saturating_sub(1).max(range.start));
-    let mut out = format!("Target: lines {first}-{last} of {rel}, selected:\n");
-    let start = text[..range.start].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[range.end..]
-        .find('\n')
-        .map_or(text.len(), |i| range.end + i);
-    for (i, l) in text[start..end].lines().enumerate().take(400) {
-        out.push_str(&format!("{:>6}\t{l}\n", first + i));
-    }
-    out
 }
 
 fn display_path(roots: &[PathBuf], path: &Path) -> String {
@@ -1077,5 +1522,28 @@ impl fmt::Debug for Models {
                 )
                 .finish(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renames_whole_words_inside_the_lines_only() {
+        let text = "mid = 1\ndef f():\n    mid = 2\n    amid = mid + 1\n    return mid\nmid = 3\n";
+        assert_eq!(
+            rename_in_lines(text, 3, 5, "mid", "middle").as_deref(),
+            Some("    middle = 2\n    amid = middle + 1\n    return middle\n")
+        );
+        assert_eq!(rename_in_lines(text, 3, 5, "xyz", "q"), None);
+    }
+
+    #[test]
+    fn line_hints() {
+        assert_eq!(line_hint(&json!({"line": 4})), Some(4));
+        assert_eq!(line_hint(&json!({"start_line": "7"})), Some(7));
+        assert_eq!(line_hint(&json!({"line": 0})), None);
+        assert_eq!(line_hint(&json!({"path": "x"})), None);
     }
 }

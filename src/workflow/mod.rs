@@ -10,5 +10,7 @@ pub mod edit;
 pub mod proposal;
 pub mod session;
 
-pub use edit::{EditContext, EditFailure, EditOptions, EditRequest, Models, Progress, run};
+pub use edit::{
+    EditContext, EditFailure, EditFormat, EditOptions, EditRequest, Models, Progress, run,
+};
 pub use proposal::{ApplyError, FileApply, Hunk, Proposal, ProposalFile, ProposalId, Proposals};

@@ -461,3 +461,24 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn bare_arguments_are_the_call_of_the_one_tool_they_fit() {
+    let tools: Vec<ToolSpec> = ["read_file", "list_files", "edit_file", "insert_lines"]
+        .iter()
+        .filter_map(|n| crate::tools::spec(n))
+        .collect();
+    // Recorded from Qwen2.5-Coder-1.5B (llama.cpp) asked to rename a local variable.
+    let text = "```json\n{\"new_string\": \"mid_value\", \"old_string\": \"mid\", \"path\": \"bisect.py\"}\n```";
+    let calls = bare_argument_calls(text, &tools);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].name, "edit_file");
+    assert_eq!(calls[0].arguments["old_string"], "mid");
+    // `path` alone fits read_file and list_files: not a call.
+    assert!(bare_argument_calls("{\"path\": \"a.py\"}", &tools).is_empty());
+    // A key no tool has: not a call; a required key missing: not a call.
+    assert!(bare_argument_calls("{\"old_string\": \"a\", \"new_string\": \"b\", \"path\": \"a\", \"why\": 1}", &tools).is_empty());
+    assert!(bare_argument_calls("{\"old_string\": \"a\", \"new_string\": \"b\"}", &tools).is_empty());
+    // Code blocks in other languages are never read as arguments.
+    assert!(bare_argument_calls("```python\n{\"path\": \"a\", \"line\": 1, \"text\": \"x\"}\n```", &tools).is_empty());
+}

@@ -1,0 +1,265 @@
+//! The words an edit run sends: the system prompts of the two edit protocols, the first user
+//! message of each, the feedback after a refused attempt, and the tools an edit attempt offers.
+//!
+//! Everything here is written for the smallest model the workflow must serve (a 1.5B model on a
+//! CPU, where every 1,000 prompt tokens cost 20–25 s) and for prefix caches (llama.cpp, vLLM
+//! reuse the longest prefix of the previous request): stable text first — system prompt, tools,
+//! file — and what changes between requests last. A selection is shown once.
+
+use serde_json::Value;
+
+use crate::model::ToolSpec;
+use crate::syntax::Language;
+use crate::tools;
+
+use super::target::EditTarget;
+
+/// The tools of an edit attempt: reading and the edit tools. Listing, searching and creating
+/// files belong to exploration (develop), not to changing a target the run already shows.
+pub const EDIT_TOOLS: [&str; 5] = [
+    "read_file",
+    "edit_file",
+    "insert_lines",
+    "replace_lines",
+    "replace_symbol",
+];
+
+/// The specs of [`EDIT_TOOLS`] with one-line descriptions and bare parameter schemas (the full
+/// registry descriptions cost ~1,000 tokens per request).
+pub fn edit_tools() -> Vec<ToolSpec> {
+    EDIT_TOOLS
+        .iter()
+        .filter_map(|name| {
+            let mut spec = tools::spec(name)?;
+            spec.description = short_description(name).to_owned();
+            strip_descriptions(&mut spec.parameters);
+            Some(spec)
+        })
+        .collect()
+}
+
+fn short_description(name: &str) -> &'static str {
+    match name {
+        "read_file" => "Read a file with numbered lines (offset, limit: a line range).",
+        "edit_file" => {
+            "Replace old_string (copied exactly from the file, enough lines to be unique) with \
+             new_string."
+        }
+        "insert_lines" => "Insert text as whole lines after line `line` (0: at the top).",
+        "replace_lines" => "Replace lines start..end (inclusive) with text.",
+        "replace_symbol" => "Replace a whole function, method or class, found by name, with text.",
+        _ => "",
+    }
+}
+
+fn strip_descriptions(schema: &mut Value) {
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        for p in props.values_mut() {
+            if let Some(o) = p.as_object_mut() {
+                o.remove("description");
+                o.remove("minimum");
+            }
+        }
+    }
+}
+
+/// System prompt of the rewrite protocol.
+pub fn rewrite_system(rules: &str) -> String {
+    with_rules(
+        "You are a careful coding assistant. You change code exactly as the instruction says and \
+         nothing else, keeping its style and indentation. You answer with the complete rewritten \
+         code in one fenced code block and nothing else."
+            .to_owned(),
+        rules,
+    )
+}
+
+/// System prompt of the tools protocol.
+pub fn tools_system(rules: &str) -> String {
+    with_rules(
+        "You are a careful coding agent. You change files only through the tools.\n\
+         - Make exactly the change the instruction asks for; keep the file's style and \
+         indentation.\n\
+         - Files are shown with line numbers (number, tab, text); the numbers are not part of \
+         the file: never copy them into old_string or new_string.\n\
+         - edit_file: copy old_string exactly from the file, with enough lines to match one \
+         place only. To add lines, use insert_lines.\n\
+         - If an edit is refused, read why, fix the call and try again."
+            .to_owned(),
+        rules,
+    )
+}
+
+fn with_rules(mut s: String, rules: &str) -> String {
+    if !rules.trim().is_empty() {
+        s.push_str("\n\n# Workspace rules\n\n");
+        s.push_str(rules.trim());
+    }
+    s.push('\n');
+    s
+}
+
+/// The fence's info string for a language (```` ```python ````).
+pub fn fence_tag(language: Language) -> &'static str {
+    match language {
+        Language::Text => "",
+        other => other.name(),
+    }
+}
+
+/// The first user message of a rewrite attempt: the target once, then the instruction.
+pub fn rewrite_user(
+    rel: &str,
+    language: Language,
+    target: &EditTarget,
+    target_text: &str,
+    instruction: &str,
+    notes: &str,
+) -> String {
+    let tag = fence_tag(language);
+    let mut s = format!(
+        "File: {rel}, {} (lines {}-{})",
+        target.label, target.first, target.last
+    );
+    if !target.context.is_empty() {
+        s.push_str(", inside ");
+        let ctx: Vec<String> = target.context.iter().map(|c| format!("`{c}`")).collect();
+        s.push_str(&ctx.join(" > "));
+    }
+    s.push_str(&format!(":\n\n```{tag}\n{}", target_text));
+    if !target_text.ends_with('\n') {
+        s.push('\n');
+    }
+    s.push_str("```\n\n");
+    if let Some((a, b)) = target.selection
+        && (a, b) != (target.first, target.last)
+    {
+        s.push_str(&format!(
+            "The user selected line{} {} of the file (inside the code above).\n",
+            if a == b { "" } else { "s" },
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        ));
+    }
+    s.push_str(&format!("Instruction: {}\n", instruction.trim()));
+    if !notes.is_empty() {
+        s.push('\n');
+        s.push_str(notes.trim_end());
+        s.push('\n');
+    }
+    s.push_str(&format!(
+        "\nReply with the complete rewritten {} in one ```{tag} code block and nothing else.",
+        target.label
+    ));
+    s
+}
+
+/// The first user message of a tools attempt: the region (which shows the target), then what
+/// to do.
+pub fn tools_user(
+    rel: &str,
+    target: Option<&EditTarget>,
+    cursor_line: Option<usize>,
+    region: &str,
+    instruction: &str,
+    notes: &str,
+) -> String {
+    let mut s = String::new();
+    s.push_str(region.trim_end());
+    s.push_str("\n\n");
+    match (target, cursor_line) {
+        (Some(t), _) => {
+            s.push_str(&format!(
+                "Target: {} of {rel}, lines {}-{} (shown above)",
+                t.label, t.first, t.last
+            ));
+            if let Some((a, b)) = t.selection
+                && (a, b) != (t.first, t.last)
+            {
+                s.push_str(&format!("; the user selected lines {a}-{b}"));
+            }
+            s.push_str(".\n");
+        }
+        (None, Some(line)) => s.push_str(&format!("Target: {rel}, at line {line} (the cursor).\n")),
+        (None, None) => s.push_str(&format!("Target: the file {rel}.\n")),
+    }
+    s.push_str(&format!("Instruction: {}\n", instruction.trim()));
+    if !notes.is_empty() {
+        s.push('\n');
+        s.push_str(notes.trim_end());
+        s.push('\n');
+    }
+    // No "when done, answer in a sentence" here: small local models (Qwen2.5-Coder 1.5B) read
+    // it as permission to answer "Done." at once. The turn after a tool result is where a model
+    // says it is finished.
+    s.push_str("\nRespond with an edit_file call (or another edit tool) that makes this change.");
+    s
+}
+
+/// Why earlier attempts failed, for a clean start (another protocol, or the escalation model).
+pub fn failure_notes(failures: &[String]) -> String {
+    if failures.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("Earlier attempts failed; avoid their mistakes. Why each failed:\n");
+    for (i, f) in failures.iter().enumerate() {
+        s.push_str(&format!(
+            "{}. {}\n",
+            i + 1,
+            crate::edit::text::clip(f.trim(), 600)
+        ));
+    }
+    s
+}
+
+/// `text`'s lines `first..=last`, numbered like `read_file`.
+pub fn numbered(text: &str, first: usize, last: usize) -> String {
+    let mut out = String::new();
+    for (i, l) in text
+        .lines()
+        .enumerate()
+        .skip(first.saturating_sub(1))
+        .take(last + 1 - first.min(last + 1))
+    {
+        out.push_str(&format!("{:>6}\t{l}\n", i + 1));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::budget::count_request;
+    use crate::model::{ChatRequest, Message};
+    use crate::tokens::Encoding;
+
+    #[test]
+    fn edit_tools_are_few_and_short() {
+        let tools = edit_tools();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, EDIT_TOOLS);
+        let full = ChatRequest {
+            messages: vec![Message::user("x")],
+            tools: tools::specs(),
+            ..ChatRequest::default()
+        };
+        let short = ChatRequest {
+            tools,
+            ..full.clone()
+        };
+        let (a, b) = (
+            count_request(&full, Encoding::Cl100k),
+            count_request(&short, Encoding::Cl100k),
+        );
+        assert!(b * 2 < a, "{b} tokens of tools, all of them {a}");
+    }
+
+    #[test]
+    fn numbering_matches_read_file() {
+        assert_eq!(numbered("a\nb\nc\n", 2, 3), "     2\tb\n     3\tc\n");
+        assert_eq!(numbered("a\n", 3, 4), "");
+    }
+}
