@@ -70,15 +70,21 @@ struct Scripted {
     script: Mutex<VecDeque<Answer>>,
     last: Mutex<Option<Answer>>,
     requests: Mutex<Vec<ChatRequest>>,
+    window: usize,
 }
 
 impl Scripted {
     fn new(name: &str, script: Vec<Answer>) -> Arc<Scripted> {
+        Scripted::with_window(name, script, 32_000)
+    }
+
+    fn with_window(name: &str, script: Vec<Answer>, window: usize) -> Arc<Scripted> {
         Arc::new(Scripted {
             name: name.to_owned(),
             script: Mutex::new(script.into()),
             last: Mutex::new(None),
             requests: Mutex::new(Vec::new()),
+            window,
         })
     }
 
@@ -129,7 +135,7 @@ impl ChatModel for Scripted {
     }
 
     fn context_window(&self) -> usize {
-        32_000
+        self.window
     }
 
     fn chat(&self, request: ChatRequest, _cancel: CancellationToken) -> ChatStream {
@@ -1037,4 +1043,235 @@ async fn an_answer_that_broke_off_costs_an_attempt_not_the_run() {
     .unwrap_err();
     assert!(matches!(err, EditFailure::Model(_)), "{err}");
     assert_eq!(coder.requests().len(), 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Budgets: every request planned against an 8,192-token model
+
+/// Every request `model` received fits its window with the answer's reservation, counted as
+/// the model layer counts it; returns the prompt sizes.
+fn assert_all_fit(model: &Scripted) -> Vec<usize> {
+    use patchwise::model::budget::{Budget, count_request};
+    let budget = Budget::for_window(&model.name, model.window);
+    let requests = model.requests.lock().unwrap().clone();
+    assert!(!requests.is_empty());
+    requests
+        .iter()
+        .map(|r| {
+            let tokens = count_request(r, budget.encoding);
+            let room = budget.available(r);
+            assert!(
+                tokens <= room,
+                "a request of {tokens} tokens does not fit {room} (window {}, max_tokens {:?})",
+                model.window,
+                r.options.max_tokens
+            );
+            assert!(
+                r.options.max_tokens.is_some_and(|m| m >= 200),
+                "{:?}",
+                r.options.max_tokens
+            );
+            tokens
+        })
+        .collect()
+}
+
+/// A Python module of `functions` functions of `body` lines each.
+fn big_python(functions: usize, body: usize) -> String {
+    let mut s = String::from("\"\"\"A large module.\"\"\"\n\nimport os\n\n");
+    for f in 0..functions {
+        s.push_str(&format!(
+            "\ndef step_{f}(value, limit=10):\n    \"\"\"Step {f}.\"\"\"\n"
+        ));
+        for l in 0..body {
+            s.push_str(&format!(
+                "    value = value + {l} * limit  # adjust step {f}, part {l}\n"
+            ));
+        }
+        s.push_str("    return value\n\n");
+    }
+    s
+}
+
+#[tokio::test]
+async fn a_5000_line_file_fits_an_8k_model_and_is_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = big_python(400, 8); // ~5,200 lines
+    assert!(text.lines().count() > 5_000);
+    std::fs::write(dir.path().join("big.py"), &text).unwrap();
+    let first = text
+        .lines()
+        .position(|l| l == "def step_200(value, limit=10):")
+        .unwrap()
+        + 1;
+    let new_fn = {
+        let mut f = String::from(
+            "def step_200(value, limit=10):\n    \"\"\"Step 200.\"\"\"\n    if limit < 0:\n        raise ValueError('limit must not be negative')\n",
+        );
+        for l in 0..8 {
+            f.push_str(&format!(
+                "    value = value + {l} * limit  # adjust step 200, part {l}\n"
+            ));
+        }
+        f.push_str("    return value\n");
+        f
+    };
+    let coder = Scripted::with_window(
+        "test/qwen2.5-coder-1.5b",
+        vec![Answer::Text(format!("```python\n{new_fn}```\n"))],
+        8_192,
+    );
+    let ctx = context(
+        dir.path(),
+        Models::Fixed {
+            coder: coder.clone(),
+            escalation: None,
+        },
+    );
+    let text_now = std::fs::read_to_string(dir.path().join("big.py")).unwrap();
+    let request = EditRequest {
+        path: dir.path().join("big.py"),
+        range: lines_to_bytes(&text_now, first + 3, first + 3),
+        instruction: "add a guard clause for a negative limit".into(),
+    };
+    let p = edit::run(&ctx, request, &no_progress(), CancellationToken::new())
+        .await
+        .unwrap();
+    let sizes = assert_all_fit(&coder);
+    assert_eq!(sizes.len(), 1, "one request");
+    assert!(
+        sizes[0] < 1_000,
+        "the first prompt shows the function, not the file: {sizes:?}"
+    );
+    assert!(p.matched_by.contains("rewrite"), "{}", p.matched_by);
+    assert_eq!(p.files[0].edit.replacements().len(), 1, "{}", p.diff);
+    assert!(p.diff.contains("+    if limit < 0:"), "{}", p.diff);
+    assert_eq!(
+        p.files[0].new_text.lines().count(),
+        text.lines().count() + 2
+    );
+}
+
+#[tokio::test]
+async fn a_300_line_function_in_a_2000_line_file_fits_an_8k_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = big_python(60, 25);
+    let huge = big_python(1, 300).replace("step_0", "huge");
+    text.push_str(&huge);
+    assert!(text.lines().count() > 2_000);
+    std::fs::write(dir.path().join("m.py"), &text).unwrap();
+    let first = text
+        .lines()
+        .position(|l| l.starts_with("def huge("))
+        .unwrap()
+        + 1;
+    // The model answers badly (prose), then with a fragment, then gives up: every request of
+    // every attempt and protocol must still fit.
+    let coder = Scripted::with_window(
+        "test/qwen2.5-coder-1.5b",
+        vec![
+            Answer::Text("I would add a guard clause.".into()),
+            Answer::Text("```python\n    value = value + 1\n```".into()),
+            Answer::Text("Sorry.".into()),
+        ],
+        8_192,
+    );
+    let ctx = context(
+        dir.path(),
+        Models::Fixed {
+            coder: coder.clone(),
+            escalation: None,
+        },
+    );
+    let request = EditRequest {
+        path: dir.path().join("m.py"),
+        range: lines_to_bytes(&text, first + 100, first + 102),
+        instruction: "add a guard clause for a negative limit".into(),
+    };
+    let err = edit::run(&ctx, request, &no_progress(), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EditFailure::NoEdit { .. } | EditFailure::Refused { .. }
+        ),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("context window"), "{err}");
+    assert_eq!(assert_all_fit(&coder).len(), 3);
+}
+
+#[tokio::test]
+async fn a_conversation_growing_over_five_rounds_keeps_fitting_an_8k_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = big_python(300, 10);
+    std::fs::write(dir.path().join("grow.py"), &text).unwrap();
+    let read = |offset: usize| {
+        Answer::Calls(vec![(
+            "read_file".into(),
+            json!({"path": "grow.py", "offset": offset, "limit": 400}),
+        )])
+    };
+    let coder = Scripted::with_window(
+        "test/qwen2.5-coder-1.5b",
+        vec![
+            read(1),
+            read(401),
+            read(801),
+            read(1201),
+            read(1601),
+            Answer::Calls(vec![(
+                "edit_file".into(),
+                json!({"path": "grow.py", "old_string": "def step_250(value, limit=10):\n    \"\"\"Step 250.\"\"\"", "new_string": "def step_250(value, limit=10):\n    \"\"\"Step two hundred and fifty.\"\"\""}),
+            )]),
+            Answer::Text("Done.".into()),
+        ],
+        8_192,
+    );
+    let mut ctx = context(
+        dir.path(),
+        Models::Fixed {
+            coder: coder.clone(),
+            escalation: None,
+        },
+    );
+    ctx.options.edit_format = EditFormat::Tools;
+    let first = text
+        .lines()
+        .position(|l| l.starts_with("def step_250("))
+        .unwrap()
+        + 1;
+    let request = EditRequest {
+        path: dir.path().join("grow.py"),
+        range: lines_to_bytes(&text, first, first + 12),
+        instruction: "spell the step number out in the docstring".into(),
+    };
+    let p = edit::run(&ctx, request, &no_progress(), CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(
+        p.diff
+            .contains("+    \"\"\"Step two hundred and fifty.\"\"\""),
+        "{}",
+        p.diff
+    );
+    let sizes = assert_all_fit(&coder);
+    assert_eq!(sizes.len(), 7);
+    // The tools requests offer the edit tools only.
+    let tools: Vec<String> = coder.requests.lock().unwrap()[0]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "read_file",
+            "edit_file",
+            "insert_lines",
+            "replace_lines",
+            "replace_symbol"
+        ]
+    );
 }

@@ -174,7 +174,8 @@ pub(crate) fn build(
     };
     for op in ops {
         match op {
-            DiffOp::Equal { old_index, len, .. } | DiffOp::Delete {
+            DiffOp::Equal { old_index, len, .. }
+            | DiffOp::Delete {
                 old_index,
                 old_len: len,
                 ..
@@ -187,7 +188,15 @@ pub(crate) fn build(
                 new_index, new_len, ..
             } => {
                 for j in new_index..new_index + new_len {
-                    write_new(&mut out, new, j, first_nb, transform, local_eol, new_term(j));
+                    write_new(
+                        &mut out,
+                        new,
+                        j,
+                        first_nb,
+                        transform,
+                        local_eol,
+                        new_term(j),
+                    );
                 }
             }
             DiffOp::Replace {
@@ -196,20 +205,19 @@ pub(crate) fn build(
                 new_index,
                 new_len,
             } => {
-                let merged: Option<Vec<String>> = (transform.merge_chars
-                    && transform.reindent.is_none()
-                    && old_len == new_len)
-                    .then(|| {
-                        (0..old_len)
-                            .map(|k| {
-                                let e = &entries[old_index + k];
-                                let (i, p) = (e.old?, e.piece?);
-                                let real = &file[region.pieces.get(p)?.content.clone()];
-                                merge_line(real, old_lines[i], new.lines[new_index + k])
-                            })
-                            .collect()
-                    })
-                    .flatten();
+                let merged: Option<Vec<String>> =
+                    (transform.merge_chars && transform.reindent.is_none() && old_len == new_len)
+                        .then(|| {
+                            (0..old_len)
+                                .map(|k| {
+                                    let e = &entries[old_index + k];
+                                    let (i, p) = (e.old?, e.piece?);
+                                    let real = &file[region.pieces.get(p)?.content.clone()];
+                                    merge_line(real, old_lines[i], new.lines[new_index + k])
+                                })
+                                .collect()
+                        })
+                        .flatten();
                 for k in 0..old_len {
                     emit_entry(&mut out, old_index + k);
                 }
@@ -224,7 +232,15 @@ pub(crate) fn build(
                     }
                     None => {
                         for j in new_index..new_index + new_len {
-                            write_new(&mut out, new, j, first_nb, transform, local_eol, new_term(j));
+                            write_new(
+                                &mut out,
+                                new,
+                                j,
+                                first_nb,
+                                transform,
+                                local_eol,
+                                new_term(j),
+                            );
                         }
                     }
                 }

@@ -1094,7 +1094,13 @@ fn place_segments(
         return Ok(None);
     };
     let mut heads = Vec::new();
-    for mode in [STRICT, LineMode { lenient_indent: true, ..STRICT }] {
+    for mode in [
+        STRICT,
+        LineMode {
+            lenient_indent: true,
+            ..STRICT
+        },
+    ] {
         let wins = find_windows(file, &old_segs[head], mode).unwrap_or_default();
         if !wins.is_empty() {
             heads = wins.into_iter().map(|w| (w, mode)).collect();
@@ -1118,7 +1124,10 @@ fn place_segments(
             if fits.len() == 1 {
                 return Ok(fits.pop());
             }
-            let lines: Vec<String> = heads.iter().map(|(w, _)| (w.first + 1).to_string()).collect();
+            let lines: Vec<String> = heads
+                .iter()
+                .map(|(w, _)| (w.first + 1).to_string())
+                .collect();
             Err(format!(
                 "the part of OLD before the elision marker matches {n} places (lines {}){}; add \
                  lines before the marker so its start matches one place",
@@ -1157,7 +1166,13 @@ fn place_after_head(
             continue;
         }
         let mut chosen = None;
-        for mode in [STRICT, LineMode { lenient_indent: true, ..STRICT }] {
+        for mode in [
+            STRICT,
+            LineMode {
+                lenient_indent: true,
+                ..STRICT
+            },
+        ] {
             let wins: Vec<Window> = find_windows(file, seg, mode)
                 .unwrap_or_default()
                 .into_iter()
@@ -1447,7 +1462,10 @@ pub(crate) fn fuzzy(file: &FileIndex<'_>, v: &Variant) -> Option<Occurrence> {
                     old_index, old_len, ..
                 } => old_len > 1 || old_index != d,
                 _ => true,
-            }) || new.0.len() != old.len() => Some(*j),
+            }) || new.0.len() != old.len() =>
+            {
+                Some(*j)
+            }
             _ => return None,
         }
     };

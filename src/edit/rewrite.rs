@@ -88,7 +88,10 @@ pub fn rewrite_lines(
                 old_len,
                 new_index,
                 new_len,
-            } => (old_index..old_index + old_len, new_index..new_index + new_len),
+            } => (
+                old_index..old_index + old_len,
+                new_index..new_index + new_len,
+            ),
         };
         // Whole lines: from the start of the first replaced line to the start of the next kept
         // one (an insertion sits at the start of the line it precedes).
@@ -152,8 +155,14 @@ pub fn rewrite_lines(
 }
 
 fn trim_blank_edges<'a>(lines: &[&'a str]) -> Vec<&'a str> {
-    let first = lines.iter().position(|l| !is_blank(l)).unwrap_or(lines.len());
-    let last = lines.iter().rposition(|l| !is_blank(l)).map_or(first, |i| i + 1);
+    let first = lines
+        .iter()
+        .position(|l| !is_blank(l))
+        .unwrap_or(lines.len());
+    let last = lines
+        .iter()
+        .rposition(|l| !is_blank(l))
+        .map_or(first, |i| i + 1);
     lines[first..last].to_vec()
 }
 
@@ -168,7 +177,12 @@ fn trim_echoed_context<'a>(
 ) -> Vec<&'a str> {
     let same = |a: &str, b: &str| !is_blank(a) && a.trim() == b.trim();
     let first = target.iter().find(|l| !is_blank(l)).copied().unwrap_or("");
-    let last = target.iter().rev().find(|l| !is_blank(l)).copied().unwrap_or("");
+    let last = target
+        .iter()
+        .rev()
+        .find(|l| !is_blank(l))
+        .copied()
+        .unwrap_or("");
     // Leading: block[..k] equals the k non-blank file lines before the target, block[k] is the
     // target's first line.
     if let Some(k) = block.iter().position(|l| same(l, first))
@@ -180,8 +194,16 @@ fn trim_echoed_context<'a>(
             .filter(|l| !is_blank(l))
             .take(k)
             .collect();
-        let echoed: Vec<&str> = block[..k].iter().rev().copied().filter(|l| !is_blank(l)).collect();
-        if !echoed.is_empty() && echoed.len() <= before.len() && echoed.iter().zip(&before).all(|(a, b)| same(a, b)) {
+        let echoed: Vec<&str> = block[..k]
+            .iter()
+            .rev()
+            .copied()
+            .filter(|l| !is_blank(l))
+            .collect();
+        if !echoed.is_empty()
+            && echoed.len() <= before.len()
+            && echoed.iter().zip(&before).all(|(a, b)| same(a, b))
+        {
             block.drain(..k);
         }
     }
@@ -193,8 +215,15 @@ fn trim_echoed_context<'a>(
             .map(|i| file.content(i))
             .filter(|l| !is_blank(l))
             .collect();
-        let echoed: Vec<&str> = block[k + 1..].iter().copied().filter(|l| !is_blank(l)).collect();
-        if !echoed.is_empty() && echoed.len() <= after.len() && echoed.iter().zip(&after).all(|(a, b)| same(a, b)) {
+        let echoed: Vec<&str> = block[k + 1..]
+            .iter()
+            .copied()
+            .filter(|l| !is_blank(l))
+            .collect();
+        if !echoed.is_empty()
+            && echoed.len() <= after.len()
+            && echoed.iter().zip(&after).all(|(a, b)| same(a, b))
+        {
             block.truncate(k + 1);
         }
     }
@@ -241,7 +270,11 @@ fn reindent(file: &FileIndex<'_>, target: &[&str], block: &[&str]) -> (Vec<Strin
             }
             let ind = indent_of(l);
             let cols = (indent_cols(ind, tw) as isize + delta).max(0) as usize;
-            let render = if file_tabs { IndentUnit::Tabs } else { IndentUnit::Spaces(tw) };
+            let render = if file_tabs {
+                IndentUnit::Tabs
+            } else {
+                IndentUnit::Spaces(tw)
+            };
             render.render(cols, tw) + l[ind.len()..].trim_end_matches('\r')
         })
         .collect();
@@ -256,8 +289,16 @@ fn check_lines_up(
     start: usize,
     end: usize,
 ) -> Result<(), Refusal> {
-    let t: Vec<&str> = target.iter().map(|l| l.trim()).filter(|l| !l.is_empty()).collect();
-    let b: Vec<&str> = block.iter().map(|l| l.trim()).filter(|l| !l.is_empty()).collect();
+    let t: Vec<&str> = target
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let b: Vec<&str> = block
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
     let (Some(tf), Some(tl)) = (t.first(), t.last()) else {
         return Ok(()); // a blank target: anything lines up
     };
@@ -326,20 +367,34 @@ mod tests {
         let file = "def f(x):\n    a = 1\n    b = 2\n    c = 3\n    return a + b + c\n";
         let r = rewrite_lines(file, 1..=5, "    b = 20\n").unwrap_err();
         assert_eq!(r.kind, RefusalKind::Misaligned, "{}", r.message);
-        assert!(r.message.contains("from `def f(x):` to `return a + b + c`"), "{}", r.message);
+        assert!(
+            r.message.contains("from `def f(x):` to `return a + b + c`"),
+            "{}",
+            r.message
+        );
     }
 
     #[test]
     fn echoed_context_lines_are_dropped() {
         let block = "class A:\n    def f(self, x):\n        mid = x // 3\n\n        return mid\n";
         let a = rewrite_lines(FILE, 2..=5, block).unwrap();
-        assert!(a.text.starts_with("class A:\n    def f(self, x):\n        mid = x // 3\n"), "{}", a.text);
+        assert!(
+            a.text
+                .starts_with("class A:\n    def f(self, x):\n        mid = x // 3\n"),
+            "{}",
+            a.text
+        );
         assert_eq!(a.text.matches("class A:").count(), 1);
     }
 
     #[test]
     fn an_elided_body_is_refused() {
-        let r = rewrite_lines(FILE, 2..=5, "    def f(self, x):\n        # ... existing code ...\n        return mid + 1\n").unwrap_err();
+        let r = rewrite_lines(
+            FILE,
+            2..=5,
+            "    def f(self, x):\n        # ... existing code ...\n        return mid + 1\n",
+        )
+        .unwrap_err();
         assert_eq!(r.kind, RefusalKind::Elision, "{}", r.message);
     }
 }

@@ -498,7 +498,10 @@ mod tests {
     fn fences_open_close_and_run_to_the_end() {
         let blocks = fenced_blocks("text\n```py\na\n````\nb\n~~~\nc\n");
         assert_eq!(blocks.len(), 2, "{blocks:?}");
-        assert_eq!((blocks[0].info.as_str(), blocks[0].body.as_str()), ("py", "a\n"));
+        assert_eq!(
+            (blocks[0].info.as_str(), blocks[0].body.as_str()),
+            ("py", "a\n")
+        );
         assert!(blocks[0].closed);
         assert_eq!(blocks[1].body, "c\n");
         assert!(!blocks[1].closed);

@@ -137,7 +137,12 @@ pub fn parse_tool_text(text: &str, known: &[&str]) -> ToolText {
 pub fn bare_argument_calls(text: &str, tools: &[ToolSpec]) -> Vec<ToolCall> {
     let mut bodies: Vec<String> = crate::edit::text::fenced_blocks(text)
         .into_iter()
-        .filter(|b| matches!(b.info.to_ascii_lowercase().as_str(), "" | "json" | "json5" | "jsonc"))
+        .filter(|b| {
+            matches!(
+                b.info.to_ascii_lowercase().as_str(),
+                "" | "json" | "json5" | "jsonc"
+            )
+        })
         .map(|b| b.body)
         .collect();
     if bodies.is_empty() {

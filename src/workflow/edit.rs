@@ -494,9 +494,11 @@ impl<'a> Run<'a> {
                 matched.clear();
                 self.notes = prompt::failure_notes(&failures);
                 if escalate {
-                    self.notes = self
-                        .notes
-                        .replacen("Earlier attempts failed", "Earlier attempts by another model failed", 1);
+                    self.notes = self.notes.replacen(
+                        "Earlier attempts failed",
+                        "Earlier attempts by another model failed",
+                        1,
+                    );
                 }
                 protocol = next;
                 messages = self.first_prompt(protocol)?;
@@ -563,7 +565,10 @@ impl<'a> Run<'a> {
         attempt: usize,
         max: usize,
     ) -> Result<AttemptEnd, EditFailure> {
-        self.report(format!("asking {}", model.name()), (10 + (attempt - 1) * 80 / max) as u32);
+        self.report(
+            format!("asking {}", model.name()),
+            (10 + (attempt - 1) * 80 / max) as u32,
+        );
         let response = match self
             .ask(model, messages, Protocol::Rewrite, attempt < max)
             .await?
@@ -575,7 +580,10 @@ impl<'a> Run<'a> {
         if !response.tool_calls.is_empty() || !self.calls_in_text(&response.text).is_empty() {
             let mut edits = 0;
             return Ok(
-                match self.handle(&response, messages, &mut edits, matched).await? {
+                match self
+                    .handle(&response, messages, &mut edits, matched)
+                    .await?
+                {
                     Round::Failed { reason, refused } => Some((reason, refused)),
                     _ if edits > 0 => None,
                     _ => Some((
@@ -636,7 +644,10 @@ impl<'a> Run<'a> {
                 Ok(r) => r,
                 Err(reason) => return Ok(Some((reason, false))),
             };
-            match self.handle(&response, messages, &mut edits, matched).await? {
+            match self
+                .handle(&response, messages, &mut edits, matched)
+                .await?
+            {
                 Round::Continue => continue,
                 Round::Done => return Ok(None),
                 Round::Failed { reason, refused } => return Ok(Some((reason, refused))),
@@ -656,8 +667,7 @@ impl<'a> Run<'a> {
         if self.cancel.is_cancelled() {
             return Err(EditFailure::Cancelled);
         }
-        let tool_choice = if protocol == Protocol::Tools && std::mem::take(&mut self.force_edit)
-        {
+        let tool_choice = if protocol == Protocol::Tools && std::mem::take(&mut self.force_edit) {
             ToolChoice::Tool("edit_file".to_owned())
         } else {
             ToolChoice::Auto
@@ -1221,7 +1231,9 @@ impl<'a> Run<'a> {
     /// answers a tools prompt, of the selection's lines), through the engine and the parse
     /// check. Returns the matching passes.
     fn apply_block(&mut self, answer: &str, whole_answer_ok: bool) -> Result<String, BlockError> {
-        let (current, _) = self.read_target().map_err(|e| BlockError::Refused(e.to_string()))?;
+        let (current, _) = self
+            .read_target()
+            .map_err(|e| BlockError::Refused(e.to_string()))?;
         let mut blocks: Vec<String> = fenced_blocks(answer).into_iter().map(|b| b.body).collect();
         // An answer that is only code, without a fence.
         if blocks.is_empty() && whole_answer_ok && !answer.trim().is_empty() {
@@ -1236,7 +1248,10 @@ impl<'a> Run<'a> {
         }
         if let Some(t) = &self.target {
             spans.retain(|s| *s != (t.first, t.last));
-            spans.insert(usize::from(!whole_answer_ok).min(spans.len()), (t.first, t.last));
+            spans.insert(
+                usize::from(!whole_answer_ok).min(spans.len()),
+                (t.first, t.last),
+            );
         }
         if spans.is_empty() {
             let range = clamp_range(&current, &self.request.range);
@@ -1244,7 +1259,11 @@ impl<'a> Run<'a> {
                 return Err(BlockError::NoBlock);
             }
             let a = current[..range.start].matches('\n').count() + 1;
-            let end = if current[..range.end].ends_with('\n') { range.end - 1 } else { range.end };
+            let end = if current[..range.end].ends_with('\n') {
+                range.end - 1
+            } else {
+                range.end
+            };
             let b = current[..end.max(range.start)].matches('\n').count() + 1;
             spans.push((a, b));
         }
@@ -1265,7 +1284,8 @@ impl<'a> Run<'a> {
                         return Ok(applied.matched_by().to_string());
                     }
                     Err(r) => {
-                        first_refusal.get_or_insert(format!("edit refused for {}: {}", self.rel, r.message));
+                        first_refusal
+                            .get_or_insert(format!("edit refused for {}: {}", self.rel, r.message));
                     }
                 }
             }
@@ -1417,13 +1437,20 @@ enum BlockError {
 
 /// The line a call names for an insertion (`line`, `start_line`, …), when it names one.
 fn line_hint(args: &Value) -> Option<u64> {
-    ["line", "line_number", "start_line", "start", "insert_line", "at_line"]
-        .iter()
-        .find_map(|k| {
-            let v = args.get(*k)?;
-            v.as_u64().or_else(|| v.as_str()?.trim().parse().ok())
-        })
-        .filter(|n| *n >= 1)
+    [
+        "line",
+        "line_number",
+        "start_line",
+        "start",
+        "insert_line",
+        "at_line",
+    ]
+    .iter()
+    .find_map(|k| {
+        let v = args.get(*k)?;
+        v.as_u64().or_else(|| v.as_str()?.trim().parse().ok())
+    })
+    .filter(|n| *n >= 1)
 }
 
 /// Lines `first..=last` of `text` with every whole-word `old` replaced by `new` (plain

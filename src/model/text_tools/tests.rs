@@ -477,8 +477,22 @@ fn bare_arguments_are_the_call_of_the_one_tool_they_fit() {
     // `path` alone fits read_file and list_files: not a call.
     assert!(bare_argument_calls("{\"path\": \"a.py\"}", &tools).is_empty());
     // A key no tool has: not a call; a required key missing: not a call.
-    assert!(bare_argument_calls("{\"old_string\": \"a\", \"new_string\": \"b\", \"path\": \"a\", \"why\": 1}", &tools).is_empty());
-    assert!(bare_argument_calls("{\"old_string\": \"a\", \"new_string\": \"b\"}", &tools).is_empty());
+    assert!(
+        bare_argument_calls(
+            "{\"old_string\": \"a\", \"new_string\": \"b\", \"path\": \"a\", \"why\": 1}",
+            &tools
+        )
+        .is_empty()
+    );
+    assert!(
+        bare_argument_calls("{\"old_string\": \"a\", \"new_string\": \"b\"}", &tools).is_empty()
+    );
     // Code blocks in other languages are never read as arguments.
-    assert!(bare_argument_calls("```python\n{\"path\": \"a\", \"line\": 1, \"text\": \"x\"}\n```", &tools).is_empty());
+    assert!(
+        bare_argument_calls(
+            "```python\n{\"path\": \"a\", \"line\": 1, \"text\": \"x\"}\n```",
+            &tools
+        )
+        .is_empty()
+    );
 }

@@ -86,7 +86,10 @@ pub fn resolve(
     if let Some(i) = enclosing {
         let s = &all[i];
         let (first, last) = s.lines;
-        let inside = cursor || first < sel_first || sel_last < last || (first, last) == (sel_first, sel_last);
+        let inside = cursor
+            || first < sel_first
+            || sel_last < last
+            || (first, last) == (sel_first, sel_last);
         if inside && last + 1 - first <= max_lines {
             return Some(EditTarget {
                 first,
@@ -176,8 +179,13 @@ mod tests {
     #[test]
     fn a_cursor_outside_any_item_has_no_target() {
         assert_eq!(resolve(PY, &(1..1), Language::Python, 300), None);
-        let t = resolve(PY, &(PY.find("return 1").unwrap()..PY.find("return 1").unwrap()), Language::Python, 300).unwrap();
+        let t = resolve(
+            PY,
+            &(PY.find("return 1").unwrap()..PY.find("return 1").unwrap()),
+            Language::Python,
+            300,
+        )
+        .unwrap();
         assert_eq!((t.first, t.last), (9, 10));
     }
-
 }
