@@ -254,10 +254,14 @@ fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_appli
         diff.contains("+        self.x.abs() + self.y.abs()"),
         "{diff}"
     );
-    // The model saw the workspace rules and the numbered target.
+    // The model saw the workspace rules and the target (rewrite protocol: once, with its lines).
     let first = setup.model.requests()[0].json().to_string();
     assert!(first.contains("Keep functions short"), "{first}");
-    assert!(first.contains("    13\\t    pub fn norm1"), "{first}");
+    assert!(first.contains("method `norm1` (lines 13-16)"), "{first}");
+    assert!(
+        first.contains("    pub fn norm1(&self) -> i32 {"),
+        "{first}"
+    );
 
     // Progress: created, begun, reported, ended.
     let messages = setup.server.take_unsolicited();

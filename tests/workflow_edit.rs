@@ -301,10 +301,43 @@ fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 /// A temp dir with the workflow workspace in `ws/`.
 fn workspace() -> (tempfile::TempDir, PathBuf) {
+    workspace_from("workspace")
+}
+
+/// A temp dir with `fixtures/workflow/<name>` in `ws/`.
+fn workspace_from(name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
-    copy_dir(&fixtures().join("workspace"), &ws);
+    copy_dir(&fixtures().join(name), &ws);
     (dir, ws)
+}
+
+/// The text of a recorded answer (an SSE stream or a JSON completion): what the scripted model
+/// says in its place.
+fn recorded_answer(path: &Path) -> Answer {
+    let raw = std::fs::read_to_string(path).unwrap();
+    let body = raw.split_once("\n\n").map(|(_, b)| b).unwrap_or_default();
+    let mut text = String::new();
+    for line in body.lines() {
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        let Ok(chunk) = serde_json::from_str::<Value>(data) else {
+            continue;
+        };
+        if let Some(t) = chunk["choices"][0]["delta"]["content"].as_str() {
+            text.push_str(t);
+        }
+    }
+    if text.is_empty()
+        && let Ok(v) = serde_json::from_str::<Value>(body)
+    {
+        text = v["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+    }
+    Answer::Text(text)
 }
 
 fn request_for(ws: &Path, path: &str, lines: (usize, usize), instruction: &str) -> EditRequest {
@@ -376,7 +409,17 @@ async fn run_scenario(spec: &Value, ws: &Path, replay: bool) -> Outcome {
         ),
         spec["instruction"].as_str().unwrap(),
     );
-    let coder_script = answers(&spec["coder"]);
+    // Answers recorded from a real model (`coder_recorded`: `.http` files under fixtures/model)
+    // are replayed byte for byte; the scripted run gets their text.
+    let recorded: Vec<PathBuf> = strings(&spec["coder_recorded"])
+        .iter()
+        .map(|p| Path::new(env!("CARGO_MANIFEST_DIR")).join(p))
+        .collect();
+    let coder_script = if recorded.is_empty() {
+        answers(&spec["coder"])
+    } else {
+        recorded.iter().map(|p| recorded_answer(p)).collect()
+    };
     let strong_script = answers(&spec["escalation"]);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let progress = {
@@ -384,9 +427,15 @@ async fn run_scenario(spec: &Value, ws: &Path, replay: bool) -> Outcome {
         move |p: Progress| seen.lock().unwrap().push(p.message)
     };
     if replay {
-        let coder = ReplayServer::start(coder_script.iter().map(sse).collect())
-            .await
-            .unwrap();
+        let replies = if recorded.is_empty() {
+            coder_script.iter().map(sse).collect()
+        } else {
+            recorded
+                .iter()
+                .map(|p| Reply::from_file(p).unwrap())
+                .collect()
+        };
+        let coder = ReplayServer::start(replies).await.unwrap();
         let strong = if strong_script.is_empty() {
             None
         } else {
@@ -565,7 +614,7 @@ async fn scenarios_with_scripted_and_replayed_models() {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let spec: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         for replay in [false, true] {
-            let (dir, ws) = workspace();
+            let (dir, ws) = workspace_from(spec["workspace"].as_str().unwrap_or("workspace"));
             let before = tree(dir.path());
             let out =
                 tokio::time::timeout(Duration::from_secs(120), run_scenario(&spec, &ws, replay))

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use crate::syntax::{Language, Scope, SyntaxTree, symbols};
+use crate::syntax::{Language, Scope, SymbolKind, SyntaxTree, symbols};
 
 /// The lines an edit is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,7 +94,14 @@ pub fn resolve(
             return Some(EditTarget {
                 first,
                 last,
-                label: format!("{} `{}`", s.kind.label(), s.name),
+                label: format!(
+                    "{} `{}`",
+                    match s.kind {
+                        SymbolKind::Function => "function",
+                        other => other.label(),
+                    },
+                    s.name
+                ),
                 context: context(Some(i)),
                 selection,
             });
