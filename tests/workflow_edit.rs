@@ -453,12 +453,13 @@ async fn run_scenario(spec: &Value, ws: &Path, replay: bool) -> Outcome {
             spec["config"].as_str().unwrap_or(""),
         );
         let router = Arc::new(ModelRouter::new(config.clone()));
-        let ctx = EditContext::new(
+        let mut ctx = EditContext::new(
             config,
             Models::Router(router),
             vec![ws.to_path_buf()],
             Snapshot::new(),
         );
+        ctx.options.edit_format = edit_format(spec);
         let result = edit::run(&ctx, request, &progress, CancellationToken::new()).await;
         Outcome {
             result,
@@ -477,7 +478,8 @@ async fn run_scenario(spec: &Value, ws: &Path, replay: bool) -> Outcome {
         let (config, problems) =
             Config::from_toml_str(spec["config"].as_str().unwrap_or(""), ValueSource::Default);
         assert!(problems.is_empty(), "{problems:?}");
-        let ctx = EditContext::new(config, models, vec![ws.to_path_buf()], Snapshot::new());
+        let mut ctx = EditContext::new(config, models, vec![ws.to_path_buf()], Snapshot::new());
+        ctx.options.edit_format = edit_format(spec);
         let result = edit::run(&ctx, request, &progress, CancellationToken::new()).await;
         Outcome {
             result,
@@ -486,6 +488,12 @@ async fn run_scenario(spec: &Value, ws: &Path, replay: bool) -> Outcome {
             progress: seen.lock().unwrap().clone(),
         }
     }
+}
+
+/// A scenario's `edit_format` (`"tools"` for the scenarios that script the tools protocol).
+fn edit_format(spec: &Value) -> Option<EditFormat> {
+    spec.get("edit_format")
+        .map(|f| serde_json::from_value(f.clone()).expect("auto, rewrite or tools"))
 }
 
 fn strings(v: &Value) -> Vec<String> {
@@ -1285,7 +1293,7 @@ async fn a_conversation_growing_over_five_rounds_keeps_fitting_an_8k_model() {
             escalation: None,
         },
     );
-    ctx.options.edit_format = EditFormat::Tools;
+    ctx.options.edit_format = Some(EditFormat::Tools);
     let first = text
         .lines()
         .position(|l| l.starts_with("def step_250("))
