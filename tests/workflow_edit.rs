@@ -312,6 +312,21 @@ fn workspace_from(name: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, ws)
 }
 
+/// The workspace of a scenario: `workspace` names the fixture directory, `workspace_at` where in
+/// the workspace it goes (the path it had when its answers were recorded).
+fn scenario_workspace(spec: &Value) -> (tempfile::TempDir, PathBuf) {
+    let name = spec["workspace"].as_str().unwrap_or("workspace");
+    match spec["workspace_at"].as_str() {
+        None => workspace_from(name),
+        Some(at) => {
+            let dir = tempfile::tempdir().unwrap();
+            let ws = dir.path().join("ws");
+            copy_dir(&fixtures().join(name), &ws.join(at));
+            (dir, ws)
+        }
+    }
+}
+
 /// The text of a recorded answer (an SSE stream or a JSON completion): what the scripted model
 /// says in its place.
 fn recorded_answer(path: &Path) -> Answer {
@@ -409,17 +424,21 @@ async fn run_scenario(spec: &Value, ws: &Path, replay: bool) -> Outcome {
         ),
         spec["instruction"].as_str().unwrap(),
     );
-    // Answers recorded from a real model (`coder_recorded`: `.http` files under fixtures/model)
-    // are replayed byte for byte; the scripted run gets their text.
-    let recorded: Vec<PathBuf> = strings(&spec["coder_recorded"])
-        .iter()
-        .map(|p| Path::new(env!("CARGO_MANIFEST_DIR")).join(p))
-        .collect();
-    let coder_script = if recorded.is_empty() {
-        answers(&spec["coder"])
-    } else {
-        recorded.iter().map(|p| recorded_answer(p)).collect()
+    // An answer `{"recorded": PATH}` (an `.http` file under fixtures/model, recorded from a real
+    // model) is replayed byte for byte; the scripted run gets its text.
+    let recorded_path = |r: &Value| {
+        r["recorded"]
+            .as_str()
+            .map(|p| Path::new(env!("CARGO_MANIFEST_DIR")).join(p))
     };
+    let coder_entries: Vec<Value> = spec["coder"].as_array().cloned().unwrap_or_default();
+    let coder_script: Vec<Answer> = coder_entries
+        .iter()
+        .map(|r| match recorded_path(r) {
+            Some(p) => recorded_answer(&p),
+            None => answers(&json!([r])).remove(0),
+        })
+        .collect();
     let strong_script = answers(&spec["escalation"]);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let progress = {
@@ -427,14 +446,14 @@ async fn run_scenario(spec: &Value, ws: &Path, replay: bool) -> Outcome {
         move |p: Progress| seen.lock().unwrap().push(p.message)
     };
     if replay {
-        let replies = if recorded.is_empty() {
-            coder_script.iter().map(sse).collect()
-        } else {
-            recorded
-                .iter()
-                .map(|p| Reply::from_file(p).unwrap())
-                .collect()
-        };
+        let replies = coder_entries
+            .iter()
+            .zip(&coder_script)
+            .map(|(r, a)| match recorded_path(r) {
+                Some(p) => Reply::from_file(p).unwrap(),
+                None => sse(a),
+            })
+            .collect();
         let coder = ReplayServer::start(replies).await.unwrap();
         let strong = if strong_script.is_empty() {
             None
@@ -622,7 +641,7 @@ async fn scenarios_with_scripted_and_replayed_models() {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let spec: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         for replay in [false, true] {
-            let (dir, ws) = workspace_from(spec["workspace"].as_str().unwrap_or("workspace"));
+            let (dir, ws) = scenario_workspace(&spec);
             let before = tree(dir.path());
             let out =
                 tokio::time::timeout(Duration::from_secs(120), run_scenario(&spec, &ws, replay))
