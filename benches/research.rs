@@ -210,6 +210,7 @@ fn record(i: u64) -> ResearchRecord {
             text: format!("{topic} is well studied"),
             sources: vec![sources[0].key.clone(), sources[1].key.clone()],
             independent_domains: 2,
+            ..Claim::default()
         }],
         sources,
         ..ResearchRecord::default()

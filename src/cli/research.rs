@@ -52,6 +52,11 @@ pub struct ResearchArgs {
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub budget_secs: Option<u64>,
 
+    /// A second model pass checks that each cited passage supports its sentence (supports /
+    /// partly / contradicts, stored per claim); default: the configuration's `verify`.
+    #[arg(long)]
+    pub verify: bool,
+
     /// Print JSON on stdout (no progress bar).
     #[arg(long, global = true)]
     pub json: bool,
@@ -172,6 +177,7 @@ fn run_research(
         time_sensitive: args.time_sensitive,
         time_budget: args.budget_secs.map(Duration::from_secs),
         token_budget: None,
+        verify: args.verify.then_some(true),
     };
     let research = Research::new(config)?;
     // Configuration problems were printed already; the rest concern credibility files.

@@ -164,8 +164,10 @@ pub struct ResearchConfig {
     pub token_budget: usize,
     pub max_output_tokens: u32,
     pub heartbeat: Duration,
-    /// Check each claim against its cited passages.
+    /// A second model pass checks that each cited passage supports its sentence.
     pub verify: bool,
+    /// patchwise's data directory: never indexed as part of the workspace.
+    pub data_dir: PathBuf,
     /// Every source, built-in ones included, by name.
     pub sources: BTreeMap<String, SourceSettings>,
 }
@@ -212,6 +214,7 @@ impl ResearchConfig {
             max_output_tokens: section.max_output_tokens,
             heartbeat: Duration::from_secs(section.heartbeat_secs),
             verify: section.verify,
+            data_dir: config.data_dir(),
             sources,
         };
         (research, Vec::new())

@@ -1,42 +1,46 @@
 //! Deep research: a question fans out to every configured source at once; what comes back is
-//! de-duplicated, scored for credibility with an explained breakdown, handed to a model as a
-//! numbered list it may cite only by number, checked for citations outside that list, corroborated
-//! by counting independent domains per claim, and saved in the library with a Markdown report.
-//! See `docs/research.md`.
+//! de-duplicated, scored for credibility with an explained breakdown, handed to a model as
+//! numbered passages it may cite only by number, checked (citation forms normalised, numbers
+//! outside the list removed, uncited claims attributed or dropped, each citation's support
+//! measured), corroborated by counting independent origins per claim, and saved in the library
+//! with a Markdown report. See `docs/research.md`.
 //!
-//! The editor and the terminal call the same [`Research::run`] (or [`run`]), which reports
-//! [`Phase`]s with percentages through a callback (a heartbeat during synthesis) and stops
-//! outstanding requests when its cancellation token fires. A source that fails or times out is
-//! reported in the record while the others count; with no model reachable the synthesis is
-//! extractive and labelled so. This module never sees LSP types and never lets a key reach a
-//! log, an error or the library.
+//! The editor, the terminal and the MCP tool call the same [`Research::run`] (or [`run`]), which
+//! reports [`Phase`]s with percentages through a callback (a heartbeat during synthesis) and
+//! stops outstanding requests when its cancellation token fires. The phases live in `run.rs`,
+//! the model calls in `generate.rs`. A source that fails or times out is reported in the record
+//! while the others count; with no model reachable, or a model answer that keeps fewer than half
+//! of its claims, the synthesis is extractive, labelled so, and the run is `partial`. This module
+//! never sees LSP types and never lets a key reach a log, an error or the library.
 
+pub mod citations;
 pub mod config;
 pub mod credibility;
 pub mod dates;
 pub mod dedupe;
 pub mod domain;
+mod generate;
+pub mod index;
+pub mod passages;
 pub mod report;
+mod run;
 pub mod sources;
+pub mod support;
 pub mod synthesis;
 
-use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigProblem};
-use crate::model::{ChatModel, ChatOptions, ChatRequest, Message, ModelRouter, StreamEvent, Usage};
+use crate::model::{ChatModel, ModelRouter};
 use crate::research::config::ResearchConfig;
-use crate::research::credibility::{Context, Lists};
-use crate::research::sources::{Source, SourceContext, SourceError, SourceQuery};
-use crate::store::{Claim, Library, SourceOutcome, SourceRecord, StoreError};
-use crate::tokens::{Encoding, count_tokens};
+use crate::research::credibility::Lists;
+use crate::research::sources::Source;
+use crate::store::{Library, SourceOutcome, SourceRecord, StoreError};
 
 pub use crate::store::{ResearchRecord, ResearchSummary};
 
@@ -87,6 +91,8 @@ pub struct RunOptions {
     pub time_sensitive: Option<bool>,
     pub time_budget: Option<Duration>,
     pub token_budget: Option<usize>,
+    /// A second model pass checks every citation (default: `[research] verify`).
+    pub verify: Option<bool>,
 }
 
 /// A finished run.
@@ -195,357 +201,6 @@ impl Research {
         &self.problems
     }
 
-    /// Runs the whole pipeline and saves the record (one transaction) and its report.
-    pub async fn run(
-        &self,
-        query: &str,
-        options: RunOptions,
-        progress: ProgressFn<'_>,
-        cancel: CancellationToken,
-    ) -> Result<ResearchRun, ResearchError> {
-        let started = Instant::now();
-        let query = query.split_whitespace().collect::<Vec<_>>().join(" ");
-        if query.is_empty() {
-            return Err(ResearchError::BadQuery("an empty string".to_owned()));
-        }
-        if query.chars().count() > 2000 {
-            return Err(ResearchError::BadQuery(format!(
-                "{} characters (at most 2000)",
-                query.chars().count()
-            )));
-        }
-        let depth = options.depth.unwrap_or(self.settings.depth).clamp(1, 5);
-        let budget = options.time_budget.unwrap_or(self.settings.time_budget);
-        let deadline = started + budget;
-        let token_budget = options.token_budget.unwrap_or(self.settings.token_budget);
-        let created_at = crate::store::now_rfc3339();
-        let year: i32 = created_at
-            .get(..4)
-            .and_then(|y| y.parse().ok())
-            .unwrap_or(2026);
-        let time_sensitive = options
-            .time_sensitive
-            .unwrap_or_else(|| credibility::is_time_sensitive(&query, year));
-        let mut notes: Vec<String> = Vec::new();
-
-        // --- sources -----------------------------------------------------------------------
-        let (sources, mut outcomes) = self.select_sources(&options)?;
-        progress(
-            Phase::Sources,
-            2,
-            &format!("asking {} source{}", sources.len(), plural(sources.len())),
-        );
-        let context = SourceContext {
-            client: crate::model::http::shared_client(Duration::from_secs(10))
-                .map_err(|e| ResearchError::BadQuery(format!("no HTTP client: {e}")))?,
-            library: Some(self.library.clone()),
-            cancel: cancel.child_token(),
-        };
-        let per_source = |s: &Arc<dyn Source>| {
-            self.settings
-                .sources
-                .get(s.name())
-                .and_then(|c| c.max_results)
-                .unwrap_or(5 * depth as usize)
-        };
-        // Sources may use at most 60% of the time left, so the synthesis keeps its share.
-        let source_limit = budget.mul_f32(0.6);
-        let mut pending: FuturesUnordered<_> = sources
-            .iter()
-            .enumerate()
-            .map(|(index, source)| {
-                let q = SourceQuery {
-                    text: query.clone(),
-                    max_results: per_source(source),
-                };
-                let context = context.clone();
-                let source = source.clone();
-                async move {
-                    let t0 = Instant::now();
-                    let limit = (source.timeout() + Duration::from_millis(500)).min(source_limit);
-                    let result = tokio::select! {
-                        _ = context.cancel.cancelled() => Err(SourceError::Cancelled),
-                        r = tokio::time::timeout(limit, source.search(&q, &context)) => match r {
-                            Ok(r) => r,
-                            Err(_) => Err(SourceError::Timeout(limit.as_secs_f64())),
-                        },
-                    };
-                    (index, source.name().to_owned(), result, t0.elapsed())
-                }
-            })
-            .collect();
-        let total = sources.len().max(1);
-        let mut done = 0;
-        // Batches by source, so that merged records credit providers in the configured order
-        // whatever order they answered in.
-        let mut batches: Vec<(usize, Vec<SourceRecord>)> = Vec::new();
-        while let Some((index, name, result, elapsed)) = pending.next().await {
-            done += 1;
-            let millis = elapsed.as_millis() as u64;
-            let (outcome, message) = match result {
-                Ok(f) => {
-                    let count = f.records.len();
-                    let batch = f.records.into_iter().map(|mut r| {
-                        if r.provider.is_empty() || !r.providers.iter().any(|p| p == &name) {
-                            r.provider = name.clone();
-                            r.providers = vec![name.clone()];
-                        }
-                        r
-                    });
-                    batches.push((index, batch.collect()));
-                    let status = if f.cached.is_some() { "cached" } else { "ok" };
-                    let text = match &f.cached {
-                        Some(why) => format!("{name}: {count} result{} ({why})", plural(count)),
-                        None => format!("{name}: {count} result{} in {millis} ms", plural(count)),
-                    };
-                    (
-                        SourceOutcome {
-                            provider: name.clone(),
-                            status: status.to_owned(),
-                            count,
-                            millis,
-                            message: f.cached,
-                        },
-                        text,
-                    )
-                }
-                Err(err) => {
-                    let status = match err {
-                        SourceError::Timeout(_) => "timeout",
-                        SourceError::Cancelled => "cancelled",
-                        SourceError::Unavailable(_) => "unavailable",
-                        _ => "failed",
-                    };
-                    let text = format!("{name} {status}: {err}");
-                    (
-                        SourceOutcome {
-                            provider: name.clone(),
-                            status: status.to_owned(),
-                            count: 0,
-                            millis,
-                            message: Some(err.to_string()),
-                        },
-                        text,
-                    )
-                }
-            };
-            tracing::info!(source = %name, status = %outcome.status, count = outcome.count, millis, "research source");
-            outcomes.push(outcome);
-            progress(Phase::Sources, (2 + 38 * done / total) as u8, &message);
-        }
-        drop(pending);
-        batches.sort_by_key(|(index, _)| *index);
-        let found: Vec<SourceRecord> = batches.into_iter().flat_map(|(_, b)| b).collect();
-        if cancel.is_cancelled() {
-            return Err(ResearchError::Cancelled);
-        }
-        outcomes.sort_by(|a, b| a.provider.cmp(&b.provider));
-
-        // --- dedupe ------------------------------------------------------------------------
-        let before = found.len();
-        let mut merged = dedupe::dedupe(found);
-        progress(
-            Phase::Dedupe,
-            45,
-            &format!("{before} results → {} distinct sources", merged.len()),
-        );
-
-        // --- credibility -------------------------------------------------------------------
-        let ctx = Context {
-            time_sensitive,
-            year,
-        };
-        for s in &mut merged {
-            s.credibility = credibility::score(s, 0, &self.lists, ctx);
-        }
-        merged.sort_by(|a, b| {
-            b.credibility
-                .score
-                .partial_cmp(&a.credibility.score)
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-        progress(
-            Phase::Credibility,
-            50,
-            &format!(
-                "scored {} source{}{}",
-                merged.len(),
-                plural(merged.len()),
-                if time_sensitive {
-                    " (recency counts)"
-                } else {
-                    ""
-                }
-            ),
-        );
-
-        // --- synthesis ---------------------------------------------------------------------
-        let shown_limit = (6 * depth as usize).min(30);
-        let candidates: Vec<SourceRecord> = merged
-            .iter()
-            .filter(|s| !s.retracted && s.credibility.score > 0.0)
-            .take(shown_limit)
-            .cloned()
-            .collect();
-        let synthesis = self
-            .synthesize(
-                &query,
-                &candidates,
-                token_budget,
-                deadline,
-                progress,
-                &cancel,
-            )
-            .await;
-        if cancel.is_cancelled() {
-            return Err(ResearchError::Cancelled);
-        }
-        let mut synthesis = synthesis;
-        notes.append(&mut synthesis.notes);
-        let validated = synthesis::validate_citations(&synthesis.text, synthesis.shown);
-        notes.extend(validated.notes.iter().cloned());
-        if synthesis.kind == "model" && validated.order.is_empty() {
-            notes.push(
-                "the model cited none of the sources: treat its answer as unsupported".to_owned(),
-            );
-        }
-        // New number → source key.
-        let numbered: Vec<String> = validated
-            .order
-            .iter()
-            .filter_map(|old| {
-                candidates
-                    .get((*old as usize).wrapping_sub(1))
-                    .map(|s| s.key.clone())
-            })
-            .collect();
-        let old_to_new: HashMap<u32, u32> = validated
-            .order
-            .iter()
-            .enumerate()
-            .map(|(i, old)| (*old, i as u32 + 1))
-            .collect();
-        let raw_claims: Vec<(String, Vec<u32>)> = match synthesis.extractive_claims {
-            Some(claims) => claims
-                .into_iter()
-                .map(|(text, ns)| {
-                    (
-                        text,
-                        ns.iter()
-                            .filter_map(|n| old_to_new.get(n).copied())
-                            .collect(),
-                    )
-                })
-                .collect(),
-            None => validated.claims.clone(),
-        };
-
-        // --- corroboration -----------------------------------------------------------------
-        let by_key: HashMap<&str, &SourceRecord> =
-            merged.iter().map(|s| (s.key.as_str(), s)).collect();
-        let mut claims: Vec<Claim> = Vec::new();
-        let mut support_of: HashMap<String, u32> = HashMap::new();
-        for (text, numbers) in raw_claims {
-            let keys: Vec<String> = numbers
-                .iter()
-                .filter_map(|n| numbered.get((*n as usize).wrapping_sub(1)).cloned())
-                .fold(Vec::new(), |mut acc, k| {
-                    if !acc.contains(&k) {
-                        acc.push(k);
-                    }
-                    acc
-                });
-            if keys.is_empty() {
-                continue;
-            }
-            let independent: BTreeSet<String> = keys
-                .iter()
-                .filter_map(|k| by_key.get(k.as_str()))
-                .map(|s| independence_key(s))
-                .collect();
-            let n = independent.len() as u32;
-            for k in &keys {
-                let e = support_of.entry(k.clone()).or_insert(0);
-                *e = (*e).max(n);
-            }
-            claims.push(Claim {
-                n: claims.len() as u32 + 1,
-                text,
-                sources: keys,
-                independent_domains: n,
-            });
-        }
-        for s in &mut merged {
-            let n = support_of.get(&s.key).copied().unwrap_or(0);
-            s.credibility = credibility::score(s, n, &self.lists, ctx);
-            s.n = numbered
-                .iter()
-                .position(|k| k == &s.key)
-                .map(|i| i as u32 + 1);
-        }
-        merged.sort_by(|a, b| match (a.n, b.n) {
-            (Some(x), Some(y)) => x.cmp(&y),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (None, None) => b
-                .credibility
-                .score
-                .partial_cmp(&a.credibility.score)
-                .unwrap_or(std::cmp::Ordering::Equal),
-        });
-        progress(
-            Phase::Corroboration,
-            92,
-            &format!(
-                "{} claim{}, {} with several independent sources",
-                claims.len(),
-                plural(claims.len()),
-                claims.iter().filter(|c| c.independent_domains >= 2).count()
-            ),
-        );
-
-        // --- save --------------------------------------------------------------------------
-        let partial = outcomes
-            .iter()
-            .any(|o| matches!(o.status.as_str(), "failed" | "timeout"))
-            || synthesis.budget_cut;
-        let record = ResearchRecord {
-            id: crate::store::new_id(),
-            query: query.clone(),
-            created_at,
-            status: if partial { "partial" } else { "complete" }.to_owned(),
-            synthesis: validated.text,
-            synthesis_kind: synthesis.kind.to_owned(),
-            model: synthesis.model,
-            duration_ms: started.elapsed().as_millis() as u64,
-            input_tokens: synthesis.usage.input_tokens,
-            output_tokens: synthesis.usage.output_tokens,
-            sources: merged,
-            claims,
-            outcomes,
-            notes,
-        };
-        if cancel.is_cancelled() {
-            return Err(ResearchError::Cancelled);
-        }
-        let library = self.library.clone();
-        let to_save = record.clone();
-        tokio::task::spawn_blocking(move || library.save(&to_save))
-            .await
-            .map_err(|e| {
-                ResearchError::Library(StoreError::Open {
-                    path: self.library.path().to_path_buf(),
-                    message: format!("the save stopped: {e}"),
-                })
-            })??;
-        let report = self.library.report_path(&record.id);
-        if let Err(err) = report::write(&record, &report) {
-            tracing::warn!("cannot write the report {}: {err}", report.display());
-        }
-        progress(Phase::Saved, 100, &format!("saved as {}", record.id));
-        Ok(ResearchRun { record, report })
-    }
-
     /// The report of a saved record, written again from the library if the file is missing.
     pub fn report_for(&self, record: &ResearchRecord) -> std::io::Result<PathBuf> {
         ensure_report(&self.library, record)
@@ -608,7 +263,11 @@ impl Research {
                 settings.sort_by_key(|s| s.kind);
             }
         }
-        let (built, skipped) = sources::build(&settings, options.workspace.as_deref());
+        let (built, skipped) = sources::build(
+            &settings,
+            options.workspace.as_deref(),
+            std::slice::from_ref(&self.settings.data_dir),
+        );
         let outcomes = skipped
             .into_iter()
             .filter(|(_, why)| wanted.is_some() || why != "disabled in the configuration")
@@ -626,206 +285,6 @@ impl Research {
             .collect();
         Ok((built, outcomes))
     }
-
-    async fn synthesize(
-        &self,
-        query: &str,
-        candidates: &[SourceRecord],
-        token_budget: usize,
-        deadline: Instant,
-        progress: ProgressFn<'_>,
-        cancel: &CancellationToken,
-    ) -> Synthesis {
-        progress(Phase::Synthesis, 55, "choosing the model");
-        let extractive = |reason: String, notes: Vec<String>, budget_cut: bool| {
-            let (text, claims) = synthesis::extractive(query, candidates, &reason);
-            Synthesis {
-                text,
-                shown: candidates.len(),
-                kind: "extractive",
-                model: None,
-                usage: Usage::default(),
-                notes,
-                extractive_claims: Some(claims),
-                budget_cut,
-            }
-        };
-        if candidates.is_empty() {
-            let mut s = extractive("no source returned anything".to_owned(), Vec::new(), false);
-            s.text = "No source returned anything for this question, so there is nothing to synthesise. Check the providers below, or widen the question.".to_owned();
-            return s;
-        }
-        let model: Arc<dyn ChatModel> = match &self.model {
-            ModelChoice::Off => {
-                return extractive(
-                    "no model is configured for research".to_owned(),
-                    Vec::new(),
-                    false,
-                );
-            }
-            ModelChoice::Fixed(m) => m.clone(),
-            ModelChoice::Router(router) => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                let chosen = tokio::select! {
-                    _ = cancel.cancelled() => return extractive("cancelled".to_owned(), Vec::new(), false),
-                    r = tokio::time::timeout(left, router.model(self.settings.model, cancel.child_token())) => r,
-                };
-                match chosen {
-                    Ok(Ok(m)) => m,
-                    Ok(Err(err)) => {
-                        let reason = format!("no model was reachable ({err})");
-                        return extractive(reason.clone(), vec![reason], false);
-                    }
-                    Err(_) => {
-                        let reason = "the time budget ran out before a model was found".to_owned();
-                        return extractive(reason.clone(), vec![reason], true);
-                    }
-                }
-            }
-        };
-        let name = model.name().to_owned();
-        let encoding = Encoding::for_model(&name);
-        let fit = token_budget.min(
-            model
-                .context_window()
-                .saturating_sub(self.settings.max_output_tokens as usize + 600),
-        );
-        let (system, user, shown) = synthesis::prompt(query, candidates, fit.max(200), encoding);
-        let mut notes = Vec::new();
-        if shown < candidates.len() {
-            notes.push(format!(
-                "the token budget ({fit} tokens of sources) fitted {shown} of {} sources into the prompt",
-                candidates.len()
-            ));
-        }
-        let request = ChatRequest {
-            messages: vec![Message::system(system.clone()), Message::user(user.clone())],
-            tools: Vec::new(),
-            options: ChatOptions {
-                temperature: Some(0.2),
-                max_tokens: Some(self.settings.max_output_tokens),
-                ..ChatOptions::default()
-            },
-        };
-        let call_cancel = cancel.child_token();
-        let mut stream = model.chat(request, call_cancel.clone());
-        let started = Instant::now();
-        let mut heartbeat = tokio::time::interval(self.settings.heartbeat);
-        heartbeat.tick().await;
-        let mut text = String::new();
-        let mut usage = Usage::default();
-        let mut failure: Option<String> = None;
-        progress(
-            Phase::Synthesis,
-            56,
-            &format!("writing the synthesis with {name}"),
-        );
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            tokio::select! {
-                _ = cancel.cancelled() => {
-                    call_cancel.cancel();
-                    failure = Some("cancelled".to_owned());
-                    break;
-                }
-                _ = tokio::time::sleep(left) => {
-                    call_cancel.cancel();
-                    failure = Some(format!("the time budget ({:.0} s) ran out while the model was writing", self.settings.time_budget.as_secs_f64()));
-                    break;
-                }
-                _ = heartbeat.tick() => {
-                    let t = started.elapsed().as_secs_f64();
-                    let pct = 56.0 + 33.0 * (1.0 - (-t / 40.0).exp());
-                    progress(
-                        Phase::Synthesis,
-                        pct as u8,
-                        &format!("writing the synthesis with {name}: {t:.0} s, {} characters so far", text.chars().count()),
-                    );
-                }
-                event = stream.next() => match event {
-                    Some(Ok(StreamEvent::TextDelta { text: delta })) => text.push_str(&delta),
-                    Some(Ok(StreamEvent::TextToolCalls { prose })) => text = prose,
-                    Some(Ok(StreamEvent::Done { usage: u, finish })) => {
-                        usage = u;
-                        if finish == crate::model::FinishReason::Length {
-                            notes.push("the model hit its output-token limit; the synthesis may be cut short".to_owned());
-                        }
-                        break;
-                    }
-                    Some(Ok(_)) => {}
-                    Some(Err(err)) => {
-                        failure = Some(format!("the model failed ({err})"));
-                        break;
-                    }
-                    None => {
-                        failure = Some("the model's answer ended early".to_owned());
-                        break;
-                    }
-                },
-            }
-        }
-        drop(stream);
-        if usage.input_tokens == 0 {
-            usage.input_tokens =
-                (count_tokens(&system, encoding) + count_tokens(&user, encoding)) as u64;
-        }
-        if usage.output_tokens == 0 {
-            usage.output_tokens = count_tokens(&text, encoding) as u64;
-        }
-        match failure {
-            Some(reason) if text.trim().is_empty() || reason == "cancelled" => {
-                notes.push(reason.clone());
-                let mut s = extractive(reason, notes, true);
-                s.usage = usage;
-                s
-            }
-            Some(reason) => {
-                notes.push(format!("{reason}; the partial answer is kept"));
-                Synthesis {
-                    text,
-                    shown,
-                    kind: "model",
-                    model: Some(name),
-                    usage,
-                    notes,
-                    extractive_claims: None,
-                    budget_cut: true,
-                }
-            }
-            None if text.trim().is_empty() => {
-                let reason = format!("{name} answered with no text");
-                notes.push(reason.clone());
-                let mut s = extractive(reason, notes, true);
-                s.usage = usage;
-                s
-            }
-            None => Synthesis {
-                text,
-                shown,
-                kind: "model",
-                model: Some(name),
-                usage,
-                notes,
-                extractive_claims: None,
-                budget_cut: false,
-            },
-        }
-    }
-}
-
-struct Synthesis {
-    text: String,
-    /// How many sources (from the top of the candidates) the text may cite.
-    shown: usize,
-    kind: &'static str,
-    model: Option<String>,
-    usage: Usage,
-    notes: Vec<String>,
-    /// For an extractive synthesis: its claims, numbered like the candidates.
-    extractive_claims: Option<Vec<(String, Vec<u32>)>>,
-    /// The synthesis is less than was asked for: a budget cut it, or the chosen model failed or
-    /// said nothing (the record's status is then `partial`).
-    budget_cut: bool,
 }
 
 /// Runs research with the configuration's sources, model and library: the entry point for the

@@ -1,5 +1,6 @@
-//! The Markdown report of a research record: the synthesis, the claims with their support, the
-//! sources with their scores and breakdowns, what each provider did, and notes. It is what the
+//! The Markdown report of a research record: the synthesis, the claims with their support (each
+//! citation's check), the sources with their scores and breakdowns, what each provider did,
+//! notes, and a footer with the share of supported citations. It is what the
 //! editor opens and what the terminal points to. Pure: [`write`] is the only I/O.
 
 use std::fmt::Write as _;
@@ -13,7 +14,8 @@ pub fn render(r: &ResearchRecord) -> String {
     let _ = writeln!(out, "# {}\n", one_line(&r.query));
     let how = match (&r.synthesis_kind[..], &r.model) {
         ("model", Some(m)) => format!("synthesis by {m}"),
-        ("extractive", _) => "extractive synthesis (no model)".to_owned(),
+        ("extractive", Some(m)) => format!("extractive synthesis ({m})"),
+        ("extractive", None) => "extractive synthesis (no model)".to_owned(),
         (kind, _) => kind.to_owned(),
     };
     let _ = writeln!(
@@ -40,14 +42,36 @@ pub fn render(r: &ResearchRecord) -> String {
                     None => format!("`{}`", s.key),
                 })
                 .collect();
+            let checks: Vec<String> = c
+                .checks
+                .iter()
+                .map(|k| {
+                    let n = r
+                        .sources
+                        .iter()
+                        .find(|s| s.key == k.source_key)
+                        .and_then(|s| s.n)
+                        .map_or_else(|| format!("`{}`", k.source_key), |n| format!("[{n}]"));
+                    match &k.model_verdict {
+                        Some(m) => format!("{n} {} ({m}; {:.0}% word overlap)", k.verdict, k.overlap * 100.0),
+                        None => format!("{n} {} ({:.0}% word overlap)", k.verdict, k.overlap * 100.0),
+                    }
+                })
+                .collect();
             let _ = writeln!(
                 out,
-                "{}. {} — supported by {} ({} independent source{})",
+                "{}. {}{} — cites {} ({} independent source{}){}",
                 c.n,
                 one_line(&c.text),
+                if c.attributed { " *(attributed)*" } else { "" },
                 refs.join(", "),
                 c.independent_domains,
-                if c.independent_domains == 1 { "" } else { "s" }
+                if c.independent_domains == 1 { "" } else { "s" },
+                if checks.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", checks.join(", "))
+                }
             );
         }
         out.push('\n');
@@ -124,12 +148,52 @@ pub fn render(r: &ResearchRecord) -> String {
         }
         out.push('\n');
     }
+    let _ = writeln!(out, "*{}*\n", support_line(r));
     let _ = writeln!(
         out,
         "*Token use: {} in, {} out. Reopen with `patchwise research show {}`.*",
         r.input_tokens, r.output_tokens, r.id
     );
     out
+}
+
+/// The footer line on support: the share of citations whose source supports the sentence.
+pub fn support_line(r: &ResearchRecord) -> String {
+    let s = &r.support;
+    match s.share {
+        None => "Supported citations: none to check (the synthesis cites no source).".to_owned(),
+        Some(share) => {
+            let how = if s.method == "model" {
+                "each checked by a second model pass"
+            } else {
+                "by content-word overlap with the cited source"
+            };
+            let mut line = format!(
+                "Supported citations: {:.0}% ({} of {}, {how})",
+                share * 100.0,
+                s.supported,
+                s.citations
+            );
+            let mut rest = Vec::new();
+            if s.partly > 0 {
+                rest.push(format!("{} partly", s.partly));
+            }
+            if s.unsupported > 0 {
+                rest.push(format!("{} unsupported", s.unsupported));
+            }
+            if s.contradicted > 0 {
+                rest.push(format!("{} contradicted", s.contradicted));
+            }
+            if !rest.is_empty() {
+                line.push_str(&format!("; {}", rest.join(", ")));
+            }
+            if r.synthesis_kind == "extractive" {
+                line.push_str("; the sentences are quoted from their sources");
+            }
+            line.push('.');
+            line
+        }
+    }
 }
 
 /// Writes the report to `path` (through a temporary file, so a reader never sees half of it).
@@ -153,7 +217,7 @@ fn cell(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Claim, Credibility, SourceRecord};
+    use crate::store::{CitationCheck, Claim, Credibility, SourceRecord, SupportSummary};
 
     #[test]
     fn renders_every_section() {
@@ -184,13 +248,29 @@ mod tests {
                 text: "Pipes matter".into(),
                 sources: vec!["url:example.org/a".into()],
                 independent_domains: 1,
+                attributed: true,
+                checks: vec![CitationCheck {
+                    source_key: "url:example.org/a".into(),
+                    overlap: 0.5,
+                    verdict: "supported".into(),
+                    model_verdict: None,
+                }],
             }],
             notes: vec!["removed citation marker [7]".into()],
             ..Default::default()
         };
+        let record = ResearchRecord {
+            support: SupportSummary::of(&record.claims),
+            ..record
+        };
         let text = render(&record);
         assert!(text.contains("## Synthesis\n\nPipes matter [1]."));
-        assert!(text.contains("1. Pipes matter — supported by [1] (1 independent source)"));
+        assert!(text.contains(
+            "1. Pipes matter *(attributed)* — cites [1] (1 independent source); [1] supported (50% word overlap)"
+        ));
+        assert!(text.contains(
+            "*Supported citations: 100% (1 of 1, by content-word overlap with the cited source).*"
+        ));
         assert!(text.contains("| [1] | [A \\| B](https://example.org/a) — **RETRACTED** | brave | 0.00 | retracted → 0 |"));
         assert!(text.contains("- removed citation marker [7]"));
     }

@@ -1,8 +1,10 @@
-//! Citations by construction: the model is shown a numbered source list and may cite only
-//! `[n]`; its answer is then checked — markers outside the list are removed and reported,
-//! sources are renumbered by first appearance and unused ones dropped — so a cited source is
-//! always one that was retrieved. Also the prompt, the claims section, and the extractive
-//! synthesis used when no model answers.
+//! Citations by construction: the model is shown numbered passages (with a short example
+//! answer) and may cite only `[n]`; its answer is then checked — the forms small models write
+//! are normalised (`citations.rs`), markers outside the list are removed and reported, uncited
+//! sentences are kept only when connective, attributed to the passage they overlap strongly
+//! (marked "(attributed)") or dropped and counted, and sources are renumbered by first
+//! appearance — so a cited source is always one that was retrieved. Also the prompt and the
+//! extractive synthesis used when no model answers or its answer is not kept.
 //!
 //! Pure functions: no I/O, no model calls.
 
@@ -11,20 +13,73 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+use crate::research::{citations, passages, support};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens, truncate_to_tokens};
+
+/// A claim of a validated synthesis.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ValidClaim {
+    /// The sentence without its markers.
+    pub text: String,
+    /// The (new) numbers of the sources it cites.
+    pub sources: Vec<u32>,
+    /// Written without a citation and attributed to the passage it overlaps most.
+    pub attributed: bool,
+}
 
 /// A model answer after validation.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Validated {
-    /// The synthesis (without the claims section), markers renumbered.
+    /// The synthesis (without a claims section), markers normalised and renumbered, uncited
+    /// claims attributed or dropped.
     pub text: String,
-    /// Claims with the (new) numbers of the sources they cite.
-    pub claims: Vec<(String, Vec<u32>)>,
+    pub claims: Vec<ValidClaim>,
     /// `order[new - 1]` is the 1-based number the source had in the prompt.
     pub order: Vec<u32>,
-    /// Problems a reader should know about (removed markers, uncited claims).
+    /// Problems a reader should know about (removed markers, attributed and dropped sentences).
     pub notes: Vec<String>,
+    /// Sentences the model cited a given source in.
+    pub cited: usize,
+    /// Uncited sentences attributed to a passage.
+    pub attributed: usize,
+    /// Uncited sentences (and code blocks) dropped: they matched no passage closely.
+    pub dropped: usize,
+}
+
+impl Validated {
+    /// The claims the model made: cited, attributed and dropped sentences (connective text
+    /// is not a claim).
+    pub fn total_claims(&self) -> usize {
+        self.cited + self.attributed + self.dropped
+    }
+
+    /// Why the synthesis should be replaced by the extractive one, if it should: the model
+    /// cited no passage at all, or fewer than half of its claims were kept.
+    pub fn fallback_reason(&self) -> Option<String> {
+        let total = self.total_claims();
+        let kept = self.cited + self.attributed;
+        if self.cited == 0 {
+            Some(if total == 0 {
+                "the model's answer made no claim".to_owned()
+            } else {
+                format!(
+                    "the model cited none of the passages it was given ({total} uncited claim{})",
+                    plural(total)
+                )
+            })
+        } else if kept * 2 < total {
+            Some(format!(
+                "the model's synthesis kept only {kept} of its {total} claims (the others cited no passage and matched none closely)"
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 fn marker_regex() -> &'static Regex {
@@ -52,131 +107,302 @@ fn claims_heading() -> &'static Regex {
     })
 }
 
-/// Validates `answer` written against `n_sources` numbered sources.
-pub fn validate_citations(answer: &str, n_sources: usize) -> Validated {
-    let mut notes = Vec::new();
-    let mut removed: Vec<u32> = Vec::new();
-    let mut order: Vec<u32> = Vec::new();
-    let mut renumber: HashMap<u32, u32> = HashMap::new();
-    let rewritten = marker_regex().replace_all(answer, |caps: &regex::Captures<'_>| {
-        let whole = &caps[0];
-        if whole.ends_with('(') {
-            // A Markdown link `[1](…)`: not a citation; left as written.
-            return whole.to_owned();
+/// A block of a Markdown answer.
+enum Block {
+    Blank,
+    Heading(String),
+    /// A fenced code block, fences included.
+    Code(String),
+    /// A paragraph or a list item: the marker (`- `, `1. `, indentation) and its text.
+    Prose { prefix: String, text: String },
+}
+
+fn list_prefix(line: &str) -> Option<usize> {
+    let indent = line.len() - line.trim_start().len();
+    let t = &line[indent..];
+    for bullet in ["- ", "* ", "+ ", "• "] {
+        if t.starts_with(bullet) {
+            return Some(indent + bullet.len());
         }
-        let mut out = String::new();
-        for n in expand(&caps[1]) {
-            if n == 0 || n as usize > n_sources {
-                if !removed.contains(&n) {
-                    removed.push(n);
-                }
-                continue;
+    }
+    let digits = t.chars().take_while(|c| c.is_ascii_digit()).count();
+    if digits > 0 && digits < 4 && (t[digits..].starts_with(". ") || t[digits..].starts_with(") ")) {
+        return Some(indent + digits + 2);
+    }
+    None
+}
+
+fn blocks(text: &str) -> Vec<Block> {
+    let mut out: Vec<Block> = Vec::new();
+    let mut fence: Option<(String, &'static str)> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if let Some((code, marker)) = &mut fence {
+            code.push('\n');
+            code.push_str(line);
+            let closed = trimmed.starts_with(*marker);
+            if closed && let Some((code, _)) = fence.take() {
+                out.push(Block::Code(code));
             }
-            let next = order.len() as u32 + 1;
-            let new = *renumber.entry(n).or_insert_with(|| {
-                order.push(n);
-                next
+            continue;
+        }
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            let marker = if trimmed.starts_with("```") { "```" } else { "~~~" };
+            fence = Some((line.to_owned(), marker));
+            continue;
+        }
+        if trimmed.is_empty() {
+            out.push(Block::Blank);
+        } else if trimmed.starts_with('#') && trimmed.trim_start_matches('#').starts_with(' ') {
+            out.push(Block::Heading(line.trim_end().to_owned()));
+        } else if let Some(at) = list_prefix(line) {
+            out.push(Block::Prose {
+                prefix: line[..at].to_owned(),
+                text: line[at..].trim().to_owned(),
             });
-            let marker = format!("[{new}]");
-            if !out.contains(&marker) {
-                out.push_str(&marker);
+        } else if let Some(Block::Prose { text, .. }) = out.last_mut() {
+            text.push(' ');
+            text.push_str(trimmed.trim_end());
+        } else {
+            out.push(Block::Prose {
+                prefix: String::new(),
+                text: trimmed.trim_end().to_owned(),
+            });
+        }
+    }
+    if let Some((code, _)) = fence {
+        out.push(Block::Code(code));
+    }
+    out
+}
+
+/// Appends ` [n] (attributed)` before a sentence's final punctuation.
+fn mark_attributed(sentence: &str, n: u32) -> String {
+    let body = sentence.trim_end_matches(['.', '!', '?']);
+    let end = &sentence[body.len()..];
+    format!("{} [{n}] (attributed){end}", body.trim_end())
+}
+
+/// Validates `answer`, written against the numbered `shown` sources: normalises the citation
+/// forms small models write ([`citations::normalize`]), removes and reports numbers outside
+/// 1..=n, keeps uncited sentences only when they are connective text, attributes the rest to
+/// the passage they overlap most when that overlap is strong (marked "(attributed)") and drops
+/// and counts the others, then renumbers the sources by first appearance.
+pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
+    let n_sources = shown.len();
+    let stems: Vec<_> = shown
+        .iter()
+        .map(|s| support::passage_stems(&s.title, &s.snippet))
+        .collect();
+    let normalized = citations::normalize(answer);
+    let (body, claims_section) = match claims_heading().find(&normalized) {
+        Some(m) => (
+            normalized[..m.start()].to_owned(),
+            Some(normalized[m.end()..].to_owned()),
+        ),
+        None => (normalized.clone(), None),
+    };
+    let mut parsed = blocks(&body);
+    let cites_in_body = marker_regex().is_match(&body);
+    if !cites_in_body && let Some(section) = &claims_section {
+        // A model that cited only in its claims list: the list is the answer.
+        parsed.push(Block::Blank);
+        parsed.extend(blocks(section));
+    }
+
+    let mut removed: Vec<u32> = Vec::new();
+    let mut v = Validated::default();
+    // (sentence with prompt numbers, numbers, attributed)
+    let mut raw_claims: Vec<(String, Vec<u32>, bool)> = Vec::new();
+    let mut out_blocks: Vec<String> = Vec::new();
+    for block in parsed {
+        match block {
+            Block::Blank => out_blocks.push(String::new()),
+            Block::Heading(h) => out_blocks.push(strip_markers(&h)),
+            Block::Code(code) => {
+                let words = support::claim_stems(&code);
+                let quoted = stems
+                    .iter()
+                    .any(|p| support::overlap(&words, p).0 >= support::ATTRIBUTE);
+                if quoted {
+                    out_blocks.push(code);
+                } else {
+                    v.dropped += 1;
+                }
+            }
+            Block::Prose { prefix, text } => {
+                let mut kept: Vec<String> = Vec::new();
+                for sentence in sentences(&text) {
+                    let all = markers_in(&sentence);
+                    let valid: Vec<u32> = all
+                        .iter()
+                        .copied()
+                        .filter(|n| *n >= 1 && (*n as usize) <= n_sources)
+                        .collect();
+                    for n in all.iter().filter(|n| !valid.contains(n)) {
+                        if !removed.contains(n) {
+                            removed.push(*n);
+                        }
+                    }
+                    let clean = strip_markers(&sentence);
+                    if clean.is_empty() {
+                        continue;
+                    }
+                    if !valid.is_empty() {
+                        let with_valid = keep_markers(&sentence, &valid);
+                        v.cited += 1;
+                        raw_claims.push((clean, valid, false));
+                        kept.push(with_valid);
+                    } else if support::is_connective(&clean) {
+                        kept.push(clean);
+                    } else if let Some(n) = support::attribute(&clean, &stems) {
+                        v.attributed += 1;
+                        kept.push(mark_attributed(&clean, n));
+                        raw_claims.push((clean, vec![n], true));
+                    } else {
+                        v.dropped += 1;
+                    }
+                }
+                if !kept.is_empty() {
+                    out_blocks.push(format!("{prefix}{}", kept.join(" ")));
+                }
             }
         }
-        out
-    });
+    }
+    let text = drop_dangling_headings(&out_blocks.join("\n"));
+    let (text, order, renumber) = renumber(&text);
+    v.claims = raw_claims
+        .into_iter()
+        .filter(|(text, _, _)| text.chars().count() > 3)
+        .map(|(text, numbers, attributed)| ValidClaim {
+            text,
+            sources: numbers
+                .iter()
+                .filter_map(|n| renumber.get(n).copied())
+                .collect(),
+            attributed,
+        })
+        .collect();
+    v.order = order;
     if !removed.is_empty() {
         let list: Vec<String> = removed.iter().map(|n| format!("[{n}]")).collect();
-        notes.push(format!(
+        v.notes.push(format!(
             "removed citation marker{} {}: the model was given {n_sources} source{} (no such source was retrieved)",
-            if removed.len() == 1 { "" } else { "s" },
+            plural(removed.len()),
             list.join(", "),
-            if n_sources == 1 { "" } else { "s" },
+            plural(n_sources),
         ));
     }
-    let text = tidy(&rewritten);
-    let (body, claims_text) = match claims_heading().find(&text) {
-        Some(m) => (
-            text[..m.start()].to_owned(),
-            Some(text[m.end()..].to_owned()),
-        ),
-        None => (text.clone(), None),
-    };
-    let mut claims = Vec::new();
-    let mut uncited = 0;
-    if let Some(section) = claims_text {
-        for line in section.lines() {
-            let line = line.trim();
-            let item = line
-                .strip_prefix("- ")
-                .or_else(|| line.strip_prefix("* "))
-                .or_else(|| line.strip_prefix("• "))
-                .or_else(|| {
-                    let digits = line.find(|c: char| !c.is_ascii_digit())?;
-                    (digits > 0)
-                        .then(|| {
-                            line[digits..]
-                                .strip_prefix(". ")
-                                .or(line[digits..].strip_prefix(") "))
-                        })
-                        .flatten()
-                });
-            let Some(item) = item else { continue };
-            let cited = markers_in(item);
-            let claim = strip_markers(item);
-            if claim.is_empty() {
-                continue;
-            }
-            if cited.is_empty() {
-                uncited += 1;
-                continue;
-            }
-            claims.push((claim, cited));
-        }
-    }
-    if claims.is_empty() {
-        // No usable claims section: every cited sentence of the synthesis is a claim.
-        for sentence in sentences(&body) {
-            let cited = markers_in(&sentence);
-            let claim = strip_markers(&sentence);
-            if !cited.is_empty() && claim.len() > 15 {
-                claims.push((claim, cited));
-            }
-        }
-    }
-    if uncited > 0 {
-        notes.push(format!(
-            "dropped {uncited} claim{} that cited no retrieved source",
-            if uncited == 1 { "" } else { "s" }
+    if v.attributed > 0 {
+        v.notes.push(format!(
+            "attributed {} uncited sentence{} to the passage {} overlap{} most (marked \"(attributed)\")",
+            v.attributed,
+            plural(v.attributed),
+            if v.attributed == 1 { "it" } else { "they" },
+            if v.attributed == 1 { "s" } else { "" },
         ));
     }
+    if v.dropped > 0 {
+        v.notes.push(format!(
+            "dropped {} uncited sentence{} or code block{} that matched no passage closely",
+            v.dropped,
+            plural(v.dropped),
+            plural(v.dropped)
+        ));
+    }
+    v.text = tidy(&text).trim().to_owned();
+    v
+}
+
+/// Renumbers the markers of `text` (prose only) by first appearance. Returns the text, the
+/// order (`order[new - 1]` = old) and the map old → new.
+fn renumber(text: &str) -> (String, Vec<u32>, HashMap<u32, u32>) {
+    let mut order: Vec<u32> = Vec::new();
+    let mut renumber: HashMap<u32, u32> = HashMap::new();
+    let text = citations::map_prose(text, |prose| {
+        marker_regex()
+            .replace_all(prose, |caps: &regex::Captures<'_>| {
+                let whole = &caps[0];
+                if whole.ends_with('(') {
+                    return whole.to_owned();
+                }
+                let mut out = String::new();
+                for n in citations::numbers(&caps[1]) {
+                    let next = order.len() as u32 + 1;
+                    let new = *renumber.entry(n).or_insert_with(|| {
+                        order.push(n);
+                        next
+                    });
+                    let marker = format!("[{new}]");
+                    if !out.contains(&marker) {
+                        out.push_str(&marker);
+                    }
+                }
+                out
+            })
+            .into_owned()
+    });
+    (text, order, renumber)
+}
+
+/// An extractive synthesis (its claims numbered against the candidates) renumbered like a
+/// validated model answer; every claim is a quoted, cited sentence.
+pub fn number_extractive(text: &str, claims: Vec<(String, Vec<u32>)>) -> Validated {
+    let (text, order, renumber) = renumber(text);
+    let claims: Vec<ValidClaim> = claims
+        .into_iter()
+        .map(|(text, numbers)| ValidClaim {
+            text,
+            sources: numbers
+                .iter()
+                .filter_map(|n| renumber.get(n).copied())
+                .collect(),
+            attributed: false,
+        })
+        .collect();
     Validated {
-        text: body.trim().to_owned(),
+        text: text.trim().to_owned(),
+        cited: claims.len(),
         claims,
         order,
-        notes,
+        ..Validated::default()
     }
 }
 
-fn expand(list: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for part in list.split(',') {
-        let part = part.trim();
-        let range = part.split_once('-').or_else(|| part.split_once('–'));
-        match range {
-            Some((a, b)) => {
-                let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) else {
-                    continue;
-                };
-                if a <= b && b - a < 50 {
-                    out.extend(a..=b);
-                } else {
-                    out.extend([a, b]);
-                }
-            }
-            None => out.extend(part.parse::<u32>().ok()),
+/// `sentence` with only the markers in `valid` (in their places).
+fn keep_markers(sentence: &str, valid: &[u32]) -> String {
+    let replaced = marker_regex().replace_all(sentence, |caps: &regex::Captures<'_>| {
+        if caps[0].ends_with('(') {
+            return caps[0].to_owned();
         }
+        citations::numbers(&caps[1])
+            .into_iter()
+            .filter(|n| valid.contains(n))
+            .map(|n| format!("[{n}]"))
+            .collect::<String>()
+    });
+    tidy(&replaced).trim().to_owned()
+}
+
+/// Removes headings with nothing under them (their section was dropped).
+fn drop_dangling_headings(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<&str> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim_start().starts_with('#') {
+            let next = lines[i + 1..].iter().find(|l| !l.trim().is_empty());
+            if next.is_none_or(|l| l.trim_start().starts_with('#')) {
+                continue;
+            }
+        }
+        out.push(line);
     }
-    out
+    // Collapse runs of blank lines.
+    let mut text = out.join("\n");
+    while text.contains("\n\n\n") {
+        text = text.replace("\n\n\n", "\n\n");
+    }
+    text
 }
 
 fn markers_in(text: &str) -> Vec<u32> {
@@ -185,7 +411,7 @@ fn markers_in(text: &str) -> Vec<u32> {
         if caps[0].ends_with('(') {
             continue;
         }
-        for n in expand(&caps[1]) {
+        for n in citations::numbers(&caps[1]) {
             if !out.contains(&n) {
                 out.push(n);
             }
@@ -283,44 +509,57 @@ fn ends_sentence_before_markers(text: &str) -> bool {
     t.ends_with(['.', '!', '?'])
 }
 
+/// The system message of a synthesis: short, with an example, for small models.
+pub const SYSTEM: &str = "You answer questions using ONLY the numbered passages you are given. \
+After every sentence, write the number of the passage it comes from in square brackets, like [1] \
+or [2][3]. Use only numbers from the list; never invent passages, files or numbers. If the \
+passages do not answer a part of the question, say so for that part. Write 3 to 8 plain \
+sentences: no headings, no list of claims.\n\n\
+Example answer:\n\
+The cache evicts the least recently used entry when it is full [2]. Failed requests are retried \
+up to five times with exponential backoff [1][3]. The passages do not say how large the cache is.";
+
+/// Tokens one source may take in the prompt at most (a passage is a few hundred).
+const MAX_TOKENS_PER_SOURCE: usize = 600;
+
 /// The system and user messages for a synthesis over `sources` (already in prompt order),
-/// fitted to `token_budget` tokens of source text.
+/// fitted to `token_budget` tokens of source text. Returns how many sources were shown (the
+/// first ones): they are numbered `[1]…[n]`.
 pub fn prompt(
     question: &str,
     sources: &[SourceRecord],
     token_budget: usize,
     encoding: Encoding,
 ) -> (String, String, usize) {
-    let system =
-        "You are a careful research assistant. Answer the question using ONLY the numbered \
-sources below. Cite every factual statement with the source number in square brackets, like [1] \
-or [2][3]; cite only numbers from the list, never invent sources, URLs or numbers. Where sources \
-disagree, say so. If the sources do not answer the question, say that plainly.\n\n\
-Write 2 to 5 short paragraphs of Markdown. Then write a line `Claims:` followed by 3 to 7 lines, \
-each `- <one key claim> [n]` citing every source that supports that claim."
-            .to_owned();
-    let mut user = format!("Question: {}\n\nSources:\n", question.trim());
-    let per_source = (token_budget / sources.len().max(1)).max(60);
+    let question = question.trim();
+    let mut user = format!("Question: {question}\n\nPassages:\n\n");
     let mut used = 0;
     let mut shown = 0;
     for (i, s) in sources.iter().enumerate() {
         let mut head = format!("[{}] {}", i + 1, s.title.trim());
-        let mut meta = Vec::new();
-        if let Some(v) = &s.venue {
-            meta.push(v.clone());
+        if s.venue_type != "workspace" {
+            let mut meta = Vec::new();
+            if let Some(v) = &s.venue {
+                meta.push(v.clone());
+            }
+            if let Some(d) = &s.date {
+                meta.push(d.clone());
+            }
+            if let Some(u) = &s.url {
+                meta.push(u.clone());
+            }
+            if s.retracted {
+                meta.push("RETRACTED".to_owned());
+            }
+            if !meta.is_empty() {
+                head.push_str(&format!(" ({})", meta.join("; ")));
+            }
         }
-        if let Some(d) = &s.date {
-            meta.push(d.clone());
-        }
-        if let Some(u) = &s.url {
-            meta.push(u.clone());
-        }
-        meta.push(format!("credibility {:.2}", s.credibility.score));
-        if s.retracted {
-            meta.push("RETRACTED".to_owned());
-        }
-        head.push_str(&format!(" ({})", meta.join("; ")));
-        let snippet = truncate_to_tokens(s.snippet.trim(), per_source, encoding);
+        let snippet = truncate_to_tokens(
+            s.snippet.trim(),
+            MAX_TOKENS_PER_SOURCE.min(token_budget),
+            encoding,
+        );
         let block = format!("{head}\n{snippet}\n\n");
         let cost = count_tokens(&block, encoding);
         if used + cost > token_budget && shown > 0 {
@@ -330,37 +569,106 @@ each `- <one key claim> [n]` citing every source that supports that claim."
         shown += 1;
         user.push_str(&block);
     }
-    (system, user, shown)
+    let parts = passages::question_parts(question);
+    if parts.len() > 1 {
+        user.push_str(&format!(
+            "Question: {question}\nIt has {} parts; answer each of them:\n",
+            parts.len()
+        ));
+        for (i, part) in parts.iter().enumerate() {
+            user.push_str(&format!("{}. {part}\n", i + 1));
+        }
+    } else {
+        user.push_str(&format!("Question: {question}\n"));
+    }
+    user.push_str(&format!(
+        "\nAnswer in 3 to 8 sentences. End every sentence with the number of its passage, like [1]; the passages are numbered 1 to {shown}."
+    ));
+    (SYSTEM.to_owned(), user, shown)
 }
 
-/// The answer when no model is reachable: the best sentences of the most credible sources (in
-/// the given order), each cited, labelled as extractive. Returns the text and its claims
+/// Comment markers whose text a reader would quote from a code file.
+const COMMENT_MARKERS: [&str; 11] = [
+    "//!", "///", "//", "/**", "/*", "*/", "* ", "#", "--", "\"\"\"", "\x27\x27\x27",
+];
+
+/// The text a reader would quote from a source: prose paragraphs (list markers and headings
+/// removed, fenced code skipped); in a code file, its comments.
+fn readable_paragraphs(s: &SourceRecord) -> Vec<String> {
+    let code = s
+        .key
+        .strip_prefix("file:")
+        .and_then(|k| k.split('#').next())
+        .is_some_and(|path| !passages::is_prose(path));
+    let mut paragraphs = Vec::new();
+    let mut current = String::new();
+    let mut fence = false;
+    let mut flush = |current: &mut String| {
+        if !current.trim().is_empty() {
+            paragraphs.push(current.trim().to_owned());
+        }
+        current.clear();
+    };
+    for line in s.snippet.lines() {
+        let t = line.trim();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fence = !fence;
+            flush(&mut current);
+            continue;
+        }
+        let text = if fence {
+            None
+        } else if code {
+            COMMENT_MARKERS
+                .iter()
+                .find_map(|p| t.strip_prefix(p))
+                .map(|rest| rest.trim().trim_end_matches("*/").trim())
+                .filter(|rest| !rest.starts_with('[') && !rest.starts_with('!'))
+        } else if t.starts_with('#') || t.starts_with('|') {
+            None
+        } else {
+            let at = list_prefix(t).unwrap_or(0);
+            Some(t[at..].trim_start_matches('>').trim())
+        };
+        match text {
+            Some(text) if !text.is_empty() => {
+                if list_prefix(t).is_some() && !code {
+                    flush(&mut current);
+                }
+                current.push(' ');
+                current.push_str(text);
+            }
+            _ => flush(&mut current),
+        }
+    }
+    flush(&mut current);
+    paragraphs
+}
+
+/// The answer when no model answers (or its answer was not kept): the sentence of each source
+/// (in the given order: the best passage of each part of the question first) that shares most
+/// words with the question, each cited, labelled as extractive. Returns the text and its claims
 /// (numbered against `sources`, 1-based).
 pub fn extractive(
     question: &str,
     sources: &[SourceRecord],
     reason: &str,
 ) -> (String, Vec<(String, Vec<u32>)>) {
-    let terms: Vec<String> = question
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() > 2)
-        .map(str::to_lowercase)
-        .collect();
+    let wanted = passages::content_stems(question);
+    let limit = 6.max(2 * passages::question_parts(question).len());
     let mut lines = Vec::new();
-    let mut claims = Vec::new();
+    let mut claims: Vec<(String, Vec<u32>)> = Vec::new();
     for (i, s) in sources.iter().enumerate() {
-        if lines.len() >= 6 || s.retracted || s.credibility.score <= 0.0 {
+        if lines.len() >= limit || s.retracted || s.credibility.score <= 0.0 {
             continue;
         }
-        // Lines first: workspace snippets are one matching line each.
-        let best = s
-            .snippet
-            .lines()
-            .flat_map(sentences)
+        let best = readable_paragraphs(s)
+            .iter()
+            .flat_map(|p| sentences(p))
             .filter(|x| x.len() >= 20 && x.len() <= 600)
             .map(|x| {
-                let lower = x.to_lowercase();
-                let hits = terms.iter().filter(|t| lower.contains(t.as_str())).count();
+                let have = passages::content_stems(&x);
+                let hits = wanted.iter().filter(|w| have.contains(w)).count();
                 (hits, x)
             })
             .filter(|(hits, _)| *hits > 0)
@@ -368,6 +676,9 @@ pub fn extractive(
         if let Some((_, sentence)) = best {
             let n = i as u32 + 1;
             let clean = strip_markers(&sentence);
+            if claims.iter().any(|(c, _)| *c == clean) {
+                continue;
+            }
             lines.push(format!("- {clean} [{n}]"));
             claims.push((clean, vec![n]));
         }
@@ -387,48 +698,131 @@ pub fn extractive(
 mod tests {
     use super::*;
 
+    fn source(title: &str, snippet: &str) -> SourceRecord {
+        SourceRecord {
+            key: format!("file:{title}"),
+            title: title.into(),
+            snippet: snippet.into(),
+            venue_type: "workspace".into(),
+            credibility: crate::store::Credibility {
+                score: 0.5,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn shown(n: usize) -> Vec<SourceRecord> {
+        (1..=n)
+            .map(|i| source(&format!("s{i}.md"), &format!("Source number {i}.")))
+            .collect()
+    }
+
     #[test]
     fn out_of_range_markers_are_removed_and_reported() {
         let answer = "Tidal locking is common [7]. Close-in planets lock quickly [2][5].\n\nClaims:\n- Close-in planets lock quickly [2, 5]\n- Locking is universal [7]\n";
-        let v = validate_citations(answer, 5);
-        assert_eq!(
-            v.text,
-            "Tidal locking is common. Close-in planets lock quickly [1][2]."
-        );
+        let v = validate_citations(answer, &shown(5));
+        assert_eq!(v.text, "Close-in planets lock quickly [1][2].");
         assert_eq!(v.order, vec![2, 5]);
         assert_eq!(
             v.claims,
-            vec![("Close-in planets lock quickly".to_owned(), vec![1, 2])]
+            vec![ValidClaim {
+                text: "Close-in planets lock quickly.".to_owned(),
+                sources: vec![1, 2],
+                attributed: false
+            }]
         );
-        assert_eq!(v.notes.len(), 2);
         assert!(
             v.notes[0].contains("removed citation marker [7]"),
             "{:?}",
             v.notes
         );
         assert!(v.notes[0].contains("given 5 sources"));
-        assert!(v.notes[1].contains("dropped 1 claim"));
+        assert!(
+            v.notes[1].contains("dropped 1 uncited sentence"),
+            "{:?}",
+            v.notes
+        );
+        assert_eq!((v.cited, v.attributed, v.dropped), (1, 0, 1));
     }
 
     #[test]
-    fn renumbers_by_first_appearance_and_handles_ranges_zero_and_links() {
+    fn renumbers_by_first_appearance_and_handles_ranges_zero_links_and_code() {
         let v = validate_citations(
-            "First [3]. Then [1-2] and [0]. See [the docs](https://x) and [3].",
-            3,
+            "First fact here [3]. Then two facts here [1-2] and [0]. See [the docs](https://x) and [3]. Index with `v[1]` as told [1].",
+            &shown(3),
         );
         assert_eq!(v.order, vec![3, 1, 2]);
         assert_eq!(
             v.text,
-            "First [1]. Then [2][3] and. See [the docs](https://x) and [1]."
+            "First fact here [1]. Then two facts here [2][3] and. See [the docs](https://x) and [1]. Index with `v[1]` as told [2]."
         );
         assert!(v.notes[0].contains("[0]"));
-        // Without a claims section, cited sentences become claims.
-        assert_eq!(v.claims[0].1, vec![1]);
+        assert_eq!(v.claims[0].sources, vec![1]);
+    }
+
+    #[test]
+    fn uncited_sentences_are_kept_attributed_or_dropped() {
+        let sources = vec![
+            source(
+                "docs/retry.md",
+                "Requests are retried with exponential backoff, at most five times.",
+            ),
+            source(
+                "docs/cache.md",
+                "When the cache is full it evicts the least recently used entry.",
+            ),
+        ];
+        let answer = "Here is what the passages say:\n\nWhen full, the cache evicts the least recently used entry. Requests are retried with backoff (1). The moon is made of cheese and rockets fly there daily.";
+        let v = validate_citations(answer, &sources);
+        assert_eq!(
+            v.text,
+            "Here is what the passages say:\n\nWhen full, the cache evicts the least recently used entry [1] (attributed). Requests are retried with backoff [2]."
+        );
+        assert_eq!(v.order, vec![2, 1]);
+        assert_eq!((v.cited, v.attributed, v.dropped), (1, 1, 1));
+        assert!(v.claims[0].attributed);
+        assert_eq!(v.claims[0].sources, vec![1]);
+        assert_eq!(
+            v.claims[0].text,
+            "When full, the cache evicts the least recently used entry."
+        );
+        assert!(v.fallback_reason().is_none());
+        assert!(
+            v.notes
+                .iter()
+                .any(|n| n.contains("attributed 1 uncited sentence"))
+        );
+    }
+
+    #[test]
+    fn answers_without_citations_fall_back() {
+        let v = validate_citations(
+            "The system is robust. It scales well under heavy load. Engineers love it.",
+            &shown(2),
+        );
+        assert_eq!(v.cited, 0);
+        assert!(
+            v.fallback_reason()
+                .unwrap()
+                .contains("cited none of the passages")
+        );
+        let half = validate_citations(
+            "Source one says so [1]. Bananas grow on tall trees everywhere. Rockets fly to the moon daily. Oceans are deep and blue.",
+            &shown(2),
+        );
+        assert!(
+            half.fallback_reason()
+                .unwrap()
+                .contains("kept only 1 of its 4 claims"),
+            "{:?}",
+            half.fallback_reason()
+        );
     }
 
     #[test]
     fn no_sources_means_every_marker_goes() {
-        let v = validate_citations("A [1]. B [2].", 0);
+        let v = validate_citations("A [1]. B [2].", &[]);
         assert_eq!(v.text, "A. B.");
         assert!(v.order.is_empty());
         assert!(v.claims.is_empty());
@@ -443,11 +837,34 @@ mod tests {
     }
 
     #[test]
+    fn the_prompt_numbers_passages_and_lists_the_parts() {
+        let sources = shown(3);
+        let (system, user, n) = prompt(
+            "how does the cache evict entries, and how are requests retried",
+            &sources,
+            10_000,
+            Encoding::Cl100k,
+        );
+        assert!(system.contains("Example answer:"));
+        assert_eq!(n, 3);
+        assert!(user.starts_with("Question: how does the cache evict entries"));
+        assert!(user.contains("[1] s1.md\nSource number 1.\n\n[2] s2.md"));
+        assert!(user.contains(
+            "It has 2 parts; answer each of them:\n1. how does the cache evict entries\n2. how are requests retried\n"
+        ));
+        let (_, _, fitted) = prompt("q", &sources, 12, Encoding::Cl100k);
+        assert_eq!(fitted, 1, "the budget decides how many passages are shown");
+    }
+
+    #[test]
     fn extractive_cites_each_sentence() {
         let sources = vec![
             SourceRecord {
                 snippet: "Unrelated opening words here. Tidal locking happens when a moon's rotation matches its orbit.".into(),
-                credibility: crate::store::Credibility { score: 0.8, ..Default::default() },
+                credibility: crate::store::Credibility {
+                    score: 0.8,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
             SourceRecord {
@@ -455,13 +872,24 @@ mod tests {
                 retracted: true,
                 ..Default::default()
             },
+            source(
+                "src/cache.rs",
+                "/// Evicts the least recently used entry when the cache is full.\npub fn evict(&mut self) {\n    self.entries.pop_lru();\n}",
+            ),
         ];
-        let (text, claims) =
-            extractive("what is tidal locking", &sources, "no model was reachable");
+        let (text, claims) = extractive(
+            "what is tidal locking, and when does the cache evict",
+            &sources,
+            "no model was reachable",
+        );
         assert!(text.starts_with("*Extractive synthesis — no model was reachable."));
         assert!(
             text.contains("- Tidal locking happens when a moon's rotation matches its orbit. [1]")
         );
-        assert_eq!(claims.len(), 1);
+        assert!(
+            text.contains("- Evicts the least recently used entry when the cache is full. [3]"),
+            "{text}"
+        );
+        assert_eq!(claims.len(), 2);
     }
 }

@@ -11,6 +11,7 @@
 //! This module never sees LSP types and never interprets research data: it stores and returns
 //! [`records`] as they are.
 
+pub mod passages;
 pub mod records;
 
 use std::path::{Path, PathBuf};
@@ -19,12 +20,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
+pub use passages::{Passage, PassageHit};
 pub use records::{
-    Claim, Credibility, ResearchRecord, ResearchSummary, SourceOutcome, SourceRecord,
+    CitationCheck, Claim, Credibility, ResearchRecord, ResearchSummary, SourceOutcome,
+    SourceRecord, SupportSummary,
 };
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The test hook: when set to a number of milliseconds, [`Library::save`] prints
 /// `patchwise: pausing in save` to stderr and sleeps that long inside the transaction, so a test
@@ -335,7 +338,8 @@ impl Library {
 
 /// Schema steps; step `i` brings the database to version `i + 1`. Never edit a released step:
 /// add one.
-const MIGRATIONS: [&str; 1] = [r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE research (
     id TEXT PRIMARY KEY,
     query TEXT NOT NULL,
@@ -411,7 +415,45 @@ CREATE TABLE http_cache (
     last_modified TEXT,
     fetched_at TEXT NOT NULL
 );
-"#];
+"#,
+    // 2: claims attributed to a passage, each citation's support check, and the workspace
+    // passage index (files with the mtime/size they were read at, their passages, and FTS5 over
+    // path, heading and text; the FTS rowid is the passage id).
+    r#"
+ALTER TABLE claim ADD COLUMN attributed INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE claim_check (
+    research_id TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    source_key TEXT NOT NULL,
+    overlap REAL NOT NULL,
+    verdict TEXT NOT NULL,
+    model_verdict TEXT,
+    PRIMARY KEY (research_id, n, source_key),
+    FOREIGN KEY (research_id, n) REFERENCES claim(research_id, n) ON DELETE CASCADE
+);
+CREATE TABLE passage_file (
+    id INTEGER PRIMARY KEY,
+    root TEXT NOT NULL,
+    path TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    UNIQUE (root, path)
+);
+CREATE TABLE passage (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES passage_file(id) ON DELETE CASCADE,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL
+);
+CREATE INDEX passage_by_file ON passage(file_id);
+CREATE VIRTUAL TABLE passage_fts USING fts5(
+    path,
+    heading,
+    body,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"#,
+];
 
 fn write_record(tx: &Transaction<'_>, r: &ResearchRecord) -> Result<(), StoreError> {
     // `research_id` is not indexed in the FTS table (a scan), so only look when replacing.
@@ -500,15 +542,36 @@ fn write_record(tx: &Transaction<'_>, r: &ResearchRecord) -> Result<(), StoreErr
         }
     }
     let mut claim = tx.prepare_cached(
-        "INSERT OR REPLACE INTO claim(research_id, n, text, independent_domains) VALUES (?1, ?2, ?3, ?4)",
+        "INSERT OR REPLACE INTO claim(research_id, n, text, independent_domains, attributed)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
     let mut support = tx.prepare_cached(
         "INSERT OR IGNORE INTO claim_support(research_id, n, source_key) VALUES (?1, ?2, ?3)",
     )?;
+    let mut check = tx.prepare_cached(
+        "INSERT OR REPLACE INTO claim_check(research_id, n, source_key, overlap, verdict, model_verdict)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
     for c in &r.claims {
-        claim.execute(params![r.id, c.n, c.text, c.independent_domains])?;
+        claim.execute(params![
+            r.id,
+            c.n,
+            c.text,
+            c.independent_domains,
+            c.attributed
+        ])?;
         for key in &c.sources {
             support.execute(params![r.id, c.n, key])?;
+        }
+        for k in &c.checks {
+            check.execute(params![
+                r.id,
+                c.n,
+                k.source_key,
+                k.overlap,
+                k.verdict,
+                k.model_verdict
+            ])?;
         }
     }
     Ok(())
@@ -582,29 +645,48 @@ fn read_record(conn: &Connection, id: &str) -> Result<ResearchRecord, StoreError
             record.sources.push(source);
         }
     }
-    let claims: Vec<(u32, String, u32)> = {
+    let claims: Vec<(u32, String, u32, bool)> = {
         let mut stmt = conn.prepare_cached(
-            "SELECT n, text, independent_domains FROM claim WHERE research_id = ?1 ORDER BY n",
+            "SELECT n, text, independent_domains, attributed FROM claim WHERE research_id = ?1
+             ORDER BY n",
         )?;
-        stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<Result<_, _>>()?
     };
+    let mut checks = conn.prepare_cached(
+        "SELECT cc.source_key, cc.overlap, cc.verdict, cc.model_verdict FROM claim_check cc
+         LEFT JOIN source s ON s.research_id = cc.research_id AND s.source_key = cc.source_key
+         WHERE cc.research_id = ?1 AND cc.n = ?2 ORDER BY s.n, s.position",
+    )?;
     let mut support = conn.prepare_cached(
         "SELECT cs.source_key FROM claim_support cs
          LEFT JOIN source s ON s.research_id = cs.research_id AND s.source_key = cs.source_key
          WHERE cs.research_id = ?1 AND cs.n = ?2 ORDER BY s.n, s.position",
     )?;
-    for (n, text, independent_domains) in claims {
+    for (n, text, independent_domains, attributed) in claims {
         let sources = support
             .query_map(params![id, n], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        let checks = checks
+            .query_map(params![id, n], |r| {
+                Ok(CitationCheck {
+                    source_key: r.get(0)?,
+                    overlap: r.get(1)?,
+                    verdict: r.get(2)?,
+                    model_verdict: r.get(3)?,
+                })
+            })?
             .collect::<Result<_, _>>()?;
         record.claims.push(Claim {
             n,
             text,
             sources,
             independent_domains,
+            attributed,
+            checks,
         });
     }
+    record.support = SupportSummary::of(&record.claims);
     Ok(record)
 }
 

@@ -74,6 +74,69 @@ pub struct Claim {
     pub sources: Vec<String>,
     /// How many distinct registrable domains (or providers, for sources without a URL) those are.
     pub independent_domains: u32,
+    /// The model wrote this sentence without a citation; it was attributed to the passage it
+    /// overlaps most (the synthesis marks it "(attributed)").
+    #[serde(default)]
+    pub attributed: bool,
+    /// One check per cited source: does that source support the claim?
+    #[serde(default)]
+    pub checks: Vec<CitationCheck>,
+}
+
+/// Whether one cited source supports one claim.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CitationCheck {
+    pub source_key: String,
+    /// The share of the claim's content words (stemmed) found in the source's text, 0–1.
+    pub overlap: f64,
+    /// `supported`, `partly`, `unsupported` or `contradicted`: the model's verdict when there
+    /// is one, else the overlap's.
+    pub verdict: String,
+    /// With `--verify`: what the second model pass answered (`supports`, `partly`,
+    /// `contradicts`), or `None` when no model checked.
+    pub model_verdict: Option<String>,
+}
+
+/// The share of citations whose source supports the sentence citing it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SupportSummary {
+    pub citations: u32,
+    pub supported: u32,
+    pub partly: u32,
+    pub unsupported: u32,
+    pub contradicted: u32,
+    /// `supported / citations`, `None` without citations.
+    pub share: Option<f64>,
+    /// `overlap` (content words) or `model` (a second model pass checked every citation).
+    pub method: String,
+}
+
+impl SupportSummary {
+    /// Counts the checks of `claims`.
+    pub fn of(claims: &[Claim]) -> SupportSummary {
+        let mut s = SupportSummary {
+            method: "overlap".to_owned(),
+            ..SupportSummary::default()
+        };
+        let mut all_model = true;
+        for check in claims.iter().flat_map(|c| &c.checks) {
+            s.citations += 1;
+            match check.verdict.as_str() {
+                "supported" => s.supported += 1,
+                "partly" => s.partly += 1,
+                "contradicted" => s.contradicted += 1,
+                _ => s.unsupported += 1,
+            }
+            all_model &= check.model_verdict.is_some();
+        }
+        if s.citations > 0 {
+            s.share = Some(f64::from(s.supported) / f64::from(s.citations));
+            if all_model {
+                s.method = "model".to_owned();
+            }
+        }
+        s
+    }
 }
 
 /// What one provider did during a run.
@@ -97,7 +160,8 @@ pub struct ResearchRecord {
     pub query: String,
     /// RFC 3339, UTC.
     pub created_at: String,
-    /// `complete`, or `partial` when some provider failed or a budget cut the run short.
+    /// `complete`, or `partial` when some provider failed, a budget cut the run short, or the
+    /// model's synthesis was replaced by the extractive one.
     pub status: String,
     /// Markdown with `[n]` markers numbered like [`SourceRecord::n`].
     pub synthesis: String,
@@ -114,6 +178,9 @@ pub struct ResearchRecord {
     pub outcomes: Vec<SourceOutcome>,
     /// Removed citation markers, budget cuts, model failures: what a reader should know.
     pub notes: Vec<String>,
+    /// The support checks of the claims, counted (derived from `claims`).
+    #[serde(default)]
+    pub support: SupportSummary,
 }
 
 /// One line of `list` and `search`.

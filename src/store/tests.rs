@@ -1,7 +1,21 @@
 use super::*;
 
 fn record(id: &str, query: &str, synthesis: &str) -> ResearchRecord {
+    let claims = vec![Claim {
+        n: 1,
+        text: "Close planets lock".to_owned(),
+        sources: vec!["doi:10.1/x".to_owned()],
+        independent_domains: 1,
+        attributed: true,
+        checks: vec![CitationCheck {
+            source_key: "doi:10.1/x".to_owned(),
+            overlap: 0.75,
+            verdict: "partly".to_owned(),
+            model_verdict: Some("partly".to_owned()),
+        }],
+    }];
     ResearchRecord {
+        support: SupportSummary::of(&claims),
         id: id.to_owned(),
         query: query.to_owned(),
         created_at: "2026-11-22T01:00:00Z".to_owned(),
@@ -36,12 +50,7 @@ fn record(id: &str, query: &str, synthesis: &str) -> ResearchRecord {
             },
             ..SourceRecord::default()
         }],
-        claims: vec![Claim {
-            n: 1,
-            text: "Close planets lock".to_owned(),
-            sources: vec!["doi:10.1/x".to_owned()],
-            independent_domains: 1,
-        }],
+        claims,
         outcomes: vec![SourceOutcome {
             provider: "openalex".to_owned(),
             status: "ok".to_owned(),
@@ -147,4 +156,103 @@ fn cache_round_trip() {
     library.cache_put("k", &cached).unwrap();
     library.cache_put("k", &cached).unwrap();
     assert_eq!(library.cache_get("k").unwrap(), Some(cached));
+}
+
+#[test]
+fn a_first_version_library_is_migrated_and_keeps_its_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lib.sqlite3");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn.execute_batch(
+            "INSERT INTO research VALUES ('0000000001aaa', 'q', '2026-01-01T00:00:00Z', 'complete',
+                 's [1]', 'model', NULL, 1, 2, 3, '[]', '[]');
+             INSERT INTO claim VALUES ('0000000001aaa', 1, 'an old claim', 1);",
+        )
+        .unwrap();
+    }
+    let library = Library::open(&path).unwrap();
+    let old = library.get("0000000001aaa").unwrap();
+    assert_eq!(old.claims[0].text, "an old claim");
+    assert!(!old.claims[0].attributed);
+    assert!(old.claims[0].checks.is_empty());
+    assert_eq!(old.support.share, None);
+    let version: i64 = library
+        .lock()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let saved = record("0000000002bbb", "q2", "s2");
+    library.save(&saved).unwrap();
+    let back = library.get("0000000002bbb").unwrap();
+    assert_eq!(back, saved);
+    assert_eq!(back.support.citations, 1);
+    assert_eq!(back.support.partly, 1);
+    assert_eq!(back.support.method, "model");
+}
+
+#[test]
+fn passages_are_indexed_per_root_replaced_and_forgotten() {
+    use passages::{FileStamp, IndexedFile};
+    let library = Library::open(Path::new(":memory:")).unwrap();
+    let stamp = FileStamp {
+        mtime_ns: 1,
+        size: 10,
+    };
+    let file = |path: &str, text: &str| IndexedFile {
+        path: path.to_owned(),
+        stamp,
+        passages: vec![Passage {
+            heading: "Heading".to_owned(),
+            start_line: 1,
+            end_line: 3,
+            text: text.to_owned(),
+        }],
+    };
+    library
+        .update_passages(
+            "/a",
+            &[
+                file("docs/cache.md", "The cache evicts entries when full."),
+                file("docs/retry.md", "Requests are retried with backoff."),
+            ],
+            &[],
+        )
+        .unwrap();
+    library
+        .update_passages("/b", &[file("other.md", "The cache of b.")], &[])
+        .unwrap();
+    let hits = library
+        .search_passages("/a", "\"evicting\" OR \"caches\"", 10)
+        .unwrap();
+    assert_eq!(hits.len(), 1, "porter stems, and only the root asked for");
+    assert_eq!(hits[0].path, "docs/cache.md");
+    assert_eq!(hits[0].passage.heading, "Heading");
+    assert_eq!(library.passage_files("/a").unwrap().len(), 2);
+    // Replacing a file replaces its passages; removing one forgets them.
+    library
+        .update_passages(
+            "/a",
+            &[file("docs/cache.md", "Now about sharding only.")],
+            &["docs/retry.md".to_owned()],
+        )
+        .unwrap();
+    assert!(
+        library
+            .search_passages("/a", "\"cache\" OR \"retried\"", 10)
+            .unwrap()
+            .iter()
+            .all(|h| h.path == "docs/cache.md" && h.passage.text.contains("sharding"))
+    );
+    assert_eq!(
+        library.search_passages("/a", "\"sharding\"", 10).unwrap().len(),
+        1
+    );
+    let conn = library.lock();
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM passage_fts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 2, "no orphaned FTS rows");
 }

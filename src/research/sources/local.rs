@@ -1,34 +1,35 @@
-//! The sources that are always there: the workspace (files mentioning the question's words, a
-//! ripgrep-style walk that respects `.gitignore`) and the research library (FTS5 over earlier
-//! syntheses and sources). Both run on the blocking pool.
+//! The sources that are always there: the workspace (passages from an incremental FTS5 index
+//! of its text files, see [`crate::research::index`]) and the research library (FTS5 over
+//! earlier syntheses and sources). Both run on the blocking pool.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 
 use crate::research::config::SourceSettings;
+use crate::research::index;
+use crate::research::passages::{self, terms};
 use crate::research::sources::{Found, Source, SourceContext, SourceError, SourceQuery};
-use crate::store::{SourceRecord, now_rfc3339};
-
-/// Files larger than this are skipped (generated data, lock files, minified bundles).
-const MAX_FILE_BYTES: u64 = 512 * 1024;
-/// At most this many files are read per search.
-const MAX_FILES: usize = 20_000;
+use crate::store::{Library, SourceRecord, now_rfc3339};
 
 /// The workspace folder.
 pub struct Workspace {
     name: String,
     root: PathBuf,
     timeout: Duration,
+    /// Folders never indexed: patchwise's data directory.
+    exclude: Vec<PathBuf>,
 }
 
 impl Workspace {
-    pub fn new(settings: &SourceSettings, root: &Path) -> Workspace {
+    pub fn new(settings: &SourceSettings, root: &Path, exclude: &[PathBuf]) -> Workspace {
         Workspace {
             name: settings.name.clone(),
             root: root.to_path_buf(),
             timeout: settings.timeout,
+            exclude: exclude.to_vec(),
         }
     }
 }
@@ -48,134 +49,105 @@ impl Source for Workspace {
         context: &'a SourceContext,
     ) -> BoxFuture<'a, Result<Found, SourceError>> {
         Box::pin(async move {
+            let library = match &context.library {
+                Some(library) => library.clone(),
+                // Without a library (an embedder's choice), an index for this search only.
+                None => Arc::new(
+                    Library::open(Path::new(":memory:"))
+                        .map_err(|e| SourceError::Unavailable(e.to_string()))?,
+                ),
+            };
+            let mut exclude = self.exclude.clone();
+            // The library's folder holds its database and the reports.
+            if let Some(dir) = library.path().parent().filter(|d| !d.as_os_str().is_empty()) {
+                exclude.push(dir.to_path_buf());
+            }
             let root = self.root.clone();
             let text = query.text.clone();
             let max = query.max_results;
             let cancel = context.cancel.clone();
-            let deadline = Instant::now() + self.timeout.mul_f32(0.9);
-            let records = tokio::task::spawn_blocking(move || {
-                search_workspace(&root, &text, max, &cancel, deadline)
+            let deadline = Instant::now() + self.timeout.mul_f32(0.8);
+            tokio::task::spawn_blocking(move || {
+                search_workspace(&library, &root, &exclude, &text, max, &cancel, deadline)
             })
             .await
-            .map_err(|e| SourceError::Transport(format!("the workspace search stopped: {e}")))?;
-            Ok(Found {
-                records,
-                cached: None,
-            })
+            .map_err(|e| SourceError::Transport(format!("the workspace search stopped: {e}")))?
         })
     }
 }
 
-/// Files under `root` (respecting `.gitignore`, skipping hidden and large files) whose text
-/// mentions the most distinct query words; the snippet is the best-matching lines.
+/// Refreshes the index of `root` and returns its best passages for `question` as sources.
 pub fn search_workspace(
+    library: &Library,
     root: &Path,
-    query: &str,
+    exclude: &[PathBuf],
+    question: &str,
     max: usize,
     cancel: &tokio_util::sync::CancellationToken,
     deadline: Instant,
-) -> Vec<SourceRecord> {
-    let terms: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|w| w.chars().count() > 2)
-        .map(str::to_lowercase)
-        .filter(|w| {
-            !matches!(
-                w.as_str(),
-                "the" | "and" | "what" | "how" | "does" | "why" | "are" | "for" | "with"
-            )
-        })
-        .collect();
-    if terms.is_empty() {
-        return Vec::new();
-    }
+) -> Result<Found, SourceError> {
+    let store = |e: crate::store::StoreError| {
+        SourceError::Transport(format!("the workspace index failed: {e}"))
+    };
+    let refreshed = index::refresh(library, root, exclude, cancel, deadline).map_err(store)?;
+    tracing::debug!(?refreshed, root = %root.display(), "workspace index refreshed");
+    let found = index::search(library, root, question, max).map_err(store)?;
     let retrieved_at = now_rfc3339();
-    let mut hits: Vec<(usize, usize, SourceRecord)> = Vec::new();
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(true)
-        .git_ignore(true)
-        .require_git(false)
-        .max_filesize(Some(MAX_FILE_BYTES))
-        .build();
-    for (seen, entry) in walker.flatten().enumerate() {
-        if seen >= MAX_FILES || cancel.is_cancelled() || Instant::now() > deadline {
-            break;
-        }
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(entry.path()) else {
-            continue;
-        };
-        if bytes.contains(&0) {
-            continue;
-        }
-        let Ok(text) = String::from_utf8(bytes) else {
-            continue;
-        };
-        let lower = text.to_lowercase();
-        let distinct = terms.iter().filter(|t| lower.contains(t.as_str())).count();
-        // At least half the words, and at least one.
-        if distinct == 0 || distinct * 2 < terms.len() {
-            continue;
-        }
-        let occurrences: usize = terms
-            .iter()
-            .map(|t| lower.matches(t.as_str()).count())
-            .sum();
-        let mut lines: Vec<(usize, usize, &str)> = text
-            .lines()
-            .enumerate()
-            .map(|(i, l)| {
-                let ll = l.to_lowercase();
-                (
-                    terms.iter().filter(|t| ll.contains(t.as_str())).count(),
-                    i,
-                    l,
-                )
-            })
-            .filter(|(n, _, l)| *n > 0 && l.trim().len() > 3)
-            .collect();
-        lines.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        lines.truncate(4);
-        lines.sort_by_key(|l| l.1);
-        let snippet = lines
-            .iter()
-            .map(|(_, i, l)| {
-                let l: String = l.trim().chars().take(300).collect();
-                format!("line {}: {l}", i + 1)
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        let relative = entry
-            .path()
-            .strip_prefix(root)
-            .unwrap_or(entry.path())
-            .to_string_lossy()
-            .replace('\\', "/");
-        hits.push((
-            distinct,
-            occurrences,
-            SourceRecord {
-                key: format!("file:{relative}"),
-                provider: "workspace".to_owned(),
-                providers: vec!["workspace".to_owned()],
-                provider_id: entry.path().to_string_lossy().into_owned(),
-                title: relative,
-                venue: Some("workspace".to_owned()),
-                venue_type: "workspace".to_owned(),
-                snippet,
-                retrieved_at: retrieved_at.clone(),
-                ..SourceRecord::default()
-            },
-        ));
+    let records = found
+        .into_iter()
+        .map(|f| passage_record(root, &f.hit, &retrieved_at))
+        .collect();
+    if !refreshed.complete {
+        tracing::info!(
+            files = refreshed.files,
+            "the workspace index covers the files read in time; the next run reads on"
+        );
     }
-    hits.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then(b.1.cmp(&a.1))
-            .then(a.2.title.cmp(&b.2.title))
-    });
-    hits.into_iter().take(max).map(|(_, _, r)| r).collect()
+    Ok(Found {
+        records,
+        cached: None,
+    })
+}
+
+/// A workspace passage as a source: `file:PATH#Lstart-end`, titled with its lines and heading.
+pub fn passage_record(
+    root: &Path,
+    hit: &crate::store::PassageHit,
+    retrieved_at: &str,
+) -> SourceRecord {
+    let p = &hit.passage;
+    let lines = format!("{}:{}-{}", hit.path, p.start_line, p.end_line);
+    let title = if p.heading.is_empty() {
+        lines
+    } else {
+        format!("{lines} — {}", p.heading)
+    };
+    SourceRecord {
+        key: format!("file:{}#L{}-{}", hit.path, p.start_line, p.end_line),
+        provider: "workspace".to_owned(),
+        providers: vec!["workspace".to_owned()],
+        provider_id: root.join(&hit.path).to_string_lossy().into_owned(),
+        title,
+        venue: Some("workspace".to_owned()),
+        venue_type: "workspace".to_owned(),
+        snippet: p.text.clone(),
+        retrieved_at: retrieved_at.to_owned(),
+        ..SourceRecord::default()
+    }
+}
+
+/// The passage of a long text (an earlier synthesis) that mentions most of `question`'s words.
+fn best_passage(text: &str, question: &str) -> String {
+    let words = terms(question);
+    passages::split("synthesis.md", text)
+        .into_iter()
+        .max_by_key(|p| {
+            let lower = p.text.to_lowercase();
+            let hits = words.iter().filter(|w| lower.contains(w.as_str())).count();
+            (hits, std::cmp::Reverse(p.start_line))
+        })
+        .map(|p| p.text)
+        .unwrap_or_else(|| text.to_owned())
 }
 
 /// Earlier research in the library.
@@ -215,7 +187,8 @@ impl Source for LibrarySource {
             };
             let text = query.text.clone();
             let max = query.max_results;
-            let hits = tokio::task::spawn_blocking(move || library.search_sources(&text, max * 3))
+            let asked = text.clone();
+            let hits = tokio::task::spawn_blocking(move || library.search_sources(&asked, max * 3))
                 .await
                 .map_err(|e| SourceError::Transport(format!("the library search stopped: {e}")))?
                 .map_err(|e| SourceError::Transport(e.to_string()))?;
@@ -234,6 +207,9 @@ impl Source for LibrarySource {
                     r.provider_id = format!("{research_id}/{}", r.key);
                 }
                 r.credibility = Default::default();
+                if r.key.starts_with("research:") {
+                    r.snippet = best_passage(&r.snippet, &text);
+                }
                 if !records.iter().any(|x| x.key == r.key) {
                     records.push(r);
                 }

@@ -495,10 +495,12 @@ pub fn strip_tags(text: &str) -> String {
 pub type Sources = Vec<Arc<dyn Source>>;
 
 /// Builds every enabled source of `settings` (in a stable order). Returns the sources and, for
-/// each source that cannot run, its name and why.
+/// each source that cannot run, its name and why. `exclude`: folders the workspace source never
+/// indexes (patchwise's data directory).
 pub fn build(
     settings: &[SourceSettings],
     workspace: Option<&std::path::Path>,
+    exclude: &[std::path::PathBuf],
 ) -> (Sources, Vec<(String, String)>) {
     use crate::research::config::SourceKind;
     let mut sources: Vec<Arc<dyn Source>> = Vec::new();
@@ -533,7 +535,7 @@ pub fn build(
             }
             SourceKind::Feeds => Ok(Arc::new(web::Feeds::new(s))),
             SourceKind::Workspace => match workspace {
-                Some(root) => Ok(Arc::new(local::Workspace::new(s, root))),
+                Some(root) => Ok(Arc::new(local::Workspace::new(s, root, exclude))),
                 None => Err("no workspace folder".to_owned()),
             },
             SourceKind::Library => Ok(Arc::new(local::LibrarySource::new(s))),

@@ -1,0 +1,355 @@
+//! The model side of a run: choosing the model, fitting as many passages as its context allows
+//! into the prompt (the same [`Budget`] edit prompts are fitted to: the window less the output
+//! reserve and a margin for token-count estimates), streaming the answer with a heartbeat
+//! within the run's time budget, and — with `--verify` — a second pass asking the model whether
+//! each cited passage supports its sentence.
+//!
+//! Whatever goes wrong here, the run still answers: no model, a failed or empty answer, or a
+//! budget that runs out gives the extractive synthesis, with the reason.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ModelSettings;
+use crate::model::budget::{Budget, count_request};
+use crate::model::{ChatModel, ChatOptions, ChatRequest, Message, StreamEvent, Usage};
+use crate::research::{ModelChoice, Phase, ProgressFn, Research, support, synthesis};
+use crate::store::SourceRecord;
+use crate::tokens::{Encoding, count_tokens};
+
+/// What the synthesis step produced.
+pub(crate) struct Synthesis {
+    pub text: String,
+    /// How many sources (from the top of the candidates) the text may cite.
+    pub shown: usize,
+    pub model: Option<String>,
+    /// The model that wrote it, for the verifying pass.
+    pub writer: Option<Arc<dyn ChatModel>>,
+    pub usage: Usage,
+    pub notes: Vec<String>,
+    /// For an extractive synthesis: its claims, numbered like the candidates.
+    pub extractive_claims: Option<Vec<(String, Vec<u32>)>>,
+    /// The synthesis is less than was asked for: a budget cut it, or the chosen model failed or
+    /// said nothing (the record's status is then `partial`).
+    pub budget_cut: bool,
+}
+
+impl Synthesis {
+    /// The extractive synthesis over `candidates`, labelled with `reason`.
+    pub fn extractive(
+        query: &str,
+        candidates: &[SourceRecord],
+        reason: &str,
+        notes: Vec<String>,
+        budget_cut: bool,
+    ) -> Synthesis {
+        let (text, claims) = synthesis::extractive(query, candidates, reason);
+        Synthesis {
+            text,
+            shown: candidates.len(),
+            model: None,
+            writer: None,
+            usage: Usage::default(),
+            notes,
+            extractive_claims: Some(claims),
+            budget_cut,
+        }
+    }
+}
+
+/// An answer streamed from a model.
+struct Streamed {
+    text: String,
+    usage: Usage,
+    /// Why it stopped early, if it did.
+    failure: Option<String>,
+    /// The model hit its output limit.
+    cut: bool,
+}
+
+impl Research {
+    /// The model answer over `candidates` (or the extractive synthesis, with the reason).
+    pub(crate) async fn synthesize(
+        &self,
+        query: &str,
+        candidates: &[SourceRecord],
+        token_budget: usize,
+        deadline: Instant,
+        progress: ProgressFn<'_>,
+        cancel: &CancellationToken,
+    ) -> Synthesis {
+        progress(Phase::Synthesis, 55, "choosing the model");
+        let extractive = |reason: String, notes: Vec<String>, budget_cut: bool| {
+            Synthesis::extractive(query, candidates, &reason, notes, budget_cut)
+        };
+        if candidates.is_empty() {
+            let mut s = extractive("no source returned anything".to_owned(), Vec::new(), false);
+            s.text = "No source returned anything for this question, so there is nothing to synthesise. Check the providers below, or widen the question.".to_owned();
+            return s;
+        }
+        let model = match self.choose_model(deadline, cancel).await {
+            Ok(model) => model,
+            Err((reason, noted, cut)) => {
+                let notes = if noted { vec![reason.clone()] } else { Vec::new() };
+                return extractive(reason, notes, cut);
+            }
+        };
+        let name = model.name().to_owned();
+        let encoding = Encoding::for_model(&name);
+        let fit = self.passage_budget(model.as_ref(), query, token_budget, encoding);
+        let (system, user, shown) = synthesis::prompt(query, candidates, fit, encoding);
+        let mut notes = Vec::new();
+        if shown < candidates.len() {
+            notes.push(format!(
+                "the model's context ({fit} tokens for passages) fitted {shown} of {} sources into the prompt",
+                candidates.len()
+            ));
+        }
+        let request = ChatRequest {
+            messages: vec![Message::system(system.clone()), Message::user(user.clone())],
+            tools: Vec::new(),
+            options: ChatOptions {
+                temperature: Some(0.2),
+                max_tokens: Some(self.settings.max_output_tokens),
+                ..ChatOptions::default()
+            },
+        };
+        progress(
+            Phase::Synthesis,
+            56,
+            &format!("writing the synthesis with {name} from {shown} passages"),
+        );
+        let heartbeat = |t: f64, chars: usize| {
+            let pct = 56.0 + 33.0 * (1.0 - (-t / 40.0).exp());
+            progress(
+                Phase::Synthesis,
+                pct as u8,
+                &format!("writing the synthesis with {name}: {t:.0} s, {chars} characters so far"),
+            );
+        };
+        let mut answer = self
+            .stream(model.as_ref(), request, deadline, Some(&heartbeat), cancel)
+            .await;
+        if answer.cut {
+            notes.push(
+                "the model hit its output-token limit; the synthesis may be cut short".to_owned(),
+            );
+        }
+        if answer.usage.input_tokens == 0 {
+            answer.usage.input_tokens =
+                (count_tokens(&system, encoding) + count_tokens(&user, encoding)) as u64;
+        }
+        if answer.usage.output_tokens == 0 {
+            answer.usage.output_tokens = count_tokens(&answer.text, encoding) as u64;
+        }
+        let usage = answer.usage;
+        let kept = |notes: Vec<String>, budget_cut: bool, text: String| Synthesis {
+            text,
+            shown,
+            model: Some(name.clone()),
+            writer: Some(model.clone()),
+            usage,
+            notes,
+            extractive_claims: None,
+            budget_cut,
+        };
+        match answer.failure {
+            Some(reason) if answer.text.trim().is_empty() || reason == "cancelled" => {
+                notes.push(reason.clone());
+                let mut s = extractive(reason, notes, true);
+                s.usage = usage;
+                s
+            }
+            Some(reason) => {
+                notes.push(format!("{reason}; the partial answer is kept"));
+                kept(notes, true, answer.text)
+            }
+            None if answer.text.trim().is_empty() => {
+                let reason = format!("{name} answered with no text");
+                notes.push(reason.clone());
+                let mut s = extractive(reason, notes, true);
+                s.usage = usage;
+                s
+            }
+            None => kept(notes, false, answer.text),
+        }
+    }
+
+    /// The configured model, or why there is none: (reason, whether to note it, whether a
+    /// budget ran out).
+    async fn choose_model(
+        &self,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<dyn ChatModel>, (String, bool, bool)> {
+        match &self.model {
+            ModelChoice::Off => Err((
+                "no model is configured for research".to_owned(),
+                false,
+                false,
+            )),
+            ModelChoice::Fixed(m) => Ok(m.clone()),
+            ModelChoice::Router(router) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let chosen = tokio::select! {
+                    _ = cancel.cancelled() => return Err(("cancelled".to_owned(), false, false)),
+                    r = tokio::time::timeout(left, router.model(self.settings.model, cancel.child_token())) => r,
+                };
+                match chosen {
+                    Ok(Ok(m)) => Ok(m),
+                    Ok(Err(err)) => Err((format!("no model was reachable ({err})"), true, false)),
+                    Err(_) => Err((
+                        "the time budget ran out before a model was found".to_owned(),
+                        true,
+                        true,
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Tokens of passages the prompt may carry: the model's window less the output reserve,
+    /// the margin for estimated counts and the rest of the prompt, at most `token_budget`.
+    fn passage_budget(
+        &self,
+        model: &dyn ChatModel,
+        query: &str,
+        token_budget: usize,
+        encoding: Encoding,
+    ) -> usize {
+        let mut budget = Budget::new(model.name(), ModelSettings::default(), false);
+        budget.window = model.context_window();
+        let (system, user, _) = synthesis::prompt(query, &[], usize::MAX, encoding);
+        let skeleton = ChatRequest {
+            messages: vec![Message::system(system), Message::user(user)],
+            tools: Vec::new(),
+            options: ChatOptions {
+                max_tokens: Some(self.settings.max_output_tokens),
+                ..ChatOptions::default()
+            },
+        };
+        let fixed = count_request(&skeleton, encoding);
+        budget
+            .available(&skeleton)
+            .saturating_sub(fixed)
+            .min(token_budget)
+            .max(200)
+    }
+
+    /// Streams one answer until it is done, fails, is cancelled or the deadline passes, calling
+    /// `heartbeat` (seconds, characters so far) at the configured interval.
+    async fn stream(
+        &self,
+        model: &dyn ChatModel,
+        request: ChatRequest,
+        deadline: Instant,
+        heartbeat: Option<&(dyn Fn(f64, usize) + Send + Sync)>,
+        cancel: &CancellationToken,
+    ) -> Streamed {
+        let call_cancel = cancel.child_token();
+        let mut stream = model.chat(request, call_cancel.clone());
+        let started = Instant::now();
+        let mut beat = tokio::time::interval(self.settings.heartbeat);
+        beat.tick().await;
+        let mut out = Streamed {
+            text: String::new(),
+            usage: Usage::default(),
+            failure: None,
+            cut: false,
+        };
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            tokio::select! {
+                _ = cancel.cancelled() => {
+                    call_cancel.cancel();
+                    out.failure = Some("cancelled".to_owned());
+                    break;
+                }
+                _ = tokio::time::sleep(left) => {
+                    call_cancel.cancel();
+                    out.failure = Some(format!("the time budget ({:.0} s) ran out while the model was writing", self.settings.time_budget.as_secs_f64()));
+                    break;
+                }
+                _ = beat.tick() => {
+                    if let Some(h) = heartbeat {
+                        h(started.elapsed().as_secs_f64(), out.text.chars().count());
+                    }
+                }
+                event = stream.next() => match event {
+                    Some(Ok(StreamEvent::TextDelta { text: delta })) => out.text.push_str(&delta),
+                    Some(Ok(StreamEvent::TextToolCalls { prose })) => out.text = prose,
+                    Some(Ok(StreamEvent::Done { usage, finish })) => {
+                        out.usage = usage;
+                        out.cut = finish == crate::model::FinishReason::Length;
+                        break;
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(err)) => {
+                        out.failure = Some(format!("the model failed ({err})"));
+                        break;
+                    }
+                    None => {
+                        out.failure = Some("the model's answer ended early".to_owned());
+                        break;
+                    }
+                },
+            }
+        }
+        out
+    }
+
+    /// The second pass of `--verify`: for each (claim, cited passage) pair, asks `model`
+    /// whether the passage supports the claim. Returns one verdict per pair (`None` where the
+    /// model gave none or the time ran out) and the tokens used.
+    pub(crate) async fn verify(
+        &self,
+        model: &dyn ChatModel,
+        pairs: &[(String, String)],
+        deadline: Instant,
+        progress: ProgressFn<'_>,
+        cancel: &CancellationToken,
+    ) -> (Vec<Option<&'static str>>, Usage) {
+        let mut verdicts = Vec::with_capacity(pairs.len());
+        let mut usage = Usage::default();
+        for (i, (claim, passage)) in pairs.iter().enumerate() {
+            if cancel.is_cancelled() || Instant::now() >= deadline {
+                verdicts.push(None);
+                continue;
+            }
+            progress(
+                Phase::Corroboration,
+                90,
+                &format!(
+                    "verifying citation {} of {} with {}",
+                    i + 1,
+                    pairs.len(),
+                    model.name()
+                ),
+            );
+            let (system, user) = support::verify_prompt(claim, passage);
+            let request = ChatRequest {
+                messages: vec![Message::system(system), Message::user(user)],
+                tools: Vec::new(),
+                options: ChatOptions {
+                    temperature: Some(0.0),
+                    max_tokens: Some(8),
+                    ..ChatOptions::default()
+                },
+            };
+            let answer = self.stream(model, request, deadline, None, cancel).await;
+            usage.input_tokens += answer.usage.input_tokens;
+            usage.output_tokens += answer.usage.output_tokens;
+            verdicts.push(
+                answer
+                    .failure
+                    .is_none()
+                    .then(|| support::parse_verdict(&answer.text))
+                    .flatten(),
+            );
+        }
+        (verdicts, usage)
+    }
+}

@@ -1,0 +1,239 @@
+//! The workspace as passages: an incremental FTS5 index of the workspace's text files (the walk
+//! respects `.gitignore` and skips hidden, binary and large files), refreshed before every
+//! search by comparing each file's mtime and size with what was indexed, and searched once per
+//! part of the question so that every part finds passages of its own.
+//!
+//! patchwise's own files are never indexed, even inside the workspace: the research library's
+//! folder (its database and `reports/`), the data directory, and any file that is a research
+//! report (by its first lines, wherever it was copied) — otherwise a run would cite the report of
+//! an earlier run as evidence.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::research::passages::{self, question_parts, terms};
+use crate::store::passages::{FileStamp, IndexedFile};
+use crate::store::{Library, PassageHit, StoreError};
+
+/// Files larger than this are skipped (generated data, lock files, minified bundles).
+pub const MAX_FILE_BYTES: u64 = 512 * 1024;
+/// At most this many files are looked at per refresh.
+pub const MAX_FILES: usize = 20_000;
+/// Files written to the index per transaction, so an interrupted first index keeps its work.
+const BATCH: usize = 200;
+
+/// What a refresh did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refresh {
+    /// Files seen by the walk.
+    pub files: usize,
+    /// Files read again because they are new or changed.
+    pub read: usize,
+    /// Files forgotten because they are gone.
+    pub removed: usize,
+    /// `false` when the walk stopped early (file limit, deadline, cancellation): nothing is
+    /// forgotten then, and the next run goes on.
+    pub complete: bool,
+}
+
+/// The key a root is indexed under.
+pub fn root_key(root: &Path) -> String {
+    root.to_string_lossy().into_owned()
+}
+
+/// Brings the index of `root` up to date. `exclude` lists folders never indexed (patchwise's
+/// data); they are compared after resolving symbolic links.
+pub fn refresh(
+    library: &Library,
+    root: &Path,
+    exclude: &[PathBuf],
+    cancel: &CancellationToken,
+    deadline: Instant,
+) -> Result<Refresh, StoreError> {
+    let key = root_key(root);
+    let known = library.passage_files(&key)?;
+    let exclude: Vec<PathBuf> = exclude
+        .iter()
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    let canonical_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let skip = exclude.clone();
+    let walker = ignore::WalkBuilder::new(&canonical_root)
+        .hidden(true)
+        .git_ignore(true)
+        .require_git(false)
+        .max_filesize(Some(MAX_FILE_BYTES))
+        .filter_entry(move |entry| !skip.iter().any(|x| entry.path().starts_with(x)))
+        .build();
+    let mut done = Refresh {
+        complete: true,
+        ..Refresh::default()
+    };
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut batch: Vec<IndexedFile> = Vec::new();
+    for entry in walker.flatten() {
+        if done.files >= MAX_FILES || cancel.is_cancelled() || Instant::now() > deadline {
+            done.complete = false;
+            break;
+        }
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        done.files += 1;
+        let relative = entry
+            .path()
+            .strip_prefix(&canonical_root)
+            .unwrap_or(entry.path())
+            .to_string_lossy()
+            .replace('\\', "/");
+        let stamp = FileStamp {
+            mtime_ns: meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos().min(i64::MAX as u128) as i64),
+            size: meta.len().min(i64::MAX as u64) as i64,
+        };
+        seen.insert(relative.clone());
+        if known.get(&relative) == Some(&stamp) {
+            continue;
+        }
+        done.read += 1;
+        // Unreadable, binary or non-UTF-8 files are remembered with no passages, so they are
+        // not read again until they change.
+        let passages = std::fs::read(entry.path())
+            .ok()
+            .filter(|bytes| !bytes.contains(&0))
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .filter(|text| !is_research_report(text))
+            .map(|text| passages::split(&relative, &text))
+            .unwrap_or_default();
+        batch.push(IndexedFile {
+            path: relative,
+            stamp,
+            passages,
+        });
+        if batch.len() >= BATCH {
+            library.update_passages(&key, &batch, &[])?;
+            batch.clear();
+        }
+    }
+    let removed: Vec<String> = if done.complete {
+        known
+            .keys()
+            .filter(|k| !seen.contains(*k))
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    done.removed = removed.len();
+    if !batch.is_empty() || !removed.is_empty() {
+        library.update_passages(&key, &batch, &removed)?;
+    }
+    Ok(done)
+}
+
+/// Whether `text` is a research report patchwise wrote (`# question`, then
+/// `*Research \`id\` · …`).
+pub fn is_research_report(text: &str) -> bool {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    lines.next().is_some_and(|l| l.starts_with("# "))
+        && lines
+            .next()
+            .is_some_and(|l| l.starts_with("*Research `") && l.contains("` · "))
+}
+
+/// The FTS5 query matching any of `words` (each quoted, so nothing in them is syntax).
+fn any_of(words: &[String]) -> Option<String> {
+    let quoted: Vec<String> = words
+        .iter()
+        .take(32)
+        .map(|w| format!("\"{}\"", w.replace('"', "")))
+        .collect();
+    (!quoted.is_empty()).then(|| quoted.join(" OR "))
+}
+
+/// A passage found for a question, with the part of the question it was found for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub hit: PassageHit,
+    /// Index into [`question_parts`] of the question; `None` when found for the whole question.
+    pub part: Option<usize>,
+}
+
+/// The best passages under `root` for `question`, at most `max`: the best of each part of the
+/// question in turn (then of the whole question), then the second best of each, and so on.
+pub fn search(
+    library: &Library,
+    root: &Path,
+    question: &str,
+    max: usize,
+) -> Result<Vec<Found>, StoreError> {
+    let key = root_key(root);
+    let parts = question_parts(question);
+    let mut queries: Vec<(Option<usize>, String)> = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        if let Some(q) = any_of(&terms(part)) {
+            queries.push(((parts.len() > 1).then_some(i), q));
+        }
+    }
+    if parts.len() > 1
+        && let Some(q) = any_of(&terms(question))
+    {
+        queries.push((None, q));
+    }
+    let mut rankings: Vec<(Option<usize>, std::vec::IntoIter<PassageHit>)> = Vec::new();
+    for (part, q) in queries {
+        rankings.push((part, library.search_passages(&key, &q, max)?.into_iter()));
+    }
+    let mut out: Vec<Found> = Vec::new();
+    let mut taken: HashSet<i64> = HashSet::new();
+    while out.len() < max {
+        let mut any = false;
+        for (part, ranking) in &mut rankings {
+            if out.len() >= max {
+                break;
+            }
+            for hit in ranking.by_ref() {
+                if taken.insert(hit.id) {
+                    out.push(Found { hit, part: *part });
+                    any = true;
+                    break;
+                }
+            }
+        }
+        if !any {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_are_recognised_by_their_first_lines() {
+        assert!(is_research_report(
+            "# how does x work\n\n*Research `01abcdefghjk` · 2026-11-22T01:00:00Z · synthesis by m · 1.0 s*\n"
+        ));
+        assert!(!is_research_report("# Notes\n\n*Research* is fun · yes\n"));
+    }
+
+    #[test]
+    fn fts_queries_quote_every_word() {
+        assert_eq!(
+            any_of(&["cache".to_owned(), "ev\"il".to_owned()]).as_deref(),
+            Some("\"cache\" OR \"evil\"")
+        );
+        assert_eq!(any_of(&[]), None);
+    }
+}

@@ -1,0 +1,500 @@
+//! Passages: the unit research retrieves, ranks and shows a model. A passage is a heading and
+//! the paragraphs or code blocks under it, a few hundred tokens — enough for a small model to
+//! synthesise from, small enough that several parts of a question each get one in its context.
+//!
+//! Also the question side of retrieval: the words worth searching for (stop words dropped) and
+//! the parts of a multi-part question ("how does the cache evict entries, and how are requests
+//! retried"), so that each part finds a passage of its own. See `docs/research.md`.
+//!
+//! Pure functions: no I/O.
+
+/// A passage is cut after this many characters (about 300 tokens) at a block boundary.
+pub const TARGET_CHARS: usize = 1200;
+/// A single block longer than this is cut into line windows of [`TARGET_CHARS`].
+pub const MAX_CHARS: usize = 2400;
+/// A passage shorter than this takes the next block even past [`TARGET_CHARS`].
+const MIN_CHARS: usize = 300;
+
+pub use crate::store::Passage;
+
+/// Whether `path` is prose (headings are Markdown `#` lines) rather than code.
+pub fn is_prose(path: &str) -> bool {
+    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        None => true,
+        Some(e) => matches!(
+            e,
+            "md" | "markdown" | "mdx" | "txt" | "text" | "rst" | "adoc" | "org" | "textile"
+        ),
+    }
+}
+
+/// A run of non-blank lines (a paragraph, a list, a fenced code block with its blank lines, a
+/// code item) with the heading in force.
+struct Block {
+    heading: String,
+    start: usize,
+    end: usize,
+    chars: usize,
+}
+
+/// Cuts `text` (the file at `path`) into passages.
+pub fn split(path: &str, text: &str) -> Vec<Passage> {
+    let lines: Vec<&str> = text.lines().collect();
+    let prose = is_prose(path);
+    let blocks = blocks(&lines, prose);
+    let mut out: Vec<Passage> = Vec::new();
+    let mut current: Option<(String, usize, usize, usize)> = None; // heading, start, end, chars
+    let flush = |current: &mut Option<(String, usize, usize, usize)>, out: &mut Vec<Passage>| {
+        if let Some((heading, start, end, _)) = current.take() {
+            push_passage(out, &lines, heading, start, end);
+        }
+    };
+    for block in blocks {
+        if block.chars > MAX_CHARS {
+            flush(&mut current, &mut out);
+            // A long block: windows of lines.
+            let mut start = block.start;
+            let mut chars = 0;
+            for i in block.start..=block.end {
+                chars += lines[i].len() + 1;
+                if chars >= TARGET_CHARS || i == block.end {
+                    push_passage(&mut out, &lines, block.heading.clone(), start, i);
+                    start = i + 1;
+                    chars = 0;
+                }
+            }
+            continue;
+        }
+        match &mut current {
+            Some((heading, _, end, chars))
+                if *heading == block.heading
+                    && (*chars + block.chars <= TARGET_CHARS || *chars < MIN_CHARS) =>
+            {
+                *end = block.end;
+                *chars += block.chars;
+            }
+            _ => {
+                flush(&mut current, &mut out);
+                current = Some((block.heading, block.start, block.end, block.chars));
+            }
+        }
+    }
+    flush(&mut current, &mut out);
+    out
+}
+
+fn push_passage(out: &mut Vec<Passage>, lines: &[&str], heading: String, start: usize, end: usize) {
+    let text = lines[start..=end].join("\n");
+    if text.trim().is_empty() {
+        return;
+    }
+    out.push(Passage {
+        heading,
+        start_line: start as u32 + 1,
+        end_line: end as u32 + 1,
+        text,
+    });
+}
+
+fn blocks(lines: &[&str], prose: bool) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut headings: Vec<(usize, String)> = Vec::new(); // level, text
+    let mut definition = String::new();
+    let mut fence: Option<&str> = None;
+    let mut open: Option<Block> = None;
+    let heading_of = |headings: &[(usize, String)], definition: &str| {
+        if prose {
+            headings
+                .iter()
+                .map(|(_, t)| t.as_str())
+                .collect::<Vec<_>>()
+                .join(" › ")
+        } else {
+            definition.to_owned()
+        }
+    };
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim();
+        if let Some(marker) = fence {
+            if trimmed.starts_with(marker) {
+                fence = None;
+            }
+            if let Some(b) = &mut open {
+                b.end = i;
+                b.chars += line.len() + 1;
+            }
+            continue;
+        }
+        if prose && (trimmed.starts_with("```") || trimmed.starts_with("~~~")) {
+            fence = Some(if trimmed.starts_with("```") {
+                "```"
+            } else {
+                "~~~"
+            });
+        }
+        if prose && let Some((level, title)) = markdown_heading(trimmed) {
+            if let Some(b) = open.take() {
+                blocks.push(b);
+            }
+            headings.retain(|(l, _)| *l < level);
+            headings.push((level, title));
+            // The heading line opens the block under it, so the passage shows it.
+            open = Some(Block {
+                heading: heading_of(&headings, &definition),
+                start: i,
+                end: i,
+                chars: line.len() + 1,
+            });
+            continue;
+        }
+        if trimmed.is_empty() {
+            if let Some(b) = open.take() {
+                // A heading alone is not a block: it joins the paragraph under it.
+                if b.start == b.end && prose && markdown_heading(lines[b.start].trim()).is_some() {
+                    open = Some(b);
+                } else {
+                    blocks.push(b);
+                }
+            }
+            continue;
+        }
+        if !prose && let Some(def) = definition_line(line) {
+            // A definition starts a block of its own unless the block is its doc comment.
+            if let Some(b) = open.take() {
+                if lines[b.start..=b.end].iter().all(|l| is_comment(l)) {
+                    definition = def;
+                    open = Some(Block {
+                        heading: definition.clone(),
+                        end: i,
+                        chars: b.chars + line.len() + 1,
+                        ..b
+                    });
+                    continue;
+                }
+                blocks.push(b);
+            }
+            definition = def;
+        }
+        match &mut open {
+            Some(b) => {
+                b.end = i;
+                b.chars += line.len() + 1;
+            }
+            None => {
+                open = Some(Block {
+                    heading: heading_of(&headings, &definition),
+                    start: i,
+                    end: i,
+                    chars: line.len() + 1,
+                })
+            }
+        }
+    }
+    if let Some(b) = open {
+        blocks.push(b);
+    }
+    blocks
+}
+
+/// `## Title` → (2, "Title").
+fn markdown_heading(line: &str) -> Option<(usize, String)> {
+    let level = line.chars().take_while(|c| *c == '#').count();
+    if level == 0 || level > 6 {
+        return None;
+    }
+    let rest = &line[level..];
+    if !rest.starts_with(' ') {
+        return None;
+    }
+    let title = rest.trim().trim_end_matches('#').trim();
+    (!title.is_empty()).then(|| (level, title.chars().take(120).collect()))
+}
+
+fn is_comment(line: &str) -> bool {
+    let t = line.trim_start();
+    ["//", "#", "/*", "*", "--", ";;", "\"\"\"", "'''"]
+        .iter()
+        .any(|p| t.starts_with(p))
+}
+
+/// A line that defines something (a function, type, class, module), trimmed, as a heading.
+fn definition_line(line: &str) -> Option<String> {
+    let indent = line.len() - line.trim_start().len();
+    if indent > 8 {
+        return None;
+    }
+    let t = line.trim();
+    let mut words = t
+        .split(|c: char| c.is_whitespace() || c == '(' || c == '<' || c == '{' || c == ':')
+        .filter(|w| !w.is_empty());
+    const MODIFIERS: [&str; 14] = [
+        "pub", "pub(crate)", "pub(super)", "async", "unsafe", "const", "export", "default",
+        "static", "public", "private", "protected", "abstract", "extern",
+    ];
+    const KEYWORDS: [&str; 16] = [
+        "fn", "struct", "enum", "trait", "impl", "mod", "type", "union", "def", "class",
+        "function", "func", "interface", "macro_rules!", "module", "record",
+    ];
+    let keyword = words.find(|w| !MODIFIERS.contains(w))?;
+    KEYWORDS
+        .contains(&keyword)
+        .then(|| t.trim_end_matches('{').trim().chars().take(120).collect())
+}
+
+/// Words that carry no topic: dropped from searches and from overlap measures.
+pub const STOP_WORDS: &[&str] = &[
+    "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
+    "at", "be", "because", "been", "before", "being", "between", "both", "but", "by", "can",
+    "could", "did", "do", "does", "doing", "done", "during", "each", "either", "else", "etc",
+    "every", "few", "for", "from", "further", "get", "gets", "had", "has", "have", "having", "he",
+    "her", "here", "hers", "him", "his", "how", "however", "i", "if", "in", "into", "is", "it",
+    "its", "itself", "just", "let", "may", "me", "might", "more", "most", "much", "must", "my",
+    "no", "nor", "not", "now", "of", "off", "on", "once", "one", "only", "or", "other", "our",
+    "out", "over", "own", "per", "same", "she", "should", "so", "some", "such", "than", "that",
+    "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "thus",
+    "to", "too", "under", "until", "up", "upon", "us", "use", "used", "uses", "using", "very",
+    "via", "was", "way", "we", "were", "what", "when", "where", "whether", "which", "while", "who",
+    "whom", "why", "will", "with", "within", "without", "would", "you", "your",
+];
+
+/// The words of `text` worth searching for: lower-case, at least two characters (or a digit),
+/// stop words dropped, each once, in order.
+pub fn terms(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let w = word.to_lowercase();
+        if w.is_empty()
+            || (w.chars().count() < 2 && !w.chars().all(|c| c.is_ascii_digit()))
+            || STOP_WORDS.contains(&w.as_str())
+        {
+            continue;
+        }
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// A crude stem, enough to match `retried`/`retries`/`retry` and `entries`/`entry` when
+/// measuring overlap (the index itself uses FTS5's Porter stemmer).
+pub fn stem(word: &str) -> String {
+    let w = word.to_lowercase();
+    let n = w.chars().count();
+    if n <= 3 {
+        return w;
+    }
+    for (suffix, keep) in [
+        ("ies", "y"),
+        ("ied", "y"),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("ly", ""),
+        ("s", ""),
+    ] {
+        if let Some(base) = w.strip_suffix(suffix)
+            && base.chars().count() >= 3
+            && !(suffix == "s" && (base.ends_with('s') || base.ends_with('u')))
+        {
+            let mut b = format!("{base}{keep}");
+            // `evicted` → `evict`, `stopped` → `stop`.
+            let chars: Vec<char> = b.chars().collect();
+            if keep.is_empty()
+                && chars.len() >= 4
+                && chars[chars.len() - 1] == chars[chars.len() - 2]
+                && !matches!(chars[chars.len() - 1], 'l' | 's' | 'z')
+            {
+                b.pop();
+            }
+            return strip_final_e(b);
+        }
+    }
+    strip_final_e(w)
+}
+
+/// `cache` → `cach` (so it meets `caching`), but `use` stays `use`.
+fn strip_final_e(word: String) -> String {
+    match word.strip_suffix('e') {
+        Some(base) if base.chars().count() >= 3 => base.to_owned(),
+        _ => word,
+    }
+}
+
+/// The stems of the content words of `text` (see [`terms`] and [`stem`]).
+pub fn content_stems(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in terms(text) {
+        let s = stem(&t);
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+const QUESTION_WORDS: [&str; 17] = [
+    "how", "what", "why", "when", "where", "which", "who", "whether", "does", "do", "is", "are",
+    "can", "should", "did", "will", "whose",
+];
+
+/// The parts of a question, each a question of its own: split at `?`, `;`, new lines, and at
+/// `, and …` / `and how …` / `, what …` before a question word. A question with one part comes
+/// back whole. Parts without a searchable word are dropped.
+pub fn question_parts(question: &str) -> Vec<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for piece in question.split(['?', ';', '\n']) {
+        let words: Vec<&str> = piece.split_whitespace().collect();
+        let mut current: Vec<&str> = Vec::new();
+        let mut i = 0;
+        while i < words.len() {
+            let w = words[i];
+            let lower = |s: &str| {
+                s.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase()
+            };
+            let is_q = |s: &str| QUESTION_WORDS.contains(&lower(s).as_str());
+            // `…, and how …` / `… and what …` / `…, how …` / `… as well as how …`: the
+            // connective (`and`, `as well as`) belongs to neither part.
+            let comma_before = current.last().is_some_and(|p| p.ends_with(','));
+            let connective = if current.is_empty() {
+                None
+            } else if lower(w) == "and" && words.get(i + 1).is_some_and(|n| is_q(n)) {
+                Some(1)
+            } else if comma_before && is_q(w) {
+                Some(0)
+            } else if lower(w) == "as"
+                && words.get(i + 1).is_some_and(|n| lower(n) == "well")
+                && words.get(i + 2).is_some_and(|n| lower(n) == "as")
+                && words.get(i + 3).is_some_and(|n| is_q(n))
+            {
+                Some(3)
+            } else {
+                None
+            };
+            if let Some(skip) = connective {
+                parts.push(current.join(" "));
+                current.clear();
+                if skip > 0 {
+                    i += skip;
+                    continue;
+                }
+            }
+            current.push(w);
+            i += 1;
+        }
+        if !current.is_empty() {
+            parts.push(current.join(" "));
+        }
+    }
+    let parts: Vec<String> = parts
+        .into_iter()
+        .map(|p| {
+            p.trim()
+                .trim_matches(|c: char| c == ',' || c.is_whitespace())
+                .to_owned()
+        })
+        .filter(|p| !terms(p).is_empty())
+        .collect();
+    if parts.len() <= 1 {
+        let whole = question.split_whitespace().collect::<Vec<_>>().join(" ");
+        return vec![whole];
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_passages_carry_their_heading_path() {
+        let text = "# Cache\n\nIntro line.\n\n## Eviction\n\nWhen full, the cache evicts the least recently used entry.\n\n```rust\nfn evict() {}\n\nfn other() {}\n```\n\n## Sizes\n\nAt most 1000 entries.\n";
+        let passages = split("docs/cache.md", text);
+        assert_eq!(passages.len(), 3, "{passages:#?}");
+        assert_eq!(passages[0].heading, "Cache");
+        assert_eq!(passages[1].heading, "Cache › Eviction");
+        assert!(passages[1].text.starts_with("## Eviction"));
+        assert!(
+            passages[1].text.contains("fn other() {}\n```"),
+            "the fence is one block"
+        );
+        assert_eq!(passages[1].start_line, 5);
+        assert_eq!(passages[2].heading, "Cache › Sizes");
+        assert_eq!(passages[2].end_line, 17);
+    }
+
+    #[test]
+    fn code_passages_are_headed_by_their_definition() {
+        let text = "use std::fmt;\n\n/// Retries with backoff.\npub fn retry(n: u32) -> u32 {\n    n * 2\n}\n\nstruct Cache {\n    size: usize,\n}\n";
+        let passages = split("src/net.rs", text);
+        assert!(
+            passages
+                .iter()
+                .any(|p| p.heading == "pub fn retry(n: u32) -> u32"
+                    && p.text.contains("/// Retries with backoff."))
+        );
+        assert!(passages.iter().any(|p| p.heading.starts_with("struct Cache")));
+    }
+
+    #[test]
+    fn long_blocks_are_cut_into_windows_and_small_ones_grouped() {
+        let long: String = (0..200).map(|i| format!("line {i} of a long block\n")).collect();
+        let passages = split("notes.txt", &long);
+        assert!(passages.len() >= 3);
+        assert!(passages.iter().all(|p| p.text.len() <= TARGET_CHARS + 40));
+        let small = "a\n\nb\n\nc\n";
+        assert_eq!(split("x.md", small).len(), 1);
+    }
+
+    #[test]
+    fn terms_drop_stop_words_and_repeats() {
+        assert_eq!(
+            terms("How does the cache evict entries, and how does the cache grow?"),
+            vec!["cache", "evict", "entries", "grow"]
+        );
+    }
+
+    #[test]
+    fn stems_meet() {
+        assert_eq!(stem("retried"), stem("retry"));
+        assert_eq!(stem("retries"), stem("retry"));
+        assert_eq!(stem("entries"), stem("entry"));
+        assert_eq!(stem("evicted"), stem("evicts"));
+        assert_eq!(stem("evicting"), stem("evict"));
+        assert_eq!(stem("stopped"), stem("stop"));
+        assert_eq!(stem("uses"), stem("use"));
+    }
+
+    #[test]
+    fn multi_part_questions_are_split_at_question_words() {
+        assert_eq!(
+            question_parts(
+                "how does the cache evict entries, how does the store use its write-ahead log, and how are requests retried"
+            ),
+            vec![
+                "how does the cache evict entries",
+                "how does the store use its write-ahead log",
+                "how are requests retried"
+            ]
+        );
+        assert_eq!(
+            question_parts(
+                "what does the cache do when it is full and what does the store keep for crash recovery"
+            ),
+            vec![
+                "what does the cache do when it is full",
+                "what does the store keep for crash recovery"
+            ]
+        );
+        assert_eq!(
+            question_parts("Why is X slow? Is Y faster?"),
+            vec!["Why is X slow", "Is Y faster"]
+        );
+        assert_eq!(
+            question_parts("how do the cache and the store interact"),
+            vec!["how do the cache and the store interact"]
+        );
+    }
+}

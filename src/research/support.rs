@@ -1,0 +1,278 @@
+//! "Is it right?": whether a cited passage supports the sentence citing it. The measure is the
+//! share of the sentence's content words (stop words and words about the sources themselves
+//! dropped, crudely stemmed) that the passage contains; a number in the sentence that the passage
+//! does not contain caps the verdict at `partly`. With `--verify`, a second model pass answers
+//! supports / partly / contradicts for each citation, and its verdict is the one counted.
+//!
+//! Also the decisions the validation of a synthesis needs from the same measure: which uncited
+//! sentences are connective text, and which passage an uncited sentence overlaps strongly enough
+//! to be attributed to it. Pure functions: no I/O, no model calls.
+
+use std::collections::HashSet;
+
+use crate::research::passages::content_stems;
+
+/// At least this share of a sentence's content words in the passage: `supported`.
+pub const SUPPORTED: f64 = 0.6;
+/// At least this share: `partly`.
+pub const PARTLY: f64 = 0.3;
+/// An uncited sentence is attributed to a passage holding at least this share of its content
+/// words (and at least [`ATTRIBUTE_MIN_WORDS`] of them).
+pub const ATTRIBUTE: f64 = 0.6;
+pub const ATTRIBUTE_MIN_WORDS: usize = 3;
+
+/// Words about the sources or the answer itself, not about the topic.
+const META: [&str; 34] = [
+    "source",
+    "sources",
+    "passage",
+    "passages",
+    "question",
+    "answer",
+    "following",
+    "summary",
+    "summarize",
+    "provided",
+    "information",
+    "based",
+    "describe",
+    "describes",
+    "described",
+    "mention",
+    "mentions",
+    "mentioned",
+    "explain",
+    "explains",
+    "explained",
+    "detail",
+    "details",
+    "context",
+    "overview",
+    "key",
+    "point",
+    "points",
+    "conclusion",
+    "text",
+    "document",
+    "documents",
+    "given",
+    "according",
+];
+
+/// The stems a sentence is measured by: its content words without [`META`] words.
+pub fn claim_stems(sentence: &str) -> Vec<String> {
+    let meta: HashSet<String> = META.iter().flat_map(|m| content_stems(m)).collect();
+    // Citation markers are not words of the claim.
+    let mut text = String::with_capacity(sentence.len());
+    let mut rest = sentence;
+    while let Some(open) = rest.find('[') {
+        text.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find(']') {
+            Some(close) if after[..close].chars().all(|c| c.is_ascii_digit()) => {
+                rest = &after[close + 1..];
+            }
+            _ => {
+                text.push('[');
+                rest = after;
+            }
+        }
+    }
+    text.push_str(rest);
+    content_stems(&text)
+        .into_iter()
+        .filter(|s| !meta.contains(s))
+        .collect()
+}
+
+/// The stems of a passage (its title and text), for repeated measures.
+pub fn passage_stems(title: &str, text: &str) -> HashSet<String> {
+    content_stems(&format!("{title}\n{text}"))
+        .into_iter()
+        .collect()
+}
+
+/// The share of `claim`'s stems found in `passage`, and how many were.
+pub fn overlap(claim: &[String], passage: &HashSet<String>) -> (f64, usize) {
+    if claim.is_empty() {
+        return (0.0, 0);
+    }
+    let shared = claim.iter().filter(|s| passage.contains(*s)).count();
+    (shared as f64 / claim.len() as f64, shared)
+}
+
+/// The verdict of the overlap measure for `sentence` against a passage.
+pub fn verdict(sentence: &str, passage: &HashSet<String>) -> (f64, &'static str) {
+    let stems = claim_stems(sentence);
+    let (share, _) = overlap(&stems, passage);
+    let numbers_missing = stems
+        .iter()
+        .filter(|s| s.chars().any(|c| c.is_ascii_digit()))
+        .any(|s| !passage.contains(s));
+    let verdict = if share >= SUPPORTED && !numbers_missing {
+        "supported"
+    } else if share >= PARTLY {
+        "partly"
+    } else {
+        "unsupported"
+    };
+    ((share * 1000.0).round() / 1000.0, verdict)
+}
+
+/// Whether an uncited sentence is connective text (a heading, a lead-in to a list, a statement
+/// that the sources do not say something) rather than a claim that needs a source.
+pub fn is_connective(sentence: &str) -> bool {
+    let t = sentence.trim();
+    if t.starts_with('#') {
+        return true;
+    }
+    let lower = t.to_lowercase();
+    const ABSENCE: [&str; 12] = [
+        "do not mention",
+        "does not mention",
+        "do not say",
+        "does not say",
+        "do not describe",
+        "does not describe",
+        "do not explain",
+        "does not explain",
+        "no information",
+        "not mentioned",
+        "not specified",
+        "not covered",
+    ];
+    if ABSENCE.iter().any(|a| lower.contains(a)) {
+        return true;
+    }
+    let stems = claim_stems(t);
+    if t.ends_with(':') && stems.len() <= 12 {
+        return true;
+    }
+    stems.len() <= 2
+}
+
+/// The passage an uncited sentence is attributed to: the one holding the largest share of its
+/// content words, when that share is at least [`ATTRIBUTE`]. `passages[i]` is passage `i + 1`.
+pub fn attribute(sentence: &str, passages: &[HashSet<String>]) -> Option<u32> {
+    let stems = claim_stems(sentence);
+    let need = ATTRIBUTE_MIN_WORDS.min(stems.len()).max(2);
+    passages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (i, overlap(&stems, p)))
+        .filter(|(_, (share, shared))| *share >= ATTRIBUTE && *shared >= need)
+        .max_by(|a, b| a.1.0.total_cmp(&b.1.0).then(b.0.cmp(&a.0)))
+        .map(|(i, _)| i as u32 + 1)
+}
+
+/// The second model pass: the prompt asking whether `passage` supports `statement`.
+pub fn verify_prompt(statement: &str, passage: &str) -> (String, String) {
+    let system = "You check citations. Read the passage and the statement. Answer with exactly \
+one word: SUPPORTS if the passage says what the statement says, PARTLY if it says only some of \
+it, CONTRADICTS if it says otherwise or says nothing about it."
+        .to_owned();
+    let user = format!("Passage:\n{}\n\nStatement: {}\n\nAnswer:", passage.trim(), statement.trim());
+    (system, user)
+}
+
+/// The verdict in a verifying model's answer: `supports`, `partly` or `contradicts` (the first
+/// of them it names), `None` when it names none.
+pub fn parse_verdict(answer: &str) -> Option<&'static str> {
+    let lower = answer.to_lowercase();
+    [
+        ("supports", "supports"),
+        ("support", "supports"),
+        ("partly", "partly"),
+        ("partial", "partly"),
+        ("contradict", "contradicts"),
+        ("unrelated", "contradicts"),
+        ("no", "contradicts"),
+        ("yes", "supports"),
+    ]
+    .iter()
+    .filter_map(|(word, verdict)| {
+        lower
+            .split(|c: char| !c.is_alphanumeric())
+            .position(|w| w.starts_with(word) && (word.len() > 3 || w == *word))
+            .map(|at| (at, *verdict))
+    })
+    .min_by_key(|(at, _)| *at)
+    .map(|(_, verdict)| verdict)
+}
+
+/// The verdict counted for a model's answer.
+pub fn from_model(model: &str) -> &'static str {
+    match model {
+        "supports" => "supported",
+        "partly" => "partly",
+        _ => "contradicted",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(text: &str) -> HashSet<String> {
+        passage_stems("", text)
+    }
+
+    #[test]
+    fn overlap_verdicts() {
+        let passage = p("When the cache is full it evicts the least recently used entry.");
+        assert_eq!(
+            verdict("The cache evicts the least recently used entry [1].", &passage).1,
+            "supported"
+        );
+        assert_eq!(
+            verdict("The cache evicts entries at random every hour, logging each one.", &passage).1,
+            "partly"
+        );
+        assert_eq!(
+            verdict("Requests are retried with exponential backoff.", &passage).1,
+            "unsupported"
+        );
+        // A number the passage does not hold is not supported.
+        let sized = p("The cache holds 1000 entries and evicts the oldest entry.");
+        assert_eq!(verdict("The cache holds 5000 entries.", &sized).1, "partly");
+        assert_eq!(verdict("The cache holds 1000 entries.", &sized).1, "supported");
+    }
+
+    #[test]
+    fn connective_sentences() {
+        assert!(is_connective("## Summary"));
+        assert!(is_connective("Here is how it works:"));
+        assert!(is_connective("Based on the provided sources, here is the answer."));
+        assert!(is_connective("The passages do not mention how requests are retried."));
+        assert!(!is_connective("The cache evicts the least recently used entry."));
+    }
+
+    #[test]
+    fn attribution_needs_a_strong_overlap() {
+        let passages = vec![
+            p("Requests are retried with exponential backoff, at most five times."),
+            p("When the cache is full it evicts the least recently used entry."),
+        ];
+        assert_eq!(
+            attribute("When full, the cache evicts the least recently used entry.", &passages),
+            Some(2)
+        );
+        assert_eq!(
+            attribute("The store keeps a write-ahead log for crash recovery.", &passages),
+            None
+        );
+    }
+
+    #[test]
+    fn verdicts_of_a_verifying_model() {
+        assert_eq!(parse_verdict("SUPPORTS"), Some("supports"));
+        assert_eq!(parse_verdict("Partly. The passage..."), Some("partly"));
+        assert_eq!(
+            parse_verdict("The passage contradicts it; it does not support"),
+            Some("contradicts")
+        );
+        assert_eq!(parse_verdict("Yes."), Some("supports"));
+        assert_eq!(parse_verdict("maybe"), None);
+        assert_eq!(from_model("supports"), "supported");
+    }
+}
