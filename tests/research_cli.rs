@@ -206,7 +206,6 @@ mailto = "you@example.org"
     );
     let notes = run["notes"].to_string();
     assert!(notes.contains("removed citation marker [99]"), "{notes}");
-    assert!(notes.contains("dropped 1 claim"), "{notes}");
     // Every cited number names a source that was retrieved.
     let sources = run["sources"].as_array().unwrap();
     let cited: Vec<u64> = sources.iter().filter_map(|s| s["n"].as_u64()).collect();
@@ -225,23 +224,36 @@ mailto = "you@example.org"
         assert!(s.get("url").is_some());
     }
     assert!(
-        sources
-            .iter()
-            .any(|s| s["provider"] == "workspace" && s["title"] == "docs/attention.md")
+        sources.iter().any(|s| s["provider"] == "workspace"
+            && s["title"] == "docs/attention.md:1-4 — Notes"
+            && s["key"] == "file:docs/attention.md#L1-4"),
+        "a workspace passage is titled with its lines and heading: {sources:?}"
     );
     assert!(
-        !sources.iter().any(|s| s["title"] == "ignored.md"),
+        !sources
+            .iter()
+            .any(|s| s["title"].as_str().unwrap().starts_with("ignored.md")),
         ".gitignore is respected"
     );
+    // The claims are the cited sentences; the claims section is not needed when the text cites.
     let claims = run["claims"].as_array().unwrap();
-    assert_eq!(claims.len(), 1, "{claims:?}");
-    assert_eq!(claims[0]["text"], "The Transformer uses only attention");
+    assert_eq!(claims.len(), 2, "{claims:?}");
+    assert_eq!(
+        claims[0]["text"],
+        "The Transformer replaced recurrence with attention."
+    );
+    for claim in claims {
+        assert!(!claim["checks"].as_array().unwrap().is_empty(), "{claim}");
+    }
+    let support = &run["support"];
+    assert_eq!(support["method"], "overlap");
+    assert!(support["citations"].as_u64().unwrap() >= 3, "{support}");
     assert_eq!(run["input_tokens"], 812);
-    // The model saw a numbered list and the question.
+    // The model saw numbered passages and the question.
     let request = model.requests()[0].json();
     let prompt = request["messages"][1]["content"].as_str().unwrap();
     assert!(
-        prompt.starts_with("Question: transformer attention\n\nSources:\n[1] "),
+        prompt.starts_with("Question: transformer attention\n\nPassages:\n\n[1] "),
         "{prompt}"
     );
     // The report.
@@ -254,9 +266,10 @@ mailto = "you@example.org"
     );
     assert!(report.starts_with(env.root.join("library/reports")));
     let file_link = format!(
-        "[docs/attention.md](file://{}/docs/attention.md)",
+        "[docs/attention.md:1-4 — Notes](file://{}/docs/attention.md)",
         env.workspace.display()
     );
+    assert!(text.contains("*Supported citations: "), "{text}");
     assert!(
         text.contains(&file_link),
         "workspace files link to themselves:\n{text}"

@@ -394,7 +394,10 @@ impl Bars {
             };
             bar.set_position(if phase == Phase::Saved { 100 } else { within });
             bar.set_message(message.to_owned());
-        } else if self.plain && *last != Some(phase) && phase != Phase::Sources {
+        } else if self.plain
+            && phase != Phase::Sources
+            && (*last != Some(phase) || message.starts_with("fell back"))
+        {
             eprintln!("patchwise research: {}: {message}", phase.name());
         } else if self.plain && phase == Phase::Sources && percent > 2 {
             eprintln!("patchwise research: sources: {message}");

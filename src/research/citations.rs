@@ -121,8 +121,8 @@ fn normalize_prose(text: &str) -> String {
     static CARET: OnceLock<Regex> = OnceLock::new();
     static NAMED: OnceLock<Regex> = OnceLock::new();
 
-    let text = regex(&LENTICULAR, r"【\s*(\d{1,3})(?:\s*[†:][^】]*)?\s*】")
-        .replace_all(text, "[$1]");
+    let text =
+        regex(&LENTICULAR, r"【\s*(\d{1,3})(?:\s*[†:][^】]*)?\s*】").replace_all(text, "[$1]");
     let text = regex(&FOOTNOTE, r"\[\^(\d{1,3})\]").replace_all(&text, "[$1]");
     let text = regex(&SUP, r"(?i)<sup>\s*\[?(\d{1,3})\]?\s*</sup>").replace_all(&text, "[$1]");
     let text = regex(
@@ -146,7 +146,10 @@ fn normalize_prose(text: &str) -> String {
     });
     // `(1)(2)` → `(1, 2)`, so the pair reads as one citation.
     let mut text = text.into_owned();
-    let pair = regex(&PAREN_PAIR, r"\((\d{1,2}(?:,\s*\d{1,2})*)\)\s*\((\d{1,2})\)");
+    let pair = regex(
+        &PAREN_PAIR,
+        r"\((\d{1,2}(?:,\s*\d{1,2})*)\)\s*\((\d{1,2})\)",
+    );
     while pair.is_match(&text) {
         text = pair.replace_all(&text, "($1, $2)").into_owned();
     }
@@ -183,7 +186,10 @@ mod tests {
     #[test]
     fn every_small_model_form_becomes_a_marker() {
         let cases = [
-            ("The cache evicts old entries (1).", "The cache evicts old entries [1]."),
+            (
+                "The cache evicts old entries (1).",
+                "The cache evicts old entries [1].",
+            ),
             ("It is full [source 1].", "It is full [1]."),
             ("It is full [Source 2, 3].", "It is full [2][3]."),
             ("It is full [ 1 ].", "It is full [1]."),

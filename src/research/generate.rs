@@ -93,7 +93,11 @@ impl Research {
         let model = match self.choose_model(deadline, cancel).await {
             Ok(model) => model,
             Err((reason, noted, cut)) => {
-                let notes = if noted { vec![reason.clone()] } else { Vec::new() };
+                let notes = if noted {
+                    vec![reason.clone()]
+                } else {
+                    Vec::new()
+                };
                 return extractive(reason, notes, cut);
             }
         };

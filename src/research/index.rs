@@ -178,20 +178,23 @@ pub fn search(
 ) -> Result<Vec<Found>, StoreError> {
     let key = root_key(root);
     let parts = question_parts(question);
-    let mut queries: Vec<(Option<usize>, String)> = Vec::new();
+    let mut queries: Vec<(Option<usize>, Vec<String>, String)> = Vec::new();
     for (i, part) in parts.iter().enumerate() {
-        if let Some(q) = any_of(&terms(part)) {
-            queries.push(((parts.len() > 1).then_some(i), q));
+        let words = terms(part);
+        if let Some(q) = any_of(&words) {
+            queries.push(((parts.len() > 1).then_some(i), words, q));
         }
     }
+    let words = terms(question);
     if parts.len() > 1
-        && let Some(q) = any_of(&terms(question))
+        && let Some(q) = any_of(&words)
     {
-        queries.push((None, q));
+        queries.push((None, words, q));
     }
     let mut rankings: Vec<(Option<usize>, std::vec::IntoIter<PassageHit>)> = Vec::new();
-    for (part, q) in queries {
-        rankings.push((part, library.search_passages(&key, &q, max)?.into_iter()));
+    for (part, words, q) in queries {
+        let hits = library.search_passages(&key, &q, max.saturating_mul(3).max(10))?;
+        rankings.push((part, coordinate(hits, &words).into_iter()));
     }
     let mut out: Vec<Found> = Vec::new();
     let mut taken: HashSet<i64> = HashSet::new();
@@ -214,6 +217,32 @@ pub fn search(
         }
     }
     Ok(out)
+}
+
+/// Re-ranks `hits` (best first by `bm25()`, which adds up per-word scores, so one rare word can
+/// outweigh all the others) by the share of the question's words each passage holds: the
+/// score is `bm25 × matched / words`, so a passage about every word of the part comes first.
+fn coordinate(hits: Vec<PassageHit>, words: &[String]) -> Vec<PassageHit> {
+    let wanted: Vec<String> = words.iter().map(|w| passages::stem(w)).collect();
+    if wanted.len() < 2 {
+        return hits;
+    }
+    let mut scored: Vec<(f64, PassageHit)> = hits
+        .into_iter()
+        .map(|hit| {
+            let have: HashSet<String> = passages::content_stems(&format!(
+                "{} {} {}",
+                hit.path, hit.passage.heading, hit.passage.text
+            ))
+            .into_iter()
+            .collect();
+            let matched = wanted.iter().filter(|w| have.contains(*w)).count().max(1);
+            (hit.rank * matched as f64 / wanted.len() as f64, hit)
+        })
+        .collect();
+    // bm25 is negative: lower is better.
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+    scored.into_iter().map(|(_, hit)| hit).collect()
 }
 
 #[cfg(test)]

@@ -229,12 +229,38 @@ fn definition_line(line: &str) -> Option<String> {
         .split(|c: char| c.is_whitespace() || c == '(' || c == '<' || c == '{' || c == ':')
         .filter(|w| !w.is_empty());
     const MODIFIERS: [&str; 14] = [
-        "pub", "pub(crate)", "pub(super)", "async", "unsafe", "const", "export", "default",
-        "static", "public", "private", "protected", "abstract", "extern",
+        "pub",
+        "pub(crate)",
+        "pub(super)",
+        "async",
+        "unsafe",
+        "const",
+        "export",
+        "default",
+        "static",
+        "public",
+        "private",
+        "protected",
+        "abstract",
+        "extern",
     ];
     const KEYWORDS: [&str; 16] = [
-        "fn", "struct", "enum", "trait", "impl", "mod", "type", "union", "def", "class",
-        "function", "func", "interface", "macro_rules!", "module", "record",
+        "fn",
+        "struct",
+        "enum",
+        "trait",
+        "impl",
+        "mod",
+        "type",
+        "union",
+        "def",
+        "class",
+        "function",
+        "func",
+        "interface",
+        "macro_rules!",
+        "module",
+        "record",
     ];
     let keyword = words.find(|w| !MODIFIERS.contains(w))?;
     KEYWORDS
@@ -435,12 +461,18 @@ mod tests {
                 .any(|p| p.heading == "pub fn retry(n: u32) -> u32"
                     && p.text.contains("/// Retries with backoff."))
         );
-        assert!(passages.iter().any(|p| p.heading.starts_with("struct Cache")));
+        assert!(
+            passages
+                .iter()
+                .any(|p| p.heading.starts_with("struct Cache"))
+        );
     }
 
     #[test]
     fn long_blocks_are_cut_into_windows_and_small_ones_grouped() {
-        let long: String = (0..200).map(|i| format!("line {i} of a long block\n")).collect();
+        let long: String = (0..200)
+            .map(|i| format!("line {i} of a long block\n"))
+            .collect();
         let passages = split("notes.txt", &long);
         assert!(passages.len() >= 3);
         assert!(passages.iter().all(|p| p.text.len() <= TARGET_CHARS + 40));

@@ -53,8 +53,14 @@ pub fn render(r: &ResearchRecord) -> String {
                         .and_then(|s| s.n)
                         .map_or_else(|| format!("`{}`", k.source_key), |n| format!("[{n}]"));
                     match &k.model_verdict {
-                        Some(m) => format!("{n} {} ({m}; {:.0}% word overlap)", k.verdict, k.overlap * 100.0),
-                        None => format!("{n} {} ({:.0}% word overlap)", k.verdict, k.overlap * 100.0),
+                        Some(m) => format!(
+                            "{n} {} ({m}; {:.0}% word overlap)",
+                            k.verdict,
+                            k.overlap * 100.0
+                        ),
+                        None => {
+                            format!("{n} {} ({:.0}% word overlap)", k.verdict, k.overlap * 100.0)
+                        }
                     }
                 })
                 .collect();

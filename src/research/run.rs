@@ -238,10 +238,7 @@ impl Research {
         }
         batches.sort_by_key(|(index, _)| *index);
         outcomes.sort_by(|a, b| a.provider.cmp(&b.provider));
-        Ok((
-            batches.into_iter().flat_map(|(_, b)| b).collect(),
-            outcomes,
-        ))
+        Ok((batches.into_iter().flat_map(|(_, b)| b).collect(), outcomes))
     }
 
     /// Merges duplicates and scores each source, best first.
@@ -318,8 +315,13 @@ impl Research {
                             "fell back to the extractive synthesis: {reason}; the model's answer was not kept"
                         ));
                         partial = true;
-                        let fallback =
-                            Synthesis::extractive(&plan.query, candidates, &reason, Vec::new(), true);
+                        let fallback = Synthesis::extractive(
+                            &plan.query,
+                            candidates,
+                            &reason,
+                            Vec::new(),
+                            true,
+                        );
                         let claims = fallback.extractive_claims.unwrap_or_default();
                         model = model.map(|m| format!("{m} (not kept)"));
                         (
@@ -397,8 +399,10 @@ impl Research {
         if plan.verify && checked.kind == "model" && !pairs.is_empty() {
             match checked.writer.clone() {
                 Some(model) => {
-                    let asked: Vec<(String, String)> =
-                        pairs.iter().map(|(_, _, c, p)| (c.clone(), p.clone())).collect();
+                    let asked: Vec<(String, String)> = pairs
+                        .iter()
+                        .map(|(_, _, c, p)| (c.clone(), p.clone()))
+                        .collect();
                     let (verdicts, usage) = self
                         .verify(model.as_ref(), &asked, plan.deadline, progress, cancel)
                         .await;
@@ -435,10 +439,8 @@ impl Research {
         checks: Vec<Vec<CitationCheck>>,
         progress: ProgressFn<'_>,
     ) -> (Vec<SourceRecord>, Vec<Claim>) {
-        let by_key: HashMap<String, SourceRecord> = merged
-            .iter()
-            .map(|s| (s.key.clone(), s.clone()))
-            .collect();
+        let by_key: HashMap<String, SourceRecord> =
+            merged.iter().map(|s| (s.key.clone(), s.clone())).collect();
         let mut claims: Vec<Claim> = Vec::new();
         let mut support_of: HashMap<String, u32> = HashMap::new();
         let mut checks = checks.into_iter();

@@ -171,7 +171,11 @@ pub fn verify_prompt(statement: &str, passage: &str) -> (String, String) {
 one word: SUPPORTS if the passage says what the statement says, PARTLY if it says only some of \
 it, CONTRADICTS if it says otherwise or says nothing about it."
         .to_owned();
-    let user = format!("Passage:\n{}\n\nStatement: {}\n\nAnswer:", passage.trim(), statement.trim());
+    let user = format!(
+        "Passage:\n{}\n\nStatement: {}\n\nAnswer:",
+        passage.trim(),
+        statement.trim()
+    );
     (system, user)
 }
 
@@ -221,11 +225,19 @@ mod tests {
     fn overlap_verdicts() {
         let passage = p("When the cache is full it evicts the least recently used entry.");
         assert_eq!(
-            verdict("The cache evicts the least recently used entry [1].", &passage).1,
+            verdict(
+                "The cache evicts the least recently used entry [1].",
+                &passage
+            )
+            .1,
             "supported"
         );
         assert_eq!(
-            verdict("The cache evicts entries at random every hour, logging each one.", &passage).1,
+            verdict(
+                "The cache evicts entries at random every hour, logging each one.",
+                &passage
+            )
+            .1,
             "partly"
         );
         assert_eq!(
@@ -235,16 +247,25 @@ mod tests {
         // A number the passage does not hold is not supported.
         let sized = p("The cache holds 1000 entries and evicts the oldest entry.");
         assert_eq!(verdict("The cache holds 5000 entries.", &sized).1, "partly");
-        assert_eq!(verdict("The cache holds 1000 entries.", &sized).1, "supported");
+        assert_eq!(
+            verdict("The cache holds 1000 entries.", &sized).1,
+            "supported"
+        );
     }
 
     #[test]
     fn connective_sentences() {
         assert!(is_connective("## Summary"));
         assert!(is_connective("Here is how it works:"));
-        assert!(is_connective("Based on the provided sources, here is the answer."));
-        assert!(is_connective("The passages do not mention how requests are retried."));
-        assert!(!is_connective("The cache evicts the least recently used entry."));
+        assert!(is_connective(
+            "Based on the provided sources, here is the answer."
+        ));
+        assert!(is_connective(
+            "The passages do not mention how requests are retried."
+        ));
+        assert!(!is_connective(
+            "The cache evicts the least recently used entry."
+        ));
     }
 
     #[test]
@@ -254,11 +275,17 @@ mod tests {
             p("When the cache is full it evicts the least recently used entry."),
         ];
         assert_eq!(
-            attribute("When full, the cache evicts the least recently used entry.", &passages),
+            attribute(
+                "When full, the cache evicts the least recently used entry.",
+                &passages
+            ),
             Some(2)
         );
         assert_eq!(
-            attribute("The store keeps a write-ahead log for crash recovery.", &passages),
+            attribute(
+                "The store keeps a write-ahead log for crash recovery.",
+                &passages
+            ),
             None
         );
     }

@@ -114,7 +114,10 @@ enum Block {
     /// A fenced code block, fences included.
     Code(String),
     /// A paragraph or a list item: the marker (`- `, `1. `, indentation) and its text.
-    Prose { prefix: String, text: String },
+    Prose {
+        prefix: String,
+        text: String,
+    },
 }
 
 fn list_prefix(line: &str) -> Option<usize> {
@@ -126,7 +129,8 @@ fn list_prefix(line: &str) -> Option<usize> {
         }
     }
     let digits = t.chars().take_while(|c| c.is_ascii_digit()).count();
-    if digits > 0 && digits < 4 && (t[digits..].starts_with(". ") || t[digits..].starts_with(") ")) {
+    if digits > 0 && digits < 4 && (t[digits..].starts_with(". ") || t[digits..].starts_with(") "))
+    {
         return Some(indent + digits + 2);
     }
     None
@@ -147,7 +151,11 @@ fn blocks(text: &str) -> Vec<Block> {
             continue;
         }
         if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            let marker = if trimmed.starts_with("```") { "```" } else { "~~~" };
+            let marker = if trimmed.starts_with("```") {
+                "```"
+            } else {
+                "~~~"
+            };
             fence = Some((line.to_owned(), marker));
             continue;
         }
@@ -589,7 +597,17 @@ pub fn prompt(
 
 /// Comment markers whose text a reader would quote from a code file.
 const COMMENT_MARKERS: [&str; 11] = [
-    "//!", "///", "//", "/**", "/*", "*/", "* ", "#", "--", "\"\"\"", "\x27\x27\x27",
+    "//!",
+    "///",
+    "//",
+    "/**",
+    "/*",
+    "*/",
+    "* ",
+    "#",
+    "--",
+    "\"\"\"",
+    "\x27\x27\x27",
 ];
 
 /// The text a reader would quote from a source: prose paragraphs (list markers and headings
@@ -622,7 +640,13 @@ fn readable_paragraphs(s: &SourceRecord) -> Vec<String> {
             COMMENT_MARKERS
                 .iter()
                 .find_map(|p| t.strip_prefix(p))
-                .map(|rest| rest.trim().trim_end_matches("*/").trim())
+                .map(|rest| {
+                    rest.trim()
+                        .trim_end_matches("*/")
+                        .trim_end_matches("\"\"\"")
+                        .trim_end_matches("\x27\x27\x27")
+                        .trim()
+                })
                 .filter(|rest| !rest.starts_with('[') && !rest.starts_with('!'))
         } else if t.starts_with('#') || t.starts_with('|') {
             None

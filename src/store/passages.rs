@@ -85,7 +85,8 @@ impl Library {
                 tx.prepare_cached("SELECT id FROM passage_file WHERE root = ?1 AND path = ?2")?;
             let mut ids = tx.prepare_cached("SELECT id FROM passage WHERE file_id = ?1")?;
             let mut delete_fts = tx.prepare_cached("DELETE FROM passage_fts WHERE rowid = ?1")?;
-            let mut delete_passages = tx.prepare_cached("DELETE FROM passage WHERE file_id = ?1")?;
+            let mut delete_passages =
+                tx.prepare_cached("DELETE FROM passage WHERE file_id = ?1")?;
             let mut delete_file = tx.prepare_cached("DELETE FROM passage_file WHERE id = ?1")?;
             let mut forget = |path: &str| -> Result<(), StoreError> {
                 let id: Option<i64> = find

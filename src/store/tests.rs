@@ -247,7 +247,10 @@ fn passages_are_indexed_per_root_replaced_and_forgotten() {
             .all(|h| h.path == "docs/cache.md" && h.passage.text.contains("sharding"))
     );
     assert_eq!(
-        library.search_passages("/a", "\"sharding\"", 10).unwrap().len(),
+        library
+            .search_passages("/a", "\"sharding\"", 10)
+            .unwrap()
+            .len(),
         1
     );
     let conn = library.lock();

@@ -59,7 +59,11 @@ impl Source for Workspace {
             };
             let mut exclude = self.exclude.clone();
             // The library's folder holds its database and the reports.
-            if let Some(dir) = library.path().parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Some(dir) = library
+                .path()
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+            {
                 exclude.push(dir.to_path_buf());
             }
             let root = self.root.clone();

@@ -1,0 +1,456 @@
+//! The workspace as a research source, over the fixture corpus (`fixtures/research/corpus`:
+//! 24 files of docs and code about a small gateway): multi-part questions find a passage for
+//! each part, the index follows changed and deleted files, patchwise's own data is never
+//! indexed even inside the workspace, and through the real binary, model answers in every
+//! citation style small models write (recorded from Qwen2.5-Coder-1.5B where we have them) end
+//! as normalised `[n]` citations — or, when the model cites nothing, as the extractive synthesis
+//! with status `partial` and the reason shown.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use patchwise::model::replay::{ReplayServer, Reply};
+use patchwise::research::index;
+use patchwise::store::Library;
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/research/corpus")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A copy of the corpus and an empty library.
+fn workspace() -> (tempfile::TempDir, PathBuf, Library) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    copy_dir(&corpus(), &root);
+    let library = Library::open(&dir.path().join("lib/lib.sqlite3")).unwrap();
+    (dir, root, library)
+}
+
+fn refresh(library: &Library, root: &Path) -> index::Refresh {
+    index::refresh(
+        library,
+        root,
+        &[],
+        &CancellationToken::new(),
+        Instant::now() + Duration::from_secs(60),
+    )
+    .unwrap()
+}
+
+/// The paths found for each part of `question` (part `None` = the whole question).
+fn found_per_part(library: &Library, root: &Path, question: &str) -> Vec<(Option<usize>, String)> {
+    index::search(library, root, question, 24)
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.part, f.hit.path))
+        .collect()
+}
+
+#[test]
+fn the_corpus_has_at_least_twenty_files_of_docs_and_code() {
+    let mut files = Vec::new();
+    let mut stack = vec![corpus()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else {
+                files.push(entry.path());
+            }
+        }
+    }
+    assert!(files.len() >= 20, "{}", files.len());
+    let code = files
+        .iter()
+        .filter(|f| {
+            matches!(
+                f.extension().and_then(|e| e.to_str()),
+                Some("rs" | "py" | "go" | "ts")
+            )
+        })
+        .count();
+    assert!(code >= 6 && files.len() - code >= 10);
+}
+
+#[test]
+fn multi_part_questions_find_a_passage_for_each_part() {
+    let (_dir, root, library) = workspace();
+    let first = refresh(&library, &root);
+    assert!(first.complete && first.files >= 20 && first.read == first.files);
+    let cases: [(&str, &[&[&str]]); 5] = [
+        (
+            "how does the cache evict entries, how does the store use its write-ahead log, and how are requests retried",
+            &[
+                &["docs/cache.md", "src/cache.rs"],
+                &["docs/store.md", "src/wal.rs"],
+                &["docs/retry.md", "src/retry.py"],
+            ],
+        ),
+        (
+            "what does the cache do when it is full and what does the store keep for crash recovery",
+            &[
+                &["docs/cache.md", "src/cache.rs"],
+                &["docs/store.md", "src/wal.rs"],
+            ],
+        ),
+        (
+            "how long is a job leased and what happens to a job that keeps failing",
+            &[
+                &["docs/queue.md", "src/queue.ts"],
+                &["docs/queue.md", "src/queue.ts", "ops/runbook.md"],
+            ],
+        ),
+        (
+            "which TLS versions are accepted? how are API keys rotated?",
+            &[&["docs/tls.md"], &["docs/auth.md", "src/auth.rs"]],
+        ),
+        (
+            "how does a rolling deployment drain an instance, and what is redacted from the logs",
+            &[&["docs/deploy.md"], &["docs/logging.md", "src/redact.rs"]],
+        ),
+    ];
+    for (question, parts) in cases {
+        let found = found_per_part(&library, &root, question);
+        for (i, expected) in parts.iter().enumerate() {
+            // The part's own best passage comes from a file about it, in the first round.
+            let first_of_part = found.iter().find(|(p, _)| *p == Some(i));
+            assert!(
+                first_of_part.is_some_and(|(_, path)| expected.contains(&path.as_str())),
+                "{question}: part {i} expected one of {expected:?}, found {found:?}"
+            );
+            let position = found.iter().position(|(p, _)| *p == Some(i)).unwrap();
+            assert!(
+                position < parts.len() + 1,
+                "{question}: part {i} comes in the first round: {found:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_index_follows_changed_added_and_deleted_files() {
+    let (_dir, root, library) = workspace();
+    refresh(&library, &root);
+    let again = refresh(&library, &root);
+    assert_eq!(again.read, 0, "nothing changed, nothing is read again");
+
+    // A change of content (and size) is seen.
+    std::fs::write(
+        root.join("docs/compression.md"),
+        "# Compression\n\nResponses are compressed with zstandard since version two.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("docs/new.md"),
+        "# Sharding\n\nKeys are spread over shards by consistent hashing.\n",
+    )
+    .unwrap();
+    std::fs::remove_file(root.join("docs/tls.md")).unwrap();
+    let changed = refresh(&library, &root);
+    assert_eq!((changed.read, changed.removed), (2, 1), "{changed:?}");
+    let paths = |q: &str| -> Vec<String> {
+        found_per_part(&library, &root, q)
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect()
+    };
+    assert_eq!(paths("zstandard"), ["docs/compression.md"]);
+    assert!(paths("brotli").is_empty(), "the old text is gone");
+    assert_eq!(paths("consistent hashing shards")[0], "docs/new.md");
+    let tls = paths("certificates handshake");
+    assert!(!tls.iter().any(|p| p == "docs/tls.md"), "{tls:?}");
+
+    // Same size, new modification time: read again.
+    let file = root.join("docs/new.md");
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("Keys", "Rows");
+    std::fs::write(&file, text).unwrap();
+    let later = std::time::SystemTime::now() + Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let touched = refresh(&library, &root);
+    assert_eq!(touched.read, 1);
+    assert_eq!(paths("rows spread")[0], "docs/new.md");
+}
+
+// --- through the binary ---------------------------------------------------------------------
+
+struct Env {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    workspace: PathBuf,
+}
+
+impl Env {
+    /// The corpus as the workspace; the library (and so the reports) and patchwise's data
+    /// directory both inside it.
+    fn new(model_url: Option<&str>) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let workspace = root.join("ws");
+        copy_dir(&corpus(), &workspace);
+        let model = match model_url {
+            Some(url) => format!(
+                "[providers.test]\nbase_url = \"{url}/v1\"\n[roles]\ncoder = \"test/scripted\"\n"
+            ),
+            None => {
+                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                let down = format!("http://127.0.0.1:{}", l.local_addr().unwrap().port());
+                format!(
+                    "[providers.down]\nbase_url = \"{down}/v1\"\n[roles]\ncoder = \"down/m\"\n[retry]\nmax_attempts = 1\n"
+                )
+            }
+        };
+        std::fs::create_dir_all(workspace.join(".patchwise")).unwrap();
+        std::fs::write(
+            workspace.join(".patchwise/config.toml"),
+            format!(
+                "{model}[research]\nlibrary = \"{}\"\n",
+                workspace.join("notes/research/lib.sqlite3").display()
+            ),
+        )
+        .unwrap();
+        Env {
+            _dir: dir,
+            root,
+            workspace,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_patchwise"))
+            .arg("research")
+            .args(args)
+            .arg("--workspace")
+            .arg(&self.workspace)
+            .env("XDG_CONFIG_HOME", self.root.join("config"))
+            // patchwise's data directory is inside the workspace too.
+            .env("XDG_DATA_HOME", self.workspace.join("data"))
+            .env("HOME", &self.root)
+            .env_remove(patchwise::store::PAUSE_IN_SAVE_ENV)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// A run's JSON (exit 0, or 1 when nothing was found) and its stderr.
+    fn json(&self, args: &[&str]) -> (Value, String) {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.run(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{args:?}: {stderr}"
+        );
+        (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+    }
+}
+
+fn paths(run: &Value) -> Vec<String> {
+    run["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["title"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn patchwise_data_is_never_indexed_even_inside_the_workspace() {
+    let env = Env::new(None);
+    let question = "zebra quagga okapi migration";
+    // Words only patchwise's own files will hold: the data directory, and a report copied
+    // into the docs.
+    let data = env.workspace.join("data/patchwise");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("notes.md"), "zebra quagga okapi migration\n").unwrap();
+    let (first, _) = env.json(&[question, "--sources", "workspace"]);
+    assert!(paths(&first).is_empty(), "{:?}", paths(&first));
+    let report = PathBuf::from(first["report"].as_str().unwrap());
+    assert!(
+        report.starts_with(env.workspace.join("notes/research")),
+        "{report:?}"
+    );
+    std::fs::copy(&report, env.workspace.join("docs/copied-report.md")).unwrap();
+    // A user's own note with the words is found; the reports (in the library's folder and the
+    // copy) and the data directory are not.
+    std::fs::write(
+        env.workspace.join("docs/zoo.md"),
+        "# Zoo\n\nThe zebra, quagga and okapi migration is tracked weekly.\n",
+    )
+    .unwrap();
+    let (second, _) = env.json(&[question, "--sources", "workspace"]);
+    let found = paths(&second);
+    assert_eq!(found, ["docs/zoo.md:1-3 — Zoo"], "{found:?}");
+}
+
+fn scripted(answer: &str) -> Reply {
+    let chunk = serde_json::json!({
+        "id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "scripted",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": answer}, "finish_reason": null}]
+    });
+    let done = serde_json::json!({
+        "id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "scripted",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 60, "total_tokens": 960}
+    });
+    Reply::parse(&format!(
+        "HTTP/1.1 200 OK\ncontent-type: text/event-stream\n\ndata: {chunk}\n\ndata: {done}\n\ndata: [DONE]\n\n"
+    ))
+}
+
+const QUESTION: &str = "how does the cache evict entries, how does the store use its write-ahead log, and how are requests retried";
+
+/// Runs QUESTION over the corpus with a model answering `reply`: once with `--json` (the
+/// record, the prompt the model saw and the report), once without (the progress on stderr).
+fn run_with(reply: Reply) -> (Value, String, String, String) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![reply.clone(), reply]))
+        .unwrap();
+    let env = Env::new(Some(&model.url()));
+    let (run, _) = env.json(&[QUESTION, "--sources", "workspace"]);
+    let plain = env.run(&[QUESTION, "--sources", "workspace"]);
+    let prompt = model.requests()[0].json()["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let report = std::fs::read_to_string(run["report"].as_str().unwrap()).unwrap();
+    (
+        run,
+        String::from_utf8_lossy(&plain.stderr).into_owned(),
+        prompt,
+        report,
+    )
+}
+
+/// The passage number the prompt gave `path`'s passage whose heading contains `heading`.
+fn number_of(prompt: &str, path: &str, heading: &str) -> u32 {
+    prompt
+        .lines()
+        .find_map(|l| {
+            let rest = l.strip_prefix('[')?;
+            let (n, title) = rest.split_once("] ")?;
+            (title.starts_with(path) && title.contains(heading)).then(|| n.parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("{path} {heading} not in the prompt:\n{prompt}"))
+}
+
+#[test]
+fn every_citation_style_ends_as_numbered_citations_checked_for_support() {
+    // First learn the numbers the prompt gives the passages (the index is deterministic).
+    let (_, _, prompt, _) = run_with(scripted("The cache evicts entries [1]."));
+    let cache = number_of(&prompt, "docs/cache.md", "Eviction");
+    let wal = number_of(&prompt, "docs/store.md", "Write-ahead log");
+    let retry = number_of(&prompt, "docs/retry.md", "Backoff");
+    let styles = [
+        format!(
+            "When the cache is full it evicts the least recently used entry ({cache}). Every write is first appended to the write-ahead log and flushed before it is acknowledged ({wal}). Retries use exponential backoff with full jitter ({retry})."
+        ),
+        format!(
+            "When the cache is full it evicts the least recently used entry [source {cache}]. Every write is first appended to the write-ahead log and flushed before it is acknowledged [Source {wal}]. Retries use exponential backoff with full jitter [source {retry}]."
+        ),
+        format!(
+            "When the cache is full it evicts the least recently used entry [ {cache} ]. Every write is first appended to the write-ahead log and flushed before it is acknowledged [{wal}, {cache}]. Retries use exponential backoff with full jitter [{retry}][{wal}]."
+        ),
+        format!(
+            "When the cache is full it evicts the least recently used entry 【{cache}】. Every write is first appended to the write-ahead log and flushed before it is acknowledged 【{wal}†source】. Retries use exponential backoff with full jitter^{retry}."
+        ),
+    ];
+    for (i, answer) in styles.iter().enumerate() {
+        let (run, _, _, _) = run_with(scripted(answer));
+        let synthesis = run["synthesis"].as_str().unwrap();
+        assert_eq!(run["synthesis_kind"], "model", "{answer}\n{synthesis}");
+        assert_eq!(run["status"], "complete", "{answer}");
+        assert!(
+            synthesis
+                .starts_with("When the cache is full it evicts the least recently used entry [1]."),
+            "{synthesis}"
+        );
+        for junk in ["(", "source", "【", "^", "[ "] {
+            assert!(!synthesis.contains(junk), "{junk:?} left in {synthesis}");
+        }
+        let claims = run["claims"].as_array().unwrap();
+        assert_eq!(claims.len(), 3, "{claims:?}");
+        let support = &run["support"];
+        if i == 2 {
+            // `[wal, cache]` and `[retry][wal]`: the second passage of each pair is about
+            // something else, and the check says so.
+            assert_eq!(
+                (
+                    &support["citations"],
+                    &support["supported"],
+                    &support["unsupported"]
+                ),
+                (&Value::from(5), &Value::from(3), &Value::from(2)),
+                "{support}"
+            );
+        } else {
+            assert_eq!(support["share"].as_f64(), Some(1.0), "{answer}: {support}");
+        }
+        // The cited sources are the passages the numbers named.
+        let first = &run["sources"][0];
+        assert_eq!(first["n"], 1);
+        assert!(
+            first["title"]
+                .as_str()
+                .unwrap()
+                .starts_with("docs/cache.md")
+        );
+    }
+}
+
+#[test]
+fn an_answer_without_citations_falls_back_to_the_extractive_synthesis() {
+    let (run, stderr, _, report) = run_with(scripted(
+        "The gateway is a well designed system. It handles many concerns. Caching, storage and retries all work together to make it robust and fast for users.",
+    ));
+    assert_eq!(run["synthesis_kind"], "extractive");
+    assert_eq!(run["status"], "partial");
+    let synthesis = run["synthesis"].as_str().unwrap();
+    assert!(
+        synthesis.starts_with("*Extractive synthesis — the model cited none of the passages"),
+        "{synthesis}"
+    );
+    assert!(synthesis.contains("least recently used"), "{synthesis}");
+    assert!(synthesis.contains("write-ahead log"), "{synthesis}");
+    assert!(
+        run["notes"]
+            .to_string()
+            .contains("fell back to the extractive synthesis: the model cited none"),
+        "{}",
+        run["notes"]
+    );
+    assert!(
+        stderr.contains("fell back to the extractive synthesis"),
+        "the progress says why: {stderr}"
+    );
+    assert!(
+        report.contains("extractive synthesis (test/scripted (not kept))"),
+        "{report}"
+    );
+}
