@@ -31,6 +31,9 @@ enum Command {
     Serve,
     /// Print what a model would be shown of a file for a target, then a one-line summary.
     Context(patchwise::cli::context::ContextArgs),
+    /// Carry a request through the workspace: plan, steps with checks, tests, review; prints
+    /// the plan and the diff (writes nothing without --apply).
+    Develop(patchwise::cli::develop::DevelopArgs),
     /// Show the configuration in effect and whether each role's model server answers.
     Doctor(patchwise::cli::doctor::DoctorArgs),
     /// Replace OLD with NEW in a file through the edit engine, or print why not.
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
     }
     match cli.command.unwrap_or(Command::Serve) {
         Command::Context(args) => patchwise::cli::context::run(&args),
+        Command::Develop(args) => patchwise::cli::develop::run(&args),
         Command::Doctor(args) => patchwise::cli::doctor::run(&args),
         Command::Edit(args) => patchwise::cli::edit::run(&args),
         Command::Init(args) => patchwise::cli::init::run(&args),

@@ -2,6 +2,7 @@
 //! types and the code around them, kept out of `main.rs`.
 
 pub mod context;
+pub mod develop;
 pub mod doctor;
 pub mod edit;
 pub mod init;

@@ -135,9 +135,10 @@ impl Backend {
                     json!({ "cancelled": self.runs.cancel(id.as_deref()) }),
                 ))
             }
-            Command::Develop => Err(invalid_params(
-                "patchwise.develop is not available in this build",
-            )),
+            Command::Develop => {
+                let args = argument(command, args)?;
+                self.develop(args).await.map(Some)
+            }
         }
     }
 
@@ -224,7 +225,7 @@ impl Backend {
     }
 
     /// The workspace as a run sees it: roots, open buffers, configuration.
-    fn workspace_view(&self, state: &State) -> edit::Workspace {
+    pub(super) fn workspace_view(&self, state: &State) -> edit::Workspace {
         let snapshot: Snapshot = state
             .documents
             .iter()
@@ -253,7 +254,7 @@ impl Backend {
 
     /// Stores a proposal and re-bases it onto the documents as they are now (the user may have
     /// typed during the run).
-    fn add_proposal(&self, proposal: Proposal) -> ProposalId {
+    pub(super) fn add_proposal(&self, proposal: Proposal) -> ProposalId {
         let mut guard = self.state();
         let state = &mut *guard;
         let documents = &state.documents;

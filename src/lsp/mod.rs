@@ -7,6 +7,7 @@
 //! a handler becomes an error response instead of a dead server (`guard.rs`).
 
 mod commands;
+mod develop;
 mod from_proto;
 mod guard;
 mod progress;
