@@ -1235,9 +1235,20 @@ impl<'a> Run<'a> {
             .read_target()
             .map_err(|e| BlockError::Refused(e.to_string()))?;
         let mut blocks: Vec<String> = fenced_blocks(answer).into_iter().map(|b| b.body).collect();
-        // An answer that is only code, without a fence.
-        if blocks.is_empty() && whole_answer_ok && !answer.trim().is_empty() {
-            blocks.push(answer.to_owned());
+        // An answer that is only code, without a fence: taken when it starts like the target.
+        if blocks.is_empty()
+            && whole_answer_ok
+            && let Some(t) = &self.target
+        {
+            let first = |s: &str| {
+                s.lines()
+                    .find(|l| !l.trim().is_empty())
+                    .map(str::trim)
+                    .map(str::to_owned)
+            };
+            if first(answer).is_some() && first(answer) == first(t.text(&current)) {
+                blocks.push(answer.to_owned());
+            }
         }
         if blocks.is_empty() {
             return Err(BlockError::NoBlock);
