@@ -175,10 +175,25 @@ pub fn unfinished_end(format: Format, text: &str) -> Option<String> {
             format!("the code ends inside an unfinished block or statement ({problem})")
         });
     }
-    let problems = validate(format, text);
-    let at_end = problems.iter().find(|p| p.line + 2 >= last)?;
+    // Data formats: only an error at the very end (the parser ran out of text) means cut short;
+    // anything earlier is invalid content, reported by `validate`.
+    let problem = match format {
+        Format::Json => match serde_json::from_str::<serde_json::Value>(text) {
+            Err(e) if e.is_eof() => Some(format!(
+                "line {}: {}",
+                e.line(),
+                strip_position(&e.to_string())
+            )),
+            _ => None,
+        },
+        Format::Yaml => serde_yaml_ng::Deserializer::from_str(text)
+            .find_map(|doc| serde_yaml_ng::Value::deserialize(doc).err())
+            .filter(|e| e.location().is_some_and(|l| l.index() >= end))
+            .map(|e| strip_position(&e.to_string())),
+        _ => None,
+    }?;
     Some(format!(
-        "it ends inside unfinished {} ({at_end})",
+        "it ends inside unfinished {} ({problem})",
         format.name()
     ))
 }

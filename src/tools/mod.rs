@@ -57,6 +57,8 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("replace_regex", "replace_pattern"),
     ("insert_after", "insert_text"),
     ("append_to_file", "append"),
+    ("start_write", "begin_write"),
+    ("finish_write", "end_write"),
     ("prepend_to_file", "prepend"),
 ];
 
@@ -80,10 +82,12 @@ const ARGUMENT_ALIASES: &[(&str, &str)] = &[
     ("regex", "pattern"),
     ("replace_all", "all"),
     ("content", "text"),
+    ("session", "id"),
+    ("session_id", "id"),
 ];
 
 /// The registry's tool names, in the order they are offered.
-pub const TOOL_NAMES: [&str; 12] = [
+pub const TOOL_NAMES: [&str; 14] = [
     "read_file",
     "list_files",
     "search",
@@ -96,7 +100,15 @@ pub const TOOL_NAMES: [&str; 12] = [
     "insert_text",
     "prepend",
     "append",
+    "begin_write",
+    "end_write",
 ];
+
+/// Tools that only work inside a model run (the workflow's write sessions answer them: their
+/// content streams in the model's next answer); other callers should not offer them.
+pub fn is_run_tool(name: &str) -> bool {
+    matches!(name, "begin_write" | "end_write")
+}
 
 /// Tools that only read (they may run in parallel).
 pub fn is_read_only(name: &str) -> bool {
@@ -288,6 +300,33 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
                 "required": ["path", "text"]
             }),
         ),
+        "begin_write" => (
+            "Start writing a long file as plain text, instead of putting it in a JSON string: \
+             answers with a session id and an end marker. Then send the whole content as your \
+             next answer (plain text, exactly as the file should read) and end it with the \
+             marker on its own line. mode: create (a new file), overwrite (replace a file you \
+             have read), append (add to the end of a file you have read).",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "mode": {"type": "string", "enum": ["create", "overwrite", "append"], "description": "Default create"}
+                },
+                "required": ["path"]
+            }),
+        ),
+        "end_write" => (
+            "Confirm that the content of a write session is complete as it is, when you were \
+             told it looks incomplete (complete=true).",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": "The write session id"},
+                    "complete": {"type": "boolean"}
+                },
+                "required": ["id"]
+            }),
+        ),
         _ => return None,
     };
     Some(ToolSpec {
@@ -437,6 +476,44 @@ pub struct Session {
     pub options: ToolOptions,
 }
 
+/// How a write session writes its whole content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WholeMode {
+    /// A new file; refused when the path exists.
+    Create,
+    /// Replace a file read in this run.
+    Overwrite,
+    /// Add to the end of a file read in this run.
+    Append,
+}
+
+impl WholeMode {
+    pub fn parse(text: &str) -> Option<WholeMode> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "create" | "new" => Some(WholeMode::Create),
+            "overwrite" | "replace" | "rewrite" => Some(WholeMode::Overwrite),
+            "append" => Some(WholeMode::Append),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WholeMode::Create => "create",
+            WholeMode::Overwrite => "overwrite",
+            WholeMode::Append => "append",
+        }
+    }
+}
+
+/// A file checked for a whole write: where it is and, unless it is new, its current text and
+/// buffer version.
+#[derive(Debug, Clone)]
+pub struct WholeTarget {
+    pub resolved: Resolved,
+    pub current: Option<(String, Option<i32>)>,
+}
+
 /// A ledger entry a parallel read produces (applied in call order afterwards).
 type ReadRecord = (PathBuf, String, Option<i32>);
 
@@ -455,6 +532,18 @@ impl Session {
             ledger: Ledger::new(),
             options,
         }
+    }
+
+    /// Checks that `path` may be written whole in `mode`: `create` refuses a path that exists,
+    /// `overwrite` and `append` need a file read in this run and unchanged since (the ledger).
+    pub fn check_whole(&self, path: &str, mode: WholeMode) -> Result<WholeTarget, ToolError> {
+        ops::check_whole(self, path, mode)
+    }
+
+    /// Puts `text` (the file's whole new text) into the working copy for a checked target;
+    /// answers a line for the model. No parse check: the caller validated the content.
+    pub fn write_whole(&mut self, target: &WholeTarget, text: String) -> String {
+        ops::write_whole(self, target, text)
     }
 
     /// Runs one call.

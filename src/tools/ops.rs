@@ -17,7 +17,7 @@ use crate::workspace::ReadError;
 
 use super::fs::EntryKind;
 use super::sandbox::Resolved;
-use super::{ReadRecord, Session, ToolError};
+use super::{ReadRecord, Session, ToolError, WholeMode, WholeTarget};
 
 type Args = Map<String, Value>;
 
@@ -484,6 +484,14 @@ pub(super) fn write(
     name: &str,
     args: &Args,
 ) -> Result<(String, PathBuf, String), ToolError> {
+    if super::is_run_tool(name) {
+        return Err(ToolError::NotAvailable {
+            tool: name.to_owned(),
+            reason: "write sessions exist only in a model run, where the content streams in \
+                     the next answer; create files with write_file"
+                .to_owned(),
+        });
+    }
     let path = required_string(args, name, "path")?;
     let r = resolve(session, &path)?;
     if name == "write_file" {
@@ -648,6 +656,68 @@ fn engine_operation(name: &str, args: &Args) -> Result<Operation, ToolError> {
         "prepend" => Operation::Prepend { text: text()? },
         _ => Operation::Append { text: text()? },
     })
+}
+
+/// Checks that `path` may be written whole in `mode` (see [`super::Session::check_whole`]).
+pub(super) fn check_whole(
+    session: &Session,
+    path: &str,
+    mode: WholeMode,
+) -> Result<WholeTarget, ToolError> {
+    let r = resolve(session, path)?;
+    if session.fs.kind(&r.abs) == Some(EntryKind::Dir) {
+        return Err(ToolError::IsDirectory { path: r.rel });
+    }
+    let exists = session.copy.exists(&r.abs, session.fs.as_ref());
+    if mode == WholeMode::Create {
+        if exists {
+            return Err(ToolError::InvalidArguments {
+                tool: "begin_write".to_owned(),
+                message: format!(
+                    "{} already exists, so it cannot be created; read it, then write it again \
+                     with mode overwrite (or append), or change part of it with edit_file",
+                    r.rel
+                ),
+            });
+        }
+        return Ok(WholeTarget {
+            resolved: r,
+            current: None,
+        });
+    }
+    let (current, version) = match read(session, &r) {
+        Err(ToolError::NotFound { path, nearby }) => {
+            return Err(ToolError::NotFound {
+                path: format!("{path} (write a new file with mode create)"),
+                nearby,
+            });
+        }
+        other => other?,
+    };
+    session
+        .ledger
+        .check(&r.abs, &current, None)
+        .map_err(|refusal| refused(&r, refusal))?;
+    Ok(WholeTarget {
+        resolved: r,
+        current: Some((current, version)),
+    })
+}
+
+/// Puts whole new text for a checked target into the working copy.
+pub(super) fn write_whole(session: &mut Session, target: &WholeTarget, text: String) -> String {
+    let r = &target.resolved;
+    match &target.current {
+        None => session.copy.create(&r.abs, text.clone()),
+        Some((before, version)) => session.copy.write(&r.abs, before, *version, text.clone()),
+    }
+    session.ledger.record_write(&r.abs, &text);
+    let verb = if target.current.is_some() {
+        "wrote"
+    } else {
+        "created"
+    };
+    format!("{verb} {} ({}).", r.rel, lines_label(count_lines(&text)))
 }
 
 fn write_file(

@@ -164,6 +164,8 @@ fn specs_are_the_contract() {
     assert_eq!(required("insert_text"), ["path", "anchor", "text"]);
     assert_eq!(required("prepend"), ["path", "text"]);
     assert_eq!(required("append"), ["path", "text"]);
+    assert_eq!(required("begin_write"), ["path"]);
+    assert_eq!(required("end_write"), ["id"]);
     for s in &specs {
         assert!(
             s.name
@@ -200,6 +202,12 @@ fn specs_are_the_contract() {
     assert_eq!(props("insert_text"), ["anchor", "before", "path", "text"]);
     assert_eq!(props("prepend"), ["path", "text"]);
     assert_eq!(props("append"), ["path", "text"]);
+    assert_eq!(props("begin_write"), ["mode", "path"]);
+    assert_eq!(props("end_write"), ["complete", "id"]);
+    assert_eq!(
+        spec("begin_write").unwrap().parameters["properties"]["mode"]["enum"],
+        json!(["create", "overwrite", "append"])
+    );
 }
 
 #[test]

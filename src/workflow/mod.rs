@@ -9,6 +9,7 @@ pub mod develop;
 pub mod edit;
 pub mod proposal;
 pub mod session;
+pub mod write_session;
 
 pub use edit::{
     EditContext, EditFailure, EditFormat, EditOptions, EditRequest, Models, Progress, run,

@@ -1,0 +1,595 @@
+//! Write sessions: long content a model streams as plain text (`docs/editing.md`).
+//!
+//! A small model fails to put a 400-line file inside one JSON string argument: the JSON is cut
+//! at the output-token limit, escaped wrongly, or abandoned halfway, and the whole attempt is
+//! lost. Here the model calls `begin_write {path, mode}`, gets a session id and an end marker
+//! unique to the session, and streams the content as its next answer. The tool loop hands every
+//! answer to [`WriteSessions::take_answer`] while a session is open:
+//!
+//! - an answer cut before the marker (output-token limit, or simply no marker) keeps its
+//!   complete lines; the model is told the file, how many lines arrived, the last three, and how
+//!   to continue — at most `[tools] write_continuations` times (default 3), the parts joined
+//!   without repeating lines the model wrote twice (`edit::streamed::join`);
+//! - content that looks unfinished (an unclosed block, a fence left open, a heading with nothing
+//!   under it, a line cut inside a string) is not applied: the model continues it, or confirms
+//!   with `end_write {id, complete: true}`;
+//! - content that does not parse as the file's format (JSON, TOML, YAML, code through
+//!   tree-sitter) is refused with line and column, or only reported, per `[tools] validate`
+//!   (`error`, `warn`, `off`, per extension under `[tools.validate_by_extension]`);
+//! - the content then joins the run's working copy like any edit: nothing partial ever reaches a
+//!   proposal, and nothing is written to disk.
+//!
+//! Native tool calls and the text protocol feed the same state: the content is the answer's
+//! text either way.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::edit::streamed::{self, Kind};
+use crate::model::{ChatResponse, FinishReason, ToolCall};
+use crate::syntax::validate::{self, Format};
+use crate::tools::{Session, Status, ToolError, ToolOutcome, WholeMode, WholeTarget};
+
+/// What happens to content that does not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Validate {
+    /// Refused with the problems; the model sends the corrected content.
+    Error,
+    /// Applied; the problems are reported to the model.
+    Warn,
+    /// Not checked.
+    Off,
+}
+
+impl Validate {
+    fn parse(text: &str) -> Option<Validate> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "error" => Some(Validate::Error),
+            "warn" | "warning" => Some(Validate::Warn),
+            "off" | "none" => Some(Validate::Off),
+            _ => None,
+        }
+    }
+}
+
+/// `[tools]` in the configuration, as far as write sessions read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Automatic continuations of a cut answer before the session is dropped.
+    pub continuations: usize,
+    pub validate: Validate,
+    /// Per file extension (lower case, without the dot).
+    pub by_extension: BTreeMap<String, Validate>,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            continuations: 3,
+            validate: Validate::Error,
+            by_extension: BTreeMap::new(),
+        }
+    }
+}
+
+/// How many times content that failed validation may be sent again before the session ends.
+const MAX_RESENDS: usize = 2;
+
+impl WriteOptions {
+    /// `[tools] write_continuations`, `validate` and `[tools.validate_by_extension]` (unknown or
+    /// ill-typed values keep their defaults).
+    pub fn from_config(config: &Config) -> WriteOptions {
+        let mut o = WriteOptions::default();
+        let Some(Value::Object(tools)) = config.sections.get("tools") else {
+            return o;
+        };
+        if let Some(n) = tools.get("write_continuations").and_then(Value::as_u64) {
+            o.continuations = n.min(20) as usize;
+        }
+        if let Some(v) = tools
+            .get("validate")
+            .and_then(Value::as_str)
+            .and_then(Validate::parse)
+        {
+            o.validate = v;
+        }
+        if let Some(Value::Object(map)) = tools.get("validate_by_extension") {
+            for (ext, v) in map {
+                if let Some(v) = v.as_str().and_then(Validate::parse) {
+                    let ext = ext.trim_start_matches('.').to_ascii_lowercase();
+                    o.by_extension.insert(ext, v);
+                }
+            }
+        }
+        o
+    }
+
+    fn validate_for(&self, path: &str) -> Validate {
+        let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+        name.rsplit_once('.')
+            .and_then(|(_, ext)| self.by_extension.get(&ext.to_ascii_lowercase()))
+            .copied()
+            .unwrap_or(self.validate)
+    }
+}
+
+/// What the next answer is expected to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Expect {
+    /// The content, from its first line.
+    Content,
+    /// The rest of a cut answer, from the line after the last one received.
+    Continuation,
+    /// Content that looks unfinished: more of it, or `end_write {complete: true}`.
+    Confirmation,
+}
+
+#[derive(Debug, Clone)]
+struct Open {
+    id: String,
+    marker: String,
+    mode: WholeMode,
+    target: WholeTarget,
+    /// Complete lines received so far (fences not yet removed).
+    received: String,
+    expect: Expect,
+    continuations: usize,
+    resends: usize,
+}
+
+/// The write sessions of one run (at most one open at a time).
+#[derive(Debug, Clone, Default)]
+pub struct WriteSessions {
+    options: WriteOptions,
+    open: Option<Open>,
+    opened: usize,
+}
+
+/// What [`WriteSessions::take_answer`] did with an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collected {
+    /// The message for the model (the next user turn).
+    pub reply: String,
+    /// The file written into the working copy, when the content was applied.
+    pub wrote: Option<std::path::PathBuf>,
+}
+
+impl WriteSessions {
+    pub fn new(options: WriteOptions) -> WriteSessions {
+        WriteSessions {
+            options,
+            open: None,
+            opened: 0,
+        }
+    }
+
+    /// Whether the next answer should be plain content (ask for it without tool calls).
+    pub fn expects_content(&self) -> bool {
+        self.open
+            .as_ref()
+            .is_some_and(|o| o.expect != Expect::Confirmation)
+    }
+
+    /// Runs calls in order: `begin_write` and `end_write` here, the others through `session`
+    /// (consecutive ones together, so reads still run in parallel).
+    pub fn execute_all(&mut self, session: &mut Session, calls: &[ToolCall]) -> Vec<ToolOutcome> {
+        let mut out = Vec::with_capacity(calls.len());
+        let mut i = 0;
+        while i < calls.len() {
+            let name = crate::tools::canonical_name(&calls[i].name);
+            match name {
+                Some("begin_write") => {
+                    out.push(self.begin(session, &calls[i]));
+                    i += 1;
+                }
+                Some("end_write") => {
+                    out.push(self.end(session, &calls[i]));
+                    i += 1;
+                }
+                _ => {
+                    let j = (i..calls.len())
+                        .find(|&j| {
+                            crate::tools::canonical_name(&calls[j].name)
+                                .is_some_and(crate::tools::is_run_tool)
+                        })
+                        .unwrap_or(calls.len());
+                    if self.open.take().is_some() {
+                        tracing::debug!("write session dropped: the model called other tools");
+                    }
+                    out.extend(session.execute_all(&calls[i..j]));
+                    i = j;
+                }
+            }
+        }
+        out
+    }
+
+    fn begin(&mut self, session: &mut Session, call: &ToolCall) -> ToolOutcome {
+        let args = |k: &str| call.arguments.get(k).and_then(Value::as_str);
+        let fail = |e: ToolError| outcome(call, "begin_write", e.to_string(), Status::Failed(e));
+        let Some(path) = args("path").or_else(|| args("file_path")) else {
+            return fail(invalid("begin_write", "expected `path`, the file to write"));
+        };
+        let mode = match args("mode") {
+            None => WholeMode::Create,
+            Some(m) => match WholeMode::parse(m) {
+                Some(m) => m,
+                None => {
+                    return fail(invalid(
+                        "begin_write",
+                        &format!("unknown mode `{m}`; use create, overwrite or append"),
+                    ));
+                }
+            },
+        };
+        let target = match session.check_whole(path, mode) {
+            Ok(t) => t,
+            Err(e) => return fail(e),
+        };
+        if let Some(old) = self.open.take() {
+            tracing::debug!("write session {} replaced by a new one", old.id);
+        }
+        self.opened += 1;
+        let id = format!("w{}", self.opened);
+        let marker = streamed::end_marker(&id);
+        let rel = target.resolved.rel.clone();
+        let text = format!(
+            "Write session {id} is open for {rel} ({}). Send the content as your next answer: \
+             plain text exactly as the file should read (not JSON, not a tool call), from its \
+             first line to its last. Then write this marker on a line of its own:\n{marker}\n\
+             If your answer is cut off, you will be told how to continue.",
+            mode.name()
+        );
+        self.open = Some(Open {
+            id,
+            marker,
+            mode,
+            target,
+            received: String::new(),
+            expect: Expect::Content,
+            continuations: 0,
+            resends: 0,
+        });
+        outcome(call, "begin_write", text, Status::Ok)
+    }
+
+    fn end(&mut self, session: &mut Session, call: &ToolCall) -> ToolOutcome {
+        let id = call
+            .arguments
+            .get("id")
+            .or_else(|| call.arguments.get("session"))
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .unwrap_or_default();
+        let complete = match call.arguments.get("complete") {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) => s.trim().eq_ignore_ascii_case("true"),
+            _ => false,
+        };
+        let fail = |e: ToolError| outcome(call, "end_write", e.to_string(), Status::Failed(e));
+        let Some(open) = self.open.as_ref() else {
+            return fail(invalid(
+                "end_write",
+                "no write session is open; start one with begin_write",
+            ));
+        };
+        if open.id != id.trim() {
+            return fail(invalid(
+                "end_write",
+                &format!("the open write session is {}, not `{id}`", open.id),
+            ));
+        }
+        if !complete {
+            let open = open.clone();
+            let text = format!(
+                "Write session {} stays open. {}",
+                open.id,
+                continue_instruction(&open)
+            );
+            return outcome(call, "end_write", text, Status::Ok);
+        }
+        let mut open = self.open.take().expect("checked above");
+        let content = finished_content(&open.received);
+        match self.apply(session, &mut open, content) {
+            Ok((text, path)) => outcome(
+                call,
+                "end_write",
+                text,
+                Status::Edited {
+                    path,
+                    matched_by: "write-session".to_owned(),
+                },
+            ),
+            Err(text) => {
+                let e = ToolError::InvalidArguments {
+                    tool: "end_write".to_owned(),
+                    message: text,
+                };
+                outcome(call, "end_write", e.to_string(), Status::Failed(e))
+            }
+        }
+    }
+
+    /// Takes an answer as content when a session waits for it; `None` when the answer is not
+    /// content (no session open, or only tool calls, which run as usual).
+    pub fn take_answer(
+        &mut self,
+        session: &mut Session,
+        response: &ChatResponse,
+    ) -> Option<Collected> {
+        self.open.as_ref()?;
+        if response.text.trim().is_empty() && !response.tool_calls.is_empty() {
+            return None;
+        }
+        let mut open = self.open.take()?;
+        let mut reply = String::new();
+        if !response.tool_calls.is_empty() {
+            reply.push_str(
+                "(The tool calls in that answer were not run: it was taken as the file's \
+                 content.)\n",
+            );
+        }
+        let cut = streamed::cut_at_marker(&response.text, &open.marker);
+        let body = if cut.ended {
+            let mut b = cut.body.to_owned();
+            if !b.is_empty() && !b.ends_with('\n') {
+                b.push('\n');
+            }
+            b
+        } else {
+            streamed::complete_lines(cut.body).0.to_owned()
+        };
+        open.received = match open.expect {
+            Expect::Content => body,
+            Expect::Continuation | Expect::Confirmation => streamed::join(&open.received, &body),
+        };
+        if !cut.ended {
+            open.continuations += 1;
+            let why = if response.finish == Some(FinishReason::Length) {
+                "was cut off at the output-token limit"
+            } else {
+                "ended without the end marker"
+            };
+            if open.continuations > self.options.continuations {
+                reply.push_str(&format!(
+                    "The content of {} {why} again; after {} continuation{} the write session \
+                     {} is closed and nothing was written. Write the file in smaller pieces: \
+                     begin_write with mode create for the first part, then begin_write with \
+                     mode append for each next part.",
+                    open.target.resolved.rel,
+                    self.options.continuations,
+                    if self.options.continuations == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                    open.id
+                ));
+                return Some(Collected { reply, wrote: None });
+            }
+            open.expect = Expect::Continuation;
+            reply.push_str(&truncated(&open, why));
+            self.open = Some(open);
+            return Some(Collected { reply, wrote: None });
+        }
+        let content = finished_content(&open.received);
+        let signs = unfinished_signs(&open, &content);
+        if !signs.is_empty() {
+            open.received = content;
+            open.expect = Expect::Confirmation;
+            reply.push_str(&format!(
+                "The content of {} ({}) looks unfinished:\n{}\nNothing is written yet. If it is \
+                 not finished, {}. If it is complete as it is, call end_write with \
+                 {{\"id\": \"{}\", \"complete\": true}}.",
+                open.target.resolved.rel,
+                lines(&open.received),
+                signs
+                    .iter()
+                    .map(|s| format!("- {s}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                continue_sentence(&open),
+                open.id
+            ));
+            self.open = Some(open);
+            return Some(Collected { reply, wrote: None });
+        }
+        match self.apply(session, &mut open, content) {
+            Ok((text, path)) => {
+                reply.push_str(&text);
+                Some(Collected {
+                    reply,
+                    wrote: Some(path),
+                })
+            }
+            Err(text) => {
+                reply.push_str(&text);
+                if open.resends < MAX_RESENDS {
+                    open.resends += 1;
+                    open.received.clear();
+                    open.expect = Expect::Content;
+                    self.open = Some(open);
+                } else {
+                    reply.push_str(&format!(
+                        "\n(That was the last try: write session {} is closed. Start again with \
+                         begin_write.)",
+                        open.id
+                    ));
+                }
+                Some(Collected { reply, wrote: None })
+            }
+        }
+    }
+
+    /// Validates `content` and puts it into the working copy; the text for the model, or why
+    /// not (then the session may stay open for the corrected content).
+    fn apply(
+        &mut self,
+        session: &mut Session,
+        open: &mut Open,
+        content: String,
+    ) -> Result<(String, std::path::PathBuf), String> {
+        let rel = open.target.resolved.rel.clone();
+        let new_text = match (&open.mode, &open.target.current) {
+            (WholeMode::Append, Some((current, _))) => {
+                let mut t = current.clone();
+                if !t.is_empty() && !t.ends_with('\n') {
+                    t.push('\n');
+                }
+                t.push_str(&content);
+                t
+            }
+            _ => content,
+        };
+        let mut note = String::new();
+        let mode = self.options.validate_for(&rel);
+        if let (Some(format), true) = (Format::of(&rel), mode != Validate::Off) {
+            let problems = validate::validate(format, &new_text);
+            if !problems.is_empty() {
+                let listed: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+                if mode == Validate::Error {
+                    return Err(format!(
+                        "The content of {rel} is not valid {}, so nothing was written:\n{}\n\
+                         Send the whole corrected content as your next answer, then the marker \
+                         {} on its own line.",
+                        format.name(),
+                        listed.join("\n"),
+                        open.marker
+                    ));
+                }
+                note = format!(
+                    "\nWarning: it is not valid {}:\n{}\nFix it with edit_file.",
+                    format.name(),
+                    listed.join("\n")
+                );
+            }
+        }
+        let text = session.write_whole(&open.target, new_text);
+        Ok((format!("{text}{note}"), open.target.resolved.abs.clone()))
+    }
+}
+
+fn outcome(call: &ToolCall, name: &str, content: String, status: Status) -> ToolOutcome {
+    ToolOutcome {
+        call_id: call.id.clone(),
+        name: name.to_owned(),
+        content,
+        status,
+    }
+}
+
+fn invalid(tool: &str, message: &str) -> ToolError {
+    ToolError::InvalidArguments {
+        tool: tool.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+/// The received content with a fence that wraps all of it removed.
+fn finished_content(received: &str) -> String {
+    streamed::strip_wrapping_fence(received).to_owned()
+}
+
+fn lines(text: &str) -> String {
+    match text.lines().count() {
+        1 => "1 line".to_owned(),
+        n => format!("{n} lines"),
+    }
+}
+
+fn kind_of(rel: &str) -> Kind {
+    let lower = rel.to_ascii_lowercase();
+    if lower.ends_with(".md") || lower.ends_with(".markdown") || lower.ends_with(".mdx") {
+        Kind::Markdown
+    } else if Format::of(rel).is_some() {
+        Kind::Code
+    } else {
+        Kind::Text
+    }
+}
+
+/// Why the finished content looks cut short (empty: it does not).
+fn unfinished_signs(open: &Open, content: &str) -> Vec<String> {
+    let rel = &open.target.resolved.rel;
+    if content.trim().is_empty() {
+        return vec!["no content arrived before the marker".to_owned()];
+    }
+    let mut signs = streamed::incomplete_signs(content, kind_of(rel));
+    if let Some(format) = Format::of(rel) {
+        let whole = match (&open.mode, &open.target.current) {
+            (WholeMode::Append, Some((current, _))) => format!("{current}{content}"),
+            _ => content.to_owned(),
+        };
+        if let Some(s) = validate::unfinished_end(format, &whole) {
+            signs.push(s);
+        }
+    }
+    signs
+}
+
+/// "continue the content from the line after "…", then the marker".
+fn continue_sentence(open: &Open) -> String {
+    match streamed::last_lines(&open.received, 1).first() {
+        Some((_, last)) => format!(
+            "continue the content from the line after \"{}\" (do not repeat earlier lines), then \
+             write {} on its own line",
+            last.trim_end(),
+            open.marker
+        ),
+        None => format!(
+            "send the content from its first line, then write {} on its own line",
+            open.marker
+        ),
+    }
+}
+
+fn continue_instruction(open: &Open) -> String {
+    let mut s = continue_sentence(open);
+    s[..1].make_ascii_uppercase();
+    s.push('.');
+    s
+}
+
+/// The message after an answer that stopped before the marker.
+fn truncated(open: &Open, why: &str) -> String {
+    let rel = &open.target.resolved.rel;
+    let last = streamed::last_lines(&open.received, 3);
+    let mut s = format!(
+        "Your answer {why}: {} of {rel} received so far ({}), nothing is written yet.",
+        lines(&open.received),
+        open.id
+    );
+    if !last.is_empty() {
+        s.push_str(" The last lines received:\n");
+        for (n, l) in &last {
+            s.push_str(&format!("{n:>6}\t{l}\n"));
+        }
+    } else {
+        s.push('\n');
+    }
+    s.push_str(&continue_instruction(open));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ValueSource;
+
+    #[test]
+    fn options_come_from_the_tools_table() {
+        let (config, _) = Config::from_toml_str(
+            "[tools]\nwrite_continuations = 5\nvalidate = \"warn\"\n\
+             [tools.validate_by_extension]\nyaml = \"off\"\n\".JSON\" = \"error\"\n",
+            ValueSource::Default,
+        );
+        let o = WriteOptions::from_config(&config);
+        assert_eq!(o.continuations, 5);
+        assert_eq!(o.validate_for("a/b.rs"), Validate::Warn);
+        assert_eq!(o.validate_for("ci.YAML"), Validate::Off);
+        assert_eq!(o.validate_for("x.json"), Validate::Error);
+        let (config, _) = Config::from_toml_str("[tools]\nvalidate = 3\n", ValueSource::Default);
+        assert_eq!(WriteOptions::from_config(&config), WriteOptions::default());
+    }
+}
