@@ -56,6 +56,7 @@ use crate::tools::{
 
 use self::target::EditTarget;
 use super::proposal::{Proposal, ProposalFile};
+use super::write_session::{WriteOptions, WriteSessions};
 
 /// Rule files read from each workspace root, in this order.
 pub const RULE_FILES: [&str; 3] = ["AGENTS.md", "CLAUDE.md", ".patchwise/RULES.md"];
@@ -345,6 +346,8 @@ struct Run<'a> {
     notes: String,
     /// The next answer must call `edit_file`.
     force_edit: bool,
+    /// Long content streamed as plain text (`begin_write`).
+    writes: WriteSessions,
 }
 
 /// How one model answer went.
@@ -397,6 +400,7 @@ impl<'a> Run<'a> {
             region_budget: ctx.options.region_budget,
             notes: String::new(),
             force_edit: ctx.options.force_edit,
+            writes: WriteSessions::new(WriteOptions::from_config(&ctx.config)),
         })
     }
 
@@ -667,7 +671,10 @@ impl<'a> Run<'a> {
         if self.cancel.is_cancelled() {
             return Err(EditFailure::Cancelled);
         }
-        let tool_choice = if protocol == Protocol::Tools && std::mem::take(&mut self.force_edit) {
+        let tool_choice = if self.writes.expects_content() {
+            // A write session's content comes as plain text.
+            ToolChoice::None
+        } else if protocol == Protocol::Tools && std::mem::take(&mut self.force_edit) {
             ToolChoice::Tool("edit_file".to_owned())
         } else {
             ToolChoice::Auto
@@ -964,6 +971,21 @@ impl<'a> Run<'a> {
         edits: &mut usize,
         matched: &mut Vec<String>,
     ) -> Result<Round, EditFailure> {
+        let session = self.session.get_or_insert_with(unreachable_session);
+        if let Some(collected) = self.writes.take_answer(session, response) {
+            messages.push(Message::assistant(response.text.clone()));
+            messages.push(Message::user(collected.reply));
+            if collected.wrote.is_some() {
+                *edits += 1;
+                if !matched.iter().any(|m| m == "write-session") {
+                    matched.push("write-session".to_owned());
+                }
+                if self.ctx.options.stop_after_edit {
+                    return Ok(Round::Done);
+                }
+            }
+            return Ok(Round::Continue);
+        }
         let mut calls = response.tool_calls.clone();
         let mut native = !calls.is_empty();
         if calls.is_empty() {
@@ -1352,16 +1374,18 @@ impl<'a> Run<'a> {
     /// Runs tool calls on a blocking thread (they read the disk), honouring cancellation.
     async fn execute(&mut self, calls: Vec<ToolCall>) -> Result<Vec<ToolOutcome>, EditFailure> {
         let mut session = self.session.take().unwrap_or_else(unreachable_session);
+        let mut writes = std::mem::take(&mut self.writes);
         let job = tokio::task::spawn_blocking(move || {
-            let outcomes = session.execute_all(&calls);
-            (session, outcomes)
+            let outcomes = writes.execute_all(&mut session, &calls);
+            (session, writes, outcomes)
         });
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Err(EditFailure::Cancelled),
             r = job => match r {
-                Ok((session, outcomes)) => {
+                Ok((session, writes, outcomes)) => {
                     self.session = Some(session);
+                    self.writes = writes;
                     Ok(outcomes)
                 }
                 Err(e) => Err(EditFailure::Target(format!("a tool failed unexpectedly: {e}"))),
