@@ -291,3 +291,47 @@ async fn read_request(socket: &mut TcpStream) -> Option<RecordedRequest> {
         body,
     })
 }
+
+/// One answer in the OpenAI chat-completions streaming wire format (SSE): the text split in two
+/// deltas, then each tool call as a start and an arguments delta, then `finish_reason` and
+/// `[DONE]` — what llama.cpp, vLLM and OpenAI send.
+pub fn openai_sse(text: &str, calls: &[(String, Value)], finish: &str) -> Reply {
+    let chunk = |delta: Value, finish: Value| {
+        serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut chunks = vec![chunk(
+        serde_json::json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    if !text.is_empty() {
+        let mid = text
+            .char_indices()
+            .nth(text.chars().count() / 2)
+            .map_or(0, |(i, _)| i);
+        for part in [&text[..mid], &text[mid..]] {
+            chunks.push(chunk(serde_json::json!({ "content": part }), Value::Null));
+        }
+    }
+    for (i, (name, args)) in calls.iter().enumerate() {
+        chunks.push(chunk(
+            serde_json::json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+                    "function": {"name": name, "arguments": ""}}]}),
+            Value::Null,
+        ));
+        chunks.push(chunk(
+            serde_json::json!({"tool_calls": [{"index": i, "function": {"arguments": args.to_string()}}]}),
+            Value::Null,
+        ));
+    }
+    chunks.push(chunk(serde_json::json!({}), serde_json::json!(finish)));
+    let mut body = String::new();
+    for c in chunks {
+        body.push_str(&format!("data: {c}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    Reply::Http {
+        head: "HTTP/1.1 200 OK\ncontent-type: text/event-stream".to_owned(),
+        body,
+    }
+}
