@@ -56,7 +56,7 @@ use crate::tools::{
 
 use self::target::EditTarget;
 use super::proposal::{Proposal, ProposalFile};
-use super::write_session::{WriteOptions, WriteSessions};
+use super::write_session::WriteSessions;
 
 /// Rule files read from each workspace root, in this order.
 pub const RULE_FILES: [&str; 3] = ["AGENTS.md", "CLAUDE.md", ".patchwise/RULES.md"];
@@ -400,7 +400,7 @@ impl<'a> Run<'a> {
             region_budget: ctx.options.region_budget,
             notes: String::new(),
             force_edit: ctx.options.force_edit,
-            writes: WriteSessions::new(WriteOptions::from_config(&ctx.config)),
+            writes: WriteSessions::new(ctx.config.tools.clone()),
         })
     }
 

@@ -22,96 +22,23 @@
 //! Native tool calls and the text protocol feed the same state: the content is the answer's
 //! text either way.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
-use crate::config::Config;
+use crate::config::{ToolsSection, ValidateLevel};
 use crate::edit::streamed::{self, Kind};
 use crate::model::{ChatResponse, FinishReason, ToolCall};
 use crate::syntax::validate::{self, Format};
 use crate::tools::{Session, Status, ToolError, ToolOutcome, WholeMode, WholeTarget};
 
-/// What happens to content that does not parse.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Validate {
-    /// Refused with the problems; the model sends the corrected content.
-    Error,
-    /// Applied; the problems are reported to the model.
-    Warn,
-    /// Not checked.
-    Off,
-}
-
-impl Validate {
-    fn parse(text: &str) -> Option<Validate> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "error" => Some(Validate::Error),
-            "warn" | "warning" => Some(Validate::Warn),
-            "off" | "none" => Some(Validate::Off),
-            _ => None,
-        }
-    }
-}
-
-/// `[tools]` in the configuration, as far as write sessions read it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriteOptions {
-    /// Automatic continuations of a cut answer before the session is dropped.
-    pub continuations: usize,
-    pub validate: Validate,
-    /// Per file extension (lower case, without the dot).
-    pub by_extension: BTreeMap<String, Validate>,
-}
-
-impl Default for WriteOptions {
-    fn default() -> Self {
-        WriteOptions {
-            continuations: 3,
-            validate: Validate::Error,
-            by_extension: BTreeMap::new(),
-        }
-    }
-}
-
 /// How many times content that failed validation may be sent again before the session ends.
 const MAX_RESENDS: usize = 2;
 
-impl WriteOptions {
-    /// `[tools] write_continuations`, `validate` and `[tools.validate_by_extension]` (unknown or
-    /// ill-typed values keep their defaults).
-    pub fn from_config(config: &Config) -> WriteOptions {
-        let mut o = WriteOptions::default();
-        let Some(Value::Object(tools)) = config.sections.get("tools") else {
-            return o;
-        };
-        if let Some(n) = tools.get("write_continuations").and_then(Value::as_u64) {
-            o.continuations = n.min(20) as usize;
-        }
-        if let Some(v) = tools
-            .get("validate")
-            .and_then(Value::as_str)
-            .and_then(Validate::parse)
-        {
-            o.validate = v;
-        }
-        if let Some(Value::Object(map)) = tools.get("validate_by_extension") {
-            for (ext, v) in map {
-                if let Some(v) = v.as_str().and_then(Validate::parse) {
-                    let ext = ext.trim_start_matches('.').to_ascii_lowercase();
-                    o.by_extension.insert(ext, v);
-                }
-            }
-        }
-        o
-    }
-
-    fn validate_for(&self, path: &str) -> Validate {
-        let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
-        name.rsplit_once('.')
-            .and_then(|(_, ext)| self.by_extension.get(&ext.to_ascii_lowercase()))
-            .copied()
-            .unwrap_or(self.validate)
+/// The validation level `[tools]` sets for `path` (by its extension).
+fn validate_for(options: &ToolsSection, path: &str) -> ValidateLevel {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    match name.rsplit_once('.') {
+        Some((_, ext)) => options.validate_for(ext),
+        None => options.validate,
     }
 }
 
@@ -142,7 +69,7 @@ struct Open {
 /// The write sessions of one run (at most one open at a time).
 #[derive(Debug, Clone, Default)]
 pub struct WriteSessions {
-    options: WriteOptions,
+    options: ToolsSection,
     open: Option<Open>,
     opened: usize,
 }
@@ -157,7 +84,8 @@ pub struct Collected {
 }
 
 impl WriteSessions {
-    pub fn new(options: WriteOptions) -> WriteSessions {
+    /// Sessions with the options of `[tools]`.
+    pub fn new(options: ToolsSection) -> WriteSessions {
         WriteSessions {
             options,
             open: None,
@@ -351,19 +279,16 @@ impl WriteSessions {
             } else {
                 "ended without the end marker"
             };
-            if open.continuations > self.options.continuations {
+            let limit = self.options.write_continuations as usize;
+            if open.continuations > limit {
                 reply.push_str(&format!(
                     "The content of {} {why} again; after {} continuation{} the write session \
                      {} is closed and nothing was written. Write the file in smaller pieces: \
                      begin_write with mode create for the first part, then begin_write with \
                      mode append for each next part.",
                     open.target.resolved.rel,
-                    self.options.continuations,
-                    if self.options.continuations == 1 {
-                        ""
-                    } else {
-                        "s"
-                    },
+                    limit,
+                    if limit == 1 { "" } else { "s" },
                     open.id
                 ));
                 return Some(Collected { reply, wrote: None });
@@ -443,12 +368,12 @@ impl WriteSessions {
             _ => content,
         };
         let mut note = String::new();
-        let mode = self.options.validate_for(&rel);
-        if let (Some(format), true) = (Format::of(&rel), mode != Validate::Off) {
+        let mode = validate_for(&self.options, &rel);
+        if let (Some(format), true) = (Format::of(&rel), mode != ValidateLevel::Off) {
             let problems = validate::validate(format, &new_text);
             if !problems.is_empty() {
                 let listed: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
-                if mode == Validate::Error {
+                if mode == ValidateLevel::Error {
                     return Err(format!(
                         "The content of {rel} is not valid {}, so nothing was written:\n{}\n\
                          Send the whole corrected content as your next answer, then the marker \
@@ -570,26 +495,4 @@ fn truncated(open: &Open, why: &str) -> String {
     }
     s.push_str(&continue_instruction(open));
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::ValueSource;
-
-    #[test]
-    fn options_come_from_the_tools_table() {
-        let (config, _) = Config::from_toml_str(
-            "[tools]\nwrite_continuations = 5\nvalidate = \"warn\"\n\
-             [tools.validate_by_extension]\nyaml = \"off\"\n\".JSON\" = \"error\"\n",
-            ValueSource::Default,
-        );
-        let o = WriteOptions::from_config(&config);
-        assert_eq!(o.continuations, 5);
-        assert_eq!(o.validate_for("a/b.rs"), Validate::Warn);
-        assert_eq!(o.validate_for("ci.YAML"), Validate::Off);
-        assert_eq!(o.validate_for("x.json"), Validate::Error);
-        let (config, _) = Config::from_toml_str("[tools]\nvalidate = 3\n", ValueSource::Default);
-        assert_eq!(WriteOptions::from_config(&config), WriteOptions::default());
-    }
 }
