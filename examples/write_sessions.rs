@@ -1,10 +1,11 @@
 //! Measures long writes with a real model: the same five new files (150–400 lines: a Rust module
 //! with tests, a Python module with tests, a JSON schema, a YAML CI file, a README section) made
-//! through a write session (`begin_write`, content as plain text) or through a single
-//! `write_file` call (content inside one JSON string), same instructions, temperature 0. For each
-//! file it reports whether the proposal holds the file complete and valid, its lines, the model's
-//! output tokens and the wall time, and records every answer under `--record DIR` in the
-//! scenario format of `tests/write_session.rs` (so real answers can be replayed as tests).
+//! through a write session (`begin_write`, content as plain text, driven by the real
+//! `WriteSessions` with its continuations and checks) or through a single `write_file` call
+//! (content inside one JSON string), same system prompt and instruction, temperature 0, the tool
+//! forced in the first answer. For each file it reports whether the file came out complete and
+//! valid, its lines, the output tokens and the wall time, and records every answer under
+//! `--record DIR` in the scenario format of `tests/write_session.rs`.
 //!
 //! ```text
 //! flock /tmp/patchwise-model.lock cargo run --example write_sessions -- \
@@ -12,22 +13,22 @@
 //!     --tasks 0,1 --record fixtures/model/write-sessions
 //! ```
 //!
-//! `--variant session` hides `write_file` from the model, `--variant write_file` hides
-//! `begin_write` and `end_write`: each file has one way to be made.
+//! `--deadline SECS` (default 600) cancels a run that takes longer (recorded as a failure).
+//! `--variant session` offers only `begin_write`, `--variant write_file` only `write_file`.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt;
 use patchwise::config::{Config, ModelRole, ValueSource};
 use patchwise::edit::streamed::{Kind, incomplete_signs, unclosed_fence};
 use patchwise::model::{
-    ChatModel, ChatRequest, ChatStream, FinishReason, ModelRouter, StreamEvent, ToolCall,
+    ChatOptions, ChatRequest, FinishReason, Message, ModelRouter, ToolCall, ToolChoice, complete,
 };
 use patchwise::syntax::validate::{Format, unfinished_end, validate};
-use patchwise::tools::Snapshot;
-use patchwise::workflow::edit::{self, EditContext, EditRequest, Models};
+use patchwise::tokens::{Encoding, count_tokens};
+use patchwise::tools::{self, RealFs, Session, Snapshot, Status, ToolOptions};
+use patchwise::workflow::write_session::WriteSessions;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -72,51 +73,13 @@ const TASKS: [(&str, &str); 5] = [
     ),
 ];
 
+/// One model answer, as recorded.
 #[derive(Default, Clone)]
 struct Answer {
     text: String,
     calls: Vec<ToolCall>,
     finish: Option<FinishReason>,
     output_tokens: u64,
-}
-
-/// The model under test, with some tools hidden and every answer recorded.
-struct Recording {
-    inner: Arc<dyn ChatModel>,
-    hide: Vec<&'static str>,
-    answers: Arc<Mutex<Vec<Answer>>>,
-}
-
-impl ChatModel for Recording {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn context_window(&self) -> usize {
-        self.inner.context_window()
-    }
-
-    fn chat(&self, mut request: ChatRequest, cancel: CancellationToken) -> ChatStream {
-        request
-            .tools
-            .retain(|t| !self.hide.contains(&t.name.as_str()));
-        let answers = self.answers.clone();
-        answers.lock().unwrap().push(Answer::default());
-        let stream = self.inner.chat(request, cancel);
-        Box::pin(stream.inspect(move |event| {
-            let mut all = answers.lock().unwrap();
-            let a = all.last_mut().unwrap();
-            match event {
-                Ok(StreamEvent::TextDelta { text }) => a.text.push_str(text),
-                Ok(StreamEvent::ToolCall { call, .. }) => a.calls.push(call.clone()),
-                Ok(StreamEvent::Done { finish, usage }) => {
-                    a.finish = Some(finish.clone());
-                    a.output_tokens = usage.output_tokens;
-                }
-                _ => {}
-            }
-        }))
-    }
 }
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -149,6 +112,9 @@ fn problem(path: &str, text: &str) -> Option<String> {
     None
 }
 
+const SYSTEM: &str = "You are a coding assistant. You create files in the workspace with the tools \
+                      you are given. Write the whole file, complete, exactly as it should be saved.";
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -156,75 +122,166 @@ async fn main() {
     let model = arg(&args, "--model").unwrap_or("qwen2.5-coder-1.5b".to_owned());
     let variant = arg(&args, "--variant").unwrap_or("session".to_owned());
     let record = arg(&args, "--record").map(PathBuf::from);
+    let deadline: u64 = arg(&args, "--deadline")
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(600);
     let tasks: Vec<usize> = arg(&args, "--tasks")
         .map(|t| t.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         .unwrap_or_else(|| (0..TASKS.len()).collect());
-    let hide: Vec<&'static str> = match variant.as_str() {
-        "session" => vec!["write_file"],
-        "write_file" => vec!["begin_write", "end_write"],
+    let tool = match variant.as_str() {
+        "session" => "begin_write",
+        "write_file" => "write_file",
         other => panic!("unknown --variant {other}; use session or write_file"),
     };
     let config_text = format!(
         "[providers.local]\nkind = \"openai\"\nbase_url = \"{base_url}\"\napi_key_env = \"\"\n\n\
-         [roles]\ncoder = \"local/{model}\"\n\n[edit]\ntemperature = 0.0\nescalate = false\nstop_after_edit = true\n\n\
+         [roles]\ncoder = \"local/{model}\"\n\n\
          [timeouts]\nconnect = 10\nfirst_token = 900\ntotal = 1800\n"
     );
     let (config, problems) = Config::from_toml_str(&config_text, ValueSource::Default);
     assert!(problems.is_empty(), "{problems:?}");
     let router = Arc::new(ModelRouter::new(config.clone()));
-    let inner = router
+    let llm = router
         .model(ModelRole::Coder, CancellationToken::new())
         .await
         .expect("the model answers");
-    println!("variant  task  file                          ok    lines  out_tokens  seconds  why");
+    let encoding = Encoding::for_model(&model);
+    println!(
+        "variant     task  file                          ok    lines  out_tokens  seconds  why"
+    );
     for i in tasks {
         let (path, instruction) = TASKS[i];
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().to_path_buf();
-        std::fs::create_dir_all(ws.join("src")).unwrap();
-        let lib = "//! A small web service crate.\n\npub mod config;\n";
-        std::fs::write(ws.join("src/lib.rs"), lib).unwrap();
-        let answers = Arc::new(Mutex::new(Vec::new()));
-        let recording = Arc::new(Recording {
-            inner: inner.clone(),
-            hide: hide.clone(),
-            answers: answers.clone(),
-        });
-        let ctx = EditContext::new(
-            config.clone(),
-            Models::Fixed {
-                coder: recording,
-                escalation: None,
-            },
-            vec![ws.clone()],
+        let mut session = Session::new(
+            &[ws.clone()],
+            Arc::new(RealFs),
             Snapshot::new(),
-        );
-        let request = EditRequest {
-            path: ws.join("src/lib.rs"),
-            range: 0..0,
-            instruction: instruction.to_owned(),
-        };
-        let started = Instant::now();
-        let result = edit::run(&ctx, request, &|_| {}, CancellationToken::new()).await;
-        let seconds = started.elapsed().as_secs_f64();
-        let answers = answers.lock().unwrap().clone();
-        let tokens: u64 = answers.iter().map(|a| a.output_tokens).sum();
-        let (ok, lines, why) = match &result {
-            Ok(p) => match p.files.iter().find(|f| f.display_path == path) {
-                Some(f) => {
-                    let why = problem(path, &f.new_text);
-                    (
-                        why.is_none(),
-                        f.new_text.lines().count(),
-                        why.unwrap_or_default(),
-                    )
-                }
-                None => (false, 0, format!("no {path} in the proposal")),
+            ToolOptions {
+                // One write_file call is judged as it is, like a write session's content.
+                parse_check: false,
+                ..ToolOptions::default()
             },
-            Err(e) => (false, 0, e.to_string()),
+        );
+        let mut writes = WriteSessions::new(config.tools.clone());
+        let mut messages = vec![Message::system(SYSTEM), Message::user(instruction)];
+        let spec = tools::spec(tool).unwrap();
+        let mut answers: Vec<Answer> = Vec::new();
+        let started = Instant::now();
+        let mut why = String::new();
+        // A write session may take several answers; write_file gets exactly one call.
+        let rounds = if tool == "write_file" { 1 } else { 8 };
+        for round in 0..rounds {
+            let tool_choice = if writes.expects_content() {
+                ToolChoice::None
+            } else if round == 0 {
+                ToolChoice::Tool(tool.to_owned())
+            } else {
+                ToolChoice::Auto
+            };
+            let request = ChatRequest {
+                messages: messages.clone(),
+                tools: vec![spec.clone()],
+                options: ChatOptions {
+                    temperature: Some(0.0),
+                    tool_choice,
+                    ..ChatOptions::default()
+                },
+            };
+            let left = deadline.saturating_sub(started.elapsed().as_secs());
+            let response = tokio::select! {
+                r = complete(llm.as_ref(), request, CancellationToken::new()) => r,
+                _ = tokio::time::sleep(std::time::Duration::from_secs(left)) => {
+                    why = format!("timed out after {deadline} s");
+                    break;
+                }
+            };
+            let response = match response {
+                Ok(r) => r,
+                Err(e) => {
+                    why = format!("model error: {e}");
+                    break;
+                }
+            };
+            let mut answer = Answer {
+                text: response.text.clone(),
+                calls: response.tool_calls.clone(),
+                finish: response.finish.clone(),
+                output_tokens: response.usage.output_tokens,
+            };
+            if answer.output_tokens == 0 {
+                let args: String = answer
+                    .calls
+                    .iter()
+                    .map(|c| c.arguments.to_string())
+                    .collect();
+                answer.output_tokens =
+                    count_tokens(&format!("{}{args}", answer.text), encoding) as u64;
+            }
+            eprintln!(
+                "  {variant} {i} answer {round}: {:?}, {} tokens, {:.0}s",
+                answer.finish,
+                answer.output_tokens,
+                started.elapsed().as_secs_f64()
+            );
+            answers.push(answer);
+            if let Some(c) = writes.take_answer(&mut session, &response) {
+                messages.push(Message::assistant(response.text.clone()));
+                messages.push(Message::user(c.reply));
+                if c.wrote.is_some() {
+                    break;
+                }
+                continue;
+            }
+            if response.tool_calls.is_empty() {
+                messages.push(Message::assistant(response.text.clone()));
+                messages.push(Message::user(format!("Call {tool} to create {path}.")));
+                continue;
+            }
+            let outcomes = writes.execute_all(&mut session, &response.tool_calls);
+            messages.push(response.to_message());
+            for o in &outcomes {
+                messages.push(Message::ToolResult {
+                    call_id: o.call_id.clone(),
+                    name: o.name.clone(),
+                    content: o.content.clone(),
+                    is_error: o.is_error(),
+                });
+            }
+            if outcomes
+                .iter()
+                .any(|o| matches!(o.status, Status::Edited { .. }))
+            {
+                break;
+            }
+            if let Some(failed) = outcomes.iter().find(|o| o.is_error()) {
+                why = failed.content.chars().take(200).collect();
+            }
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        let tokens: u64 = answers.iter().map(|a| a.output_tokens).sum();
+        let written = session
+            .copy
+            .changes()
+            .into_iter()
+            .find(|c| c.path.ends_with(path));
+        let (ok, lines) = match &written {
+            Some(c) => match problem(path, &c.text) {
+                None => (true, c.text.lines().count()),
+                Some(p) => {
+                    why = p;
+                    (false, c.text.lines().count())
+                }
+            },
+            None => {
+                if why.is_empty() {
+                    why = format!("{path} was not written");
+                }
+                (false, 0)
+            }
         };
         println!(
-            "{variant:<8} {i:>4}  {path:<28} {:<5} {lines:>6} {tokens:>11} {seconds:>8.1}  {}",
+            "{variant:<11} {i:>4}  {path:<28} {:<5} {lines:>6} {tokens:>11} {seconds:>8.1}  {}",
             if ok { "yes" } else { "no" },
             why.chars().take(120).collect::<String>()
         );
@@ -278,6 +335,7 @@ fn save(
         .collect();
     let out = json!({
         "about": format!("recorded from the real model: task {task} ({path}), variant {variant}"),
+        "file": path,
         "instruction": instruction,
         "variant": variant,
         "coder": coder,
