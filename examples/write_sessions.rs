@@ -154,7 +154,7 @@ async fn main() {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().to_path_buf();
         let mut session = Session::new(
-            &[ws.clone()],
+            std::slice::from_ref(&ws),
             Arc::new(RealFs),
             Snapshot::new(),
             ToolOptions {

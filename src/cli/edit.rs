@@ -261,17 +261,7 @@ fn operation(args: &EditArgs) -> Result<Operation> {
                 .anchor
                 .clone()
                 .with_context(|| format!("--op {name} needs --anchor TEXT"))?;
-            if args.before {
-                Operation::InsertBefore {
-                    anchor,
-                    text: text()?,
-                }
-            } else {
-                Operation::InsertAfter {
-                    anchor,
-                    text: text()?,
-                }
-            }
+            Operation::at_anchor(anchor, text()?, args.before)
         }
         EditOp::Prepend => Operation::Prepend { text: text()? },
         EditOp::Append => Operation::Append { text: text()? },

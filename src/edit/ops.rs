@@ -62,6 +62,17 @@ pub enum Operation {
     },
 }
 
+impl Operation {
+    /// Insert `text` after `anchor`, or before it.
+    pub fn at_anchor(anchor: String, text: String, before: bool) -> Operation {
+        if before {
+            Operation::InsertBefore { anchor, text }
+        } else {
+            Operation::InsertAfter { anchor, text }
+        }
+    }
+}
+
 /// Applies one operation.
 pub fn apply(text: &str, op: &Operation) -> Result<Applied, Refusal> {
     apply_batch(text, std::slice::from_ref(op))

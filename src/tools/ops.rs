@@ -532,7 +532,8 @@ pub(super) fn write(
                 summary_lines(&lines, applied.replacements()),
             )
         }
-        "replace_pattern" | "insert_text" | "prepend" | "append" => {
+        "replace_pattern" | "insert_text" | "prepend" | "append" | "insert_lines"
+        | "replace_lines" => {
             let op = engine_operation(name, args)?;
             let applied = edit::apply(&current, &op).map_err(|x| refused(&r, x))?;
             let lines: Vec<usize> = applied
@@ -544,32 +545,6 @@ pub(super) fn write(
                 applied.text.clone(),
                 applied.matched_by().to_string(),
                 summary_lines(&lines, applied.replacements().max(1)),
-            )
-        }
-        "insert_lines" | "replace_lines" => {
-            let text = required_string(args, name, "text")?;
-            let op = if name == "insert_lines" {
-                let line = number(args, name, "line")?.unwrap_or(0);
-                if flag(args, "before") {
-                    Operation::InsertBeforeLine { line, text }
-                } else {
-                    Operation::InsertAfterLine { line, text }
-                }
-            } else {
-                let start = number(args, name, "start")?.unwrap_or(0);
-                let end = number(args, name, "end")?.unwrap_or(start);
-                Operation::ReplaceLines { start, end, text }
-            };
-            let applied = edit::apply(&current, &op).map_err(|x| refused(&r, x))?;
-            let lines: Vec<usize> = applied
-                .located
-                .iter()
-                .flat_map(|l| l.lines.iter().copied())
-                .collect();
-            (
-                applied.text.clone(),
-                applied.matched_by().to_string(),
-                summary_lines(&lines, 1),
             )
         }
         "replace_symbol" => {
@@ -622,7 +597,8 @@ pub(super) fn write(
     Ok((out, r.abs, matched_by))
 }
 
-/// The engine operation of `replace_pattern`, `insert_text`, `prepend` or `append`.
+/// The engine operation of a line, pattern or anchor tool (`insert_lines`, `replace_lines`,
+/// `replace_pattern`, `insert_text`, `prepend`, `append`).
 fn engine_operation(name: &str, args: &Args) -> Result<Operation, ToolError> {
     let text = || required_string(args, name, "text");
     Ok(match name {
@@ -641,19 +617,24 @@ fn engine_operation(name: &str, args: &Args) -> Result<Operation, ToolError> {
                         .to_owned(),
                 });
             }
-            if flag(args, "before") {
-                Operation::InsertBefore {
-                    anchor,
-                    text: text()?,
-                }
-            } else {
-                Operation::InsertAfter {
-                    anchor,
-                    text: text()?,
-                }
-            }
+            Operation::at_anchor(anchor, text()?, flag(args, "before"))
         }
         "prepend" => Operation::Prepend { text: text()? },
+        "insert_lines" => {
+            let text = text()?;
+            let line = number(args, name, "line")?.unwrap_or(0);
+            if flag(args, "before") {
+                Operation::InsertBeforeLine { line, text }
+            } else {
+                Operation::InsertAfterLine { line, text }
+            }
+        }
+        "replace_lines" => {
+            let text = text()?;
+            let start = number(args, name, "start")?.unwrap_or(0);
+            let end = number(args, name, "end")?.unwrap_or(start);
+            Operation::ReplaceLines { start, end, text }
+        }
         _ => Operation::Append { text: text()? },
     })
 }

@@ -475,17 +475,9 @@ fn prepare_step(disk: &dyn Disk, change: &Change, id: &str) -> Result<Step, Tran
             None
         }
         ChangeKind::Replace | ChangeKind::Delete => {
-            let meta = disk.symlink_metadata(&target).map_err(|e| {
-                if e.kind() == io::ErrorKind::NotFound {
-                    TransactionError::new(
-                        change,
-                        "it was deleted since it was read; nothing was written over it",
-                        Some(e.kind()),
-                    )
-                } else {
-                    TransactionError::io(change, "cannot inspect it", &e)
-                }
-            })?;
+            let meta = disk
+                .symlink_metadata(&target)
+                .map_err(|e| gone_or(change, "cannot inspect it", &e))?;
             if meta.is_dir() {
                 return Err(TransactionError::new(
                     change,
@@ -531,20 +523,25 @@ fn absolute(disk: &dyn Disk, path: &Path) -> PathBuf {
     }
 }
 
+/// "deleted since it was read" for a missing file, else `what` and the I/O error.
+fn gone_or(change: &Change, what: &str, e: &io::Error) -> TransactionError {
+    if e.kind() == io::ErrorKind::NotFound {
+        TransactionError::new(
+            change,
+            "it was deleted since it was read; nothing was written over it",
+            Some(e.kind()),
+        )
+    } else {
+        TransactionError::io(change, what, e)
+    }
+}
+
 /// Fails unless `path` holds exactly the text the change expects.
 fn check_unchanged(disk: &dyn Disk, step: &Step, path: &Path) -> Result<(), TransactionError> {
     let change = &step.change;
-    let bytes = disk.read(path).map_err(|e| {
-        if e.kind() == io::ErrorKind::NotFound {
-            TransactionError::new(
-                change,
-                "it was deleted since it was read; nothing was written over it",
-                Some(e.kind()),
-            )
-        } else {
-            TransactionError::io(change, "cannot read it to check it is unchanged", &e)
-        }
-    })?;
+    let bytes = disk
+        .read(path)
+        .map_err(|e| gone_or(change, "cannot read it to check it is unchanged", &e))?;
     if Some(bytes.as_slice()) != change.expected.as_deref().map(str::as_bytes) {
         return Err(TransactionError::new(
             change,
