@@ -98,6 +98,23 @@ pub fn strip_wrapping_fence(content: &str) -> &str {
     &content[start..end]
 }
 
+/// Removes an opening fence at the top that is never closed: it wraps everything after it (a
+/// model that wrote the closing fence after the end marker, as Qwen2.5-Coder 1.5B did, or never).
+pub fn strip_unclosed_opening_fence(content: &str) -> &str {
+    let Some(first) = content.lines().position(|l| !l.trim().is_empty()) else {
+        return content;
+    };
+    if unclosed_fence(content) != Some(first + 1) {
+        return content;
+    }
+    let start: usize = content
+        .split_inclusive('\n')
+        .take(first + 1)
+        .map(str::len)
+        .sum();
+    &content[start..]
+}
+
 /// The line of a fence left open at the end of `text` (1-based), if any.
 pub fn unclosed_fence(text: &str) -> Option<usize> {
     let mut open: Option<(char, usize, usize)> = None;
@@ -140,12 +157,13 @@ pub fn complete_lines(part: &str) -> (&str, &str) {
 /// empty). A model asked to continue "from the line after X" often repeats X, a few lines
 /// before it, or restarts from the top: the longest run of lines at the start of `next` that
 /// equals the end of `received` is dropped when it holds a meaningful line. Lines compare
-/// without trailing whitespace. A fence the continuation opens again, while the content opened
-/// one at its start, is dropped too.
+/// without trailing whitespace. A fence line starting the continuation, while the content's
+/// opening fence is still open, is dropped too (a model wraps each part; if it meant to close the
+/// fence, the content's opening fence is then removed as never closed).
 pub fn join(received: &str, next: &str) -> String {
     let mut next = next;
     if let Some(first) = next.split_inclusive('\n').next()
-        && fence(first).is_some_and(|(_, _, info)| info)
+        && fence(first).is_some()
         && starts_with_fence(received)
         && unclosed_fence(received).is_some()
     {
@@ -304,6 +322,20 @@ mod tests {
         assert_eq!(strip_wrapping_fence(prose), prose);
         assert_eq!(strip_wrapping_fence("plain\n"), "plain\n");
         assert_eq!(strip_wrapping_fence("```\n"), "```\n");
+        // Recorded: the closing fence came after the end marker; doc-test fences inside stay.
+        let rec = "```\nuse x;\n/// ```\n/// ok\n/// ```\n";
+        assert_eq!(
+            strip_unclosed_opening_fence(rec),
+            "use x;\n/// ```\n/// ok\n/// ```\n"
+        );
+        assert_eq!(
+            strip_unclosed_opening_fence("```sh\nrun\n```\n"),
+            "```sh\nrun\n```\n"
+        );
+        assert_eq!(
+            strip_unclosed_opening_fence("text\n```sh\n"),
+            "text\n```sh\n"
+        );
     }
 
     #[test]
@@ -326,6 +358,14 @@ mod tests {
         assert_eq!(
             join("```rust\nfn a() {\n", "```rust\n}\n```\n"),
             "```rust\nfn a() {\n}\n```\n"
+        );
+        // Recorded from Qwen2.5-Coder 1.5B: a bare fence, the last line again, then the marker.
+        assert_eq!(
+            join(
+                "```\nclass A:\n        return cls(items)\n",
+                "```\n        return cls(items)\n"
+            ),
+            "```\nclass A:\n        return cls(items)\n"
         );
     }
 

@@ -411,9 +411,9 @@ fn invalid(tool: &str, message: &str) -> ToolError {
     }
 }
 
-/// The received content with a fence that wraps all of it removed.
+/// The received content with a fence that wraps all of it removed (closed at the end, or never).
 fn finished_content(received: &str) -> String {
-    streamed::strip_wrapping_fence(received).to_owned()
+    streamed::strip_unclosed_opening_fence(streamed::strip_wrapping_fence(received)).to_owned()
 }
 
 fn lines(text: &str) -> String {
