@@ -2,9 +2,10 @@
 //! in Atom and JSON APIs (`2003-12-13T18:30:02.25+01:00`), bare `YYYY-MM-DD` or `YYYY` — to one
 //! form: the UTC calendar date `YYYY-MM-DD` (or `YYYY` when that is all there is).
 //!
-//! Pure; anything unreadable is `None`, never a panic.
+//! Parsing and calendar arithmetic are chrono's (the crate feed-rs already brings); this module
+//! only adds the lenient forms feeds use. Pure; anything unreadable is `None`, never a panic.
 
-use crate::store::{civil_from_days, days_from_civil};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 
 /// Any supported form to `YYYY-MM-DD` (UTC) or `YYYY`.
 pub fn normalize_date(text: &str) -> Option<String> {
@@ -24,12 +25,26 @@ pub fn normalize_date(text: &str) -> Option<String> {
 /// RFC 3339 / ISO 8601 (`2024-05-01`, `2024-05`, `2024`, with an optional time and offset).
 pub fn parse_rfc3339(text: &str) -> Option<String> {
     let t = text.trim();
-    let (date, time) = match t.find(['T', 't', ' ']) {
-        Some(i) => (&t[..i], Some(&t[i + 1..])),
-        None => (t, None),
-    };
-    let mut parts = date.split('-');
-    let year: i64 = parts.next()?.parse().ok()?;
+    if let Ok(moment) = DateTime::parse_from_rfc3339(t) {
+        return Some(day(moment.with_timezone(&Utc)));
+    }
+    // Without seconds (`2024-05-01T14:00+02:00`) or without an offset (UTC).
+    for format in ["%Y-%m-%dT%H:%M%#z", "%Y-%m-%d %H:%M%#z"] {
+        if let Ok(moment) = DateTime::parse_from_str(t, format) {
+            return Some(day(moment.with_timezone(&Utc)));
+        }
+    }
+    for format in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M:%S%.f",
+    ] {
+        if let Ok(naive) = NaiveDateTime::parse_from_str(t, format) {
+            return Some(day(naive.and_utc()));
+        }
+    }
+    let mut parts = t.split('-');
+    let year: i32 = parts.next()?.parse().ok()?;
     if !(1000..=9999).contains(&year) {
         return None;
     }
@@ -37,136 +52,46 @@ pub fn parse_rfc3339(text: &str) -> Option<String> {
         return Some(format!("{year:04}"));
     };
     let month: u32 = month.parse().ok().filter(|m| (1..=12).contains(m))?;
-    let Some(day) = parts.next() else {
+    let Some(rest) = parts.next() else {
         return Some(format!("{year:04}-{month:02}"));
     };
-    let day: u32 = day
-        .parse()
-        .ok()
-        .filter(|d| (1..=days_in_month(year, month)).contains(d))?;
-    let mut days = days_from_civil(year, month, day);
-    if let Some(time) = time {
-        let (clock, offset) = split_offset(time)?;
-        let mut fields = clock.split(':');
-        let h: i64 = fields
-            .next()?
-            .parse()
-            .ok()
-            .filter(|h| (0..=23).contains(h))?;
-        let m: i64 = fields
-            .next()?
-            .parse()
-            .ok()
-            .filter(|m| (0..=59).contains(m))?;
-        let minutes = h * 60 + m - offset;
-        days += minutes.div_euclid(24 * 60);
-    }
-    let (y, m, d) = civil_from_days(days);
-    Some(format!("{y:04}-{m:02}-{d:02}"))
+    let date = NaiveDate::from_ymd_opt(year, month, rest.parse().ok()?)?;
+    Some(date.format("%Y-%m-%d").to_string())
 }
 
-/// `14:00:00.5+01:00` → (`14:00:00.5`, 60); `Z` is 0; no offset is UTC.
-fn split_offset(time: &str) -> Option<(&str, i64)> {
-    if let Some(clock) = time.strip_suffix(['Z', 'z']) {
-        return Some((clock, 0));
-    }
-    if let Some(i) = time.rfind(['+', '-']) {
-        let (clock, off) = time.split_at(i);
-        let sign = if off.starts_with('-') { -1 } else { 1 };
-        let off = off[1..].replace(':', "");
-        if off.len() != 4 || !off.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let h: i64 = off[..2].parse().ok()?;
-        let m: i64 = off[2..].parse().ok()?;
-        return Some((clock, sign * (h * 60 + m)));
-    }
-    Some((time, 0))
-}
-
-/// RFC 822 / 2822 (`Tue, 10 Jun 2003 04:00:00 GMT`, `10 Jun 03 04:00 -0700`).
+/// RFC 822 / 2822 (`Tue, 10 Jun 2003 04:00:00 GMT`, `10 Jun 03 04:00 -0700`). The weekday is
+/// ignored (feeds often get it wrong); a date without a time is that day.
 pub fn parse_rfc822(text: &str) -> Option<String> {
     let t = text.trim();
     let t = match t.find(',') {
-        Some(i) => &t[i + 1..],
+        Some(i) => t[i + 1..].trim(),
         None => t,
     };
-    let mut fields = t.split_whitespace();
-    let day: u32 = fields.next()?.parse().ok()?;
-    let month = month_number(fields.next()?)?;
-    let year_text = fields.next()?;
-    let mut year: i64 = year_text.parse().ok()?;
-    if year_text.len() == 2 {
-        year += if year < 50 { 2000 } else { 1900 };
+    if let Ok(moment) = DateTime::parse_from_rfc2822(t) {
+        return Some(day(moment.with_timezone(&Utc)));
     }
-    if !(1000..=9999).contains(&year) || !(1..=days_in_month(year, month)).contains(&day) {
-        return None;
-    }
-    let mut days = days_from_civil(year, month, day);
-    if let Some(clock) = fields.next() {
-        let mut parts = clock.split(':');
-        let h: i64 = parts
-            .next()?
-            .parse()
-            .ok()
-            .filter(|h| (0..=23).contains(h))?;
-        let m: i64 = parts
-            .next()?
-            .parse()
-            .ok()
-            .filter(|m| (0..=59).contains(m))?;
-        let offset = fields.next().map(zone_minutes).unwrap_or(Some(0))?;
-        days += (h * 60 + m - offset).div_euclid(24 * 60);
-    }
-    let (y, m, d) = civil_from_days(days);
-    Some(format!("{y:04}-{m:02}-{d:02}"))
-}
-
-fn zone_minutes(zone: &str) -> Option<i64> {
-    let z = zone.to_ascii_uppercase();
-    let hours = match z.as_str() {
-        "GMT" | "UT" | "UTC" | "Z" => 0,
-        "EST" => -5,
-        "EDT" => -4,
-        "CST" => -6,
-        "CDT" => -5,
-        "MST" => -7,
-        "MDT" => -6,
-        "PST" => -8,
-        "PDT" => -7,
-        _ => {
-            let (sign, digits) = match z.split_at_checked(1)? {
-                ("+", d) => (1, d),
-                ("-", d) => (-1, d),
-                _ => return Some(0),
-            };
-            if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            let h: i64 = digits[..2].parse().ok()?;
-            let m: i64 = digits[2..].parse().ok()?;
-            return Some(sign * (h * 60 + m));
+    // A zone chrono does not know, or none: read it as UTC.
+    let fields: Vec<&str> = t.split_whitespace().collect();
+    if fields.len() >= 4 {
+        let with_utc = format!(
+            "{} {} {} {} +0000",
+            fields[0], fields[1], fields[2], fields[3]
+        );
+        if let Ok(moment) = DateTime::parse_from_rfc2822(&with_utc) {
+            return Some(day(moment.with_timezone(&Utc)));
         }
-    };
-    Some(hours * 60)
-}
-
-fn month_number(name: &str) -> Option<u32> {
-    const MONTHS: [&str; 12] = [
-        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-    ];
-    let lower = name.to_ascii_lowercase();
-    let key = lower.get(..3)?;
-    MONTHS.iter().position(|m| *m == key).map(|i| i as u32 + 1)
-}
-
-fn days_in_month(year: i64, month: u32) -> u32 {
-    match month {
-        4 | 6 | 9 | 11 => 30,
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        _ => 31,
     }
+    let date_only = fields.get(..3)?.join(" ");
+    for format in ["%d %b %Y", "%d %B %Y", "%d %b %y"] {
+        if let Ok(date) = NaiveDate::parse_from_str(&date_only, format) {
+            return Some(date.format("%Y-%m-%d").to_string());
+        }
+    }
+    None
+}
+
+fn day(moment: DateTime<Utc>) -> String {
+    moment.format("%Y-%m-%d").to_string()
 }
 
 #[cfg(test)]
@@ -190,6 +115,14 @@ mod tests {
             ("", None),
             ("Mon, 99 Foo 2003", None),
             ("2024-13-01", None),
+            // A wrong weekday, a zone chrono does not name, a time without seconds.
+            ("Wed, 10 Jun 2003 04:00:00 GMT", Some("2003-06-10")),
+            ("10 Jun 2003 04:00 CEST", Some("2003-06-10")),
+            ("10 June 2003", Some("2003-06-10")),
+            ("2003-12-13T23:30+02:00", Some("2003-12-13")),
+            ("2003-12-13 23:30:02", Some("2003-12-13")),
+            ("99999-01-01", None),
+            ("2024-05-01T25:00:00Z", None),
         ];
         for (input, want) in cases {
             assert_eq!(normalize_date(input).as_deref(), want, "{input}");

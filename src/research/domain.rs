@@ -2,195 +2,9 @@
 //! counted in. `news.bbc.co.uk` → `bbc.co.uk`, `sun.org` → `sun.org` (never `un.org`),
 //! `alice.github.io` → `alice.github.io` (a hosting suffix: every user is a separate site).
 //!
-//! A built-in list of the multi-label public suffixes that matter in practice stands in for the
-//! full Public Suffix List; hosts under other suffixes take their last two labels. Pure; never
-//! panics.
-
-/// Multi-label public suffixes (ICANN and common hosting ones) checked before the last-two-labels
-/// rule. Longest match wins.
-const MULTI_LABEL_SUFFIXES: &[&str] = &[
-    // United Kingdom
-    "co.uk",
-    "ac.uk",
-    "gov.uk",
-    "org.uk",
-    "me.uk",
-    "ltd.uk",
-    "plc.uk",
-    "net.uk",
-    "sch.uk",
-    "nhs.uk",
-    "police.uk",
-    "mod.uk", // Australia, New Zealand
-    "com.au",
-    "net.au",
-    "org.au",
-    "edu.au",
-    "gov.au",
-    "asn.au",
-    "id.au",
-    "co.nz",
-    "org.nz",
-    "ac.nz",
-    "govt.nz",
-    "net.nz", // Asia
-    "co.jp",
-    "ac.jp",
-    "go.jp",
-    "or.jp",
-    "ne.jp",
-    "co.kr",
-    "ac.kr",
-    "go.kr",
-    "or.kr",
-    "com.cn",
-    "edu.cn",
-    "gov.cn",
-    "org.cn",
-    "net.cn",
-    "ac.cn",
-    "com.hk",
-    "edu.hk",
-    "gov.hk",
-    "org.hk",
-    "com.tw",
-    "edu.tw",
-    "gov.tw",
-    "org.tw",
-    "com.sg",
-    "edu.sg",
-    "gov.sg",
-    "co.in",
-    "ac.in",
-    "gov.in",
-    "nic.in",
-    "res.in",
-    "org.in",
-    "net.in",
-    "co.id",
-    "ac.id",
-    "go.id",
-    "or.id",
-    "com.my",
-    "edu.my",
-    "gov.my",
-    "co.th",
-    "ac.th",
-    "go.th",
-    "com.ph",
-    "edu.ph",
-    "gov.ph",
-    "com.vn",
-    "edu.vn",
-    "gov.vn",
-    "com.pk",
-    "edu.pk",
-    "gov.pk",
-    "ac.il",
-    "co.il",
-    "gov.il",
-    "org.il",
-    "com.tr",
-    "edu.tr",
-    "gov.tr",
-    "org.tr",
-    "ac.ir",
-    "com.sa",
-    "edu.sa",
-    "gov.sa",
-    "ac.ae",
-    "gov.ae", // Americas
-    "com.br",
-    "edu.br",
-    "gov.br",
-    "org.br",
-    "net.br",
-    "com.mx",
-    "edu.mx",
-    "gob.mx",
-    "org.mx",
-    "com.ar",
-    "edu.ar",
-    "gob.ar",
-    "gov.ar",
-    "org.ar",
-    "com.co",
-    "edu.co",
-    "gov.co",
-    "cl.cl",
-    "gob.cl",
-    "com.pe",
-    "edu.pe",
-    "gob.pe",
-    "gc.ca",
-    "qc.ca",
-    "on.ca",
-    "bc.ca",
-    "ab.ca",
-    // Africa, Europe
-    "co.za",
-    "ac.za",
-    "gov.za",
-    "org.za",
-    "co.ke",
-    "ac.ke",
-    "go.ke",
-    "com.ng",
-    "edu.ng",
-    "gov.ng",
-    "com.eg",
-    "edu.eg",
-    "gov.eg",
-    "co.at",
-    "ac.at",
-    "gv.at",
-    "or.at",
-    "com.pl",
-    "edu.pl",
-    "gov.pl",
-    "org.pl",
-    "com.ua",
-    "edu.ua",
-    "gov.ua",
-    "com.es",
-    "gob.es",
-    "org.es",
-    "com.pt",
-    "gov.pt",
-    "com.gr",
-    "edu.gr",
-    "gov.gr",
-    "co.it",
-    "gov.it",
-    "ac.be",
-    "gouv.fr",
-    "asso.fr",
-    "com.fr",
-    "ac.cy",
-    "gov.cy", // Hosting: each subdomain is its own site
-    "github.io",
-    "gitlab.io",
-    "blogspot.com",
-    "wordpress.com",
-    "herokuapp.com",
-    "netlify.app",
-    "vercel.app",
-    "pages.dev",
-    "workers.dev",
-    "readthedocs.io",
-    "substack.com",
-    "medium.com",
-    "appspot.com",
-    "web.app",
-    "firebaseapp.com",
-    "azurewebsites.net",
-    "cloudfront.net",
-    "s3.amazonaws.com",
-    "fly.dev",
-    "glitch.me",
-    "neocities.org",
-    "tumblr.com",
-];
+//! The Public Suffix List is the `psl` crate's, compiled in (every ICANN suffix and the private
+//! hosting ones: `*.github.io`, `*.s3.amazonaws.com`, …); a host under a suffix the list does not
+//! know takes its last two labels. Pure; never panics.
 
 /// The host of a URL, lower-cased, without a trailing dot; `None` for non-http(s) text.
 pub fn host_of(url: &str) -> Option<String> {
@@ -205,20 +19,13 @@ pub fn host_of(url: &str) -> Option<String> {
     (!host.is_empty()).then_some(host)
 }
 
-/// The public suffix of `host` (`co.uk`, `org`, `github.io`), by the built-in list.
+/// The public suffix of `host` (`co.uk`, `org`, `github.io`), by the Public Suffix List.
 pub fn public_suffix(host: &str) -> String {
     let host = clean(host);
-    let labels: Vec<&str> = host.split('.').filter(|l| !l.is_empty()).collect();
-    if labels.len() <= 1 {
-        return host;
+    match psl::suffix_str(&host) {
+        Some(suffix) if !suffix.is_empty() => suffix.to_owned(),
+        _ => host.rsplit('.').next().unwrap_or("").to_owned(),
     }
-    for take in (2..=labels.len().min(3)).rev() {
-        let candidate = labels[labels.len() - take..].join(".");
-        if MULTI_LABEL_SUFFIXES.contains(&candidate.as_str()) {
-            return candidate;
-        }
-    }
-    labels[labels.len() - 1].to_owned()
 }
 
 /// The registrable domain of `host`: its public suffix plus one label. An IP address is its own
@@ -231,13 +38,13 @@ pub fn registrable_domain(host: &str) -> Option<String> {
     if host.parse::<std::net::IpAddr>().is_ok() || host.starts_with('[') {
         return Some(host);
     }
-    let suffix = public_suffix(&host);
-    if host == suffix {
-        return (!host.contains('.') && host == "localhost").then_some(host);
+    if host == "localhost" {
+        return Some(host);
     }
-    let rest = host.strip_suffix(&suffix)?.trim_end_matches('.');
-    let label = rest.rsplit('.').next().filter(|l| !l.is_empty())?;
-    Some(format!("{label}.{suffix}"))
+    if host.split('.').any(str::is_empty) {
+        return None;
+    }
+    psl::domain_str(&host).map(str::to_owned)
 }
 
 /// Whether `host` is `domain` or one of its subdomains, compared label by label (so `sun.org`
@@ -278,6 +85,11 @@ mod tests {
             ("Example.COM.", Some("example.com")),
             ("127.0.0.1", Some("127.0.0.1")),
             ("abc.net.au", Some("abc.net.au")),
+            // Suffixes a hand-picked list missed: every ccTLD and hosting suffix of the PSL.
+            ("www.parliament.gv.at", Some("parliament.gv.at")),
+            ("bucket.s3.amazonaws.com", Some("bucket.s3.amazonaws.com")),
+            ("news.example.com.ng", Some("example.com.ng")),
+            ("a..b.com", None),
             ("", None),
         ];
         for (host, want) in cases {
