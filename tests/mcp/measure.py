@@ -1,11 +1,13 @@
 """Round-trip time of one `edit_file` through `patchwise mcp` against the same edit through
 `patchwise edit`, on a 100 KB file, in one run (the machine is shared: read the ratio).
 
-    .venv-test/bin/python tests/mcp/measure.py target/release/patchwise [ROUNDS]
+    .venv-test/bin/python tests/mcp/measure.py [BIN [ROUNDS]]   (BIN: target/debug/patchwise)
 
 MCP: one session (as an agent keeps it), the file read once, then ROUNDS edits that flip one
 line back and forth, each timed from `tools/call` sent to the result received. CLI: the same
 flips, each a fresh `patchwise edit` process (as a script or agent shelling out would run it).
+Run on a Rust file (MCP edits also pass the tree-sitter check that refuses new syntax errors,
+which `patchwise edit` does not run) and on the same text as `.txt` (no parse check).
 """
 
 import os
@@ -20,7 +22,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-BIN = os.path.abspath(sys.argv[1])
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/debug/patchwise")
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 50
 
 
@@ -41,22 +43,22 @@ def flips(a: str, b: str):
         yield (a, b) if n % 2 == 0 else (b, a)
 
 
-async def mcp_times(ws: Path, a: str, b: str) -> list[float]:
+async def mcp_times(ws: Path, name: str, a: str, b: str) -> list[float]:
     params = StdioServerParameters(command=BIN, args=["mcp", "--workspace", str(ws)], cwd=str(ws))
     times = []
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            await session.call_tool("read_file", {"path": "big.rs", "limit": 1})
+            await session.call_tool("read_file", {"path": name, "limit": 1})
             for old, new in flips(a, b):
                 started = time.perf_counter()
-                r = await session.call_tool("edit_file", {"path": "big.rs", "old_string": old, "new_string": new})
+                r = await session.call_tool("edit_file", {"path": name, "old_string": old, "new_string": new})
                 times.append(time.perf_counter() - started)
                 assert not r.is_error, r
     return times
 
 
-def cli_times(ws: Path, a: str, b: str) -> list[float]:
+def cli_times(ws: Path, name: str, a: str, b: str) -> list[float]:
     times = []
     old_file, new_file = ws / "old.txt", ws / "new.txt"
     for old, new in flips(a, b):
@@ -64,7 +66,7 @@ def cli_times(ws: Path, a: str, b: str) -> list[float]:
         new_file.write_text(new)
         started = time.perf_counter()
         subprocess.run(
-            [BIN, "edit", str(ws / "big.rs"), "--old-file", str(old_file), "--new-file", str(new_file)],
+            [BIN, "edit", str(ws / name), "--old-file", str(old_file), "--new-file", str(new_file)],
             check=True,
             stdout=subprocess.DEVNULL,
         )
@@ -76,15 +78,19 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
         a, b = make_file(ws / "big.rs")
+        (ws / "big.txt").write_text((ws / "big.rs").read_text())
         size = (ws / "big.rs").stat().st_size
-        mcp = anyio.run(mcp_times, ws, a, b)
-        cli = cli_times(ws, a, b)
-        mcp_ms = statistics.median(mcp) * 1000
-        cli_ms = statistics.median(cli) * 1000
-        print(f"file: {size} bytes; {ROUNDS} edits each")
-        print(f"edit_file via MCP:  median {mcp_ms:.2f} ms (mean {statistics.mean(mcp) * 1000:.2f})")
-        print(f"patchwise edit CLI: median {cli_ms:.2f} ms (mean {statistics.mean(cli) * 1000:.2f})")
-        print(f"ratio MCP / CLI: {mcp_ms / cli_ms:.2f}")
+        print(f"file: {size} bytes; {ROUNDS} edits each; {BIN}")
+        for name in ["big.rs", "big.txt"]:
+            mcp = anyio.run(mcp_times, ws, name, a, b)
+            cli = cli_times(ws, name, a, b)
+            mcp_ms = statistics.median(mcp) * 1000
+            cli_ms = statistics.median(cli) * 1000
+            print(
+                f"{name}: edit_file via MCP median {mcp_ms:.1f} ms (mean {statistics.mean(mcp) * 1000:.1f}); "
+                f"patchwise edit median {cli_ms:.1f} ms (mean {statistics.mean(cli) * 1000:.1f}); "
+                f"ratio MCP/CLI {mcp_ms / cli_ms:.2f}"
+            )
 
 
 if __name__ == "__main__":
