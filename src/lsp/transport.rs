@@ -7,14 +7,73 @@
 //! ones, and answers the rest with the JSON-RPC error the spec asks for (`-32700` parse error,
 //! `-32600` invalid request, id `null` when none can be read). Those answers are injected into
 //! stdout between whole frames of the server's own output, which a writer task re-frames.
+//!
+//! The writer also keeps a promise tower-lsp-server cannot: that the notifications a request
+//! caused (`publishDiagnostics` after an accept) reach the client *before* the request's
+//! response. Its output loop picks between queued notifications and finished responses in
+//! turn, so a response can overtake a notification sent just before it — and some JSON-RPC
+//! clients (Emacs 28's jsonrpc) stop reading after the response. A handler therefore ends with
+//! [`Flush`]: it sends a marker notification after its last one and waits until the writer
+//! has seen the marker, i.e. has written everything queued before it. The marker never
+//! reaches the client.
 
+use std::collections::HashMap;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use serde_json::{Value, json};
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt,
 };
 use tokio::sync::mpsc;
+
+/// The method of the marker notification (`$/`: a client that saw one could ignore it).
+pub const FLUSH_METHOD: &str = "$/patchwise/flushed";
+
+/// Markers in flight: the writer releases a waiting handler when its marker comes through.
+#[derive(Debug, Default)]
+pub struct Flush {
+    next: AtomicU64,
+    waiting: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<()>>>,
+}
+
+impl Flush {
+    /// A fresh marker id and the receiver that fires when the writer has passed it.
+    pub fn register(&self) -> (u64, tokio::sync::oneshot::Receiver<()>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.lock().insert(id, tx);
+        (id, rx)
+    }
+
+    fn release(&self, id: u64) {
+        if let Some(tx) = self.lock().remove(&id) {
+            let _ = tx.send(());
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, tokio::sync::oneshot::Sender<()>>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// When `body` is a marker: releases its waiter and returns true (the frame is dropped).
+    fn take_marker(&self, body: &[u8]) -> bool {
+        if memchr::memmem::find(body, FLUSH_METHOD.as_bytes()).is_none() {
+            return false;
+        }
+        let Ok(value) = serde_json::from_slice::<Value>(body) else {
+            return false;
+        };
+        if value.get("method").and_then(Value::as_str) != Some(FLUSH_METHOD) {
+            return false;
+        }
+        if let Some(id) = value["params"]["id"].as_u64() {
+            self.release(id);
+        }
+        true
+    }
+}
 
 /// A header line longer than this is garbage, not a header.
 const MAX_HEADER_LINE: u64 = 64 * 1024;
@@ -218,9 +277,14 @@ where
 }
 
 /// Writes the server's frames and injected error frames to `output`, never interleaving inside
-/// a frame. Returns when the server's output ends.
-pub async fn merge_output<R, W>(from_server: R, mut errors: mpsc::Receiver<Vec<u8>>, mut output: W)
-where
+/// a frame, and releases [`Flush`] markers once everything before them is written. Returns when
+/// the server's output ends.
+pub async fn merge_output<R, W>(
+    from_server: R,
+    mut errors: mpsc::Receiver<Vec<u8>>,
+    mut output: W,
+    flush: std::sync::Arc<Flush>,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
@@ -230,7 +294,12 @@ where
         let frame = tokio::select! {
             biased;
             frame = read_frame(&mut reader) => match frame {
-                Ok(Some(Frame::Message(body))) => encode(&body),
+                Ok(Some(Frame::Message(body))) => {
+                    if flush.take_marker(&body) {
+                        continue;
+                    }
+                    encode(&body)
+                }
                 Ok(Some(Frame::Malformed { reason, .. })) => {
                     tracing::error!("the server produced a malformed frame: {reason}");
                     continue;
