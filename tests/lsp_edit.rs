@@ -46,7 +46,10 @@ fn capabilities(annotations: bool) -> Value {
         "window": { "workDoneProgress": true, "showDocument": { "support": true } },
         "workspace": { "workspaceEdit": edit, "codeLens": { "refreshSupport": true }, "configuration": false },
         "textDocument": {
-            "codeAction": { "codeActionLiteralSupport": { "codeActionKind": { "valueSet": ["quickfix", "refactor.rewrite"] } } },
+            "codeAction": {
+                "codeActionLiteralSupport": { "codeActionKind": { "valueSet": ["quickfix", "refactor.rewrite"] } },
+                "tagSupport": { "valueSet": [1] }
+            },
             "codeLens": {},
             "hover": { "contentFormat": ["markdown", "plaintext"] }
         },
@@ -560,6 +563,11 @@ fn code_actions_offer_commands_and_never_call_the_model() {
         setup.model.requests().is_empty(),
         "a code action called the model"
     );
+    // Each of them starts a model run: tagged LLMGenerated for this client (LSP 3.18).
+    for action in actions.as_array().unwrap() {
+        assert_eq!(action["tags"], json!([1]), "{action}");
+        assert!(action.get("data").is_none(), "{action}");
+    }
     // "Edit selection…" leaves the instruction to the client.
     assert_eq!(actions[2]["command"]["command"], "patchwise.editSelection");
     assert!(
@@ -693,6 +701,9 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
     let actions = code_actions_at(&mut setup, 12);
     // No dead "Edit selection…": this client cannot ask for an instruction.
     assert_eq!(titles(&actions), ["Apply instruction: document norm1"]);
+    // No tags for a client that did not declare them, and no trace of the mark.
+    assert!(actions[0].get("tags").is_none(), "{actions}");
+    assert!(actions[0].get("data").is_none(), "{actions}");
 
     // The command answers at once with the run id; the rest comes as notifications.
     let answer = run_action(&mut setup, &actions, "Apply instruction").unwrap();

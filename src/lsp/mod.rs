@@ -86,8 +86,8 @@ pub fn run_stdio() -> anyhow::Result<Exit> {
     let shut_down = Arc::new(AtomicBool::new(false));
     let flag = shut_down.clone();
     runtime.block_on(async move {
-        let flush = Arc::new(transport::Flush::default());
-        let (service, socket) = server::build(flag, Some(flush.clone()));
+        let wire = Arc::new(transport::Wire::default());
+        let (service, socket) = server::build(flag, Some(wire.clone()));
         let service = guard::Guard::new(service);
         // The server talks to pipes; `transport` sits between them and the real stdio.
         let (server_in, filtered) = tokio::io::duplex(1 << 16);
@@ -97,12 +97,13 @@ pub fn run_stdio() -> anyhow::Result<Exit> {
             tokio::io::stdin(),
             filtered,
             errors_tx,
+            wire.clone(),
         ));
         let output = tokio::spawn(transport::merge_output(
             produced,
             errors_rx,
             tokio::io::stdout(),
-            flush,
+            wire,
         ));
         Server::new(server_in, server_out, socket)
             .serve(service)

@@ -282,9 +282,18 @@ pub fn code_actions(
                 ChoiceKind::RefactorRewrite => CodeActionKind::REFACTOR_REWRITE,
                 ChoiceKind::Other => CodeActionKind::EMPTY,
             };
+            // Model-made: what the action applies or starts is a model's code (the transport
+            // turns the mark into the LLMGenerated tag).
+            let model_made = matches!(
+                choice.command,
+                SessionCommand::Edit
+                    | SessionCommand::EditSelection
+                    | SessionCommand::ProposalAccept
+            );
             CodeActionOrCommand::CodeAction(CodeAction {
                 title: choice.title.clone(),
                 kind: Some(kind),
+                data: model_made.then(|| json!({ super::transport::LLM_MARK: true })),
                 diagnostics: choice.fixes.map(|i| vec![diagnostics[i].clone()]),
                 command: Some(Command {
                     title: choice.title,

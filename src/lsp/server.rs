@@ -18,7 +18,7 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService};
 
-use super::transport::{FLUSH_METHOD, Flush};
+use super::transport::{FLUSH_METHOD, Wire};
 use super::{from_proto, proposals, to_proto};
 use crate::config::{Config, ConfigProblem};
 use crate::document::{Document, PositionEncoding};
@@ -28,7 +28,7 @@ use crate::workflow::Proposals;
 use crate::workflow::session::{ClientAbilities, Command, Runs};
 use crate::workspace;
 
-/// The marker notification of [`Flush`] (sent to ourselves through the output writer).
+/// The marker notification of [`Wire`]'s flush (sent to ourselves through the output writer).
 enum Flushed {}
 
 impl tower_lsp_server::ls_types::notification::Notification for Flushed {
@@ -156,20 +156,20 @@ pub struct Backend {
     pub(super) runs: Arc<Runs>,
     state: Arc<Mutex<State>>,
     shut_down: Arc<AtomicBool>,
-    /// The output writer's markers (`None` without the stdio transport, e.g. in-process).
-    flush: Option<Arc<Flush>>,
+    /// The stdio transport's shared state (`None` without it, e.g. in-process).
+    wire: Option<Arc<Wire>>,
 }
 
 pub fn build(
     shut_down: Arc<AtomicBool>,
-    flush: Option<Arc<Flush>>,
+    wire: Option<Arc<Wire>>,
 ) -> (LspService<Backend>, tower_lsp_server::ClientSocket) {
     let mut builder = LspService::build(|client| Backend {
         client,
         runs: Runs::new(),
         state: Arc::new(Mutex::new(State::default())),
         shut_down,
-        flush,
+        wire,
     })
     .custom_method("patchwise/viewFileText", Backend::view_file_text)
     .custom_method("patchwise/proposalContent", Backend::proposal_content)
@@ -320,10 +320,10 @@ impl Backend {
     /// Waits until every notification sent so far has been written to the client, so the
     /// response that follows comes after them (see `transport`).
     pub(super) async fn flush(&self) {
-        let Some(flush) = &self.flush else {
+        let Some(wire) = &self.wire else {
             return;
         };
-        let (id, written) = flush.register();
+        let (id, written) = wire.register();
         self.client
             .send_notification::<Flushed>(serde_json::json!({ "id": id }))
             .await;
