@@ -687,7 +687,7 @@ fn run_action(setup: &mut Setup, actions: &Value, title_starts: &str) -> Result<
     )
 }
 
-/// Issue 13, "clients that are not ours": the instruction-comment flow as Emacs + eglot runs it.
+/// A client that is not ours: the instruction-comment flow as Emacs + eglot runs it.
 #[test]
 fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words() {
     let (s, replies) = script("instruction_comment");
@@ -790,7 +790,7 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
     setup.server.shutdown();
 }
 
-/// Issue 13: a proposal with two hunks is reviewed hunk by hunk.
+/// A proposal with two hunks is reviewed hunk by hunk.
 #[test]
 fn hunks_are_accepted_and_rejected_one_by_one() {
     let (s, replies) = script("two_hunks");
@@ -918,7 +918,7 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     setup.server.shutdown();
 }
 
-/// Issue 13: pending proposals survive a restart, and come back stale when their target changed.
+/// Pending proposals survive a restart, and come back stale when their target changed.
 #[test]
 fn proposals_survive_a_restart_and_go_stale_when_the_file_changed() {
     let (s, replies) = script("misindented");
