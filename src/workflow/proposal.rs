@@ -812,10 +812,11 @@ impl Proposals {
                 hunks,
                 expect: None,
             };
-            if stale.is_none() && f.hunks.iter().any(|h| h.moved) {
-                if let Err(reason) = relocate(&mut f) {
-                    stale = Some(format!("{} changed since: {reason}", fr.display_path));
-                }
+            if stale.is_none()
+                && f.hunks.iter().any(|h| h.moved)
+                && let Err(reason) = relocate(&mut f)
+            {
+                stale = Some(format!("{} changed since: {reason}", fr.display_path));
             }
             let new_text = if stale.is_none() {
                 let replacements = f
