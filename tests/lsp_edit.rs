@@ -986,3 +986,98 @@ fn proposals_survive_a_restart_and_go_stale_when_the_file_changed() {
     );
     setup.server.shutdown();
 }
+
+/// Where a proposal shows — insertions, deletions and replacements at the
+/// first and at the last line of a file. Hover answers on every line a hunk touches (for an
+/// insertion: the line before and the line after), diagnostics span whole lines, the lens
+/// sits at the first of them. One snapshot holds every case.
+#[test]
+fn proposals_show_on_the_lines_they_touch_at_both_ends_of_a_file() {
+    const TEXT: &str = "// first\nfn a() {}\n\nfn b() {}\n// last\n";
+    // (case, target lines, old, new, lines a hover must answer on)
+    let cases: [(&str, [u64; 2], &str, &str, &[u64]); 7] = [
+        (
+            "insert_first",
+            [1, 1],
+            "// first",
+            "// zeroth\n// first",
+            &[0],
+        ),
+        ("replace_first", [1, 1], "// first", "// 1st", &[0]),
+        (
+            "delete_first",
+            [1, 2],
+            "// first\nfn a() {}",
+            "fn a() {}",
+            &[0],
+        ),
+        (
+            "insert_middle",
+            [4, 4],
+            "fn b() {}",
+            "fn b0() {}\nfn b() {}",
+            &[2, 3],
+        ),
+        ("insert_last", [5, 5], "// last", "// last\n// after", &[4]),
+        ("replace_last", [5, 5], "// last", "// final", &[4]),
+        (
+            "delete_last",
+            [4, 5],
+            "fn b() {}\n// last",
+            "fn b() {}",
+            &[4],
+        ),
+    ];
+    let mut shown = serde_json::Map::new();
+    for (case, lines, old, new, hover_lines) in cases {
+        let replies = vec![
+            sse(&json!({ "calls": [{ "name": "edit_file", "arguments": {
+                "path": "src/lib.rs", "old_string": old, "new_string": new } }] })),
+            sse(&json!({ "text": "Done." })),
+        ];
+        let mut setup = setup(replies, "native", false, Some(TEXT));
+        let s = json!({ "lines": lines, "instruction": case });
+        let result = edit(&mut setup, &s).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let diagnostics = setup
+            .server
+            .take_unsolicited()
+            .into_iter()
+            .rev()
+            .find(|m| m["method"] == "textDocument/publishDiagnostics")
+            .expect("diagnostics");
+        let answered: Vec<u64> = (0..6)
+            .filter(|line| {
+                let hover = setup
+                    .server
+                    .request(
+                        "textDocument/hover",
+                        json!({ "textDocument": { "uri": setup.uri }, "position": { "line": line, "character": 0 } }),
+                    )
+                    .unwrap();
+                !hover.is_null()
+            })
+            .collect();
+        assert_eq!(answered, hover_lines, "{case}: hover lines");
+        let range = &diagnostics["params"]["diagnostics"][0]["range"];
+        assert_eq!(range["start"]["character"], 0, "{case}: {range}");
+        assert_ne!(
+            range["start"], range["end"],
+            "{case}: an empty range is drawn by no one"
+        );
+        let lenses = code_lenses(&mut setup);
+        shown.insert(
+            case.to_owned(),
+            json!({
+                "diff": result["diff"],
+                "hover_lines": answered,
+                "diagnostic_range": range,
+                "lens_lines": lenses.as_array().unwrap().iter().map(|l| l["range"]["start"]["line"].clone()).collect::<Vec<_>>(),
+            }),
+        );
+        setup.server.shutdown();
+    }
+    snapshot(
+        "lsp/edit/snapshots/edges.json",
+        &(serde_json::to_string_pretty(&Value::Object(shown)).unwrap() + "\n"),
+    );
+}
