@@ -9,23 +9,28 @@
 //! re-based onto the document as it is *now* before it is shown, so edits the user made during
 //! the run are never overwritten.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::{Error, Result};
-use tower_lsp_server::ls_types::request::ApplyWorkspaceEdit;
 use tower_lsp_server::ls_types::*;
 
 use super::from_proto;
 use super::progress::Reporter;
-use super::proposals::{self, EditShape};
+use super::review::IdArgs;
 use super::server::{Backend, State, request_failed};
 use crate::document::Document;
 use crate::tools::{OpenBuffer, Snapshot};
-use crate::workflow::session::{Command, RunKind, edit};
-use crate::workflow::{self, Proposal, ProposalId};
+use crate::workflow;
+use crate::workflow::session::choices::one_line;
+use crate::workflow::session::{Command, RunHandle, RunKind, edit};
+
+/// `patchwise/runFinished` (server → client): a run ended; see the module docs of `lsp`.
+pub enum RunFinished {}
+
+impl notification::Notification for RunFinished {
+    type Params = Value;
+    const METHOD: &'static str = "patchwise/runFinished";
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -36,14 +41,9 @@ pub struct EditArgs {
     /// Set by the "Apply instruction" code action: the proposal drops the comment line.
     #[serde(default)]
     pub remove_instruction_comment: bool,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct IdArgs {
-    pub id: ProposalId,
-    /// `patchwise.proposal.diff` only: also open the diff in the editor.
+    /// Answer when the run ends (with the proposal) instead of at once with the run id.
     #[serde(default)]
-    pub show: bool,
+    pub wait: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -106,16 +106,19 @@ impl Backend {
             }
             Command::ProposalAccept => {
                 let args: IdArgs = argument(command, args)?;
-                self.accept(args.id).await.map(Some)
+                self.accept(args.id, args.hunk).await.map(Some)
             }
             Command::ProposalReject => {
                 let args: IdArgs = argument(command, args)?;
-                self.reject(args.id).await.map(|()| Some(Value::Null))
+                self.reject(args.id, args.hunk)
+                    .await
+                    .map(|()| Some(Value::Null))
             }
             Command::ProposalDiff => {
                 let args: IdArgs = argument(command, args)?;
                 self.diff(args).await.map(|d| Some(Value::String(d)))
             }
+            Command::ProposalList => Ok(Some(self.list())),
             Command::Research => {
                 let args = argument(command, args)?;
                 self.research(args).await.map(Some)
@@ -189,39 +192,137 @@ impl Backend {
         };
         let prepared =
             edit::prepare(target, workspace).map_err(|e| invalid_params(e.to_string()))?;
-        let auto_apply = prepared.auto_apply;
         let mut run = self
             .runs
             .start_run(RunKind::Edit, &prepared.path().display().to_string());
-        let reporter = Reporter::start(&self.client, features.work_done_progress, &mut run).await;
+        let run_id = run.id().to_owned();
+        let uri = args.uri.clone();
+        if args.wait {
+            let reporter =
+                Reporter::start(&self.client, features.work_done_progress, &mut run).await;
+            let outcome = self.finish_edit(prepared, run, reporter, uri, false).await;
+            self.flush().await;
+            return outcome.map_err(request_failed);
+        }
+        // Answer now; the run goes on in a task of its own and reports through notifications
+        // (clients such as Emacs's jsonrpc give up on a request after 10 s).
+        let this = self.clone();
+        tokio::spawn(async move {
+            let reporter =
+                Reporter::start(&this.client, features.work_done_progress, &mut run).await;
+            let _ = this.finish_edit(prepared, run, reporter, uri, true).await;
+        });
+        Ok(json!({ "runId": run_id }))
+    }
+
+    /// Runs a prepared edit to its end: the proposal stored and shown (or applied, with
+    /// `auto_apply`), `patchwise/runFinished` sent, and — when nobody waits for the answer
+    /// (`announce`) — the outcome said in a message too. Returns the answer for a waiting
+    /// client, or the failure.
+    async fn finish_edit(
+        &self,
+        prepared: edit::PreparedEdit,
+        run: RunHandle,
+        reporter: Reporter,
+        uri: Uri,
+        announce: bool,
+    ) -> std::result::Result<Value, String> {
+        let auto_apply = prepared.auto_apply;
+        let run_id = run.id().to_owned();
         let outcome = prepared.run(&run).await;
         let proposal = match outcome {
             Ok(proposal) => proposal,
             Err(failure) => {
-                run.finish(&failure.to_string());
+                let message = failure.to_string();
+                run.finish(&message);
                 reporter.done().await;
-                return Err(request_failed(failure.to_string()));
+                let cancelled = matches!(failure, workflow::EditFailure::Cancelled);
+                if announce {
+                    let kind = if cancelled {
+                        MessageType::INFO
+                    } else {
+                        MessageType::WARNING
+                    };
+                    self.client
+                        .show_message(kind, format!("patchwise: {message}"))
+                        .await;
+                }
+                self.run_finished(json!({
+                    "runId": run_id,
+                    "kind": RunKind::Edit.name(),
+                    "ok": false,
+                    "error": message,
+                    "cancelled": cancelled,
+                }))
+                .await;
+                return Err(message);
             }
         };
         run.finish("proposal ready");
         reporter.done().await;
-        let id = self.add_proposal(proposal.clone());
+        let id = self.add_proposal(proposal.clone()).await;
         tracing::info!(id, model = %proposal.model, attempts = proposal.attempts, "proposal ready");
         let mut answer = json!({
+            "runId": run_id,
             "id": id,
+            "uri": uri.as_str(),
             "diff": proposal.diff,
             "model": proposal.model,
             "attempts": proposal.attempts,
             "matchedBy": proposal.matched_by,
+            "applied": false,
         });
-        if auto_apply {
-            self.accept(id).await?;
-            answer["applied"] = Value::Bool(true);
-            return Ok(answer);
+        let applied = if auto_apply {
+            match self.accept(id, None).await {
+                Ok(_) => true,
+                Err(err) => {
+                    let message = err.message.to_string();
+                    self.run_finished(json!({
+                        "runId": run_id, "kind": RunKind::Edit.name(), "ok": false,
+                        "error": message, "cancelled": false, "proposal": answer,
+                    }))
+                    .await;
+                    return Err(message);
+                }
+            }
+        } else {
+            self.proposals_changed(proposal.files.iter().map(|f| f.path.clone()).collect())
+                .await;
+            false
+        };
+        answer["applied"] = Value::Bool(applied);
+        if announce {
+            let message = if applied {
+                format!(
+                    "patchwise: proposal {id} applied: {}",
+                    one_line(&proposal.instruction)
+                )
+            } else {
+                let how = if self.state().client.code_lens {
+                    "Accept or Reject in the code lens or with a code action"
+                } else {
+                    "Accept or Reject with the code actions on the changed lines"
+                };
+                format!(
+                    "patchwise: proposal {id} ready: {} (hover the change for the diff; {how})",
+                    one_line(&proposal.instruction)
+                )
+            };
+            self.client.show_message(MessageType::INFO, message).await;
         }
-        self.proposals_changed(proposal.files.iter().map(|f| f.path.clone()).collect())
-            .await;
+        self.run_finished(json!({
+            "runId": run_id,
+            "kind": RunKind::Edit.name(),
+            "ok": true,
+            "proposal": answer,
+        }))
+        .await;
         Ok(answer)
+    }
+
+    /// `patchwise/runFinished`: how a run ended, for clients that follow runs.
+    async fn run_finished(&self, params: Value) {
+        self.client.send_notification::<RunFinished>(params).await;
     }
 
     /// The workspace as a run sees it: roots, open buffers, configuration.
@@ -249,190 +350,6 @@ impl Backend {
             snapshot,
             config: state.config.clone(),
             router: state.router.clone(),
-        }
-    }
-
-    /// Stores a proposal and re-bases it onto the documents as they are now (the user may have
-    /// typed during the run).
-    pub(super) fn add_proposal(&self, proposal: Proposal) -> ProposalId {
-        let mut guard = self.state();
-        let state = &mut *guard;
-        let documents = &state.documents;
-        let current = |path: &Path| {
-            documents
-                .iter()
-                .find(|(uri, _)| from_proto::file_path(uri).is_some_and(|p| p == path))
-                .map(|(_, d)| d.text())
-        };
-        edit::adopt(&mut state.proposals, proposal, current).0
-    }
-
-    async fn accept(&self, id: ProposalId) -> Result<Value> {
-        let paths: Vec<PathBuf> = {
-            let state = self.state();
-            let proposal = state
-                .proposals
-                .get(id)
-                .ok_or_else(|| request_failed(workflow::ApplyError::Unknown { id }.to_string()))?;
-            proposal
-                .files
-                .iter()
-                .filter(|f| state.document_for_path(&f.path).is_none())
-                .map(|f| f.path.clone())
-                .collect()
-        };
-        // Files that are not open are read from disk, outside the lock.
-        let mut on_disk: HashMap<PathBuf, Option<String>> = HashMap::new();
-        for path in paths {
-            let p = path.clone();
-            let text = tokio::task::spawn_blocking(move || crate::workspace::read_text(&p))
-                .await
-                .ok()
-                .and_then(|r| r.ok());
-            on_disk.insert(path, text);
-        }
-        let (edit, label) = {
-            let mut state = self.state();
-            let shape = EditShape {
-                document_changes: state.client.document_changes,
-                change_annotations: state.client.change_annotations,
-                encoding: state.encoding,
-            };
-            let mut docs: HashMap<PathBuf, (Uri, Document)> = HashMap::new();
-            let proposal =
-                state.proposals.get(id).cloned().ok_or_else(|| {
-                    request_failed(workflow::ApplyError::Unknown { id }.to_string())
-                })?;
-            for file in &proposal.files {
-                if let Some((uri, doc)) = state.document_for_path(&file.path) {
-                    docs.insert(file.path.clone(), (uri.clone(), doc.clone()));
-                } else if let Some(Some(text)) = on_disk.get(&file.path) {
-                    let uri = Uri::from_file_path(&file.path).ok_or_else(|| {
-                        request_failed(format!("{} is not a valid file path", file.path.display()))
-                    })?;
-                    docs.insert(file.path.clone(), (uri, Document::new(text, 0, "")));
-                }
-            }
-            let files = state
-                .proposals
-                .to_apply_files(id, |path| {
-                    docs.get(path).map(|(_, doc)| {
-                        let open = !on_disk.contains_key(path);
-                        (doc.text(), open.then_some(doc.version))
-                    })
-                })
-                .map_err(|e| request_failed(e.to_string()))?;
-            let edit = proposals::workspace_edit(&proposal, &files, &docs, shape)
-                .map_err(request_failed)?;
-            (
-                edit,
-                format!(
-                    "patchwise: {}",
-                    proposal.instruction.lines().next().unwrap_or("")
-                ),
-            )
-        };
-        let response = self
-            .client
-            .send_request::<ApplyWorkspaceEdit>(ApplyWorkspaceEditParams {
-                label: Some(label),
-                edit,
-            })
-            .await?;
-        if !response.applied {
-            let reason = response
-                .failure_reason
-                .unwrap_or_else(|| "no reason given".to_owned());
-            return Err(request_failed(format!(
-                "the editor did not apply proposal {id}: {reason}; the proposal is still pending"
-            )));
-        }
-        let removed = self.state().proposals.remove(id);
-        if let Some(proposal) = removed {
-            self.proposals_changed(proposal.files.iter().map(|f| f.path.clone()).collect())
-                .await;
-        }
-        Ok(json!({ "applied": true }))
-    }
-
-    async fn reject(&self, id: ProposalId) -> Result<()> {
-        let removed = self.state().proposals.remove(id);
-        let Some(proposal) = removed else {
-            return Err(request_failed(
-                workflow::ApplyError::Unknown { id }.to_string(),
-            ));
-        };
-        self.proposals_changed(proposal.files.iter().map(|f| f.path.clone()).collect())
-            .await;
-        Ok(())
-    }
-
-    async fn diff(&self, args: IdArgs) -> Result<String> {
-        let (diff, show, data_dir) = {
-            let state = self.state();
-            let proposal = state.proposals.get(args.id).ok_or_else(|| {
-                request_failed(workflow::ApplyError::Unknown { id: args.id }.to_string())
-            })?;
-            (
-                proposal.diff.clone(),
-                args.show && state.client.show_document,
-                state.config.data_dir(),
-            )
-        };
-        if show {
-            let file = data_dir
-                .join("proposals")
-                .join(format!("proposal-{}.diff", args.id));
-            let text = diff.clone();
-            let written = tokio::task::spawn_blocking(move || {
-                std::fs::create_dir_all(file.parent().unwrap_or(Path::new(".")))?;
-                std::fs::write(&file, text)?;
-                Ok::<_, std::io::Error>(file)
-            })
-            .await
-            .map_err(|e| request_failed(e.to_string()))?;
-            match written {
-                Ok(file) => {
-                    if let Some(uri) = Uri::from_file_path(&file) {
-                        let _ = self
-                            .client
-                            .show_document(ShowDocumentParams {
-                                uri,
-                                external: Some(false),
-                                take_focus: Some(true),
-                                selection: None,
-                            })
-                            .await;
-                    }
-                }
-                Err(err) => tracing::warn!("cannot write the diff to show it: {err}"),
-            }
-        }
-        Ok(diff)
-    }
-
-    /// Re-publishes diagnostics for these files and asks the client to refresh code lenses.
-    pub(super) async fn proposals_changed(&self, paths: Vec<PathBuf>) {
-        let (batches, refresh) = {
-            let state = self.state();
-            let batches: Vec<(Uri, Vec<Diagnostic>, i32)> = paths
-                .iter()
-                .filter_map(|path| {
-                    let (uri, doc) = state.document_for_path(path)?;
-                    let diagnostics =
-                        proposals::diagnostics(&state.proposals, path, doc, state.encoding);
-                    Some((uri.clone(), diagnostics, doc.version))
-                })
-                .collect();
-            (batches, state.client.code_lens_refresh)
-        };
-        for (uri, diagnostics, version) in batches {
-            self.client
-                .publish_diagnostics(uri, diagnostics, Some(version))
-                .await;
-        }
-        if refresh && let Err(err) = self.client.code_lens_refresh().await {
-            tracing::debug!("code lens refresh failed: {err}");
         }
     }
 }

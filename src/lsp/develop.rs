@@ -86,7 +86,7 @@ impl Backend {
         };
         run.finish("proposal ready");
         reporter.done().await;
-        let id = self.add_proposal(proposal.clone());
+        let id = self.add_proposal(proposal.clone()).await;
         tracing::info!(id, files = proposal.files.len(), "develop proposal ready");
         self.proposals_changed(proposal.files.iter().map(|f| f.path.clone()).collect())
             .await;

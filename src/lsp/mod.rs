@@ -1,10 +1,49 @@
 //! The protocol edge: the only module that knows LSP.
 //!
 //! Handlers here do three things — convert the request into core types (`from_proto`), call the
-//! core, convert the answer back (`to_proto`) — and nothing else; business logic belongs in the
-//! core modules. Two guarantees are kept here because the protocol is where they can break:
-//! document mutations apply in the order the client sent them (see `server.rs`), and a panic in
-//! a handler becomes an error response instead of a dead server (`guard.rs`).
+//! core (`workflow::session` for runs, commands and code-action choices), convert the answer
+//! back (`to_proto`) — and nothing else; business logic belongs in the core modules. Three
+//! guarantees are kept here because the protocol is where they can break: document mutations
+//! apply in the order the client sent them (see `server.rs`), a panic in a handler becomes an
+//! error response instead of a dead server (`guard.rs`), and the notifications a request causes
+//! reach the client before its response (`transport.rs`).
+//!
+//! # Protocol (stable; editor clients build on it)
+//!
+//! A client that asks the user for an instruction itself declares it in `initialize`:
+//! `capabilities.experimental.patchwise = { "instructionInput": true }`. Only then is the
+//! "Edit selection…" code action offered (it runs the client-side command
+//! `patchwise.editSelection {uri, range}`); every client gets "Apply instruction" for an
+//! instruction comment (`// patchwise: <instruction>`) and "Fix with model" per diagnostic.
+//!
+//! Commands (`workspace/executeCommand`, one argument object):
+//! - `patchwise.edit {uri, range, instruction, removeInstructionComment?, wait?}` answers at once
+//!   `{runId}`. Progress follows as `$/progress` with the run id as token; when the run ends the
+//!   server publishes diagnostics and refreshes code lenses, says the outcome with
+//!   `window/showMessage`, and sends `patchwise/runFinished` (below). With `wait: true` it
+//!   answers when the run ends instead — the `proposal` object below, or an error whose
+//!   message is the failure — and sends no message (the notification still comes, first).
+//! - `patchwise.proposal.accept {id, hunk?}` → `{applied: true}` after one `workspace/applyEdit`
+//!   (the whole proposal, or hunk `hunk`; the other hunks re-base on the change);
+//!   `patchwise.proposal.reject {id, hunk?}` → `null`.
+//! - `patchwise.proposal.diff {id, show?}` → the current diff as a string; unless `show: false`
+//!   it is also shown: `window/showDocument` of a `.diff` file, else `window/showMessage`.
+//! - `patchwise.proposal.list {}` → `[{id, instruction, model, attempts, matchedBy, createdAt,
+//!   stale: null | reason, files: [{uri, path, created, hunks: [{hunk, range}]}]}]`.
+//! - `patchwise.cancel {id?}` → `{cancelled: n}` (`id`: a run id; none cancels every run).
+//! - `patchwise.research {query, sources?, depth?}`, `patchwise.research.list {limit?, search?}`,
+//!   `patchwise.research.open {id}`.
+//!
+//! Requests: `patchwise/proposalContent {id, uri}` → the proposed full text of that file
+//! (for a native diff view); `patchwise/viewFileText {uri}` → the server's text of a document.
+//!
+//! Notification `patchwise/runFinished` (server → client), once per edit run:
+//! `{runId, kind: "edit", ok: true, proposal: {runId, id, uri, diff, model, attempts,
+//! matchedBy, applied}}` or `{runId, kind: "edit", ok: false, error, cancelled}`.
+//!
+//! Hunk numbers (`hunk`) are 1-based and stable while the proposal is pending; code lenses and
+//! code actions carry them. Hover follows the client's `hover.contentFormat`; diagnostics and
+//! messages name code lenses only to clients that show them.
 
 mod commands;
 mod develop;
@@ -13,6 +52,7 @@ mod guard;
 mod progress;
 mod proposals;
 mod research;
+mod review;
 mod server;
 mod to_proto;
 pub mod transport;
@@ -46,7 +86,8 @@ pub fn run_stdio() -> anyhow::Result<Exit> {
     let shut_down = Arc::new(AtomicBool::new(false));
     let flag = shut_down.clone();
     runtime.block_on(async move {
-        let (service, socket) = server::build(flag);
+        let wire = Arc::new(transport::Wire::default());
+        let (service, socket) = server::build(flag, Some(wire.clone()));
         let service = guard::Guard::new(service);
         // The server talks to pipes; `transport` sits between them and the real stdio.
         let (server_in, filtered) = tokio::io::duplex(1 << 16);
@@ -56,11 +97,13 @@ pub fn run_stdio() -> anyhow::Result<Exit> {
             tokio::io::stdin(),
             filtered,
             errors_tx,
+            wire.clone(),
         ));
         let output = tokio::spawn(transport::merge_output(
             produced,
             errors_rx,
             tokio::io::stdout(),
+            wire,
         ));
         Server::new(server_in, server_out, socket)
             .serve(service)
@@ -81,5 +124,5 @@ pub fn run_stdio() -> anyhow::Result<Exit> {
 
 /// Builds the service without a transport, for embedding and in-process tests.
 pub fn service() -> (LspService<Backend>, tower_lsp_server::ClientSocket) {
-    server::build(Arc::new(AtomicBool::new(false)))
+    server::build(Arc::new(AtomicBool::new(false)), None)
 }

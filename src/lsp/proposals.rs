@@ -13,11 +13,11 @@ use serde_json::{Value, json};
 use tower_lsp_server::ls_types::*;
 
 use crate::document::{Document, PositionEncoding};
-use crate::workflow::session::choices::{self, one_line};
+use crate::workflow::session::choices::{self, hunk_span, one_line};
 use crate::workflow::session::{
     ChoiceArgument, ChoiceKind, ClientAbilities, Command as SessionCommand, ForeignDiagnostic,
 };
-use crate::workflow::{FileApply, Hunk, Proposal, ProposalId, Proposals};
+use crate::workflow::{FileApply, Hunk, Proposal, Proposals};
 
 pub fn position(doc: &Document, offset: usize, encoding: PositionEncoding) -> Position {
     let p = doc.position(offset, encoding);
@@ -31,20 +31,36 @@ pub fn range(doc: &Document, bytes: &std::ops::Range<usize>, encoding: PositionE
     )
 }
 
-/// The range a hunk marks in the editor: its own range, or the line of a pure insertion.
+/// The range a hunk marks in the editor: the whole lines it shows on (see `hunk_span`), never
+/// empty while the document has a line after it, so every client draws it.
 fn hunk_range(doc: &Document, hunk: &Hunk, encoding: PositionEncoding) -> Range {
-    let mut r = range(doc, &hunk.range, encoding);
-    if r.start == r.end {
-        r.end = Position::new(r.start.line, r.start.character.saturating_add(1));
-    } else if r.end.character == 0 && r.end.line > r.start.line {
-        // A whole-line hunk ends at the start of the next line; mark only its own lines.
-        let last = r.end.line - 1;
-        let end_offset = doc
-            .offset(crate::document::Position::new(last, u32::MAX), encoding)
-            .0;
-        r.end = position(doc, end_offset, encoding);
+    let span = hunk_span(doc, &hunk.range);
+    let mut r = range(doc, &span, encoding);
+    if r.start == r.end && (r.end.line as usize) + 1 < doc.rope.len_lines() {
+        r.end = Position::new(r.end.line + 1, 0);
     }
     r
+}
+
+/// How the client shows things: the switches rendering depends on.
+#[derive(Debug, Clone, Copy)]
+pub struct View {
+    pub encoding: PositionEncoding,
+    /// The client shows code lenses.
+    pub code_lens: bool,
+    /// The client wants plain-text hovers.
+    pub plaintext: bool,
+}
+
+impl View {
+    /// How to accept or reject, in the words of what this client shows.
+    fn how_to_review(&self) -> &'static str {
+        if self.code_lens {
+            "Accept or reject with the code lens or a code action."
+        } else {
+            "Accept or reject with the code actions (quick fixes) on these lines."
+        }
+    }
 }
 
 fn summary(proposal: &Proposal) -> String {
@@ -61,104 +77,138 @@ fn summary(proposal: &Proposal) -> String {
     )
 }
 
-/// The hover over a pending proposal: its diff and how it was made.
+/// The hover on the lines of a pending proposal's hunk: the diff (the hunk's own when the
+/// proposal has several) and how it was made, as Markdown or plain text as the client wants.
 pub fn hover(
     store: &Proposals,
     path: &Path,
     doc: &Document,
     offset: usize,
-    encoding: PositionEncoding,
+    view: View,
 ) -> Option<Hover> {
     let hunks: Vec<Hunk> = store
         .hunks_for_path(path)
         .into_iter()
-        .filter(|h| h.range.start <= offset && offset <= h.range.end.max(h.range.start + 1))
+        .filter(|h| {
+            let span = hunk_span(doc, &h.range);
+            span.start <= offset && offset <= span.end
+        })
         .collect();
     let first = hunks.first()?;
-    let mut markdown = String::new();
-    let mut shown = Vec::new();
+    let mut text = String::new();
     for hunk in &hunks {
-        if shown.contains(&hunk.id) {
-            continue;
-        }
-        shown.push(hunk.id);
         let Some(proposal) = store.get(hunk.id) else {
             continue;
         };
-        markdown.push_str(&format!(
-            "**patchwise proposal {}** — {}\n\n```diff\n{}```\n\n{}\n\nAccept or reject with the code lens or a code action.\n\n",
-            proposal.id,
-            one_line(&proposal.instruction),
-            proposal.diff,
-            summary(proposal)
-        ));
+        let live = store.live_hunks(hunk.id);
+        let (which, diff) = if live > 1 {
+            (format!(" (hunk {} of {live})", hunk.n), hunk.diff.clone())
+        } else {
+            let diff = store
+                .current_diff(hunk.id)
+                .unwrap_or_else(|| proposal.diff.clone());
+            (String::new(), diff)
+        };
+        let name = format!("patchwise proposal {}{which}", proposal.id);
+        let what = one_line(&proposal.instruction);
+        if view.plaintext {
+            text.push_str(&format!(
+                "{name} — {what}\n\n{diff}\n{}\n{}\n\n",
+                summary(proposal),
+                view.how_to_review()
+            ));
+        } else {
+            text.push_str(&format!(
+                "**{name}** — {what}\n\n```diff\n{diff}```\n\n{}\n\n{}\n\n",
+                summary(proposal),
+                view.how_to_review()
+            ));
+        }
     }
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent {
-            kind: MarkupKind::Markdown,
-            value: markdown.trim_end().to_owned(),
+            kind: if view.plaintext {
+                MarkupKind::PlainText
+            } else {
+                MarkupKind::Markdown
+            },
+            value: text.trim_end().to_owned(),
         }),
-        range: Some(hunk_range(doc, first, encoding)),
+        range: Some(hunk_range(doc, first, view.encoding)),
     })
 }
 
-fn id_argument(id: ProposalId) -> Vec<Value> {
-    vec![json!({ "id": id })]
+/// A choice's argument as the command receives it.
+fn proposal_argument(argument: &ChoiceArgument) -> Value {
+    match argument {
+        ChoiceArgument::Proposal { id, hunk } => {
+            let mut arg = json!({ "id": id });
+            if let Some(hunk) = hunk {
+                arg["hunk"] = json!(hunk);
+            }
+            arg
+        }
+        ChoiceArgument::Target { .. } => Value::Null,
+    }
 }
 
-/// `Accept · Reject · Diff` above every hunk of every live proposal in the document.
+/// The code lenses of the document (`choices::lenses`), at the start of each hunk's lines.
 pub fn code_lenses(
     store: &Proposals,
     path: &Path,
     doc: &Document,
     encoding: PositionEncoding,
 ) -> Vec<CodeLens> {
-    let mut lenses = Vec::new();
-    for hunk in store.hunks_for_path(path) {
-        let r = hunk_range(doc, &hunk, encoding);
-        let at = Range::new(r.start, r.start);
-        for command in [
-            SessionCommand::ProposalAccept,
-            SessionCommand::ProposalReject,
-            SessionCommand::ProposalDiff,
-        ] {
-            lenses.push(CodeLens {
-                range: at,
+    choices::lenses(store, path, doc)
+        .into_iter()
+        .map(|lens| {
+            let at = position(doc, lens.at, encoding);
+            CodeLens {
+                range: Range::new(at, at),
                 command: Some(Command {
-                    title: command.title().to_owned(),
-                    command: command.name().to_owned(),
-                    arguments: Some(id_argument(hunk.id)),
+                    title: lens.title.to_owned(),
+                    command: lens.command.name().to_owned(),
+                    arguments: Some(vec![proposal_argument(&lens.argument)]),
                 }),
                 data: None,
-            });
-        }
-    }
-    lenses
+            }
+        })
+        .collect()
 }
 
-/// One Information diagnostic per hunk, so every client shows pending proposals.
-pub fn diagnostics(
-    store: &Proposals,
-    path: &Path,
-    doc: &Document,
-    encoding: PositionEncoding,
-) -> Vec<Diagnostic> {
+/// One Information diagnostic per hunk, over its whole lines, so every client shows pending
+/// proposals; the message names the way to accept that this client has.
+pub fn diagnostics(store: &Proposals, path: &Path, doc: &Document, view: View) -> Vec<Diagnostic> {
     store
         .hunks_for_path(path)
         .iter()
         .filter_map(|hunk| {
             let proposal = store.get(hunk.id)?;
+            let live = store.live_hunks(hunk.id);
+            let which = if live > 1 {
+                format!(", hunk {} of {live}", hunk.n)
+            } else {
+                String::new()
+            };
+            let how = if view.code_lens {
+                "Accept or Reject in the code lens".to_owned()
+            } else {
+                format!(
+                    "code actions \"Accept proposal {id}\" / \"Reject proposal {id}\"",
+                    id = hunk.id
+                )
+            };
             Some(Diagnostic {
-                range: hunk_range(doc, hunk, encoding),
+                range: hunk_range(doc, hunk, view.encoding),
                 severity: Some(DiagnosticSeverity::INFORMATION),
                 code: Some(NumberOrString::String(format!("proposal-{}", hunk.id))),
                 source: Some("patchwise".to_owned()),
                 message: format!(
-                    "pending proposal {}: {} (hover for the diff; Accept or Reject in the code lens)",
+                    "pending proposal {}{which}: {} (hover for the diff; {how})",
                     hunk.id,
                     one_line(&proposal.instruction)
                 ),
-                data: Some(json!({ "proposal": hunk.id })),
+                data: Some(json!({ "proposal": hunk.id, "hunk": hunk.n })),
                 ..Diagnostic::default()
             })
         })
@@ -203,13 +253,7 @@ pub fn code_actions(
         .into_iter()
         .map(|choice| {
             let argument = match &choice.argument {
-                ChoiceArgument::Proposal { id, hunk } => {
-                    let mut arg = json!({ "id": id });
-                    if let Some(hunk) = hunk {
-                        arg["hunk"] = json!(hunk);
-                    }
-                    arg
-                }
+                ChoiceArgument::Proposal { .. } => proposal_argument(&choice.argument),
                 ChoiceArgument::Target {
                     range: target,
                     instruction,
@@ -238,9 +282,18 @@ pub fn code_actions(
                 ChoiceKind::RefactorRewrite => CodeActionKind::REFACTOR_REWRITE,
                 ChoiceKind::Other => CodeActionKind::EMPTY,
             };
+            // Model-made: what the action applies or starts is a model's code (the transport
+            // turns the mark into the LLMGenerated tag).
+            let model_made = matches!(
+                choice.command,
+                SessionCommand::Edit
+                    | SessionCommand::EditSelection
+                    | SessionCommand::ProposalAccept
+            );
             CodeActionOrCommand::CodeAction(CodeAction {
                 title: choice.title.clone(),
                 kind: Some(kind),
+                data: model_made.then(|| json!({ super::transport::LLM_MARK: true })),
                 diagnostics: choice.fixes.map(|i| vec![diagnostics[i].clone()]),
                 command: Some(Command {
                     title: choice.title,

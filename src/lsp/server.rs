@@ -18,13 +18,23 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService};
 
+use super::transport::{FLUSH_METHOD, Wire};
 use super::{from_proto, proposals, to_proto};
 use crate::config::{Config, ConfigProblem};
 use crate::document::{Document, PositionEncoding};
 use crate::model::ModelRouter;
+use crate::store::Library;
 use crate::workflow::Proposals;
 use crate::workflow::session::{ClientAbilities, Command, Runs};
 use crate::workspace;
+
+/// The marker notification of [`Wire`]'s flush (sent to ourselves through the output writer).
+enum Flushed {}
+
+impl tower_lsp_server::ls_types::notification::Notification for Flushed {
+    type Params = serde_json::Value;
+    const METHOD: &'static str = FLUSH_METHOD;
+}
 
 /// LSP 3.17 `RequestFailed`: the request was valid but could not be carried out.
 const REQUEST_FAILED: i64 = -32803;
@@ -49,6 +59,8 @@ pub(super) struct State {
     shown_problems: std::collections::HashSet<String>,
     /// Pending proposals, following document changes.
     pub(super) proposals: Proposals,
+    /// Where proposals are kept across restarts (`None`: the database could not be opened).
+    pub(super) store: Option<Arc<Library>>,
 }
 
 impl State {
@@ -74,6 +86,7 @@ impl Default for State {
             pending_problems: Vec::new(),
             shown_problems: Default::default(),
             proposals: Proposals::default(),
+            store: None,
         }
     }
 }
@@ -87,6 +100,13 @@ pub struct ClientFeatures {
     pub change_annotations: bool,
     pub code_lens_refresh: bool,
     pub pull_configuration: bool,
+    /// The client shows code lenses (else Accept/Reject are named as code actions).
+    pub code_lens: bool,
+    /// The client wants hovers as plain text (`hover.contentFormat` prefers `plaintext`).
+    pub plaintext_hover: bool,
+    /// `experimental.patchwise.instructionInput`: the client asks the user for the instruction
+    /// of `patchwise.editSelection` (else "Edit selection…" is not offered).
+    pub instruction_input: bool,
 }
 
 impl ClientFeatures {
@@ -94,7 +114,22 @@ impl ClientFeatures {
         let window = caps.window.as_ref();
         let workspace = caps.workspace.as_ref();
         let edit = workspace.and_then(|w| w.workspace_edit.as_ref());
+        let text = caps.text_document.as_ref();
+        let hover_formats = text
+            .and_then(|t| t.hover.as_ref())
+            .and_then(|h| h.content_format.as_deref())
+            .unwrap_or_default();
+        let ours = caps.experimental.as_ref().and_then(|e| e.get("patchwise"));
         Self {
+            code_lens: text.is_some_and(|t| t.code_lens.is_some()),
+            plaintext_hover: hover_formats
+                .iter()
+                .find(|k| matches!(k, MarkupKind::PlainText | MarkupKind::Markdown))
+                .is_some_and(|k| *k == MarkupKind::PlainText),
+            instruction_input: ours
+                .and_then(|p| p.get("instructionInput"))
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
             work_done_progress: window.and_then(|w| w.work_done_progress).unwrap_or(false),
             show_document: window
                 .and_then(|w| w.show_document.as_ref())
@@ -112,22 +147,32 @@ impl ClientFeatures {
     }
 }
 
+/// The server. Cheap to clone (shared state behind `Arc`s), so a run can finish in a task of
+/// its own after its command has answered.
+#[derive(Clone)]
 pub struct Backend {
     pub(super) client: Client,
     /// Runs in flight (edit, research), for progress and cancellation.
     pub(super) runs: Arc<Runs>,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
     shut_down: Arc<AtomicBool>,
+    /// The stdio transport's shared state (`None` without it, e.g. in-process).
+    wire: Option<Arc<Wire>>,
 }
 
-pub fn build(shut_down: Arc<AtomicBool>) -> (LspService<Backend>, tower_lsp_server::ClientSocket) {
+pub fn build(
+    shut_down: Arc<AtomicBool>,
+    wire: Option<Arc<Wire>>,
+) -> (LspService<Backend>, tower_lsp_server::ClientSocket) {
     let mut builder = LspService::build(|client| Backend {
         client,
         runs: Runs::new(),
-        state: Mutex::new(State::default()),
+        state: Arc::new(Mutex::new(State::default())),
         shut_down,
+        wire,
     })
     .custom_method("patchwise/viewFileText", Backend::view_file_text)
+    .custom_method("patchwise/proposalContent", Backend::proposal_content)
     // tower-lsp-server 0.23 has no trait method for this notification yet.
     .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel);
     if std::env::var_os(DEBUG_METHODS_ENV).is_some_and(|v| v == "1") {
@@ -272,6 +317,24 @@ impl Backend {
         Some((path, doc.clone(), state.encoding))
     }
 
+    /// Waits until every notification sent so far has been written to the client, so the
+    /// response that follows comes after them (see `transport`).
+    pub(super) async fn flush(&self) {
+        let Some(wire) = &self.wire else {
+            return;
+        };
+        let (id, written) = wire.register();
+        self.client
+            .send_notification::<Flushed>(serde_json::json!({ "id": id }))
+            .await;
+        if tokio::time::timeout(std::time::Duration::from_secs(5), written)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the output writer did not pass the flush marker in 5 s");
+        }
+    }
+
     async fn debug_panic(&self, _params: serde_json::Value) -> Result<()> {
         panic!("deliberate panic from patchwise/debug/panic");
     }
@@ -357,6 +420,9 @@ impl LanguageServer for Backend {
     async fn initialized(&self, _: InitializedParams) {
         let problems = std::mem::take(&mut self.state().pending_problems);
         self.report_config_problems(&problems).await;
+        // Proposals pending when the server last stopped come back.
+        let paths = self.restore_proposals(None).await;
+        self.proposals_changed(paths).await;
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
@@ -396,8 +462,29 @@ impl LanguageServer for Backend {
             "open"
         );
         let doc = Document::new(&item.text, item.version, item.language_id);
-        if self.state().documents.insert(item.uri, doc).is_some() {
-            tracing::warn!("document opened twice; the new text replaces the old");
+        let path = from_proto::file_path(&item.uri);
+        let has_proposals = {
+            let mut state = self.state();
+            if state.documents.insert(item.uri, doc).is_some() {
+                tracing::warn!("document opened twice; the new text replaces the old");
+            }
+            // Proposals follow the text the editor has, which may not be the one on disk.
+            path.as_ref().is_some_and(|path| {
+                if state.proposals.for_path(path).is_empty() {
+                    return false;
+                }
+                state.proposals.sync(path, &item.text);
+                true
+            })
+        };
+        let Some(path) = path else {
+            return;
+        };
+        self.persist_finished();
+        let mut paths = self.restore_proposals(Some(path.clone())).await;
+        if has_proposals || !paths.is_empty() {
+            paths.push(path);
+            self.proposals_changed(paths).await;
         }
     }
 
@@ -413,6 +500,7 @@ impl LanguageServer for Backend {
         let Some((path, newly_stale)) = self.apply_change(&uri, version, &changes) else {
             return;
         };
+        self.persist_finished();
         for (id, reason) in newly_stale {
             self.client
                 .show_message(
@@ -436,7 +524,7 @@ impl LanguageServer for Backend {
             &path,
             &doc,
             offset,
-            encoding,
+            state.view(),
         ))
     }
 
@@ -465,12 +553,15 @@ impl LanguageServer for Backend {
             doc: &doc,
             encoding,
         };
+        let abilities = ClientAbilities {
+            supplies_instruction: state.client.instruction_input,
+        };
         Ok(Some(proposals::code_actions(
             &state.proposals,
             &at,
             params.range,
             &params.context.diagnostics,
-            ClientAbilities::default(),
+            abilities,
         )))
     }
 

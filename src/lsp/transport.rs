@@ -7,14 +7,137 @@
 //! ones, and answers the rest with the JSON-RPC error the spec asks for (`-32700` parse error,
 //! `-32600` invalid request, id `null` when none can be read). Those answers are injected into
 //! stdout between whole frames of the server's own output, which a writer task re-frames.
+//!
+//! The writer also keeps a promise tower-lsp-server cannot: that the notifications a request
+//! caused (`publishDiagnostics` after an accept) reach the client *before* the request's
+//! response. Its output loop picks between queued notifications and finished responses in
+//! turn, so a response can overtake a notification sent just before it — and some JSON-RPC
+//! clients (Emacs 28's jsonrpc) stop reading after the response. A handler therefore ends with
+//! `Backend::flush`: it sends a marker notification after its last one and waits until the writer
+//! has seen the marker, i.e. has written everything queued before it. The marker never
+//! reaches the client.
+//!
+//! And it fills one gap of the protocol types: `ls_types` has no LSP 3.18 code action tags. The
+//! reader notes whether `initialize` declares `codeAction.tagSupport` with `LLMGenerated` (1);
+//! the server marks model-made code actions with `data.patchwiseLlm`, and the writer turns the
+//! mark into `tags: [1]` for a client that supports it (and drops it for any other).
 
+use std::collections::HashMap;
 use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use serde_json::{Value, json};
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt,
 };
 use tokio::sync::mpsc;
+
+/// The method of the marker notification (`$/`: a client that saw one could ignore it).
+pub const FLUSH_METHOD: &str = "$/patchwise/flushed";
+
+/// The mark on a model-made code action's `data`, replaced by the `LLMGenerated` tag.
+pub const LLM_MARK: &str = "patchwiseLlm";
+
+/// LSP 3.18 `CodeActionTag.LLMGenerated`.
+const LLM_GENERATED: u64 = 1;
+
+/// What the reader and the writer share with the server: flush markers in flight (the writer
+/// releases a waiting handler when its marker comes through) and what the client declared that
+/// the typed capabilities drop.
+#[derive(Debug, Default)]
+pub struct Wire {
+    next: AtomicU64,
+    waiting: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<()>>>,
+    llm_tag: AtomicBool,
+}
+
+impl Wire {
+    /// A fresh marker id and the receiver that fires when the writer has passed it.
+    pub fn register(&self) -> (u64, tokio::sync::oneshot::Receiver<()>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.lock().insert(id, tx);
+        (id, rx)
+    }
+
+    fn release(&self, id: u64) {
+        if let Some(tx) = self.lock().remove(&id) {
+            let _ = tx.send(());
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, tokio::sync::oneshot::Sender<()>>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes what `initialize` declares (a no-op for any other message).
+    fn read_client(&self, body: &[u8]) {
+        if memchr::memmem::find(body, b"tagSupport").is_none() {
+            return;
+        }
+        let Ok(value) = serde_json::from_slice::<Value>(body) else {
+            return;
+        };
+        if value.get("method").and_then(Value::as_str) != Some("initialize") {
+            return;
+        }
+        let tags = &value["params"]["capabilities"]["textDocument"]["codeAction"]["tagSupport"]["valueSet"];
+        let llm = tags
+            .as_array()
+            .is_some_and(|set| set.iter().any(|t| t.as_u64() == Some(LLM_GENERATED)));
+        self.llm_tag.store(llm, Ordering::Relaxed);
+    }
+
+    /// A code action response with marked actions, tagged (or unmarked) for this client.
+    fn tag_actions(&self, body: Vec<u8>) -> Vec<u8> {
+        if memchr::memmem::find(&body, LLM_MARK.as_bytes()).is_none() {
+            return body;
+        }
+        let Ok(mut value) = serde_json::from_slice::<Value>(&body) else {
+            return body;
+        };
+        let Some(actions) = value.get_mut("result").and_then(Value::as_array_mut) else {
+            return body;
+        };
+        let tag = self.llm_tag.load(Ordering::Relaxed);
+        for action in actions.iter_mut() {
+            let Some(data) = action.get_mut("data").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            if data.remove(LLM_MARK).is_none() {
+                continue;
+            }
+            let empty = data.is_empty();
+            if let Some(action) = action.as_object_mut() {
+                if empty {
+                    action.remove("data");
+                }
+                if tag {
+                    action.insert("tags".to_owned(), serde_json::json!([LLM_GENERATED]));
+                }
+            }
+        }
+        serde_json::to_vec(&value).unwrap_or(body)
+    }
+
+    /// When `body` is a marker: releases its waiter and returns true (the frame is dropped).
+    fn take_marker(&self, body: &[u8]) -> bool {
+        if memchr::memmem::find(body, FLUSH_METHOD.as_bytes()).is_none() {
+            return false;
+        }
+        let Ok(value) = serde_json::from_slice::<Value>(body) else {
+            return false;
+        };
+        if value.get("method").and_then(Value::as_str) != Some(FLUSH_METHOD) {
+            return false;
+        }
+        if let Some(id) = value["params"]["id"].as_u64() {
+            self.release(id);
+        }
+        true
+    }
+}
 
 /// A header line longer than this is garbage, not a header.
 const MAX_HEADER_LINE: u64 = 64 * 1024;
@@ -188,8 +311,12 @@ pub fn encode(body: &[u8]) -> Vec<u8> {
 
 /// Copies well-formed frames from `input` to `to_server`; answers malformed ones on `errors`.
 /// Returns at the end of input, closing `to_server` so the server sees the end too.
-pub async fn filter_input<R, W>(input: R, mut to_server: W, errors: mpsc::Sender<Vec<u8>>)
-where
+pub async fn filter_input<R, W>(
+    input: R,
+    mut to_server: W,
+    errors: mpsc::Sender<Vec<u8>>,
+    wire: std::sync::Arc<Wire>,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
@@ -197,6 +324,7 @@ where
     loop {
         match read_frame(&mut reader).await {
             Ok(Some(Frame::Message(body))) => {
+                wire.read_client(&body);
                 if to_server.write_all(&encode(&body)).await.is_err() {
                     break; // the server stopped reading: it is exiting
                 }
@@ -218,9 +346,14 @@ where
 }
 
 /// Writes the server's frames and injected error frames to `output`, never interleaving inside
-/// a frame. Returns when the server's output ends.
-pub async fn merge_output<R, W>(from_server: R, mut errors: mpsc::Receiver<Vec<u8>>, mut output: W)
-where
+/// a frame, and releases flush markers once everything before them is written. Returns when
+/// the server's output ends.
+pub async fn merge_output<R, W>(
+    from_server: R,
+    mut errors: mpsc::Receiver<Vec<u8>>,
+    mut output: W,
+    wire: std::sync::Arc<Wire>,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
@@ -230,7 +363,12 @@ where
         let frame = tokio::select! {
             biased;
             frame = read_frame(&mut reader) => match frame {
-                Ok(Some(Frame::Message(body))) => encode(&body),
+                Ok(Some(Frame::Message(body))) => {
+                    if wire.take_marker(&body) {
+                        continue;
+                    }
+                    encode(&wire.tag_actions(body))
+                }
                 Ok(Some(Frame::Malformed { reason, .. })) => {
                     tracing::error!("the server produced a malformed frame: {reason}");
                     continue;

@@ -8,10 +8,13 @@
 //! real binary inside the transaction). The schema is versioned with `PRAGMA user_version` and
 //! migrated forward on open; a database from a newer patchwise is refused, never altered.
 //!
+//! Pending proposals live in the same database ([`proposals`]), so they survive a restart.
+//!
 //! This module never sees LSP types and never interprets research data: it stores and returns
 //! [`records`] as they are.
 
 pub mod passages;
+pub mod proposals;
 pub mod records;
 
 use std::path::{Path, PathBuf};
@@ -451,6 +454,18 @@ CREATE VIRTUAL TABLE passage_fts USING fts5(
     heading,
     body,
     tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"#,
+    // 3: pending proposals (their files and hunks as JSON: `proposals::ProposalFileRecord`).
+    r#"
+CREATE TABLE proposal (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    instruction TEXT NOT NULL,
+    model TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    matched_by TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    files TEXT NOT NULL
 );
 "#,
 ];

@@ -21,6 +21,8 @@ use similar::{DiffOp, TextDiff};
 
 use crate::document::change::{Replacement, TextEdit};
 use crate::edit::{self, Pass, ReplaceOptions};
+use crate::store;
+use crate::store::proposals::{HunkRecord, ProposalFileRecord, ProposalRecord};
 
 /// Identifies a proposal for the lifetime of the process.
 pub type ProposalId = u64;
@@ -190,6 +192,8 @@ fn line_starts(text: &str) -> Vec<usize> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Hunk {
     pub id: ProposalId,
+    /// The hunk's number in its proposal (1-based, stable while the proposal is pending).
+    pub n: usize,
     pub path: PathBuf,
     /// Byte range in the CURRENT document text (empty for a pure insertion).
     pub range: Range<usize>,
@@ -210,6 +214,10 @@ pub enum ApplyError {
     MultiFile { id: ProposalId, count: usize },
     #[error("proposal {id} does not change {}", path.display())]
     NotInProposal { id: ProposalId, path: PathBuf },
+    #[error(
+        "proposal {id} has no pending hunk {hunk}; it was accepted or rejected already (patchwise.proposal.list shows the hunks)"
+    )]
+    UnknownHunk { id: ProposalId, hunk: usize },
 }
 
 /// What to send to the editor for one file of an accepted proposal.
@@ -230,6 +238,8 @@ pub type Current = Option<(String, Option<i32>)>;
 
 #[derive(Debug, Clone)]
 struct TrackedHunk {
+    /// The hunk's number in its proposal (1-based).
+    n: usize,
     /// Range in `TrackedFile::text`; `text[range] == old` while the proposal is not stale.
     range: Range<usize>,
     old: String,
@@ -238,6 +248,16 @@ struct TrackedHunk {
     before: String,
     after: String,
     moved: bool,
+    /// Sent to the editor to be applied; hidden, and dropped once the change arrives.
+    accepting: bool,
+}
+
+/// The text a file will have once the hunks being accepted are applied, and where the other
+/// hunks will be in it.
+#[derive(Debug, Clone)]
+struct Expected {
+    text: String,
+    ranges: Vec<(usize, Range<usize>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -246,6 +266,7 @@ struct TrackedFile {
     /// The document's text as the store believes it is now.
     text: String,
     hunks: Vec<TrackedHunk>,
+    expect: Option<Expected>,
 }
 
 #[derive(Debug, Clone)]
@@ -255,10 +276,27 @@ struct Tracked {
     stale: Option<String>,
 }
 
+impl Tracked {
+    fn live(&self) -> impl Iterator<Item = (&TrackedFile, &TrackedHunk)> {
+        self.files
+            .iter()
+            .flat_map(|f| f.hunks.iter().filter(|h| !h.accepting).map(move |h| (f, h)))
+    }
+
+    /// Whether nothing is left to review: every hunk was accepted or rejected.
+    fn done(&self) -> bool {
+        self.files.iter().all(|f| f.hunks.is_empty())
+    }
+}
+
 /// Pending proposals, following document changes.
 #[derive(Debug, Clone, Default)]
 pub struct Proposals {
     pending: BTreeMap<ProposalId, Tracked>,
+    /// Proposals whose every hunk was applied through document changes, not yet reported.
+    finished: Vec<ProposalId>,
+    /// When each stored proposal was first stored.
+    created: BTreeMap<ProposalId, String>,
 }
 
 impl Proposals {
@@ -269,7 +307,15 @@ impl Proposals {
     /// Adds a pending proposal and returns its id.
     pub fn add(&mut self, proposal: Proposal) -> ProposalId {
         let id = proposal.id;
-        let files = proposal.files.iter().map(track_file).collect();
+        let mut files: Vec<TrackedFile> = proposal.files.iter().map(track_file).collect();
+        for (n, h) in files
+            .iter_mut()
+            .flat_map(|f| f.hunks.iter_mut())
+            .enumerate()
+        {
+            h.n = n + 1;
+        }
+        NEXT_ID.fetch_max(id + 1, Ordering::Relaxed);
         self.pending.insert(
             id,
             Tracked {
@@ -321,8 +367,35 @@ impl Proposals {
         t.files
             .iter()
             .filter(|f| f.path == path)
-            .flat_map(|f| f.hunks.iter().map(move |h| hunk_view(id, f, h)))
+            .flat_map(|f| {
+                f.hunks
+                    .iter()
+                    .filter(|h| !h.accepting)
+                    .map(move |h| hunk_view(id, f, h))
+            })
             .collect()
+    }
+
+    /// How many hunks of proposal `id` are still to be reviewed (0 when stale or unknown).
+    pub fn live_hunks(&self, id: ProposalId) -> usize {
+        self.pending
+            .get(&id)
+            .filter(|t| t.stale.is_none())
+            .map_or(0, |t| t.live().count())
+    }
+
+    /// The paths proposal `id` changes.
+    pub fn paths(&self, id: ProposalId) -> Vec<PathBuf> {
+        self.pending
+            .get(&id)
+            .map(|t| t.files.iter().map(|f| f.path.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The ids of proposals whose last hunk was applied by a document change since the last
+    /// call (they are no longer pending).
+    pub fn take_finished(&mut self) -> Vec<ProposalId> {
+        std::mem::take(&mut self.finished)
     }
 
     /// Every hunk of every live proposal in `path` (for code lenses and diagnostics).
@@ -356,14 +429,36 @@ impl Proposals {
                 continue;
             }
             for f in t.files.iter_mut().filter(|f| f.path == path) {
-                if let Err(reason) = map_file(f, changes) {
+                let outcome = match expected_after(f, changes) {
+                    Some(text) => {
+                        finish_accept(f, text);
+                        Ok(())
+                    }
+                    None => map_file(f, changes),
+                };
+                if let Err(reason) = outcome {
                     t.stale = Some(reason);
                     newly_stale.push(*id);
                     break;
                 }
             }
         }
+        self.collect_finished();
         newly_stale
+    }
+
+    /// Moves proposals with nothing left to review out of the pending set.
+    fn collect_finished(&mut self) {
+        let done: Vec<ProposalId> = self
+            .pending
+            .iter()
+            .filter(|(_, t)| t.stale.is_none() && t.done())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in done {
+            self.pending.remove(&id);
+            self.finished.push(id);
+        }
     }
 
     /// Re-bases the proposals of `path` onto `current` (the document's whole text), for when
@@ -381,6 +476,10 @@ impl Proposals {
                 .iter_mut()
                 .filter(|f| f.path == path && f.text != current)
             {
+                if f.expect.as_ref().is_some_and(|e| e.text == current) {
+                    finish_accept(f, current.to_owned());
+                    continue;
+                }
                 if let Err(reason) = resync(f, current) {
                     t.stale = Some(reason);
                     newly_stale.push(*id);
@@ -388,6 +487,7 @@ impl Proposals {
                 }
             }
         }
+        self.collect_finished();
         newly_stale
     }
 
@@ -458,6 +558,7 @@ impl Proposals {
                     replacements: f
                         .hunks
                         .iter()
+                        .filter(|h| !h.accepting)
                         .map(|h| Replacement::new(h.range.clone(), h.new.clone()))
                         .collect(),
                 }),
@@ -472,28 +573,328 @@ impl Proposals {
         }
         Ok(out)
     }
+
+    /// Starts accepting proposal `id` — every hunk, or only hunk `hunk`: the replacements to
+    /// send to the editor, file by file (`current` as for [`Proposals::to_apply_files`]). The
+    /// hunks are hidden from then on; the document change that applies them drops them and
+    /// re-bases the others. Call [`Proposals::accepted`] or [`Proposals::abort_accept`] with the
+    /// editor's answer.
+    pub fn begin_accept(
+        &mut self,
+        id: ProposalId,
+        hunk: Option<usize>,
+        current: impl Fn(&Path) -> Current,
+    ) -> Result<Vec<FileApply>, ApplyError> {
+        let t = self
+            .pending
+            .get_mut(&id)
+            .ok_or(ApplyError::Unknown { id })?;
+        if let Some(reason) = &t.stale {
+            return Err(ApplyError::Stale {
+                id,
+                reason: reason.clone(),
+            });
+        }
+        let chosen = |h: &TrackedHunk| !h.accepting && hunk.is_none_or(|n| n == h.n);
+        if !t.files.iter().flat_map(|f| &f.hunks).any(chosen) {
+            return Err(match hunk {
+                Some(hunk) => ApplyError::UnknownHunk { id, hunk },
+                None => ApplyError::Unknown { id },
+            });
+        }
+        let mut out = Vec::new();
+        for (f, pf) in t.files.iter_mut().zip(&t.proposal.files) {
+            if !f.hunks.iter().any(chosen) {
+                continue;
+            }
+            let now = current(&f.path);
+            let result = match (&now, pf.created) {
+                (None, true) => Ok(None),
+                (Some(_), true) => Err(format!(
+                    "{} was to be created but exists now",
+                    pf.display_path
+                )),
+                (None, false) => Err(format!("{} no longer exists", pf.display_path)),
+                (Some((text, version)), false) => if *text != f.text {
+                    resync(f, text)
+                } else {
+                    Ok(())
+                }
+                .map(|()| Some(*version)),
+            };
+            let version = match result {
+                Ok(version) => version,
+                Err(reason) => {
+                    t.stale = Some(reason.clone());
+                    return Err(ApplyError::Stale { id, reason });
+                }
+            };
+            let replacements: Vec<Replacement> = f
+                .hunks
+                .iter()
+                .filter(|h| chosen(h))
+                .map(|h| Replacement::new(h.range.clone(), h.new.clone()))
+                .collect();
+            f.expect = Some(expected(f, &replacements));
+            for h in f.hunks.iter_mut().filter(|h| chosen(h)) {
+                h.accepting = true;
+            }
+            out.push(FileApply {
+                path: f.path.clone(),
+                version: version.flatten(),
+                create: version.is_none(),
+                replacements,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The editor applied what [`Proposals::begin_accept`] handed out. Returns whether the
+    /// proposal is done (nothing left to review; it is no longer pending).
+    pub fn accepted(&mut self, id: ProposalId) -> bool {
+        let Some(t) = self.pending.get(&id) else {
+            return true;
+        };
+        if t.live().next().is_none() {
+            self.pending.remove(&id);
+            return true;
+        }
+        false
+    }
+
+    /// The editor refused the edit: the hunks being accepted are pending again.
+    pub fn abort_accept(&mut self, id: ProposalId) {
+        if let Some(t) = self.pending.get_mut(&id) {
+            for f in &mut t.files {
+                f.expect = None;
+                for h in &mut f.hunks {
+                    h.accepting = false;
+                }
+            }
+        }
+    }
+
+    /// Rejects proposal `id` — all of it, or only hunk `hunk`. Returns the proposal's paths and
+    /// whether the proposal is done.
+    pub fn reject(
+        &mut self,
+        id: ProposalId,
+        hunk: Option<usize>,
+    ) -> Result<(Vec<PathBuf>, bool), ApplyError> {
+        let t = self
+            .pending
+            .get_mut(&id)
+            .ok_or(ApplyError::Unknown { id })?;
+        let paths = t.files.iter().map(|f| f.path.clone()).collect();
+        let Some(n) = hunk else {
+            self.pending.remove(&id);
+            return Ok((paths, true));
+        };
+        let before = t.files.iter().map(|f| f.hunks.len()).sum::<usize>();
+        for f in &mut t.files {
+            f.hunks.retain(|h| h.accepting || h.n != n);
+        }
+        if t.files.iter().map(|f| f.hunks.len()).sum::<usize>() == before {
+            return Err(ApplyError::UnknownHunk { id, hunk: n });
+        }
+        let done = t.done();
+        if done {
+            self.pending.remove(&id);
+        }
+        Ok((paths, done))
+    }
+
+    /// The proposed text of `path`: its current text with the pending hunks of `id` applied.
+    pub fn proposed_text(&self, id: ProposalId, path: &Path) -> Option<String> {
+        let t = self.pending.get(&id)?;
+        let f = t.files.iter().find(|f| f.path == path)?;
+        let replacements = f
+            .hunks
+            .iter()
+            .filter(|h| !h.accepting)
+            .map(|h| Replacement::new(h.range.clone(), h.new.clone()))
+            .collect();
+        TextEdit::new(replacements).ok()?.apply(&f.text).ok()
+    }
+
+    /// The diff of what is still pending in proposal `id` (its diff as made when it is stale).
+    pub fn current_diff(&self, id: ProposalId) -> Option<String> {
+        let t = self.pending.get(&id)?;
+        if t.stale.is_some() {
+            return Some(t.proposal.diff.clone());
+        }
+        let mut diff = String::new();
+        for (f, pf) in t.files.iter().zip(&t.proposal.files) {
+            if !f.hunks.iter().any(|h| !h.accepting) {
+                continue;
+            }
+            let proposed = self.proposed_text(id, &f.path)?;
+            let shown = if pf.created {
+                format!("{} (new file)", pf.display_path)
+            } else {
+                pf.display_path.clone()
+            };
+            diff.push_str(&edit::unified_diff(&f.text, &proposed, &shown));
+        }
+        Some(diff)
+    }
+
+    /// The text the store believes `path` has, for a path one of the proposals changes.
+    pub fn tracked_text(&self, path: &Path) -> Option<&str> {
+        self.pending
+            .values()
+            .flat_map(|t| &t.files)
+            .find(|f| f.path == path)
+            .map(|f| f.text.as_str())
+    }
+
+    /// Proposal `id` as the store keeps it: each file's current text hash and its pending
+    /// hunks. `None` for an unknown or stale proposal (a stale one keeps its last record).
+    pub fn record(&self, id: ProposalId) -> Option<ProposalRecord> {
+        let t = self.pending.get(&id).filter(|t| t.stale.is_none())?;
+        Some(record_of(
+            t,
+            self.created.get(&id).cloned().unwrap_or_default(),
+        ))
+    }
+
+    /// Brings back a stored proposal. `current` gives each file's text now (`None`: the file
+    /// does not exist). Hunks whose file changed since are re-located through the engine by
+    /// their context; a proposal that cannot be is restored as stale. Returns its id.
+    pub fn restore(
+        &mut self,
+        record: &ProposalRecord,
+        current: impl Fn(&Path) -> Current,
+    ) -> ProposalId {
+        let id = record.id;
+        let mut files = Vec::new();
+        let mut proposal_files = Vec::new();
+        let mut stale = None;
+        for fr in &record.files {
+            let path = PathBuf::from(&fr.path);
+            let text = match (current(&path), fr.created) {
+                (None, true) => String::new(),
+                (Some((text, _)), false) => text,
+                (Some((text, _)), true) => {
+                    stale.get_or_insert(format!(
+                        "{} was to be created but exists now",
+                        fr.display_path
+                    ));
+                    text
+                }
+                (None, false) => {
+                    stale.get_or_insert(format!("{} no longer exists", fr.display_path));
+                    String::new()
+                }
+            };
+            let unchanged = store::proposals::text_hash(&text) == fr.base_hash;
+            let hunks = fr
+                .hunks
+                .iter()
+                .map(|h| {
+                    let range = h.start..h.end;
+                    let fits = unchanged && text.get(range.clone()) == Some(h.old.as_str());
+                    TrackedHunk {
+                        n: h.n,
+                        range: if fits { range } else { 0..0 },
+                        old: h.old.clone(),
+                        new: h.new.clone(),
+                        before: h.before.clone(),
+                        after: h.after.clone(),
+                        moved: !fits,
+                        accepting: false,
+                    }
+                })
+                .collect();
+            let mut f = TrackedFile {
+                path: path.clone(),
+                text: text.clone(),
+                hunks,
+                expect: None,
+            };
+            if stale.is_none()
+                && f.hunks.iter().any(|h| h.moved)
+                && let Err(reason) = relocate(&mut f)
+            {
+                stale = Some(format!("{} changed since: {reason}", fr.display_path));
+            }
+            let new_text = if stale.is_none() {
+                let replacements = f
+                    .hunks
+                    .iter()
+                    .map(|h| Replacement::new(h.range.clone(), h.new.clone()))
+                    .collect();
+                TextEdit::new(replacements)
+                    .and_then(|e| e.apply(&text))
+                    .unwrap_or_else(|_| text.clone())
+            } else {
+                text.clone()
+            };
+            proposal_files.push(ProposalFile::new(
+                path,
+                fr.display_path.clone(),
+                None,
+                fr.created,
+                text,
+                new_text,
+            ));
+            files.push(f);
+        }
+        let mut proposal = Proposal::new(
+            record.instruction.clone(),
+            proposal_files,
+            record.model.clone(),
+            record.attempts,
+            record.matched_by.clone(),
+        );
+        proposal.id = id;
+        if stale.is_some() {
+            // What it wanted, for the user deciding to reject it.
+            proposal.diff = files
+                .iter()
+                .flat_map(|f| f.hunks.iter().map(move |h| hunk_view(id, f, h).diff))
+                .collect();
+        }
+        NEXT_ID.fetch_max(id + 1, Ordering::Relaxed);
+        self.created.insert(id, record.created_at.clone());
+        self.pending.insert(
+            id,
+            Tracked {
+                proposal,
+                files,
+                stale,
+            },
+        );
+        id
+    }
+
+    /// When proposal `id` was first stored (RFC 3339), if it was.
+    pub fn created_at(&self, id: ProposalId) -> Option<&str> {
+        self.created.get(&id).map(String::as_str)
+    }
+
+    /// Notes when proposal `id` was stored.
+    pub fn set_created_at(&mut self, id: ProposalId, at: String) {
+        self.created.insert(id, at);
+    }
 }
 
 fn track_file(f: &ProposalFile) -> TrackedFile {
-    let starts = line_starts(&f.original);
-    let line_of = |offset: usize| starts.partition_point(|&s| s <= offset).saturating_sub(1);
     let hunks = f
         .edit
         .replacements()
         .iter()
         .map(|r| {
-            let first = line_of(r.range.start);
-            let ctx_start = starts[first.saturating_sub(CONTEXT_LINES)];
-            // The line after the hunk's last byte (the hunk covers whole lines).
-            let end_line = line_of(r.range.end);
-            let ctx_end = starts[(end_line + CONTEXT_LINES).min(starts.len() - 1)];
+            let (before, after) = context(&f.original, &r.range);
             TrackedHunk {
+                n: 0,
                 range: r.range.clone(),
                 old: f.original[r.range.clone()].to_owned(),
                 new: r.text.clone(),
-                before: f.original[ctx_start.min(r.range.start)..r.range.start].to_owned(),
-                after: f.original[r.range.end..ctx_end.max(r.range.end)].to_owned(),
+                before,
+                after,
                 moved: false,
+                accepting: false,
             }
         })
         .collect();
@@ -501,11 +902,28 @@ fn track_file(f: &ProposalFile) -> TrackedFile {
         path: f.path.clone(),
         text: f.original.clone(),
         hunks,
+        expect: None,
     }
 }
 
+/// The whole lines (at most [`CONTEXT_LINES`]) before and after `range` of `text`, to
+/// re-locate a hunk by.
+fn context(text: &str, range: &Range<usize>) -> (String, String) {
+    let starts = line_starts(text);
+    let line_of = |offset: usize| starts.partition_point(|&s| s <= offset).saturating_sub(1);
+    let first = line_of(range.start);
+    let ctx_start = starts[first.saturating_sub(CONTEXT_LINES)];
+    // The line after the hunk's last byte (the hunk covers whole lines).
+    let end_line = line_of(range.end);
+    let ctx_end = starts[(end_line + CONTEXT_LINES).min(starts.len() - 1)];
+    (
+        text[ctx_start.min(range.start)..range.start].to_owned(),
+        text[range.end..ctx_end.max(range.end)].to_owned(),
+    )
+}
+
 /// Applies `changes` to the tracked text and moves the hunks; a change that touches a hunk makes
-/// it re-located afterwards.
+/// it re-located afterwards — except a hunk being accepted, which the change applied.
 fn map_file(f: &mut TrackedFile, changes: &[Replacement]) -> Result<(), String> {
     for c in changes {
         let edit = TextEdit::single(c.clone());
@@ -530,11 +948,119 @@ fn map_file(f: &mut TrackedFile, changes: &[Replacement]) -> Result<(), String> 
                 h.range = shift(&h.range, delta);
             }
         }
+        // An accepted hunk the change touched is what the change did.
+        f.hunks.retain(|h| !(h.accepting && h.moved));
     }
     if f.hunks.iter().any(|h| h.moved) {
         relocate(f)?;
     }
     Ok(())
+}
+
+/// The file's text after `changes` when it is exactly the text an acceptance in flight
+/// expects.
+fn expected_after(f: &TrackedFile, changes: &[Replacement]) -> Option<String> {
+    let expected = f.expect.as_ref()?;
+    let mut text = f.text.clone();
+    for c in changes {
+        text = TextEdit::single(c.clone()).apply(&text).ok()?;
+    }
+    (text == expected.text).then_some(text)
+}
+
+/// The editor applied the hunks being accepted: drop them, put the others where they are in
+/// `text`, and take their context from it.
+fn finish_accept(f: &mut TrackedFile, text: String) {
+    let Some(expected) = f.expect.take() else {
+        return;
+    };
+    f.text = text;
+    f.hunks.retain(|h| !h.accepting);
+    for h in &mut f.hunks {
+        if let Some((_, r)) = expected.ranges.iter().find(|(n, _)| *n == h.n) {
+            h.range = r.clone();
+        }
+        let (before, after) = context(&f.text, &h.range);
+        h.before = before;
+        h.after = after;
+    }
+}
+
+/// The record of a new proposal (id 0: the store assigns one).
+pub fn new_record(proposal: &Proposal) -> ProposalRecord {
+    let mut files: Vec<TrackedFile> = proposal.files.iter().map(track_file).collect();
+    for (n, h) in files
+        .iter_mut()
+        .flat_map(|f| f.hunks.iter_mut())
+        .enumerate()
+    {
+        h.n = n + 1;
+    }
+    let tracked = Tracked {
+        proposal: proposal.clone(),
+        files,
+        stale: None,
+    };
+    let mut record = record_of(&tracked, String::new());
+    record.id = 0;
+    record
+}
+
+fn record_of(t: &Tracked, created_at: String) -> ProposalRecord {
+    ProposalRecord {
+        id: t.proposal.id,
+        instruction: t.proposal.instruction.clone(),
+        model: t.proposal.model.clone(),
+        attempts: t.proposal.attempts,
+        matched_by: t.proposal.matched_by.clone(),
+        created_at,
+        files: t
+            .files
+            .iter()
+            .zip(&t.proposal.files)
+            .map(|(f, pf)| ProposalFileRecord {
+                path: f.path.display().to_string(),
+                display_path: pf.display_path.clone(),
+                created: pf.created,
+                base_hash: store::proposals::text_hash(&f.text),
+                hunks: f
+                    .hunks
+                    .iter()
+                    .filter(|h| !h.accepting)
+                    .map(|h| HunkRecord {
+                        n: h.n,
+                        start: h.range.start,
+                        end: h.range.end,
+                        old: h.old.clone(),
+                        new: h.new.clone(),
+                        before: h.before.clone(),
+                        after: h.after.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// What accepting `chosen` (some of `f`'s hunks) will make of the file.
+fn expected(f: &TrackedFile, chosen: &[Replacement]) -> Expected {
+    let text = TextEdit::new(chosen.to_vec())
+        .and_then(|e| e.apply(&f.text))
+        .unwrap_or_else(|_| f.text.clone());
+    let ranges = f
+        .hunks
+        .iter()
+        .filter(|h| !h.accepting && !chosen.iter().any(|c| c.range == h.range && c.text == h.new))
+        .map(|h| {
+            let delta: isize = chosen
+                .iter()
+                .filter(|c| c.range.end <= h.range.start)
+                .map(|c| c.text.len() as isize - c.range.len() as isize)
+                .sum();
+            (h.n, shift(&h.range, delta))
+        })
+        .collect();
+    Expected { text, ranges }
 }
 
 fn shift(r: &Range<usize>, delta: isize) -> Range<usize> {
@@ -646,6 +1172,7 @@ fn hunk_view(id: ProposalId, f: &TrackedFile, h: &TrackedHunk) -> Hunk {
     }
     Hunk {
         id,
+        n: h.n,
         path: f.path.clone(),
         range: h.range.clone(),
         diff,

@@ -43,7 +43,7 @@ pub mod edit;
 pub mod research;
 mod runs;
 
-pub use choices::{Choice, ChoiceArgument, ChoiceKind, ClientAbilities, ForeignDiagnostic};
+pub use choices::{Choice, ChoiceArgument, ChoiceKind, ClientAbilities, ForeignDiagnostic, Lens};
 pub use runs::{RunEvent, RunHandle, RunKind, Runs};
 
 /// Every command the server executes, with the name clients send and a title for menus.
@@ -55,9 +55,14 @@ pub enum Command {
     EditSelection,
     /// `{request, uri?}`: plan, execute and check a change across the workspace.
     Develop,
+    /// `{id, hunk?}`: accept a proposal, or one hunk of it.
     ProposalAccept,
+    /// `{id, hunk?}`: reject a proposal, or one hunk of it.
     ProposalReject,
+    /// `{id, show?}`: the current diff, shown in the editor unless `show: false`.
     ProposalDiff,
+    /// `{}`: every pending proposal with its files and hunks.
+    ProposalList,
     Research,
     ResearchList,
     ResearchOpen,
@@ -66,13 +71,14 @@ pub enum Command {
 }
 
 impl Command {
-    pub const ALL: [Command; 10] = [
+    pub const ALL: [Command; 11] = [
         Command::Edit,
         Command::EditSelection,
         Command::Develop,
         Command::ProposalAccept,
         Command::ProposalReject,
         Command::ProposalDiff,
+        Command::ProposalList,
         Command::Research,
         Command::ResearchList,
         Command::ResearchOpen,
@@ -88,6 +94,7 @@ impl Command {
             Command::ProposalAccept => "patchwise.proposal.accept",
             Command::ProposalReject => "patchwise.proposal.reject",
             Command::ProposalDiff => "patchwise.proposal.diff",
+            Command::ProposalList => "patchwise.proposal.list",
             Command::Research => "patchwise.research",
             Command::ResearchList => "patchwise.research.list",
             Command::ResearchOpen => "patchwise.research.open",
@@ -104,6 +111,7 @@ impl Command {
             Command::ProposalAccept => "Accept",
             Command::ProposalReject => "Reject",
             Command::ProposalDiff => "Diff",
+            Command::ProposalList => "Show proposals",
             Command::Research => "Research…",
             Command::ResearchList => "Research library",
             Command::ResearchOpen => "Open research report",

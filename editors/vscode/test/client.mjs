@@ -19,7 +19,10 @@ conn.listen();
 const init = await conn.sendRequest('initialize', {
   processId: process.pid,
   rootUri: null,
-  capabilities: { general: { positionEncodings: ['utf-16'] } },
+  capabilities: {
+    general: { positionEncodings: ['utf-16'] },
+    experimental: { patchwise: { instructionInput: true } },
+  },
 });
 assert.equal(init.capabilities.positionEncoding, 'utf-16');
 assert.equal(init.serverInfo.name, 'patchwise');

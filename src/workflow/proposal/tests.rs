@@ -292,3 +292,153 @@ fn sync_rebases_onto_a_text_typed_during_the_run() {
     assert_eq!(store.sync(path(), &over), vec![id]);
     assert!(store.hunks(id, path()).is_empty());
 }
+
+/// b and c both change: two hunks.
+fn two_hunks() -> (String, Proposal) {
+    let new = ORIGINAL
+        .replace("    2\n", "    22\n")
+        .replace("    3\n", "    33\n");
+    let p = proposal(ORIGINAL, &new);
+    (new, p)
+}
+
+#[test]
+fn accepting_one_hunk_applies_it_and_rebases_the_other() {
+    let (new, p) = two_hunks();
+    let mut store = Proposals::new();
+    let id = store.add(p);
+    let hunks = store.hunks(id, path());
+    assert_eq!(hunks.iter().map(|h| h.n).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(store.live_hunks(id), 2);
+    let files = store
+        .begin_accept(id, Some(1), |_| Some((ORIGINAL.to_owned(), Some(3))))
+        .unwrap();
+    assert_eq!(files[0].replacements.len(), 1);
+    let after = apply(ORIGINAL, &files[0]);
+    assert_eq!(after, ORIGINAL.replace("    2\n", "    22\n"));
+    // Hidden while the editor applies it.
+    assert_eq!(store.live_hunks(id), 1);
+    assert!(!store.accepted(id), "hunk 2 is still pending");
+    // The editor's change arrives (as a whole-document replacement, the hardest case).
+    let changes = vec![Replacement::new(0..ORIGINAL.len(), after.clone())];
+    assert!(store.on_change(path(), &changes).is_empty());
+    assert!(store.take_finished().is_empty());
+    let left = store.hunks(id, path());
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].n, 2);
+    assert_eq!(&after[left[0].range.clone()], "    3\n");
+    assert_eq!(store.proposed_text(id, path()).unwrap(), new);
+    assert!(store.current_diff(id).unwrap().contains("+    33"));
+    assert!(!store.current_diff(id).unwrap().contains("+    22"));
+    // Accepting the rest finishes the proposal when its change arrives.
+    let files = store
+        .begin_accept(id, Some(2), |_| Some((after.clone(), Some(4))))
+        .unwrap();
+    let last = apply(&after, &files[0]);
+    assert_eq!(last, new);
+    let change = files[0].replacements[0].clone();
+    assert!(store.on_change(path(), &[change]).is_empty());
+    assert_eq!(store.take_finished(), [id]);
+    assert!(store.get(id).is_none());
+    assert!(store.accepted(id));
+}
+
+#[test]
+fn a_refused_accept_leaves_the_hunk_pending_and_unknown_hunks_are_errors() {
+    let (_, p) = two_hunks();
+    let mut store = Proposals::new();
+    let id = store.add(p);
+    store
+        .begin_accept(id, Some(2), |_| Some((ORIGINAL.to_owned(), Some(3))))
+        .unwrap();
+    assert_eq!(store.live_hunks(id), 1);
+    store.abort_accept(id);
+    assert_eq!(store.live_hunks(id), 2);
+    assert_eq!(
+        store.begin_accept(id, Some(9), |_| Some((ORIGINAL.to_owned(), None))),
+        Err(ApplyError::UnknownHunk { id, hunk: 9 })
+    );
+    assert_eq!(
+        store.reject(id, Some(9)),
+        Err(ApplyError::UnknownHunk { id, hunk: 9 })
+    );
+}
+
+#[test]
+fn accept_all_is_done_at_once_and_a_later_change_is_ignored() {
+    let (new, p) = two_hunks();
+    let mut store = Proposals::new();
+    let id = store.add(p);
+    let files = store
+        .begin_accept(id, None, |_| Some((ORIGINAL.to_owned(), Some(3))))
+        .unwrap();
+    assert_eq!(apply(ORIGINAL, &files[0]), new);
+    assert!(store.accepted(id));
+    assert!(store.get(id).is_none());
+    assert!(store.on_change(path(), &files[0].replacements).is_empty());
+}
+
+#[test]
+fn rejecting_hunks_one_by_one_ends_the_proposal() {
+    let (_, p) = two_hunks();
+    let mut store = Proposals::new();
+    let id = store.add(p);
+    let (paths, done) = store.reject(id, Some(2)).unwrap();
+    assert_eq!(paths, [path().to_path_buf()]);
+    assert!(!done);
+    assert_eq!(
+        store.proposed_text(id, path()).unwrap(),
+        ORIGINAL.replace("    2\n", "    22\n")
+    );
+    // The record keeps what is left.
+    let record = store.record(id).unwrap();
+    assert_eq!(record.files[0].hunks.len(), 1);
+    assert_eq!(record.files[0].hunks[0].n, 1);
+    let (_, done) = store.reject(id, Some(1)).unwrap();
+    assert!(done);
+    assert!(store.get(id).is_none());
+    assert!(matches!(
+        store.reject(id, None),
+        Err(ApplyError::Unknown { .. })
+    ));
+}
+
+#[test]
+fn a_stored_proposal_comes_back_as_it_was_moved_or_stale() {
+    let (new, p) = two_hunks();
+    let mut stored = new_record(&p);
+    stored.id = 41;
+    // The file as it was: restored as is.
+    let mut store = Proposals::new();
+    let id = store.restore(&stored, |_| Some((ORIGINAL.to_owned(), None)));
+    assert_eq!(id, 41);
+    assert!(store.stale(id).is_none());
+    assert_eq!(store.proposed_text(id, path()).unwrap(), new);
+    assert_eq!(store.live_hunks(id), 2);
+    // Lines added above since: re-located.
+    let moved = format!("// header\n{ORIGINAL}");
+    let mut store = Proposals::new();
+    let id = store.restore(&stored, |_| Some((moved.clone(), None)));
+    assert!(store.stale(id).is_none());
+    assert_eq!(
+        store.proposed_text(id, path()).unwrap(),
+        format!("// header\n{new}")
+    );
+    // The target edited since: stale, and nothing to apply.
+    let edited = ORIGINAL.replace("    2\n", "    7\n");
+    let mut store = Proposals::new();
+    let id = store.restore(&stored, |_| Some((edited.clone(), None)));
+    assert!(
+        store.stale(id).unwrap().contains("changed since"),
+        "{:?}",
+        store.stale(id)
+    );
+    assert!(store.hunks(id, path()).is_empty());
+    assert!(store.record(id).is_none());
+    // The file is gone: stale.
+    let mut store = Proposals::new();
+    let id = store.restore(&stored, |_| None);
+    assert!(store.stale(id).unwrap().contains("no longer exists"));
+    // New ids never collide with restored ones.
+    assert!(next_id() > 41);
+}

@@ -14,7 +14,7 @@ use regex::Regex;
 
 use super::Command;
 use crate::document::Document;
-use crate::workflow::{ProposalId, Proposals};
+use crate::workflow::{Hunk, ProposalId, Proposals};
 
 /// How a client groups an action (LSP's code action kinds, by meaning).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,24 +85,60 @@ pub fn code_actions(
     abilities: ClientAbilities,
 ) -> Vec<Choice> {
     let mut out = Vec::new();
-    for proposal in proposals.at(path, range.clone()) {
+    let touched = |h: &Hunk| {
+        let span = hunk_span(doc, &h.range);
+        span.start <= range.end && range.start <= span.end
+    };
+    let mut ids: Vec<ProposalId> = proposals
+        .hunks_for_path(path)
+        .iter()
+        .filter(|h| touched(h))
+        .map(|h| h.id)
+        .collect();
+    ids.dedup();
+    for proposal in ids.into_iter().filter_map(|id| proposals.get(id)) {
+        let id = proposal.id;
+        let what = one_line(&proposal.instruction);
+        let live = proposals.live_hunks(id);
+        if live > 1 {
+            for hunk in proposals.hunks(id, path).iter().filter(|h| touched(h)) {
+                for (verb, command) in [
+                    ("Accept", Command::ProposalAccept),
+                    ("Reject", Command::ProposalReject),
+                ] {
+                    out.push(Choice {
+                        title: format!("{verb} hunk {} of proposal {id}: {what}", hunk.n),
+                        kind: ChoiceKind::QuickFix,
+                        command,
+                        argument: ChoiceArgument::Proposal {
+                            id,
+                            hunk: Some(hunk.n),
+                        },
+                        fixes: None,
+                    });
+                }
+            }
+        }
+        let all = if live > 1 {
+            format!(" ({live} hunks)")
+        } else {
+            String::new()
+        };
         for (verb, command, kind) in [
             ("Accept", Command::ProposalAccept, ChoiceKind::QuickFix),
             ("Reject", Command::ProposalReject, ChoiceKind::QuickFix),
             ("Show diff of", Command::ProposalDiff, ChoiceKind::Other),
         ] {
+            let all = if command == Command::ProposalDiff {
+                ""
+            } else {
+                &all
+            };
             out.push(Choice {
-                title: format!(
-                    "{verb} proposal {}: {}",
-                    proposal.id,
-                    one_line(&proposal.instruction)
-                ),
+                title: format!("{verb} proposal {id}{all}: {what}"),
                 kind,
                 command,
-                argument: ChoiceArgument::Proposal {
-                    id: proposal.id,
-                    hunk: None,
-                },
+                argument: ChoiceArgument::Proposal { id, hunk: None },
                 fixes: None,
             });
         }
@@ -161,6 +197,85 @@ pub fn code_actions(
             },
             fixes: None,
         });
+    }
+    out
+}
+
+/// The lines a hunk shows on, as a byte range of the current text from the start of its first
+/// line to the end of its last (without the line break): the lines it replaces or deletes, and
+/// for a pure insertion the line before and the line after the insertion point — so hovering
+/// the line the user asked to change finds the proposal.
+pub fn hunk_span(doc: &Document, range: &Range<usize>) -> Range<usize> {
+    let rope = &doc.rope;
+    let len = rope.len_bytes();
+    let lines = rope.len_lines();
+    // The empty "line" after a final line break is no line a user can point at.
+    let last_line = if lines > 1 && rope.line(lines - 1).len_bytes() == 0 {
+        lines - 2
+    } else {
+        lines - 1
+    };
+    let (first, last) = if range.start >= range.end {
+        let line = rope.byte_to_line(range.start.min(len));
+        let first = line.saturating_sub(1).min(last_line);
+        (first, line.min(last_line).max(first))
+    } else {
+        let first = rope.byte_to_line(range.start.min(len));
+        let last = rope.byte_to_line(range.end.min(len) - 1).max(first);
+        (first.min(last_line), last.min(last_line))
+    };
+    let start = rope.line_to_byte(first);
+    let line = rope.line(last).to_string();
+    let content = line.trim_end_matches(['\n', '\r']).len();
+    start..rope.line_to_byte(last) + content
+}
+
+/// A code lens: a command shown above a hunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lens {
+    /// Byte offset of the start of the hunk's first line ([`hunk_span`]).
+    pub at: usize,
+    pub title: &'static str,
+    pub command: Command,
+    pub argument: ChoiceArgument,
+}
+
+/// The code lenses of `path`: `Accept · Reject · Diff` above a proposal's only hunk; with
+/// several hunks, `Accept hunk · Reject hunk` above each and `Accept all · Reject all · Diff`
+/// above the first as well.
+pub fn lenses(proposals: &Proposals, path: &Path, doc: &Document) -> Vec<Lens> {
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    for hunk in proposals.hunks_for_path(path) {
+        let id = hunk.id;
+        let whole = ChoiceArgument::Proposal { id, hunk: None };
+        let single = proposals.live_hunks(id) == 1;
+        let first = !seen.contains(&id);
+        seen.push(id);
+        let at = hunk_span(doc, &hunk.range).start;
+        let lens = |title, command, argument: &ChoiceArgument| Lens {
+            at,
+            title,
+            command,
+            argument: argument.clone(),
+        };
+        if single {
+            out.push(lens("Accept", Command::ProposalAccept, &whole));
+            out.push(lens("Reject", Command::ProposalReject, &whole));
+            out.push(lens("Diff", Command::ProposalDiff, &whole));
+            continue;
+        }
+        if first {
+            out.push(lens("Accept all", Command::ProposalAccept, &whole));
+            out.push(lens("Reject all", Command::ProposalReject, &whole));
+            out.push(lens("Diff", Command::ProposalDiff, &whole));
+        }
+        let one = ChoiceArgument::Proposal {
+            id,
+            hunk: Some(hunk.n),
+        };
+        out.push(lens("Accept hunk", Command::ProposalAccept, &one));
+        out.push(lens("Reject hunk", Command::ProposalReject, &one));
     }
     out
 }

@@ -1,0 +1,534 @@
+//! Reviewing proposals: accept and reject (whole, or one hunk), the diff, the list, the
+//! proposed text of a file, and keeping pending proposals in the store so they survive a
+//! restart.
+//!
+//! The decisions are `workflow::Proposals`' (which replacements apply, how the other hunks
+//! re-base, what went stale); this module fetches the texts they need, sends the edit, and
+//! tells the client what changed — diagnostics and code lenses first, then the response
+//! (`Backend::flush`), because some clients stop reading after a response.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::request::ApplyWorkspaceEdit;
+use tower_lsp_server::ls_types::*;
+
+use super::from_proto;
+use super::proposals::{self, EditShape, View};
+use super::server::{Backend, State, request_failed};
+use crate::document::Document;
+use crate::store::Library;
+use crate::workflow::session::edit;
+use crate::workflow::{ApplyError, Proposal, ProposalId, proposal};
+
+#[derive(Debug, Deserialize)]
+pub struct IdArgs {
+    pub id: ProposalId,
+    /// One hunk (its number) instead of the whole proposal.
+    pub hunk: Option<usize>,
+    /// `patchwise.proposal.diff` only: also show the diff in the editor (default true).
+    pub show: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ContentParams {
+    pub id: ProposalId,
+    pub uri: Uri,
+}
+
+/// The text and version of `path` among the open documents.
+fn open_text(documents: &HashMap<Uri, Document>, path: &Path) -> Option<(String, i32)> {
+    documents
+        .iter()
+        .find(|(uri, _)| from_proto::file_path(uri).is_some_and(|p| p == path))
+        .map(|(_, d)| (d.text(), d.version))
+}
+
+fn apply_error(err: ApplyError) -> tower_lsp_server::jsonrpc::Error {
+    request_failed(err.to_string())
+}
+
+impl State {
+    /// How this client wants proposals rendered.
+    pub(super) fn view(&self) -> View {
+        View {
+            encoding: self.encoding,
+            code_lens: self.client.code_lens,
+            plaintext: self.client.plaintext_hover,
+        }
+    }
+}
+
+impl Backend {
+    /// Stores a finished proposal (in memory and, when it can, in the database, which assigns
+    /// its id) and re-bases it onto the documents as they are now.
+    pub(super) async fn add_proposal(&self, mut proposal: Proposal) -> ProposalId {
+        let store = self.store(true).await;
+        if let Some(store) = store {
+            let record = proposal::new_record(&proposal);
+            let saved = tokio::task::spawn_blocking(move || store.insert_proposal(&record)).await;
+            match saved {
+                Ok(Ok(id)) => proposal.id = id,
+                Ok(Err(err)) => tracing::warn!("the proposal is not kept across restarts: {err}"),
+                Err(err) => tracing::warn!("the proposal is not kept across restarts: {err}"),
+            }
+        }
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let documents = &state.documents;
+        let current = |path: &Path| open_text(documents, path).map(|(text, _)| text);
+        let (id, _) = edit::adopt(&mut state.proposals, proposal, current);
+        state
+            .proposals
+            .set_created_at(id, crate::store::now_rfc3339());
+        id
+    }
+
+    /// The proposal database: the open one, else opened now — created only when `create`
+    /// (a server that never makes a proposal leaves no file behind).
+    pub(super) async fn store(&self, create: bool) -> Option<Arc<Library>> {
+        let config = {
+            let state = self.state();
+            if let Some(store) = &state.store {
+                return Some(store.clone());
+            }
+            (*state.config).clone()
+        };
+        let opened = tokio::task::spawn_blocking(move || {
+            // The same database as the research library (one SQLite file per user).
+            let path = crate::research::config::ResearchConfig::from_config(&config)
+                .0
+                .library;
+            if !create && !path.exists() {
+                return Ok(None);
+            }
+            Library::open(&path).map(Some)
+        })
+        .await
+        .ok()?;
+        match opened {
+            Ok(Some(library)) => {
+                let library = Arc::new(library);
+                self.state().store = Some(library.clone());
+                Some(library)
+            }
+            Ok(None) => None,
+            Err(err) => {
+                tracing::warn!("proposals are not kept across restarts: {err}");
+                None
+            }
+        }
+    }
+
+    /// Writes the review state of proposals to the database: `Some` record to update, or the
+    /// id to delete.
+    fn persist(&self, changes: Vec<(ProposalId, Option<crate::store::proposals::ProposalRecord>)>) {
+        let Some(store) = self.state().store.clone() else {
+            return;
+        };
+        if changes.is_empty() {
+            return;
+        }
+        tokio::task::spawn_blocking(move || {
+            for (id, record) in changes {
+                let done = match record {
+                    Some(record) => store.update_proposal(&record),
+                    None => store.delete_proposal(id),
+                };
+                if let Err(err) = done {
+                    tracing::warn!(id, "cannot update the stored proposal: {err}");
+                }
+            }
+        });
+    }
+
+    /// Forgets, in the database, proposals whose last hunk a document change applied.
+    pub(super) fn persist_finished(&self) {
+        let finished = self.state().proposals.take_finished();
+        self.persist(finished.into_iter().map(|id| (id, None)).collect());
+    }
+
+    /// Brings back the stored proposals of files under the workspace roots (or of `only`),
+    /// re-located in the files as they are now. Returns the paths that got proposals.
+    pub(super) async fn restore_proposals(&self, only: Option<PathBuf>) -> Vec<PathBuf> {
+        let Some(store) = self.store(false).await else {
+            return Vec::new();
+        };
+        let (roots, known): (Vec<PathBuf>, Vec<ProposalId>) = {
+            let state = self.state();
+            (
+                state
+                    .workspace_roots
+                    .iter()
+                    .filter_map(from_proto::file_path)
+                    .collect(),
+                state.proposals.list().iter().map(|p| p.id).collect(),
+            )
+        };
+        let wanted = move |record: &crate::store::proposals::ProposalRecord| {
+            !known.contains(&record.id)
+                && record.files.iter().any(|f| {
+                    let path = Path::new(&f.path);
+                    match &only {
+                        Some(only) => path == only,
+                        None => roots.iter().any(|r| path.starts_with(r)),
+                    }
+                })
+        };
+        let loaded = tokio::task::spawn_blocking(move || {
+            let records = store.pending_proposals()?;
+            let records: Vec<_> = records.into_iter().filter(|r| wanted(r)).collect();
+            // The files' texts on disk; open documents replace them below.
+            let texts: HashMap<PathBuf, Option<String>> = records
+                .iter()
+                .flat_map(|r| &r.files)
+                .map(|f| {
+                    let path = PathBuf::from(&f.path);
+                    let text = crate::workspace::read_text(&path).ok();
+                    (path, text)
+                })
+                .collect();
+            Ok::<_, crate::store::StoreError>((records, texts))
+        })
+        .await;
+        let (records, texts) = match loaded {
+            Ok(Ok(loaded)) => loaded,
+            Ok(Err(err)) => {
+                tracing::warn!("cannot read the stored proposals: {err}");
+                return Vec::new();
+            }
+            Err(err) => {
+                tracing::warn!("cannot read the stored proposals: {err}");
+                return Vec::new();
+            }
+        };
+        let mut paths = Vec::new();
+        let mut guard = self.state();
+        let state = &mut *guard;
+        for record in &records {
+            let documents = &state.documents;
+            let current = |path: &Path| match open_text(documents, path) {
+                Some((text, version)) => Some((text, Some(version))),
+                None => texts.get(path).cloned().flatten().map(|t| (t, None)),
+            };
+            let id = state.proposals.restore(record, current);
+            match state.proposals.stale(id) {
+                Some(reason) => tracing::info!(id, "restored a stale proposal: {reason}"),
+                None => tracing::info!(id, "restored a pending proposal"),
+            }
+            paths.extend(record.files.iter().map(|f| PathBuf::from(&f.path)));
+        }
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+
+    /// Accepts proposal `id`, or one hunk of it: one `workspace/applyEdit`; the other hunks
+    /// re-base on the change it makes.
+    pub(super) async fn accept(&self, id: ProposalId, hunk: Option<usize>) -> Result<Value> {
+        let paths: Vec<PathBuf> = {
+            let state = self.state();
+            let proposal = state
+                .proposals
+                .get(id)
+                .ok_or_else(|| apply_error(ApplyError::Unknown { id }))?;
+            proposal
+                .files
+                .iter()
+                .filter(|f| state.document_for_path(&f.path).is_none())
+                .map(|f| f.path.clone())
+                .collect()
+        };
+        // Files that are not open are read from disk, outside the lock.
+        let mut on_disk: HashMap<PathBuf, Option<String>> = HashMap::new();
+        for path in paths {
+            let p = path.clone();
+            let text = tokio::task::spawn_blocking(move || crate::workspace::read_text(&p))
+                .await
+                .ok()
+                .and_then(|r| r.ok());
+            on_disk.insert(path, text);
+        }
+        let (edit, label) = {
+            let mut state = self.state();
+            let shape = EditShape {
+                document_changes: state.client.document_changes,
+                change_annotations: state.client.change_annotations,
+                encoding: state.encoding,
+            };
+            let mut docs: HashMap<PathBuf, (Uri, Document)> = HashMap::new();
+            let proposal = state
+                .proposals
+                .get(id)
+                .cloned()
+                .ok_or_else(|| apply_error(ApplyError::Unknown { id }))?;
+            for file in &proposal.files {
+                if let Some((uri, doc)) = state.document_for_path(&file.path) {
+                    docs.insert(file.path.clone(), (uri.clone(), doc.clone()));
+                } else if let Some(Some(text)) = on_disk.get(&file.path) {
+                    let uri = Uri::from_file_path(&file.path).ok_or_else(|| {
+                        request_failed(format!("{} is not a valid file path", file.path.display()))
+                    })?;
+                    docs.insert(file.path.clone(), (uri, Document::new(text, 0, "")));
+                }
+            }
+            let files = state
+                .proposals
+                .begin_accept(id, hunk, |path| {
+                    docs.get(path).map(|(_, doc)| {
+                        let open = !on_disk.contains_key(path);
+                        (doc.text(), open.then_some(doc.version))
+                    })
+                })
+                .map_err(apply_error)?;
+            let edit = match proposals::workspace_edit(&proposal, &files, &docs, shape) {
+                Ok(edit) => edit,
+                Err(err) => {
+                    state.proposals.abort_accept(id);
+                    return Err(request_failed(err));
+                }
+            };
+            let what = match hunk {
+                Some(n) => format!(" (hunk {n})"),
+                None => String::new(),
+            };
+            (
+                edit,
+                format!(
+                    "patchwise: {}{what}",
+                    proposal.instruction.lines().next().unwrap_or("")
+                ),
+            )
+        };
+        let response = self
+            .client
+            .send_request::<ApplyWorkspaceEdit>(ApplyWorkspaceEditParams {
+                label: Some(label),
+                edit,
+            })
+            .await;
+        let refused = match response {
+            Ok(r) if r.applied => None,
+            Ok(r) => Some(
+                r.failure_reason
+                    .unwrap_or_else(|| "no reason given".to_owned()),
+            ),
+            Err(err) => Some(err.message.to_string()),
+        };
+        if let Some(reason) = refused {
+            self.state().proposals.abort_accept(id);
+            return Err(request_failed(format!(
+                "the editor did not apply proposal {id}: {reason}; the proposal is still pending"
+            )));
+        }
+        let (paths, change) = {
+            let mut state = self.state();
+            let paths = state.proposals.paths(id);
+            let done = state.proposals.accepted(id);
+            let change = if done {
+                None
+            } else {
+                state.proposals.record(id)
+            };
+            (paths, (id, change))
+        };
+        self.persist(vec![change]);
+        self.persist_finished();
+        self.proposals_changed(paths).await;
+        self.flush().await;
+        Ok(json!({ "applied": true }))
+    }
+
+    pub(super) async fn reject(&self, id: ProposalId, hunk: Option<usize>) -> Result<()> {
+        let (paths, change) = {
+            let mut state = self.state();
+            let (paths, done) = state.proposals.reject(id, hunk).map_err(apply_error)?;
+            let record = if done {
+                None
+            } else {
+                state.proposals.record(id)
+            };
+            (paths, (id, record))
+        };
+        self.persist(vec![change]);
+        self.proposals_changed(paths).await;
+        self.flush().await;
+        Ok(())
+    }
+
+    /// The current diff of a proposal; shown in the editor unless `show: false` — as a
+    /// `.diff` document when the client can open one, else as a message.
+    pub(super) async fn diff(&self, args: IdArgs) -> Result<String> {
+        let (diff, show_document, data_dir) = {
+            let state = self.state();
+            let diff = state
+                .proposals
+                .current_diff(args.id)
+                .ok_or_else(|| apply_error(ApplyError::Unknown { id: args.id }))?;
+            (diff, state.client.show_document, state.config.data_dir())
+        };
+        if !args.show.unwrap_or(true) {
+            return Ok(diff);
+        }
+        let shown = show_document && self.show_diff_file(args.id, &diff, &data_dir).await;
+        if !shown {
+            self.client
+                .show_message(
+                    MessageType::INFO,
+                    format!("patchwise proposal {}:\n{diff}", args.id),
+                )
+                .await;
+            self.flush().await;
+        }
+        Ok(diff)
+    }
+
+    /// Writes the diff under the data directory and asks the client to open it.
+    async fn show_diff_file(&self, id: ProposalId, diff: &str, data_dir: &Path) -> bool {
+        let file = data_dir
+            .join("proposals")
+            .join(format!("proposal-{id}.diff"));
+        let text = diff.to_owned();
+        let written = tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(file.parent().unwrap_or(Path::new(".")))?;
+            std::fs::write(&file, text)?;
+            Ok::<_, std::io::Error>(file)
+        })
+        .await;
+        let file = match written {
+            Ok(Ok(file)) => file,
+            Ok(Err(err)) => {
+                tracing::warn!("cannot write the diff to show it: {err}");
+                return false;
+            }
+            Err(err) => {
+                tracing::warn!("cannot write the diff to show it: {err}");
+                return false;
+            }
+        };
+        let Some(uri) = Uri::from_file_path(&file) else {
+            return false;
+        };
+        let shown = self
+            .client
+            .show_document(ShowDocumentParams {
+                uri,
+                external: Some(false),
+                take_focus: Some(true),
+                selection: None,
+            })
+            .await;
+        matches!(shown, Ok(true))
+    }
+
+    /// `patchwise.proposal.list`: every pending proposal, its files and hunks.
+    pub(super) fn list(&self) -> Value {
+        let state = self.state();
+        let encoding = state.encoding;
+        let items: Vec<Value> = state
+            .proposals
+            .list()
+            .into_iter()
+            .map(|p| {
+                let files: Vec<Value> = p
+                    .files
+                    .iter()
+                    .map(|f| {
+                        let doc = state
+                            .document_for_path(&f.path)
+                            .map(|(_, d)| d.clone())
+                            .or_else(|| {
+                                state
+                                    .proposals
+                                    .tracked_text(&f.path)
+                                    .map(|t| Document::new(t, 0, ""))
+                            })
+                            .unwrap_or_else(|| Document::new("", 0, ""));
+                        let hunks: Vec<Value> = state
+                            .proposals
+                            .hunks(p.id, &f.path)
+                            .iter()
+                            .map(|h| {
+                                json!({
+                                    "hunk": h.n,
+                                    "range": proposals::range(&doc, &h.range, encoding),
+                                })
+                            })
+                            .collect();
+                        json!({
+                            "uri": Uri::from_file_path(&f.path).map(|u| u.as_str().to_owned()),
+                            "path": f.display_path,
+                            "created": f.created,
+                            "hunks": hunks,
+                        })
+                    })
+                    .collect();
+                json!({
+                    "id": p.id,
+                    "instruction": p.instruction,
+                    "model": p.model,
+                    "attempts": p.attempts,
+                    "matchedBy": p.matched_by,
+                    "createdAt": state.proposals.created_at(p.id),
+                    "stale": state.proposals.stale(p.id),
+                    "files": files,
+                })
+            })
+            .collect();
+        Value::Array(items)
+    }
+
+    /// `patchwise/proposalContent {id, uri}`: the proposed full text of one file.
+    pub(super) async fn proposal_content(&self, params: ContentParams) -> Result<String> {
+        let path = from_proto::file_path(&params.uri)
+            .ok_or_else(|| request_failed(format!("{} is not a file: URI", params.uri.as_str())))?;
+        let state = self.state();
+        if state.proposals.get(params.id).is_none() {
+            return Err(apply_error(ApplyError::Unknown { id: params.id }));
+        }
+        if let Some(reason) = state.proposals.stale(params.id) {
+            return Err(apply_error(ApplyError::Stale {
+                id: params.id,
+                reason: reason.to_owned(),
+            }));
+        }
+        state
+            .proposals
+            .proposed_text(params.id, &path)
+            .ok_or_else(|| {
+                apply_error(ApplyError::NotInProposal {
+                    id: params.id,
+                    path,
+                })
+            })
+    }
+
+    /// Re-publishes diagnostics for these files and asks the client to refresh code lenses.
+    pub(super) async fn proposals_changed(&self, paths: Vec<PathBuf>) {
+        let (batches, refresh) = {
+            let state = self.state();
+            let view = state.view();
+            let batches: Vec<(Uri, Vec<Diagnostic>, i32)> = paths
+                .iter()
+                .filter_map(|path| {
+                    let (uri, doc) = state.document_for_path(path)?;
+                    let diagnostics = proposals::diagnostics(&state.proposals, path, doc, view);
+                    Some((uri.clone(), diagnostics, doc.version))
+                })
+                .collect();
+            (batches, state.client.code_lens_refresh)
+        };
+        for (uri, diagnostics, version) in batches {
+            self.client
+                .publish_diagnostics(uri, diagnostics, Some(version))
+                .await;
+        }
+        if refresh && let Err(err) = self.client.code_lens_refresh().await {
+            tracing::debug!("code lens refresh failed: {err}");
+        }
+    }
+}
