@@ -995,7 +995,8 @@ fn proposals_survive_a_restart_and_go_stale_when_the_file_changed() {
 fn proposals_show_on_the_lines_they_touch_at_both_ends_of_a_file() {
     const TEXT: &str = "// first\nfn a() {}\n\nfn b() {}\n// last\n";
     // (case, target lines, old, new, lines a hover must answer on)
-    let cases: [(&str, [u64; 2], &str, &str, &[u64]); 7] = [
+    type Case<'a> = (&'a str, [u64; 2], &'a str, &'a str, &'a [u64]);
+    let cases: [Case; 7] = [
         (
             "insert_first",
             [1, 1],
