@@ -143,8 +143,10 @@ local ok, err = pcall(function()
     -- Back to the code, then reopen the report from the library.
     vim.cmd.buffer(bufnr)
     vim.cmd('PatchwiseLibrary')
+    -- The research run may still open its report a second time (window/showDocument arrives
+    -- late on a loaded machine): wait for the library's own pick, then the report.
     wait(30000, 'the library report to open', function()
-      return vim.api.nvim_buf_get_name(0):match('%.md$') ~= nil
+      return report.choices ~= nil and vim.api.nvim_buf_get_name(0):match('%.md$') ~= nil
     end)
     report.library_name = vim.api.nvim_buf_get_name(0)
     vim.cmd.buffer(bufnr)
