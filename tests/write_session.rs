@@ -127,7 +127,8 @@ fn config(url: &str, tools: &str, extra: &str) -> Config {
     let text = format!(
         "[providers.coder]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\napi_key_env = \"\"\n\
          tools = \"{tools}\"\n\n[roles]\ncoder = \"coder/coder-model\"\n\n[timeouts]\nconnect = 2\n\
-         first_token = 20\ntotal = 60\n\n[retry]\nmax_attempts = 1\n\n{extra}"
+         first_token = 20\ntotal = 60\n\n[retry]\nmax_attempts = 1\n\n\
+         [models.\"coder/coder-model\"]\nedit_format = \"tools\"\n\n{extra}"
     );
     let (config, problems) = Config::from_toml_str(&text, ValueSource::Default);
     assert!(problems.is_empty(), "{problems:?}");
