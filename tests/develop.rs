@@ -7,6 +7,8 @@
 //! Every scenario asserts that the workspace on disk is byte-identical after the run: a develop
 //! run proposes, it never writes.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,51 +22,13 @@ use patchwise::workflow::develop::{
     VerifyStatus,
 };
 use serde_json::{Value, json};
+use support::{copy_dir, tree};
 use tokio_util::sync::CancellationToken;
 
 const ROLES: [&str; 4] = ["planner", "coder", "judge", "escalation"];
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/develop")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
-
-/// Every file under `dir` (links as their target) with its bytes.
-fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let t = e.file_type().unwrap();
-            if t.is_symlink() {
-                out.push((
-                    e.path(),
-                    std::fs::read_link(e.path())
-                        .unwrap()
-                        .into_os_string()
-                        .into_encoded_bytes(),
-                ));
-            } else if t.is_dir() {
-                stack.push(e.path());
-            } else {
-                out.push((e.path(), std::fs::read(e.path()).unwrap_or_default()));
-            }
-        }
-    }
-    out.sort();
-    out
+    support::fixture("develop")
 }
 
 fn git_commit_all(ws: &Path) {

@@ -6,44 +6,15 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
 use patchwise::model::replay::ReplayServer;
 use serde_json::Value;
-use support::openai_sse;
+use support::{copy_dir, openai_sse, tree};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/develop")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
-
-fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.push((e.path(), std::fs::read(e.path()).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
+    support::fixture("develop")
 }
 
 struct Setup {
@@ -129,7 +100,7 @@ fn json_of(out: &Output) -> Value {
 #[test]
 fn yes_json_prints_the_proposal_and_writes_nothing() {
     let setup = setup("");
-    let before = files(&setup.ws);
+    let before = tree(&setup.ws);
     let out = develop(&setup, &["--yes", "--json"]);
     let json = json_of(&out);
     assert_eq!(out.status.code(), Some(0), "{json}");
@@ -151,7 +122,7 @@ fn yes_json_prints_the_proposal_and_writes_nothing() {
     assert_eq!(json["report"]["verify"]["status"], "passed", "{json}");
     assert_eq!(json["report"]["model_calls"], 4);
     assert_eq!(
-        files(&setup.ws),
+        tree(&setup.ws),
         before,
         "develop without --apply wrote to the workspace"
     );
@@ -199,7 +170,7 @@ fn apply_that_fails_midway_leaves_every_file_as_it_was() {
         probe.replace("{main}", &main.display().to_string())
     ));
     std::fs::write(&config, text).unwrap();
-    let before = files(&setup.ws);
+    let before = tree(&setup.ws);
     let out = develop(&setup, &["--yes", "--apply", "--json"]);
     let json = json_of(&out);
     assert_eq!(out.status.code(), Some(1), "{json}");
@@ -211,7 +182,7 @@ fn apply_that_fails_midway_leaves_every_file_as_it_was() {
             .contains("nothing was written"),
         "{json}"
     );
-    let after = files(&setup.ws);
+    let after = tree(&setup.ws);
     // Only the outside change to src/main.rs is there; the proposal left no trace.
     for ((path, old), (path2, new)) in before.iter().zip(&after) {
         assert_eq!(path, path2);

@@ -6,43 +6,14 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use patchwise::model::replay::ReplayServer;
 use serde_json::{Value, json};
-use support::{Options, Server, file_uri, openai_sse};
+use support::{Options, Server, copy_dir, file_uri, openai_sse, tree};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/develop")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
-
-fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.push((e.path(), std::fs::read(e.path()).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
+    support::fixture("develop")
 }
 
 struct Setup {
@@ -138,9 +109,9 @@ fn develop(setup: &mut Setup) -> Result<Value, Value> {
 #[test]
 fn develop_shows_the_plan_asks_approval_and_accepts_as_one_workspace_edit() {
     let mut setup = setup("Approve");
-    let before = files(&setup.root);
+    let before = tree(&setup.root);
     let result = develop(&mut setup).unwrap();
-    assert_eq!(files(&setup.root), before, "develop wrote to the workspace");
+    assert_eq!(tree(&setup.root), before, "develop wrote to the workspace");
     let id = result["id"].clone();
     let diff = result["diff"].as_str().unwrap();
     assert!(diff.contains("tests/counts.rs (new file)"), "{diff}");
@@ -230,13 +201,13 @@ fn develop_shows_the_plan_asks_approval_and_accepts_as_one_workspace_edit() {
 #[test]
 fn cancelling_the_plan_changes_nothing_and_says_so() {
     let mut setup = setup("Cancel");
-    let before = files(&setup.root);
+    let before = tree(&setup.root);
     let error = develop(&mut setup).unwrap_err();
     assert!(
         error["message"].as_str().unwrap().contains("not approved"),
         "{error}"
     );
-    assert_eq!(files(&setup.root), before);
+    assert_eq!(tree(&setup.root), before);
     assert!(
         setup.coder.requests().is_empty(),
         "the coder ran without approval"

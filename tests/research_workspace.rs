@@ -6,6 +6,8 @@
 //! as normalised `[n]` citations — or, when the model cites nothing, as the extractive synthesis
 //! with status `partial` and the reason shown.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -16,22 +18,10 @@ use tokio_util::sync::CancellationToken;
 use patchwise::model::replay::{ReplayServer, Reply};
 use patchwise::research::index;
 use patchwise::store::Library;
+use support::copy_dir;
 
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/research/corpus")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    support::fixture("research/corpus")
 }
 
 /// A copy of the corpus and an empty library.

@@ -5,6 +5,8 @@
 //! (SSE streams, native tool calls, or the text protocol for `tools = "text"` providers).
 //! Nothing may be written to disk: the run's result is a proposal.
 
+mod support;
+
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -23,6 +25,7 @@ use patchwise::workflow::edit::{
 };
 use patchwise::workflow::{Proposal, Proposals};
 use serde_json::{Value, json};
+use support::{copy_dir, tree};
 use tokio_util::sync::CancellationToken;
 
 // ---------------------------------------------------------------------------------------------
@@ -265,38 +268,8 @@ fn replay_requests(server: &ReplayServer) -> Vec<String> {
         .collect()
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
-
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/workflow")
-}
-
-/// Every file under `dir` with its bytes.
-fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.push((e.path(), std::fs::read(e.path()).unwrap_or_default()));
-            }
-        }
-    }
-    out.sort();
-    out
+    support::fixture("workflow")
 }
 
 /// A temp dir with the workflow workspace in `ws/`.
@@ -306,10 +279,7 @@ fn workspace() -> (tempfile::TempDir, PathBuf) {
 
 /// A temp dir with `fixtures/workflow/<name>` in `ws/`.
 fn workspace_from(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
-    copy_dir(&fixtures().join(name), &ws);
-    (dir, ws)
+    support::workspace_copy(&format!("workflow/{name}"))
 }
 
 /// The workspace of a scenario: `workspace` names the fixture directory, `workspace_at` where in
@@ -628,13 +598,7 @@ fn check_scenario(name: &str, spec: &Value, ws: &Path, out: &Outcome) -> Vec<Str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenarios_with_scripted_and_replayed_models() {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures().join("scenarios"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
+    let paths = support::json_files(&fixtures().join("scenarios"));
     assert!(paths.len() >= 10, "expected the workflow scenarios");
     let mut errors = Vec::new();
     for path in &paths {

@@ -13,8 +13,9 @@
 //! A file expected in the proposal is a content file name (equal to it), `{"text": …}` (equal),
 //! or a list of texts it contains.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use patchwise::config::{Config, ValueSource};
@@ -23,39 +24,11 @@ use patchwise::model::replay::{ReplayServer, Reply, openai_sse};
 use patchwise::tools::Snapshot;
 use patchwise::workflow::edit::{self, EditContext, EditRequest, Models, lines_to_bytes};
 use serde_json::Value;
+use support::{copy_dir, tree};
 use tokio_util::sync::CancellationToken;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/write")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
-
-/// Every file under `dir` with its text.
-fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.insert(e.path(), std::fs::read(e.path()).unwrap());
-            }
-        }
-    }
-    out
+    support::fixture("write")
 }
 
 fn content_lines(name: &str) -> Vec<String> {
@@ -308,13 +281,7 @@ async fn run(name: &str, spec: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenarios() {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(fixtures().join("scenarios"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    names.sort();
+    let names = support::json_files(&fixtures().join("scenarios"));
     assert!(names.len() >= 12, "{names:?}");
     let mut errs = Vec::new();
     for path in &names {

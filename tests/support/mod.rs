@@ -10,7 +10,7 @@ pub mod expect;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
@@ -460,6 +460,70 @@ pub fn openai_sse(answer: &Value) -> patchwise::model::replay::Reply {
         head: "HTTP/1.1 200 OK\ncontent-type: text/event-stream".to_owned(),
         body,
     }
+}
+
+// ---- workspaces on disk ----
+
+/// `fixtures/<relative>` in the repository.
+pub fn fixture(relative: &str) -> PathBuf {
+    expect::repo_path("fixtures").join(relative)
+}
+
+/// Copies the directory `from` to `to`, recursively (a link is copied as the file it names).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// A temporary directory with a copy of `fixtures/<relative>` in its `ws/`; the directory is
+/// removed when the returned guard drops.
+pub fn workspace_copy(relative: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    copy_dir(&fixture(relative), &ws);
+    (dir, ws)
+}
+
+/// The `*.json` files directly in `dir` (scenarios, cases), sorted by name.
+pub fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Every file under `dir` with its bytes, sorted by path; a symlink is listed with the path it
+/// points to and not followed. Two calls compare equal when nothing on disk changed.
+pub fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_symlink() {
+                let target = std::fs::read_link(e.path()).unwrap();
+                out.push((e.path(), target.into_os_string().into_encoded_bytes()));
+            } else if t.is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push((e.path(), std::fs::read(e.path()).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 // ---- snapshots ----
