@@ -22,7 +22,7 @@ use patchwise::workflow::develop::{
     VerifyStatus,
 };
 use serde_json::{Value, json};
-use support::{copy_dir, tree};
+use support::{copy_dir, openai_sse, tree};
 use tokio_util::sync::CancellationToken;
 
 const ROLES: [&str; 4] = ["planner", "coder", "judge", "escalation"];
@@ -66,49 +66,6 @@ fn running(pid: i32) -> bool {
             .and_then(|r| r.split_whitespace().next())
             != Some("Z")
     })
-}
-
-/// One scripted answer in the OpenAI chat-completions SSE format.
-fn openai_sse(answer: &Value) -> Reply {
-    if answer.get("hang").is_some() {
-        return Reply::Hang;
-    }
-    let chunk = |delta: Value, finish: Value| {
-        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
-               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
-    let mut chunks = vec![chunk(
-        json!({"role": "assistant", "content": ""}),
-        Value::Null,
-    )];
-    let finish = if let Some(calls) = answer["calls"].as_array() {
-        for (i, c) in calls.iter().enumerate() {
-            chunks.push(chunk(
-                json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
-                        "function": {"name": c["name"], "arguments": ""}}]}),
-                Value::Null,
-            ));
-            chunks.push(chunk(
-                json!({"tool_calls": [{"index": i, "function": {"arguments": c["arguments"].to_string()}}]}),
-                Value::Null,
-            ));
-        }
-        "tool_calls"
-    } else {
-        let text = answer["text"].as_str().unwrap_or_default();
-        chunks.push(chunk(json!({"content": text}), Value::Null));
-        "stop"
-    };
-    chunks.push(chunk(json!({}), json!(finish)));
-    let mut body = String::new();
-    for c in chunks {
-        body.push_str(&format!("data: {c}\n\n"));
-    }
-    body.push_str("data: [DONE]\n\n");
-    Reply::Http {
-        head: "HTTP/1.1 200 OK\ncontent-type: text/event-stream".to_owned(),
-        body,
-    }
 }
 
 /// One scripted answer in Anthropic's Messages SSE format.

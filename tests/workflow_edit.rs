@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use patchwise::config::{Config, ValueSource};
-use patchwise::model::replay::{ReplayServer, Reply};
+use patchwise::model::replay::{ReplayServer, Reply, openai_sse};
 use patchwise::model::{
     ChatModel, ChatRequest, ChatStream, FinishReason, Message, ModelRouter, StreamEvent, ToolCall,
     ToolChoice, Usage,
@@ -194,51 +194,11 @@ impl ChatModel for Scripted {
 
 /// An SSE answer in the OpenAI chat-completions wire format.
 fn sse(answer: &Answer) -> Reply {
-    let chunk = |delta: Value, finish: Value| {
-        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
-               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
-    let mut chunks = vec![chunk(
-        json!({"role": "assistant", "content": ""}),
-        Value::Null,
-    )];
-    let finish = match answer {
-        Answer::Hang => return Reply::Hang,
-        Answer::BrokenOff => return Reply::Close,
-        Answer::Text(t) => {
-            // Split the text so the client assembles deltas.
-            let mid = t
-                .char_indices()
-                .nth(t.chars().count() / 2)
-                .map_or(0, |(i, _)| i);
-            chunks.push(chunk(json!({"content": &t[..mid]}), Value::Null));
-            chunks.push(chunk(json!({"content": &t[mid..]}), Value::Null));
-            "stop"
-        }
-        Answer::Calls(calls) => {
-            for (i, (name, args)) in calls.iter().enumerate() {
-                chunks.push(chunk(
-                    json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
-                            "function": {"name": name, "arguments": ""}}]}),
-                    Value::Null,
-                ));
-                chunks.push(chunk(
-                    json!({"tool_calls": [{"index": i, "function": {"arguments": args.to_string()}}]}),
-                    Value::Null,
-                ));
-            }
-            "tool_calls"
-        }
-    };
-    chunks.push(chunk(json!({}), json!(finish)));
-    let mut body = String::new();
-    for c in chunks {
-        body.push_str(&format!("data: {c}\n\n"));
-    }
-    body.push_str("data: [DONE]\n\n");
-    Reply::Http {
-        head: "HTTP/1.1 200 OK\ncontent-type: text/event-stream".to_owned(),
-        body,
+    match answer {
+        Answer::Hang => Reply::Hang,
+        Answer::BrokenOff => Reply::Close,
+        Answer::Text(t) => openai_sse(t, &[], "stop"),
+        Answer::Calls(calls) => openai_sse("", calls, "tool_calls"),
     }
 }
 

@@ -418,47 +418,26 @@ pub fn file_uri(path: &Path) -> String {
 
 // ---- scripted model answers ----
 
-/// An answer in the OpenAI chat-completions SSE format: `{"text"}`, `{"calls"}` or `"hang"`.
+/// An answer in the OpenAI chat-completions SSE format: `{"text"}`, `{"calls": [{"name",
+/// "arguments"}]}`, or `"hang"` / `{"hang": …}` (never answers); built by
+/// [`patchwise::model::replay::openai_sse`].
 pub fn openai_sse(answer: &Value) -> patchwise::model::replay::Reply {
-    use patchwise::model::replay::Reply;
-    if answer == "hang" {
+    use patchwise::model::replay::{Reply, openai_sse};
+    if answer == "hang" || answer.get("hang").is_some() {
         return Reply::Hang;
     }
-    let chunk = |delta: Value, finish: Value| {
-        json!({"id": "chatcmpl-e2e", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
-               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
-    let mut chunks = vec![chunk(
-        json!({"role": "assistant", "content": ""}),
-        Value::Null,
-    )];
-    let finish = if let Some(text) = answer["text"].as_str() {
-        for piece in text.split_inclusive('\n') {
-            chunks.push(chunk(json!({ "content": piece }), Value::Null));
+    match answer["calls"].as_array() {
+        Some(calls) => {
+            let calls: Vec<(String, Value)> = calls
+                .iter()
+                .map(|c| {
+                    let name = c["name"].as_str().unwrap().to_owned();
+                    (name, c["arguments"].clone())
+                })
+                .collect();
+            openai_sse("", &calls, "tool_calls")
         }
-        "stop"
-    } else {
-        for (i, call) in answer["calls"].as_array().unwrap().iter().enumerate() {
-            let args = call["arguments"].to_string();
-            let (head, tail) = args.split_at(args.len() / 2);
-            chunks.push(chunk(
-                json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
-                        "function": {"name": call["name"], "arguments": head}}]}),
-                Value::Null,
-            ));
-            chunks.push(chunk(
-                json!({"tool_calls": [{"index": i, "function": {"arguments": tail}}]}),
-                Value::Null,
-            ));
-        }
-        "tool_calls"
-    };
-    chunks.push(chunk(json!({}), json!(finish)));
-    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-    body.push_str("data: [DONE]\n\n");
-    Reply::Http {
-        head: "HTTP/1.1 200 OK\ncontent-type: text/event-stream".to_owned(),
-        body,
+        None => openai_sse(answer["text"].as_str().unwrap_or_default(), &[], "stop"),
     }
 }
 
