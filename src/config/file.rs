@@ -54,6 +54,14 @@ pub struct ConfigFile {
     pub tools: ToolsSection,
 }
 
+/// A base URL of an API (providers, research sources, feeds).
+const URL_PATTERN: &str = r"^https?://[^\s/]+";
+const URL_EXPECTED: &str = "an http:// or https:// URL";
+/// The name of the environment variable holding a key (never the key: a problem does not echo it).
+const KEY_ENV_PATTERN: &str = r"^[A-Za-z0-9_]*$";
+const KEY_ENV_EXPECTED: &str =
+    "the NAME of an environment variable (letters, digits, '_'), not a key";
+
 /// One `[providers.NAME]` table.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
@@ -61,20 +69,14 @@ pub struct ProviderTable {
     /// The wire format the server speaks.
     pub kind: ProviderKind,
     /// The API's base URL (default: the kind's public API).
-    #[schemars(
-        regex(pattern = r"^https?://[^\s/]+"),
-        extend("x-expected" = "an http:// or https:// URL")
-    )]
+    #[schemars(regex(pattern = URL_PATTERN), extend("x-expected" = URL_EXPECTED))]
     pub base_url: Option<String>,
     /// The NAME of the environment variable holding the key, never the key itself. Default: per
     /// kind (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`), none for servers on this
     /// machine; `""` never sends a key.
     #[schemars(
-        regex(pattern = r"^[A-Za-z0-9_]*$"),
-        extend(
-            "x-expected" = "the NAME of an environment variable (letters, digits, '_'), not a key",
-            "x-redact" = true
-        )
+        regex(pattern = KEY_ENV_PATTERN),
+        extend("x-expected" = KEY_ENV_EXPECTED, "x-redact" = true)
     )]
     pub api_key_env: Option<String>,
     /// How tool calls travel: the provider's native tool calling, or tools taught in the prompt.
@@ -311,18 +313,12 @@ pub struct SourceTable {
     /// Whether the source is asked (default: every kind but searxng, which is self-hosted).
     pub enabled: Option<bool>,
     /// The API's base URL.
-    #[schemars(
-        regex(pattern = r"^https?://[^\s/]+"),
-        extend("x-expected" = "an http:// or https:// URL")
-    )]
+    #[schemars(regex(pattern = URL_PATTERN), extend("x-expected" = URL_EXPECTED))]
     pub base_url: Option<String>,
     /// The NAME of the environment variable holding the key; `""`: no key.
     #[schemars(
-        regex(pattern = r"^[A-Za-z0-9_]*$"),
-        extend(
-            "x-expected" = "the NAME of an environment variable (letters, digits, '_'), not a key",
-            "x-redact" = true
-        )
+        regex(pattern = KEY_ENV_PATTERN),
+        extend("x-expected" = KEY_ENV_EXPECTED, "x-redact" = true)
     )]
     pub api_key_env: Option<String>,
     /// An e-mail address for the polite pool (openalex, crossref).
@@ -342,7 +338,7 @@ pub struct SourceTable {
     #[schemars(range(min = 1, max = 200))]
     pub max_results: Option<u32>,
     /// Feed URLs (feeds only).
-    #[schemars(inner(regex(pattern = r"^https?://[^\s/]+")))]
+    #[schemars(inner(regex(pattern = URL_PATTERN)))]
     pub urls: Vec<String>,
 }
 
