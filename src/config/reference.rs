@@ -166,12 +166,7 @@ fn allowed(root: &Value, field: &Value) -> String {
             return words.join(" or ");
         }
     }
-    let types: Vec<&str> = match obj.get("type") {
-        Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
-    let kind = types.iter().copied().find(|t| *t != "null").unwrap_or("");
+    let kind = main_type(obj);
     let bound = |k: &str| obj.get(k).and_then(Value::as_f64);
     let range = match (
         bound("minimum").or(bound("exclusiveMinimum")),
@@ -237,7 +232,21 @@ fn collect_constants(root: &Value, schema: &Value, out: &mut Vec<Value>) {
     }
 }
 
-fn trim_number(x: f64) -> String {
+/// The type a schema names besides `null` (`""` when it names none).
+pub(super) fn main_type(schema: &Map<String, Value>) -> &str {
+    match schema.get("type") {
+        Some(Value::String(t)) => t,
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or(""),
+        _ => "",
+    }
+}
+
+/// A bound as a problem or the reference writes it: `10`, not `10.0`.
+pub(super) fn trim_number(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{}", x as i64)
     } else {
@@ -266,7 +275,8 @@ fn properties(schema: &Map<String, Value>) -> Vec<(&String, &Value)> {
         .unwrap_or_default()
 }
 
-fn resolve<'v>(root: &'v Value, schema: &'v Value) -> &'v Value {
+/// `schema` with its `$ref`s into `root`'s `$defs` followed.
+pub(super) fn resolve<'v>(root: &'v Value, schema: &'v Value) -> &'v Value {
     let mut current = schema;
     for _ in 0..16 {
         let Some(name) = current

@@ -9,6 +9,7 @@
 
 use serde_json::{Map, Value};
 
+use super::reference::{main_type, resolve, trim_number};
 use super::{ConfigProblem, Severity, ValueSource, describe, resolve_path};
 
 /// Keys that would hold a secret: never read, never echoed.
@@ -90,20 +91,7 @@ impl<'a> Validator<'a> {
     }
 
     fn resolve(&self, schema: &'a Value) -> &'a Value {
-        let mut current = schema;
-        for _ in 0..16 {
-            let Some(reference) = current.get("$ref").and_then(Value::as_str) else {
-                break;
-            };
-            let Some(name) = reference.strip_prefix("#/$defs/") else {
-                break;
-            };
-            match self.root.get("$defs").and_then(|d| d.get(name)) {
-                Some(found) => current = found,
-                None => break,
-            }
-        }
-        current
+        resolve(self.root, schema)
     }
 
     fn check_branches(
@@ -362,28 +350,15 @@ fn type_matches(types: Option<&Value>, value: &Value) -> bool {
 
 /// What a schema allows, in the words a problem uses.
 fn expected_words(schema: &Map<String, Value>) -> String {
-    let types: Vec<&str> = match schema.get("type") {
-        Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
-    let kind = types.iter().copied().find(|t| *t != "null").unwrap_or("");
     let min = schema.get("minimum").and_then(Value::as_f64);
     let max = schema.get("maximum").and_then(Value::as_f64);
-    let number = |x: f64| {
-        if x.fract() == 0.0 && x.abs() < 1e15 {
-            format!("{}", x as i64)
-        } else {
-            x.to_string()
-        }
-    };
     let range = match (min, max) {
-        (Some(l), Some(h)) => format!(" from {} to {}", number(l), number(h)),
-        (Some(l), None) if l > 0.0 => format!(" of at least {}", number(l)),
-        (None, Some(h)) => format!(" of at most {}", number(h)),
+        (Some(l), Some(h)) => format!(" from {} to {}", trim_number(l), trim_number(h)),
+        (Some(l), None) if l > 0.0 => format!(" of at least {}", trim_number(l)),
+        (None, Some(h)) => format!(" of at most {}", trim_number(h)),
         _ => String::new(),
     };
-    match kind {
+    match main_type(schema) {
         "integer" => format!("an integer{range}"),
         "number" => format!("a number{range}"),
         "string" => "a string".to_owned(),
