@@ -65,17 +65,6 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
-    pub const NAMES: [&'static str; 3] = ["openai", "anthropic", "gemini"];
-
-    pub fn parse(text: &str) -> Option<ProviderKind> {
-        match text {
-            "openai" => Some(ProviderKind::OpenAi),
-            "anthropic" => Some(ProviderKind::Anthropic),
-            "gemini" => Some(ProviderKind::Gemini),
-            _ => None,
-        }
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             ProviderKind::OpenAi => "openai",
@@ -207,10 +196,6 @@ impl ModelRole {
             ModelRole::Judge => "judge",
             ModelRole::Escalation => "escalation",
         }
-    }
-
-    pub fn parse(text: &str) -> Option<ModelRole> {
-        ModelRole::ALL.into_iter().find(|r| r.name() == text)
     }
 }
 
