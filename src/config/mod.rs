@@ -39,7 +39,7 @@ pub use secret::Secret;
 pub use validate::did_you_mean;
 
 use file::ConfigFile;
-use validate::Validator;
+use validate::{Validator, suggesting};
 
 /// The workspace file, relative to the workspace root.
 pub const WORKSPACE_CONFIG: &str = ".patchwise/config.toml";
@@ -683,51 +683,45 @@ impl Config {
     /// known kind or say its kind. What fails is reported and dropped.
     fn validate(&mut self, problems: &mut Vec<ConfigProblem>) {
         let providers = self.effective_providers();
-        let mut dropped = Vec::new();
+        let known: Vec<&str> = providers.keys().map(String::as_str).collect();
+        // The path of each value dropped, and why.
+        let mut dropped: Vec<(Vec<String>, String)> = Vec::new();
         for (role, target) in &self.roles {
             if !providers.contains_key(&target.provider) {
-                let key = format!("roles.{role}");
-                let known: Vec<&str> = providers.keys().map(String::as_str).collect();
-                let mut message = format!(
+                let message = format!(
                     "expected a configured provider before the '/', found {:?}; providers: {}",
                     target.provider,
                     known.join(", ")
                 );
-                if let Some(best) = did_you_mean(&target.provider, known.iter().copied()) {
-                    message.push_str(&format!("; did you mean {best:?}?"));
-                }
-                problems.push(ConfigProblem {
-                    severity: Severity::Error,
-                    source: self.source_of(&key),
-                    key,
-                    message,
-                });
-                dropped.push(vec!["roles".to_owned(), role.name().to_owned()]);
+                dropped.push((
+                    vec!["roles".to_owned(), role.name().to_owned()],
+                    suggesting(message, &target.provider, known.iter().copied()),
+                ));
             }
         }
         for (name, table) in &self.research.sources {
             if table.kind.is_none() && !file::SOURCE_KINDS.contains(&name.as_str()) {
-                let key = format!("research.sources.{name}");
-                let mut message = format!(
+                let message = format!(
                     "unknown source {name:?}; name a built-in source ({}) or set kind = \"…\"",
                     file::SOURCE_KINDS.join(", ")
                 );
-                if let Some(best) = did_you_mean(name, file::SOURCE_KINDS.into_iter()) {
-                    message.push_str(&format!("; did you mean {best:?}?"));
-                }
-                problems.push(ConfigProblem {
-                    severity: Severity::Error,
-                    source: self.source_of(&key),
-                    key,
-                    message,
-                });
-                dropped.push(vec!["research".into(), "sources".into(), name.clone()]);
+                dropped.push((
+                    vec!["research".into(), "sources".into(), name.clone()],
+                    suggesting(message, name, file::SOURCE_KINDS.into_iter()),
+                ));
             }
         }
         if dropped.is_empty() {
             return;
         }
-        for path in dropped {
+        for (path, message) in dropped {
+            let key = path.join(".");
+            problems.push(ConfigProblem {
+                severity: Severity::Error,
+                source: self.source_of(&key),
+                key,
+                message,
+            });
             remove_path(&mut self.layers, &path);
         }
         self.resolve(problems);

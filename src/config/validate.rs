@@ -246,16 +246,15 @@ impl<'a> Validator<'a> {
                     .unwrap_or_else(|| v.to_string())
             })
             .collect();
-        let mut message = format!(
+        let message = format!(
             "expected one of {}, found {}",
             names.join(", "),
             quoted(value)
         );
-        if let Some(text) = value.as_str()
-            && let Some(best) = did_you_mean(text, names.iter().map(String::as_str))
-        {
-            message.push_str(&format!("; did you mean {best:?}?"));
-        }
+        let message = match value.as_str() {
+            Some(text) => suggesting(message, text, names.iter().map(String::as_str)),
+            None => message,
+        };
         self.error(path, message);
     }
 
@@ -315,6 +314,18 @@ pub fn did_you_mean<'c>(word: &str, candidates: impl Iterator<Item = &'c str>) -
         })
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, c)| c)
+}
+
+/// `message`, ending in "; did you mean …?" when `word` looks like a misspelling of a candidate.
+pub(super) fn suggesting<'c>(
+    message: String,
+    word: &str,
+    candidates: impl Iterator<Item = &'c str>,
+) -> String {
+    match did_you_mean(word, candidates) {
+        Some(best) => format!("{message}; did you mean {best:?}?"),
+        None => message,
+    }
 }
 
 fn quoted(value: &Value) -> String {
