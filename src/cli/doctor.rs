@@ -3,12 +3,12 @@
 //! where data is kept — the first thing to run when a model call fails.
 //!
 //! Keys are never printed: only the name of the variable and whether it is set. Exit codes:
-//! 0 the coder role's server answers (and lists its model, if one is named), 1 it does not (the
-//! report is still printed), 2 usage or output errors.
+//! 0 the coder role's server answers (and lists its model, if one is named) and the configuration
+//! has no errors, 1 otherwise (the report is still printed), 2 usage or output errors.
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -115,15 +115,7 @@ pub fn run(args: &DoctorArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut report = runtime.block_on(build_report(&paths, !args.offline));
-    if let Some(root) = workspace.as_deref().filter(|w| w.is_dir()) {
-        let (config, _) = Config::load_from(&paths);
-        report.develop = Some(crate::workflow::develop::setup(
-            root,
-            &config,
-            &crate::tools::process::RealRunner,
-        ));
-    }
+    let report = runtime.block_on(build_report(&paths, workspace.as_deref(), !args.offline));
     let output = if args.json {
         match serde_json::to_string_pretty(&report) {
             Ok(text) => text + "\n",
@@ -149,10 +141,10 @@ pub fn run(args: &DoctorArgs) -> ExitCode {
     }
 }
 
-/// Loads the configuration at `paths` and, if `online`, probes every role's server.
-pub async fn build_report(paths: &ConfigPaths, online: bool) -> Report {
+/// Loads the configuration at `paths` and, if `online`, probes every role's server; with a
+/// `workspace` that exists, says what `patchwise develop` would run in it.
+pub async fn build_report(paths: &ConfigPaths, workspace: Option<&Path>, online: bool) -> Report {
     let (config, problems) = Config::load_from(paths);
-    // Providers and roles only: other modules' raw sections could hold anything a user typed.
     tracing::debug!(
         providers = ?config.providers.keys().collect::<Vec<_>>(),
         roles = ?config.roles,
@@ -306,6 +298,9 @@ pub async fn build_report(paths: &ConfigPaths, online: bool) -> Report {
             config.retry.max_backoff.as_millis() as u64,
         ),
     ]);
+    let develop = workspace.filter(|w| w.is_dir()).map(|root| {
+        crate::workflow::develop::setup(root, &config, &crate::tools::process::RealRunner)
+    });
     let data_dir = config.data_dir();
     let problems_have_errors = problems.iter().any(|p| p.severity == Severity::Error);
     Report {
@@ -323,7 +318,7 @@ pub async fn build_report(paths: &ConfigPaths, online: bool) -> Report {
         },
         coder_ready,
         ok: coder_ready && !problems_have_errors,
-        develop: None,
+        develop,
     }
 }
 
