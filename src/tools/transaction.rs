@@ -198,8 +198,6 @@ pub struct TransactionError {
     /// The file the failing step was about (as the caller named it).
     pub path: PathBuf,
     pub reason: String,
-    /// The I/O error kind, when the failure came from the disk.
-    pub kind: Option<io::ErrorKind>,
     /// Files restored to their original text (or removed, when created) by the rollback.
     pub undone: Vec<PathBuf>,
     /// What the rollback could not undo; empty when the disk is as it was before the commit.
@@ -231,18 +229,17 @@ impl fmt::Display for TransactionError {
 }
 
 impl TransactionError {
-    fn new(change: &Change, reason: impl Into<String>, kind: Option<io::ErrorKind>) -> Self {
+    fn new(change: &Change, reason: impl Into<String>) -> Self {
         TransactionError {
             path: change.shown.clone(),
             reason: reason.into(),
-            kind,
             undone: Vec::new(),
             not_undone: Vec::new(),
         }
     }
 
     fn io(change: &Change, what: &str, e: &io::Error) -> Self {
-        Self::new(change, format!("{what}: {}", describe(e)), Some(e.kind()))
+        Self::new(change, format!("{what}: {}", describe(e)))
     }
 }
 
@@ -336,10 +333,6 @@ impl Transaction {
         self
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.changes.is_empty()
-    }
-
     /// Commits on the real disk.
     pub fn commit(self) -> Result<Committed, TransactionError> {
         self.commit_on(&RealDisk)
@@ -358,7 +351,6 @@ impl Transaction {
                         "it is the same file as {} in this transaction; merge the two changes",
                         other.change.shown.display()
                     ),
-                    None,
                 ));
             }
             plan.push(step);
@@ -446,11 +438,7 @@ fn side_file(target: &Path, id: &str, suffix: &str) -> PathBuf {
 fn prepare_step(disk: &dyn Disk, change: &Change, id: &str) -> Result<Step, TransactionError> {
     let shown = &change.shown;
     if shown.file_name().is_none() {
-        return Err(TransactionError::new(
-            change,
-            "the path names no file",
-            None,
-        ));
+        return Err(TransactionError::new(change, "the path names no file"));
     }
     let existing = disk.symlink_metadata(shown);
     let target = match &existing {
@@ -469,7 +457,6 @@ fn prepare_step(disk: &dyn Disk, change: &Change, id: &str) -> Result<Step, Tran
                     change,
                     "it already exists and this change creates it; read the file and change it \
                      instead of creating it",
-                    Some(io::ErrorKind::AlreadyExists),
                 ));
             }
             None
@@ -479,11 +466,7 @@ fn prepare_step(disk: &dyn Disk, change: &Change, id: &str) -> Result<Step, Tran
                 .symlink_metadata(&target)
                 .map_err(|e| gone_or(change, "cannot inspect it", &e))?;
             if meta.is_dir() {
-                return Err(TransactionError::new(
-                    change,
-                    "it is a directory",
-                    Some(io::ErrorKind::IsADirectory),
-                ));
+                return Err(TransactionError::new(change, "it is a directory"));
             }
             Some(meta)
         }
@@ -529,7 +512,6 @@ fn gone_or(change: &Change, what: &str, e: &io::Error) -> TransactionError {
         TransactionError::new(
             change,
             "it was deleted since it was read; nothing was written over it",
-            Some(e.kind()),
         )
     } else {
         TransactionError::io(change, what, e)
@@ -546,7 +528,6 @@ fn check_unchanged(disk: &dyn Disk, step: &Step, path: &Path) -> Result<(), Tran
         return Err(TransactionError::new(
             change,
             "it changed on disk since it was read; read it again and redo the change",
-            None,
         ));
     }
     Ok(())
@@ -574,12 +555,7 @@ impl Run<'_> {
             self.swap(i)?;
         }
         // 3. Durable, then committed: the side files go.
-        let mut dirs: Vec<&Path> = self.plan.iter().filter_map(|s| s.target.parent()).collect();
-        dirs.sort();
-        dirs.dedup();
-        for d in dirs {
-            let _ = self.disk.sync_dir(d);
-        }
+        self.sync_parents();
         self.write_journal(JournalState::Committed);
         let mut clean = true;
         for step in &self.plan {
@@ -608,7 +584,6 @@ impl Run<'_> {
                     return Err(TransactionError::new(
                         &step.change,
                         format!("{} is a file, not a directory", d.display()),
-                        Some(io::ErrorKind::NotADirectory),
                     ));
                 }
                 Err(_) => missing.push(d.to_path_buf()),
@@ -638,35 +613,32 @@ impl Run<'_> {
         let step = &mut self.plan[i];
         match step.change.kind {
             ChangeKind::Create => {
-                // A link refuses to replace a file that appeared meanwhile; a rename would not.
-                match disk.hard_link(&step.temp, &step.target) {
+                // A link refuses to replace a file that appeared meanwhile; a rename would not,
+                // so where links fail for another reason the rename is preceded by a look.
+                let linked = disk.hard_link(&step.temp, &step.target);
+                let taken = match &linked {
+                    Ok(()) => false,
+                    Err(e) => {
+                        e.kind() == io::ErrorKind::AlreadyExists
+                            || disk.symlink_metadata(&step.target).is_ok()
+                    }
+                };
+                if taken {
+                    return Err(TransactionError::new(
+                        &step.change,
+                        "it was created by someone else during the write; nothing was written \
+                         over it",
+                    ));
+                }
+                match linked {
                     Ok(()) => {
-                        step.applied = true;
                         let _ = disk.remove_file(&step.temp);
                     }
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                        return Err(TransactionError::new(
-                            &step.change,
-                            "it was created by someone else during the write; nothing was \
-                             written over it",
-                            Some(e.kind()),
-                        ));
-                    }
-                    Err(_) => {
-                        if disk.symlink_metadata(&step.target).is_ok() {
-                            return Err(TransactionError::new(
-                                &step.change,
-                                "it was created by someone else during the write; nothing was \
-                                 written over it",
-                                Some(io::ErrorKind::AlreadyExists),
-                            ));
-                        }
-                        disk.rename(&step.temp, &step.target).map_err(|e| {
-                            TransactionError::io(&step.change, "cannot move it into place", &e)
-                        })?;
-                        step.applied = true;
-                    }
+                    Err(_) => disk.rename(&step.temp, &step.target).map_err(|e| {
+                        TransactionError::io(&step.change, "cannot move it into place", &e)
+                    })?,
                 }
+                step.applied = true;
             }
             ChangeKind::Replace | ChangeKind::Delete => {
                 if disk.hard_link(&step.target, &step.backup).is_err() {
@@ -742,14 +714,19 @@ impl Run<'_> {
         for d in self.created_dirs.iter().rev() {
             let _ = disk.remove_dir(d);
         }
+        self.sync_parents();
+        if error.not_undone.is_empty() {
+            self.remove_journal();
+        }
+    }
+
+    /// Makes the renames in every target's directory durable.
+    fn sync_parents(&self) {
         let mut dirs: Vec<&Path> = self.plan.iter().filter_map(|s| s.target.parent()).collect();
         dirs.sort();
         dirs.dedup();
         for d in dirs {
-            let _ = disk.sync_dir(d);
-        }
-        if error.not_undone.is_empty() {
-            self.remove_journal();
+            let _ = self.disk.sync_dir(d);
         }
     }
 
@@ -837,10 +814,6 @@ impl Journal {
     /// start can finish what a killed one left.
     pub fn default_dir() -> Option<PathBuf> {
         dirs::data_dir().map(|d| d.join("patchwise").join("transactions"))
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     fn write(&self, record: &JournalRecord) -> io::Result<PathBuf> {
@@ -965,16 +938,14 @@ fn recover_record(disk: &dyn Disk, record: &JournalRecord) -> Vec<String> {
                             f.backup.display()
                         )),
                     }
-                } else if same || !ours {
-                    if same {
-                        let _ = disk.remove_file(&f.backup);
-                    } else {
-                        report.push(format!(
-                            "{target} changed after an interrupted write; it was left as it is \
-                             and its earlier text is kept in {}",
-                            f.backup.display()
-                        ));
-                    }
+                } else if same {
+                    let _ = disk.remove_file(&f.backup);
+                } else {
+                    report.push(format!(
+                        "{target} changed after an interrupted write; it was left as it is and \
+                         its earlier text is kept in {}",
+                        f.backup.display()
+                    ));
                 }
             }
         }
