@@ -3,6 +3,10 @@
 //! Every byte the server writes to stdout must be part of a well-formed LSP frame: the reader
 //! thread fails loudly on anything else, so a stray `println!` breaks the tests. Messages the
 //! test did not ask for (notifications, server requests) are kept in order for inspection.
+//!
+//! Beside it, what every test binary needs around a run: scripted model answers
+//! ([`openai_sse`]), workspaces copied from `fixtures/` ([`workspace_copy`], [`copy_dir`]), the
+//! state of a directory to compare before and after ([`tree`]), and snapshots ([`snapshot`]).
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
