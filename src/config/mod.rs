@@ -498,17 +498,16 @@ impl Config {
         if let Some(target) = self.roles.get(&ModelRole::Coder) {
             return (ModelRole::Coder, vec![target.clone()]);
         }
-        let mut names: Vec<String> = self.effective_providers().into_keys().collect();
-        if self.providers.is_empty() {
-            names = DEFAULT_LOCAL_SERVERS
-                .iter()
-                .map(|(n, _)| (*n).to_owned())
-                .collect();
-        }
+        // The built-in servers in their order of preference, not by name.
+        let names: Vec<&str> = if self.providers.is_empty() {
+            DEFAULT_LOCAL_SERVERS.iter().map(|(n, _)| *n).collect()
+        } else {
+            self.providers.keys().map(String::as_str).collect()
+        };
         let targets = names
             .into_iter()
             .map(|provider| RoleTarget {
-                provider,
+                provider: provider.to_owned(),
                 model: String::new(),
             })
             .collect();
