@@ -39,7 +39,6 @@ use crate::config::{Config, ConfigProblem};
 use crate::model::{ChatModel, ModelRouter};
 use crate::research::config::ResearchConfig;
 use crate::research::credibility::Lists;
-use crate::research::sources::Source;
 use crate::store::{Library, SourceOutcome, SourceRecord, StoreError};
 
 pub use crate::store::{ResearchRecord, ResearchSummary};
@@ -127,13 +126,12 @@ enum ModelChoice {
     Off,
 }
 
-/// A research engine: settings, credibility lists, the library, and (optionally) substitute
-/// sources or model for tests. Cheap to keep for the life of a server.
+/// A research engine: settings, credibility lists, the library, and (optionally) a substitute
+/// model for tests. Cheap to keep for the life of a server.
 pub struct Research {
     settings: ResearchConfig,
     lists: Lists,
     library: Arc<Library>,
-    sources: Option<Vec<Arc<dyn Source>>>,
     model: ModelChoice,
     problems: Vec<String>,
 }
@@ -169,14 +167,8 @@ impl Research {
             settings,
             lists,
             library,
-            sources: None,
             problems,
         }
-    }
-
-    /// Uses these sources instead of the configured ones (tests, embedders).
-    pub fn set_sources(&mut self, sources: Vec<Arc<dyn Source>>) {
-        self.sources = Some(sources);
     }
 
     /// Uses this model for the synthesis; `None`: never call a model (extractive synthesis).
@@ -201,11 +193,6 @@ impl Research {
         &self.problems
     }
 
-    /// The report of a saved record, written again from the library if the file is missing.
-    pub fn report_for(&self, record: &ResearchRecord) -> std::io::Result<PathBuf> {
-        ensure_report(&self.library, record)
-    }
-
     fn select_sources(
         &self,
         options: &RunOptions,
@@ -223,18 +210,6 @@ impl Research {
                 })
                 .collect()
         });
-        if let Some(override_sources) = &self.sources {
-            let chosen = override_sources
-                .iter()
-                .filter(|s| {
-                    wanted
-                        .as_ref()
-                        .is_none_or(|w| w.iter().any(|n| n == s.name()))
-                })
-                .cloned()
-                .collect();
-            return Ok((chosen, Vec::new()));
-        }
         let mut settings: Vec<config::SourceSettings> = Vec::new();
         match &wanted {
             Some(names) => {
