@@ -13,7 +13,6 @@ use std::time::Instant;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ModelSettings;
 use crate::model::budget::{Budget, count_request};
 use crate::model::{ChatModel, ChatOptions, ChatRequest, Message, StreamEvent, Usage};
 use crate::research::{ModelChoice, Phase, ProgressFn, Research, support, synthesis};
@@ -224,8 +223,7 @@ impl Research {
         token_budget: usize,
         encoding: Encoding,
     ) -> usize {
-        let mut budget = Budget::new(model.name(), ModelSettings::default(), false);
-        budget.window = model.context_window();
+        let budget = Budget::for_window(model.name(), model.context_window());
         let (system, user, _) = synthesis::prompt(query, &[], usize::MAX, encoding);
         let skeleton = ChatRequest {
             messages: vec![Message::system(system), Message::user(user)],
