@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::research::{citations, passages, support};
+use crate::research::{citations, passages, plural, support};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens, truncate_to_tokens};
 
@@ -76,10 +76,6 @@ impl Validated {
             None
         }
     }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 fn marker_regex() -> &'static Regex {
