@@ -452,6 +452,31 @@ fn transport_message(err: reqwest::Error) -> String {
     message
 }
 
+/// A provider answer that is not what its documentation promises: what was `expected`, and
+/// (the start of) what was `found`.
+pub fn malformed(expected: &str, found: impl std::fmt::Display) -> SourceError {
+    SourceError::Malformed {
+        expected: expected.to_owned(),
+        found: found.to_string().chars().take(160).collect(),
+    }
+}
+
+/// A provider's JSON answer; invalid JSON is [`malformed`] against `expected`.
+pub fn json(body: &str, expected: &str) -> Result<serde_json::Value, SourceError> {
+    serde_json::from_str(body).map_err(|e| malformed(expected, format!("invalid JSON ({e})")))
+}
+
+/// An empty record credited to `provider`, to fill from its answer.
+pub fn record(provider: &str, venue_type: &str, retrieved_at: &str) -> SourceRecord {
+    SourceRecord {
+        provider: provider.to_owned(),
+        providers: vec![provider.to_owned()],
+        venue_type: venue_type.to_owned(),
+        retrieved_at: retrieved_at.to_owned(),
+        ..SourceRecord::default()
+    }
+}
+
 /// The first line of an error body, short.
 pub fn short_error(body: &str) -> String {
     let message = crate::model::http::error_message(body.as_bytes());
