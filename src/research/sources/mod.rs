@@ -198,10 +198,18 @@ impl Endpoint {
     ) -> Result<Fetched, SourceError> {
         // By provider and normalised request: the same question in other letter case hits it.
         let cache_key = format!("{} {}", self.name, url.as_str().to_lowercase());
-        let cached = context
-            .library
-            .as_ref()
-            .and_then(|lib| lib.cache_get(&cache_key).ok().flatten());
+        // The library is also written by the workspace index on the blocking pool: waiting for
+        // its lock here would stall a runtime thread, so the cache is read and written there too.
+        let cached = match context.library.clone() {
+            Some(lib) => {
+                let key = cache_key.clone();
+                tokio::task::spawn_blocking(move || lib.cache_get(&key).ok().flatten())
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            None => None,
+        };
         let result = self
             .fetch(
                 context,
@@ -217,14 +225,17 @@ impl Endpoint {
                 etag,
                 last_modified,
             }) => {
-                if let Some(lib) = &context.library {
+                if let Some(lib) = context.library.clone() {
                     let entry = CachedResponse {
                         body: body.clone(),
                         etag,
                         last_modified,
                         fetched_at: now_rfc3339(),
                     };
-                    if let Err(err) = lib.cache_put(&cache_key, &entry) {
+                    let put = tokio::task::spawn_blocking(move || {
+                        lib.cache_put(&cache_key, &entry).map_err(|e| e.to_string())
+                    });
+                    if let Err(err) = put.await.unwrap_or_else(|e| Err(e.to_string())) {
                         tracing::debug!(source = %self.name, "cannot cache an answer: {err}");
                     }
                 }
