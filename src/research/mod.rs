@@ -139,36 +139,28 @@ pub struct Research {
 impl Research {
     /// Reads `[research]`, loads the credibility lists and opens the library.
     pub fn new(config: &Config) -> Result<Research, ResearchError> {
-        let (settings, problems) = ResearchConfig::from_config(config);
+        let (settings, config_problems) = ResearchConfig::from_config(config);
         let library = Arc::new(Library::open(&settings.library)?);
-        let mut research = Research::with_library(config, library);
-        research.problems = problems
-            .iter()
-            .map(ConfigProblem::to_string)
-            .chain(research.problems)
-            .collect();
-        Ok(research)
-    }
-
-    /// Like [`Research::new`] with an already open library.
-    pub fn with_library(config: &Config, library: Arc<Library>) -> Research {
-        let (settings, _) = ResearchConfig::from_config(config);
-        let mut extra: Vec<PathBuf> = Vec::new();
+        let mut files: Vec<PathBuf> = Vec::new();
         if let Some(user) = crate::config::user_config_path()
             && let Some(dir) = user.parent()
         {
-            extra.push(dir.join("credibility.toml"));
+            files.push(dir.join("credibility.toml"));
         }
-        extra.extend(settings.credibility.clone());
-        let paths: Vec<&std::path::Path> = extra.iter().map(PathBuf::as_path).collect();
-        let (lists, problems) = Lists::load(&paths);
-        Research {
+        files.extend(settings.credibility.iter().cloned());
+        let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+        let (lists, list_problems) = Lists::load(&paths);
+        Ok(Research {
             model: ModelChoice::Router(Arc::new(ModelRouter::new(config.clone()))),
             settings,
             lists,
             library,
-            problems,
-        }
+            problems: config_problems
+                .iter()
+                .map(ConfigProblem::to_string)
+                .chain(list_problems)
+                .collect(),
+        })
     }
 
     /// Uses this model for the synthesis; `None`: never call a model (extractive synthesis).
