@@ -175,10 +175,6 @@ impl Research {
         &self.library
     }
 
-    pub fn settings(&self) -> &ResearchConfig {
-        &self.settings
-    }
-
     /// Configuration and credibility-file problems found while setting up (for `doctor`-style
     /// display; the run goes on with defaults).
     pub fn problems(&self) -> &[String] {
