@@ -444,3 +444,61 @@ fn an_answer_without_citations_falls_back_to_the_extractive_synthesis() {
         "{report}"
     );
 }
+
+#[test]
+fn with_verify_a_second_model_pass_gives_each_citation_its_verdict() {
+    let answer = "When the cache is full it evicts the least recently used entry [1]. Every write is first appended to the write-ahead log [2]. Retries use exponential backoff with full jitter [3].";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![
+            scripted(answer),
+            scripted("SUPPORTS"),
+            scripted("Contradicts."),
+            scripted("partly"),
+        ]))
+        .unwrap();
+    let env = Env::new(Some(&model.url()));
+    let (run, stderr) = env.json(&[QUESTION, "--sources", "workspace", "--verify"]);
+    assert_eq!(run["synthesis_kind"], "model", "{stderr}");
+    assert_eq!(
+        model.requests().len(),
+        4,
+        "one synthesis, one check per citation"
+    );
+    let verify = model.requests()[1].json();
+    let asked = verify["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        asked.contains("Statement: When the cache is full it evicts"),
+        "{asked}"
+    );
+    let verdicts: Vec<(Value, Value)> = run["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let check = &c["checks"][0];
+            (check["model_verdict"].clone(), check["verdict"].clone())
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("supports".into(), "supported".into()),
+            ("contradicts".into(), "contradicted".into()),
+            ("partly".into(), "partly".into()),
+        ]
+    );
+    let support = &run["support"];
+    assert_eq!(support["method"], "model", "{support}");
+    assert_eq!(
+        (
+            &support["supported"],
+            &support["contradicted"],
+            &support["partly"]
+        ),
+        (&Value::from(1), &Value::from(1), &Value::from(1)),
+        "{support}"
+    );
+    // The verifying pass's tokens count: 4 answers of 900 + 60.
+    assert_eq!(run["input_tokens"], 3600, "{run}");
+}

@@ -56,7 +56,9 @@ pub fn map_prose(text: &str, mut f: impl FnMut(&str) -> String) -> String {
     out
 }
 
-fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+/// The regex in `cell`, compiled once from `pattern` (a constant the tests compile; a pattern
+/// that did not compile would match nothing rather than panic).
+pub(crate) fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
     cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| Regex::new("$^").expect("trivial")))
 }
 

@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use crate::research::dedupe::{normalize_title, year_of};
 use crate::research::domain::{has_suffix, host_of, is_within, registrable_domain};
+use crate::research::plural;
 use crate::store::{Credibility, SourceRecord};
 
 /// The built-in lists.
@@ -222,7 +223,7 @@ pub fn score(
         parts.push(format!(
             "{:.2} ({n} citation{})",
             c.citation_factor,
-            if n == 1 { "" } else { "s" }
+            plural(n as usize)
         ));
     }
     if independent_domains >= 2 {

@@ -19,15 +19,6 @@ pub fn host_of(url: &str) -> Option<String> {
     (!host.is_empty()).then_some(host)
 }
 
-/// The public suffix of `host` (`co.uk`, `org`, `github.io`), by the Public Suffix List.
-pub fn public_suffix(host: &str) -> String {
-    let host = clean(host);
-    match psl::suffix_str(&host) {
-        Some(suffix) if !suffix.is_empty() => suffix.to_owned(),
-        _ => host.rsplit('.').next().unwrap_or("").to_owned(),
-    }
-}
-
 /// The registrable domain of `host`: its public suffix plus one label. An IP address is its own
 /// domain; a bare suffix (`co.uk`) has none.
 pub fn registrable_domain(host: &str) -> Option<String> {

@@ -13,9 +13,8 @@ use std::time::Instant;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ModelSettings;
 use crate::model::budget::{Budget, count_request};
-use crate::model::{ChatModel, ChatOptions, ChatRequest, Message, StreamEvent, Usage};
+use crate::model::{ChatModel, ChatOptions, ChatRequest, Message, StreamEvent, Usage, complete};
 use crate::research::{ModelChoice, Phase, ProgressFn, Research, support, synthesis};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
@@ -135,7 +134,7 @@ impl Research {
             );
         };
         let mut answer = self
-            .stream(model.as_ref(), request, deadline, Some(&heartbeat), cancel)
+            .stream(model.as_ref(), request, deadline, &heartbeat, cancel)
             .await;
         if answer.cut {
             notes.push(
@@ -224,8 +223,7 @@ impl Research {
         token_budget: usize,
         encoding: Encoding,
     ) -> usize {
-        let mut budget = Budget::new(model.name(), ModelSettings::default(), false);
-        budget.window = model.context_window();
+        let budget = Budget::for_window(model.name(), model.context_window());
         let (system, user, _) = synthesis::prompt(query, &[], usize::MAX, encoding);
         let skeleton = ChatRequest {
             messages: vec![Message::system(system), Message::user(user)],
@@ -244,13 +242,14 @@ impl Research {
     }
 
     /// Streams one answer until it is done, fails, is cancelled or the deadline passes, calling
-    /// `heartbeat` (seconds, characters so far) at the configured interval.
+    /// `heartbeat` (seconds, characters so far) at the configured interval. Unlike
+    /// [`complete`], an answer cut short keeps the text it had.
     async fn stream(
         &self,
         model: &dyn ChatModel,
         request: ChatRequest,
         deadline: Instant,
-        heartbeat: Option<&(dyn Fn(f64, usize) + Send + Sync)>,
+        heartbeat: &(dyn Fn(f64, usize) + Send + Sync),
         cancel: &CancellationToken,
     ) -> Streamed {
         let call_cancel = cancel.child_token();
@@ -277,11 +276,7 @@ impl Research {
                     out.failure = Some(format!("the time budget ({:.0} s) ran out while the model was writing", self.settings.time_budget.as_secs_f64()));
                     break;
                 }
-                _ = beat.tick() => {
-                    if let Some(h) = heartbeat {
-                        h(started.elapsed().as_secs_f64(), out.text.chars().count());
-                    }
-                }
+                _ = beat.tick() => heartbeat(started.elapsed().as_secs_f64(), out.text.chars().count()),
                 event = stream.next() => match event {
                     Some(Ok(StreamEvent::TextDelta { text: delta })) => out.text.push_str(&delta),
                     Some(Ok(StreamEvent::TextToolCalls { prose })) => out.text = prose,
@@ -343,16 +338,18 @@ impl Research {
                     ..ChatOptions::default()
                 },
             };
-            let answer = self.stream(model, request, deadline, None, cancel).await;
-            usage.input_tokens += answer.usage.input_tokens;
-            usage.output_tokens += answer.usage.output_tokens;
-            verdicts.push(
-                answer
-                    .failure
-                    .is_none()
-                    .then(|| support::parse_verdict(&answer.text))
-                    .flatten(),
-            );
+            // One word, nothing to show while it comes: the whole answer or none.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let answer =
+                tokio::time::timeout(left, complete(model, request, cancel.child_token())).await;
+            verdicts.push(match answer {
+                Ok(Ok(answer)) => {
+                    usage.input_tokens += answer.usage.input_tokens;
+                    usage.output_tokens += answer.usage.output_tokens;
+                    support::parse_verdict(&answer.text)
+                }
+                _ => None,
+            });
         }
         (verdicts, usage)
     }

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::research::passages::{self, question_parts, terms};
 use crate::store::passages::{FileStamp, IndexedFile};
-use crate::store::{Library, PassageHit, StoreError};
+use crate::store::{Library, PassageHit, StoreError, fts_query};
 
 /// Files larger than this are skipped (generated data, lock files, minified bundles).
 pub const MAX_FILE_BYTES: u64 = 512 * 1024;
@@ -150,14 +150,10 @@ pub fn is_research_report(text: &str) -> bool {
             .is_some_and(|l| l.starts_with("*Research `") && l.contains("` · "))
 }
 
-/// The FTS5 query matching any of `words` (each quoted, so nothing in them is syntax).
+/// The FTS5 query matching any of `words` (the words of [`terms`], so no stop word is left
+/// for [`fts_query`] to drop; each is quoted, so nothing in them is syntax).
 fn any_of(words: &[String]) -> Option<String> {
-    let quoted: Vec<String> = words
-        .iter()
-        .take(32)
-        .map(|w| format!("\"{}\"", w.replace('"', "")))
-        .collect();
-    (!quoted.is_empty()).then(|| quoted.join(" OR "))
+    fts_query(&words.join(" "), true)
 }
 
 /// A passage found for a question, with the part of the question it was found for.
@@ -259,9 +255,14 @@ mod tests {
 
     #[test]
     fn fts_queries_quote_every_word() {
+        // A quote inside a word cannot end the quoting: the word is split at it.
         assert_eq!(
             any_of(&["cache".to_owned(), "ev\"il".to_owned()]).as_deref(),
-            Some("\"cache\" OR \"evil\"")
+            Some("\"cache\" OR \"ev\" OR \"il\"")
+        );
+        assert_eq!(
+            any_of(&terms("how does the cache evict entries")).as_deref(),
+            Some("\"cache\" OR \"evict\" OR \"entries\"")
         );
         assert_eq!(any_of(&[]), None);
     }

@@ -39,7 +39,6 @@ use crate::config::{Config, ConfigProblem};
 use crate::model::{ChatModel, ModelRouter};
 use crate::research::config::ResearchConfig;
 use crate::research::credibility::Lists;
-use crate::research::sources::Source;
 use crate::store::{Library, SourceOutcome, SourceRecord, StoreError};
 
 pub use crate::store::{ResearchRecord, ResearchSummary};
@@ -127,13 +126,12 @@ enum ModelChoice {
     Off,
 }
 
-/// A research engine: settings, credibility lists, the library, and (optionally) substitute
-/// sources or model for tests. Cheap to keep for the life of a server.
+/// A research engine: settings, credibility lists, the library, and (optionally) a substitute
+/// model for tests. Cheap to keep for the life of a server.
 pub struct Research {
     settings: ResearchConfig,
     lists: Lists,
     library: Arc<Library>,
-    sources: Option<Vec<Arc<dyn Source>>>,
     model: ModelChoice,
     problems: Vec<String>,
 }
@@ -141,42 +139,28 @@ pub struct Research {
 impl Research {
     /// Reads `[research]`, loads the credibility lists and opens the library.
     pub fn new(config: &Config) -> Result<Research, ResearchError> {
-        let (settings, problems) = ResearchConfig::from_config(config);
+        let (settings, config_problems) = ResearchConfig::from_config(config);
         let library = Arc::new(Library::open(&settings.library)?);
-        let mut research = Research::with_library(config, library);
-        research.problems = problems
-            .iter()
-            .map(ConfigProblem::to_string)
-            .chain(research.problems)
-            .collect();
-        Ok(research)
-    }
-
-    /// Like [`Research::new`] with an already open library.
-    pub fn with_library(config: &Config, library: Arc<Library>) -> Research {
-        let (settings, _) = ResearchConfig::from_config(config);
-        let mut extra: Vec<PathBuf> = Vec::new();
+        let mut files: Vec<PathBuf> = Vec::new();
         if let Some(user) = crate::config::user_config_path()
             && let Some(dir) = user.parent()
         {
-            extra.push(dir.join("credibility.toml"));
+            files.push(dir.join("credibility.toml"));
         }
-        extra.extend(settings.credibility.clone());
-        let paths: Vec<&std::path::Path> = extra.iter().map(PathBuf::as_path).collect();
-        let (lists, problems) = Lists::load(&paths);
-        Research {
+        files.extend(settings.credibility.iter().cloned());
+        let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+        let (lists, list_problems) = Lists::load(&paths);
+        Ok(Research {
             model: ModelChoice::Router(Arc::new(ModelRouter::new(config.clone()))),
             settings,
             lists,
             library,
-            sources: None,
-            problems,
-        }
-    }
-
-    /// Uses these sources instead of the configured ones (tests, embedders).
-    pub fn set_sources(&mut self, sources: Vec<Arc<dyn Source>>) {
-        self.sources = Some(sources);
+            problems: config_problems
+                .iter()
+                .map(ConfigProblem::to_string)
+                .chain(list_problems)
+                .collect(),
+        })
     }
 
     /// Uses this model for the synthesis; `None`: never call a model (extractive synthesis).
@@ -191,19 +175,10 @@ impl Research {
         &self.library
     }
 
-    pub fn settings(&self) -> &ResearchConfig {
-        &self.settings
-    }
-
     /// Configuration and credibility-file problems found while setting up (for `doctor`-style
     /// display; the run goes on with defaults).
     pub fn problems(&self) -> &[String] {
         &self.problems
-    }
-
-    /// The report of a saved record, written again from the library if the file is missing.
-    pub fn report_for(&self, record: &ResearchRecord) -> std::io::Result<PathBuf> {
-        ensure_report(&self.library, record)
     }
 
     fn select_sources(
@@ -223,18 +198,6 @@ impl Research {
                 })
                 .collect()
         });
-        if let Some(override_sources) = &self.sources {
-            let chosen = override_sources
-                .iter()
-                .filter(|s| {
-                    wanted
-                        .as_ref()
-                        .is_none_or(|w| w.iter().any(|n| n == s.name()))
-                })
-                .cloned()
-                .collect();
-            return Ok((chosen, Vec::new()));
-        }
         let mut settings: Vec<config::SourceSettings> = Vec::new();
         match &wanted {
             Some(names) => {

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::research::plural;
 use crate::store::ResearchRecord;
 
 /// The report's text.
@@ -26,7 +27,7 @@ pub fn render(r: &ResearchRecord) -> String {
         how,
         r.duration_ms as f64 / 1000.0,
         r.sources.len(),
-        if r.sources.len() == 1 { "" } else { "s" },
+        plural(r.sources.len()),
         r.status
     );
     let _ = writeln!(out, "## Synthesis\n\n{}\n", r.synthesis.trim());
@@ -72,7 +73,7 @@ pub fn render(r: &ResearchRecord) -> String {
                 if c.attributed { " *(attributed)*" } else { "" },
                 refs.join(", "),
                 c.independent_domains,
-                if c.independent_domains == 1 { "" } else { "s" },
+                plural(c.independent_domains as usize),
                 if checks.is_empty() {
                     String::new()
                 } else {
@@ -137,7 +138,7 @@ pub fn render(r: &ResearchRecord) -> String {
                 o.provider,
                 o.status,
                 o.count,
-                if o.count == 1 { "" } else { "s" },
+                plural(o.count),
                 o.millis
             );
             if let Some(m) = &o.message {

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::research::{citations, passages, support};
+use crate::research::{citations, passages, plural, support};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens, truncate_to_tokens};
 
@@ -78,33 +78,18 @@ impl Validated {
     }
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 fn marker_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     // `[3]`, `[1, 4]`, `[2-5]`, `[2–5]`; not `[x]` or links `[text](url)`.
-    RE.get_or_init(|| {
-        Regex::new(r"\[(\d{1,4}(?:\s*(?:,|-|–)\s*\d{1,4})*)\]\(?")
-            .unwrap_or_else(|_| unreachable_regex())
-    })
-}
-
-#[cold]
-fn unreachable_regex() -> Regex {
-    // The pattern above is a constant tested by `validate_citations`'s tests.
-    Regex::new("$^").expect("trivial regex")
+    citations::regex(&RE, r"\[(\d{1,4}(?:\s*(?:,|-|–)\s*\d{1,4})*)\]\(?")
 }
 
 fn claims_heading() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r"(?mi)^\s{0,3}(?:#{1,6}\s*)?(?:\*\*)?\s*(?:key\s+)?claims\s*:?\s*(?:\*\*)?\s*:?\s*$",
-        )
-        .unwrap_or_else(|_| unreachable_regex())
-    })
+    citations::regex(
+        &RE,
+        r"(?mi)^\s{0,3}(?:#{1,6}\s*)?(?:\*\*)?\s*(?:key\s+)?claims\s*:?\s*(?:\*\*)?\s*:?\s*$",
+    )
 }
 
 /// A block of a Markdown answer.
@@ -441,7 +426,7 @@ fn strip_markers(text: &str) -> String {
 
 fn space_before_punctuation() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"[ \t]+([.,;:!?])(\s|$)").unwrap_or_else(|_| unreachable_regex()))
+    citations::regex(&RE, r"[ \t]+([.,;:!?])(\s|$)")
 }
 
 /// Spaces left by removed markers: `word  .` → `word.`.

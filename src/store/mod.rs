@@ -857,12 +857,5 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// A Unix time as RFC 3339 UTC (times chrono cannot represent clamp to the epoch).
-pub fn rfc3339_from_unix(secs: i64) -> String {
-    chrono::DateTime::from_timestamp(secs, 0)
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
 #[cfg(test)]
 mod tests;

@@ -83,8 +83,9 @@ impl Library {
         {
             let mut find =
                 tx.prepare_cached("SELECT id FROM passage_file WHERE root = ?1 AND path = ?2")?;
-            let mut ids = tx.prepare_cached("SELECT id FROM passage WHERE file_id = ?1")?;
-            let mut delete_fts = tx.prepare_cached("DELETE FROM passage_fts WHERE rowid = ?1")?;
+            let mut delete_fts = tx.prepare_cached(
+                "DELETE FROM passage_fts WHERE rowid IN (SELECT id FROM passage WHERE file_id = ?1)",
+            )?;
             let mut delete_passages =
                 tx.prepare_cached("DELETE FROM passage WHERE file_id = ?1")?;
             let mut delete_file = tx.prepare_cached("DELETE FROM passage_file WHERE id = ?1")?;
@@ -93,12 +94,7 @@ impl Library {
                     .query_row(params![root, path], |r| r.get(0))
                     .optional()?;
                 if let Some(id) = id {
-                    let passages: Vec<i64> = ids
-                        .query_map([id], |r| r.get(0))?
-                        .collect::<Result<_, _>>()?;
-                    for p in passages {
-                        delete_fts.execute([p])?;
-                    }
+                    delete_fts.execute([id])?;
                     delete_passages.execute([id])?;
                     delete_file.execute([id])?;
                 }

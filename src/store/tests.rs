@@ -135,10 +135,6 @@ fn ids_sort_by_time_and_dates_round_trip() {
     assert_eq!(a.len(), 12);
     assert!(a < b);
     assert_ne!(new_id(), "");
-    assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
-    assert_eq!(rfc3339_from_unix(1_763_775_725), "2025-11-22T01:42:05Z");
-    assert_eq!(rfc3339_from_unix(-86_400), "1969-12-31T00:00:00Z");
-    assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
     assert!(now_rfc3339().ends_with('Z'));
 }
 

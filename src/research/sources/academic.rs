@@ -11,30 +11,10 @@ use crate::model::http::secret_header;
 use crate::research::config::SourceSettings;
 use crate::research::dates::normalize_date;
 use crate::research::sources::{
-    Endpoint, Found, Source, SourceContext, SourceError, SourceQuery, strip_tags, text,
+    Endpoint, Found, Source, SourceContext, SourceError, SourceQuery, json, malformed, record,
+    strip_tags, text,
 };
 use crate::store::{SourceRecord, now_rfc3339};
-
-fn malformed(expected: &str, found: impl std::fmt::Display) -> SourceError {
-    SourceError::Malformed {
-        expected: expected.to_owned(),
-        found: found.to_string().chars().take(160).collect(),
-    }
-}
-
-fn json(body: &str, expected: &str) -> Result<Value, SourceError> {
-    serde_json::from_str(body).map_err(|e| malformed(expected, format!("invalid JSON ({e})")))
-}
-
-fn record(provider: &str, retrieved_at: &str) -> SourceRecord {
-    SourceRecord {
-        provider: provider.to_owned(),
-        providers: vec![provider.to_owned()],
-        venue_type: "unknown".to_owned(),
-        retrieved_at: retrieved_at.to_owned(),
-        ..SourceRecord::default()
-    }
-}
 
 /// Query words for the providers whose syntax is fielded (arXiv): no stop words, no operators.
 fn terms(query: &str) -> Vec<String> {
@@ -122,7 +102,7 @@ pub fn parse_openalex(body: &str, retrieved_at: &str) -> Result<Vec<SourceRecord
         })?;
     let mut out = Vec::new();
     for w in results {
-        let mut r = record("openalex", retrieved_at);
+        let mut r = record("openalex", "unknown", retrieved_at);
         r.provider_id = text(&w["id"]).unwrap_or_default();
         r.title = text(&w["display_name"])
             .or_else(|| text(&w["title"]))
@@ -277,7 +257,7 @@ pub fn parse_arxiv(body: &str, retrieved_at: &str) -> Result<Vec<SourceRecord>, 
                 ),
             });
         }
-        let mut r = record("arxiv", retrieved_at);
+        let mut r = record("arxiv", "unknown", retrieved_at);
         r.provider_id = id.clone();
         r.url = Some(id.clone());
         r.arxiv_id = Some(id);
@@ -364,7 +344,7 @@ pub fn parse_crossref(body: &str, retrieved_at: &str) -> Result<Vec<SourceRecord
     })?;
     let mut out = Vec::new();
     for w in items {
-        let mut r = record("crossref", retrieved_at);
+        let mut r = record("crossref", "unknown", retrieved_at);
         r.doi = text(&w["DOI"]);
         r.provider_id = r.doi.clone().unwrap_or_default();
         r.title = w["title"]
@@ -507,7 +487,7 @@ pub fn parse_semantic_scholar(
     };
     let mut out = Vec::new();
     for p in data {
-        let mut r = record("semantic_scholar", retrieved_at);
+        let mut r = record("semantic_scholar", "unknown", retrieved_at);
         r.provider_id = text(&p["paperId"]).unwrap_or_default();
         r.title = text(&p["title"]).unwrap_or_default();
         if r.title.is_empty() {

@@ -198,10 +198,18 @@ impl Endpoint {
     ) -> Result<Fetched, SourceError> {
         // By provider and normalised request: the same question in other letter case hits it.
         let cache_key = format!("{} {}", self.name, url.as_str().to_lowercase());
-        let cached = context
-            .library
-            .as_ref()
-            .and_then(|lib| lib.cache_get(&cache_key).ok().flatten());
+        // The library is also written by the workspace index on the blocking pool: waiting for
+        // its lock here would stall a runtime thread, so the cache is read and written there too.
+        let cached = match context.library.clone() {
+            Some(lib) => {
+                let key = cache_key.clone();
+                tokio::task::spawn_blocking(move || lib.cache_get(&key).ok().flatten())
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            None => None,
+        };
         let result = self
             .fetch(
                 context,
@@ -217,14 +225,17 @@ impl Endpoint {
                 etag,
                 last_modified,
             }) => {
-                if let Some(lib) = &context.library {
+                if let Some(lib) = context.library.clone() {
                     let entry = CachedResponse {
                         body: body.clone(),
                         etag,
                         last_modified,
                         fetched_at: now_rfc3339(),
                     };
-                    if let Err(err) = lib.cache_put(&cache_key, &entry) {
+                    let put = tokio::task::spawn_blocking(move || {
+                        lib.cache_put(&cache_key, &entry).map_err(|e| e.to_string())
+                    });
+                    if let Err(err) = put.await.unwrap_or_else(|e| Err(e.to_string())) {
                         tracing::debug!(source = %self.name, "cannot cache an answer: {err}");
                     }
                 }
@@ -450,6 +461,31 @@ fn transport_message(err: reqwest::Error) -> String {
         message = format!("the answer was cut off ({message})");
     }
     message
+}
+
+/// A provider answer that is not what its documentation promises: what was `expected`, and
+/// (the start of) what was `found`.
+pub fn malformed(expected: &str, found: impl std::fmt::Display) -> SourceError {
+    SourceError::Malformed {
+        expected: expected.to_owned(),
+        found: found.to_string().chars().take(160).collect(),
+    }
+}
+
+/// A provider's JSON answer; invalid JSON is [`malformed`] against `expected`.
+pub fn json(body: &str, expected: &str) -> Result<serde_json::Value, SourceError> {
+    serde_json::from_str(body).map_err(|e| malformed(expected, format!("invalid JSON ({e})")))
+}
+
+/// An empty record credited to `provider`, to fill from its answer.
+pub fn record(provider: &str, venue_type: &str, retrieved_at: &str) -> SourceRecord {
+    SourceRecord {
+        provider: provider.to_owned(),
+        providers: vec![provider.to_owned()],
+        venue_type: venue_type.to_owned(),
+        retrieved_at: retrieved_at.to_owned(),
+        ..SourceRecord::default()
+    }
 }
 
 /// The first line of an error body, short.

@@ -11,26 +11,10 @@ use crate::model::http::secret_header;
 use crate::research::config::SourceSettings;
 use crate::research::dates::normalize_date;
 use crate::research::sources::{
-    Endpoint, Found, Source, SourceContext, SourceError, SourceQuery, strip_tags, text,
+    Endpoint, Found, Source, SourceContext, SourceError, SourceQuery, json, malformed, record,
+    strip_tags, text,
 };
 use crate::store::{SourceRecord, now_rfc3339};
-
-fn malformed(expected: &str, found: impl std::fmt::Display) -> SourceError {
-    SourceError::Malformed {
-        expected: expected.to_owned(),
-        found: found.to_string().chars().take(160).collect(),
-    }
-}
-
-fn record(provider: &str, venue_type: &str, retrieved_at: &str) -> SourceRecord {
-    SourceRecord {
-        provider: provider.to_owned(),
-        providers: vec![provider.to_owned()],
-        venue_type: venue_type.to_owned(),
-        retrieved_at: retrieved_at.to_owned(),
-        ..SourceRecord::default()
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -89,12 +73,7 @@ impl Source for Searxng {
 
 /// Parses SearXNG's JSON answer.
 pub fn parse_searxng(body: &str, retrieved_at: &str) -> Result<Vec<SourceRecord>, SourceError> {
-    let value: Value = serde_json::from_str(body).map_err(|e| {
-        malformed(
-            "SearXNG JSON (is `json` in its search.formats?)",
-            format!("invalid JSON ({e})"),
-        )
-    })?;
+    let value = json(body, "SearXNG JSON (is `json` in its search.formats?)")?;
     let results = value["results"]
         .as_array()
         .ok_or_else(|| malformed("SearXNG JSON with `results`", "no `results` array"))?;
@@ -176,8 +155,7 @@ impl Source for Brave {
 
 /// Parses a Brave web search page (`web.results[]`; no `web` means no web results).
 pub fn parse_brave(body: &str, retrieved_at: &str) -> Result<Vec<SourceRecord>, SourceError> {
-    let value: Value = serde_json::from_str(body)
-        .map_err(|e| malformed("a Brave search page", format!("invalid JSON ({e})")))?;
+    let value = json(body, "a Brave search page")?;
     if !value.is_object() {
         return Err(malformed(
             "a Brave search page (an object)",
