@@ -12,7 +12,7 @@
 
 use std::ops::RangeInclusive;
 
-use similar::{Algorithm, DiffOp, capture_diff_slices};
+use similar::{Algorithm, DiffTag, capture_diff_slices};
 
 use crate::document::change::Replacement;
 
@@ -71,28 +71,10 @@ pub fn rewrite_lines(
     let last_terminated = !line(target.len() - 1).terminator(text).is_empty();
     let mut replacements = Vec::new();
     for op in capture_diff_slices(Algorithm::Myers, &old_keys, &new_keys) {
-        let (old_range, new_range) = match op {
-            DiffOp::Equal { .. } => continue,
-            DiffOp::Delete {
-                old_index,
-                old_len,
-                new_index,
-            } => (old_index..old_index + old_len, new_index..new_index),
-            DiffOp::Insert {
-                old_index,
-                new_index,
-                new_len,
-            } => (old_index..old_index, new_index..new_index + new_len),
-            DiffOp::Replace {
-                old_index,
-                old_len,
-                new_index,
-                new_len,
-            } => (
-                old_index..old_index + old_len,
-                new_index..new_index + new_len,
-            ),
-        };
+        if op.tag() == DiffTag::Equal {
+            continue;
+        }
+        let (old_range, new_range) = (op.old_range(), op.new_range());
         // Whole lines: from the start of the first replaced line to the start of the next kept
         // one (an insertion sits at the start of the line it precedes).
         let at = |i: usize| {
@@ -305,10 +287,8 @@ fn check_lines_up(
     let (bf, bl) = (b[0], b[b.len() - 1]);
     let kept: usize = capture_diff_slices(Algorithm::Myers, &t, &b)
         .iter()
-        .map(|op| match op {
-            DiffOp::Equal { len, .. } => *len,
-            _ => 0,
-        })
+        .filter(|op| op.tag() == DiffTag::Equal)
+        .map(|op| op.old_range().len())
         .sum();
     let alike = |x: &str, y: &str| x == y || similarity(x, y) >= 0.6;
     let edges = alike(tf, bf) && alike(tl, bl);
