@@ -9,6 +9,7 @@ pub mod develop;
 pub mod edit;
 pub mod proposal;
 pub mod session;
+mod tool_loop;
 pub mod write_session;
 
 pub use edit::{
