@@ -1048,7 +1048,6 @@ impl<'a> Run<'a> {
         let outcomes = self.execute(calls.clone()).await?;
         let mut refusal: Option<String> = None;
         let mut made = 0;
-        let mut results_text = String::new();
         for (o, call) in outcomes.iter().zip(&calls) {
             match &o.status {
                 Status::Edited { matched_by, .. } => {
@@ -1070,30 +1069,8 @@ impl<'a> Run<'a> {
                 }
                 _ => {}
             }
-            if native {
-                messages.push(Message::ToolResult {
-                    call_id: o.call_id.clone(),
-                    name: o.name.clone(),
-                    content: o.content.clone(),
-                    is_error: o.is_error(),
-                });
-            } else {
-                // The shape the model layer's text protocol uses for results.
-                let head = if o.is_error() {
-                    "Error from"
-                } else {
-                    "Result of"
-                };
-                results_text.push_str(&format!(
-                    "{head} `{}`:\n~~~\n{}\n~~~\n\n",
-                    o.name,
-                    o.content.trim_end()
-                ));
-            }
         }
-        if !native {
-            messages.push(Message::user(results_text.trim_end().to_owned()));
-        }
+        tool_loop::push_results(messages, &outcomes, native);
         *edits += made;
         if let Some(reason) = refusal {
             return Ok(Round::Failed {

@@ -12,8 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::edit::formats::Action;
 use crate::edit::ops::Operation;
-use crate::model::{ModelError, ToolCall};
-use crate::tools::{RealFs, Session, Snapshot, ToolOptions};
+use crate::model::text_tools::result_block;
+use crate::model::{Message, ModelError, ToolCall};
+use crate::tools::{RealFs, Session, Snapshot, ToolOptions, ToolOutcome};
 
 /// Failures of one answer that another request may not have (a shared server interrupting it,
 /// a cut stream): they cost an attempt, not the run.
@@ -53,6 +54,26 @@ pub(crate) fn file_edit_call(i: usize, path: String, action: Action) -> Option<T
         _ => return None,
     };
     Some(ToolCall::new(format!("text_edit_{i}"), name, arguments))
+}
+
+/// The results of one answer's calls as the model reads them: a `ToolResult` each when the
+/// calls were native, else one user message in the text protocol's shape
+/// ([`result_block`]).
+pub(crate) fn push_results(messages: &mut Vec<Message>, outcomes: &[ToolOutcome], native: bool) {
+    if native {
+        messages.extend(outcomes.iter().map(|o| Message::ToolResult {
+            call_id: o.call_id.clone(),
+            name: o.name.clone(),
+            content: o.content.clone(),
+            is_error: o.is_error(),
+        }));
+    } else {
+        let blocks: Vec<String> = outcomes
+            .iter()
+            .map(|o| result_block(&o.name, &o.content, o.is_error()))
+            .collect();
+        messages.push(Message::user(blocks.join("\n\n")));
+    }
 }
 
 /// Why [`on_blocking_thread`] returned without the work's result.
