@@ -169,47 +169,37 @@ fn trim_echoed_context<'a>(
     // target's first line.
     if let Some(k) = block.iter().position(|l| same(l, first))
         && k > 0
+        && repeats(
+            block[..k].iter().rev().copied(),
+            (0..start - 1).rev().map(|i| file.content(i)),
+        )
     {
-        let before: Vec<&str> = (0..start - 1)
-            .rev()
-            .map(|i| file.content(i))
-            .filter(|l| !is_blank(l))
-            .take(k)
-            .collect();
-        let echoed: Vec<&str> = block[..k]
-            .iter()
-            .rev()
-            .copied()
-            .filter(|l| !is_blank(l))
-            .collect();
-        if !echoed.is_empty()
-            && echoed.len() <= before.len()
-            && echoed.iter().zip(&before).all(|(a, b)| same(a, b))
-        {
-            block.drain(..k);
-        }
+        block.drain(..k);
     }
     // Trailing: the mirror image.
     if let Some(k) = block.iter().rposition(|l| same(l, last))
         && k + 1 < block.len()
+        && repeats(
+            block[k + 1..].iter().copied(),
+            (end..file.lines().len()).map(|i| file.content(i)),
+        )
     {
-        let after: Vec<&str> = (end..file.lines().len())
-            .map(|i| file.content(i))
-            .filter(|l| !is_blank(l))
-            .collect();
-        let echoed: Vec<&str> = block[k + 1..]
-            .iter()
-            .copied()
-            .filter(|l| !is_blank(l))
-            .collect();
-        if !echoed.is_empty()
-            && echoed.len() <= after.len()
-            && echoed.iter().zip(&after).all(|(a, b)| same(a, b))
-        {
-            block.truncate(k + 1);
-        }
+        block.truncate(k + 1);
     }
     block
+}
+
+/// Whether the non-blank lines of `echo` are the non-blank file lines `outside`, both counted
+/// from the target outwards (and there is at least one).
+fn repeats<'a, 'b>(
+    echo: impl Iterator<Item = &'a str>,
+    outside: impl Iterator<Item = &'b str>,
+) -> bool {
+    let echo: Vec<&str> = echo.filter(|l| !is_blank(l)).collect();
+    let outside: Vec<&str> = outside.filter(|l| !is_blank(l)).take(echo.len()).collect();
+    !echo.is_empty()
+        && echo.len() == outside.len()
+        && echo.iter().zip(&outside).all(|(a, b)| a.trim() == b.trim())
 }
 
 /// A block with `// ... existing code ...` where the target has none would write the marker
