@@ -988,17 +988,13 @@ impl<'a> Run<'a> {
             }
             return Ok(Round::Continue);
         }
-        let mut calls = response.tool_calls.clone();
-        let mut native = !calls.is_empty();
-        if calls.is_empty() {
-            calls = self.calls_in_text(&response.text);
-            native = false;
-        }
-        messages.push(if native {
-            response.to_message()
+        let native = !response.tool_calls.is_empty();
+        let calls = if native {
+            response.tool_calls.clone()
         } else {
-            Message::assistant(response.text.clone())
-        });
+            self.calls_in_text(&response.text)
+        };
+        messages.push(response.to_message());
         if calls.is_empty() {
             if *edits > 0 {
                 return Ok(Round::Done);
