@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use similar::{Algorithm, DiffOp, capture_diff_slices};
+use similar::{Algorithm, DiffOp, DiffTag, capture_diff_slices};
 
 use super::text::{IndentUnit, indent_cols, indent_of, is_blank};
 
@@ -173,21 +173,43 @@ pub(crate) fn build(
         }
     };
     for op in ops {
-        match op {
-            DiffOp::Equal { old_index, len, .. }
-            | DiffOp::Delete {
-                old_index,
-                old_len: len,
-                ..
-            } => {
-                for k in 0..len {
-                    emit_entry(&mut out, old_index + k);
+        // Lines of OLD first (kept ones written, the rest dropped), then the new lines of an
+        // insertion or replacement.
+        let (old_range, new_range) = (op.old_range(), op.new_range());
+        for k in old_range.clone() {
+            emit_entry(&mut out, k);
+        }
+        if op.tag() == DiffTag::Equal {
+            continue;
+        }
+        let merged: Option<Vec<String>> = (op.tag() == DiffTag::Replace
+            && transform.merge_chars
+            && transform.reindent.is_none()
+            && old_range.len() == new_range.len())
+        .then(|| {
+            old_range
+                .clone()
+                .zip(new_range.clone())
+                .map(|(k, j)| {
+                    let e = &entries[k];
+                    let (i, p) = (e.old?, e.piece?);
+                    let real = &file[region.pieces.get(p)?.content.clone()];
+                    merge_line(real, old_lines[i], new.lines[j])
+                })
+                .collect()
+        })
+        .flatten();
+        match merged {
+            Some(lines) => {
+                for (line, j) in lines.iter().zip(new_range) {
+                    out.push_str(&fold_chars(line, &transform.typo_fold));
+                    if new_term(j) {
+                        out.push_str(local_eol);
+                    }
                 }
             }
-            DiffOp::Insert {
-                new_index, new_len, ..
-            } => {
-                for j in new_index..new_index + new_len {
+            None => {
+                for j in new_range {
                     write_new(
                         &mut out,
                         new,
@@ -197,52 +219,6 @@ pub(crate) fn build(
                         local_eol,
                         new_term(j),
                     );
-                }
-            }
-            DiffOp::Replace {
-                old_index,
-                old_len,
-                new_index,
-                new_len,
-            } => {
-                let merged: Option<Vec<String>> =
-                    (transform.merge_chars && transform.reindent.is_none() && old_len == new_len)
-                        .then(|| {
-                            (0..old_len)
-                                .map(|k| {
-                                    let e = &entries[old_index + k];
-                                    let (i, p) = (e.old?, e.piece?);
-                                    let real = &file[region.pieces.get(p)?.content.clone()];
-                                    merge_line(real, old_lines[i], new.lines[new_index + k])
-                                })
-                                .collect()
-                        })
-                        .flatten();
-                for k in 0..old_len {
-                    emit_entry(&mut out, old_index + k);
-                }
-                match merged {
-                    Some(lines) => {
-                        for (k, line) in lines.iter().enumerate() {
-                            out.push_str(&fold_chars(line, &transform.typo_fold));
-                            if new_term(new_index + k) {
-                                out.push_str(local_eol);
-                            }
-                        }
-                    }
-                    None => {
-                        for j in new_index..new_index + new_len {
-                            write_new(
-                                &mut out,
-                                new,
-                                j,
-                                first_nb,
-                                transform,
-                                local_eol,
-                                new_term(j),
-                            );
-                        }
-                    }
                 }
             }
         }

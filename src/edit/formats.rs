@@ -100,7 +100,7 @@ fn is_marker(line: &str, c: char) -> bool {
 }
 
 fn is_fence(line: &str) -> bool {
-    text::fence_at(&[line], 0).is_some()
+    text::fence_line(line).is_some()
 }
 
 /// A file name on a line of its own, as models write it before a block (`src/a.rs`,

@@ -12,7 +12,7 @@
 
 use std::ops::RangeInclusive;
 
-use similar::{Algorithm, DiffOp, capture_diff_slices};
+use similar::{Algorithm, DiffTag, capture_diff_slices};
 
 use crate::document::change::Replacement;
 
@@ -71,28 +71,10 @@ pub fn rewrite_lines(
     let last_terminated = !line(target.len() - 1).terminator(text).is_empty();
     let mut replacements = Vec::new();
     for op in capture_diff_slices(Algorithm::Myers, &old_keys, &new_keys) {
-        let (old_range, new_range) = match op {
-            DiffOp::Equal { .. } => continue,
-            DiffOp::Delete {
-                old_index,
-                old_len,
-                new_index,
-            } => (old_index..old_index + old_len, new_index..new_index),
-            DiffOp::Insert {
-                old_index,
-                new_index,
-                new_len,
-            } => (old_index..old_index, new_index..new_index + new_len),
-            DiffOp::Replace {
-                old_index,
-                old_len,
-                new_index,
-                new_len,
-            } => (
-                old_index..old_index + old_len,
-                new_index..new_index + new_len,
-            ),
-        };
+        if op.tag() == DiffTag::Equal {
+            continue;
+        }
+        let (old_range, new_range) = (op.old_range(), op.new_range());
         // Whole lines: from the start of the first replaced line to the start of the next kept
         // one (an insertion sits at the start of the line it precedes).
         let at = |i: usize| {
@@ -187,47 +169,37 @@ fn trim_echoed_context<'a>(
     // target's first line.
     if let Some(k) = block.iter().position(|l| same(l, first))
         && k > 0
+        && repeats(
+            block[..k].iter().rev().copied(),
+            (0..start - 1).rev().map(|i| file.content(i)),
+        )
     {
-        let before: Vec<&str> = (0..start - 1)
-            .rev()
-            .map(|i| file.content(i))
-            .filter(|l| !is_blank(l))
-            .take(k)
-            .collect();
-        let echoed: Vec<&str> = block[..k]
-            .iter()
-            .rev()
-            .copied()
-            .filter(|l| !is_blank(l))
-            .collect();
-        if !echoed.is_empty()
-            && echoed.len() <= before.len()
-            && echoed.iter().zip(&before).all(|(a, b)| same(a, b))
-        {
-            block.drain(..k);
-        }
+        block.drain(..k);
     }
     // Trailing: the mirror image.
     if let Some(k) = block.iter().rposition(|l| same(l, last))
         && k + 1 < block.len()
+        && repeats(
+            block[k + 1..].iter().copied(),
+            (end..file.lines().len()).map(|i| file.content(i)),
+        )
     {
-        let after: Vec<&str> = (end..file.lines().len())
-            .map(|i| file.content(i))
-            .filter(|l| !is_blank(l))
-            .collect();
-        let echoed: Vec<&str> = block[k + 1..]
-            .iter()
-            .copied()
-            .filter(|l| !is_blank(l))
-            .collect();
-        if !echoed.is_empty()
-            && echoed.len() <= after.len()
-            && echoed.iter().zip(&after).all(|(a, b)| same(a, b))
-        {
-            block.truncate(k + 1);
-        }
+        block.truncate(k + 1);
     }
     block
+}
+
+/// Whether the non-blank lines of `echo` are the non-blank file lines `outside`, both counted
+/// from the target outwards (and there is at least one).
+fn repeats<'a, 'b>(
+    echo: impl Iterator<Item = &'a str>,
+    outside: impl Iterator<Item = &'b str>,
+) -> bool {
+    let echo: Vec<&str> = echo.filter(|l| !is_blank(l)).collect();
+    let outside: Vec<&str> = outside.filter(|l| !is_blank(l)).take(echo.len()).collect();
+    !echo.is_empty()
+        && echo.len() == outside.len()
+        && echo.iter().zip(&outside).all(|(a, b)| a.trim() == b.trim())
 }
 
 /// A block with `// ... existing code ...` where the target has none would write the marker
@@ -305,10 +277,8 @@ fn check_lines_up(
     let (bf, bl) = (b[0], b[b.len() - 1]);
     let kept: usize = capture_diff_slices(Algorithm::Myers, &t, &b)
         .iter()
-        .map(|op| match op {
-            DiffOp::Equal { len, .. } => *len,
-            _ => 0,
-        })
+        .filter(|op| op.tag() == DiffTag::Equal)
+        .map(|op| op.old_range().len())
         .sum();
     let alike = |x: &str, y: &str| x == y || similarity(x, y) >= 0.6;
     let edges = alike(tf, bf) && alike(tl, bl);

@@ -7,6 +7,8 @@
 //! a marker unique to the session survives being cut at the output-token limit, because what
 //! came so far is kept and the model is asked to go on. Pure: no I/O, never panics.
 
+use super::text;
+
 /// The line that ends the content of session `id`. Unique to the session, so neither `DONE`
 /// nor the word inside the content ends it.
 pub fn end_marker(id: &str) -> String {
@@ -43,17 +45,7 @@ pub fn cut_at_marker<'a>(answer: &'a str, marker: &str) -> Cut<'a> {
 
 /// A fence line: its character, its length and whether it has an info string (```` ```rust ````).
 fn fence(line: &str) -> Option<(char, usize, bool)> {
-    let t = line.trim();
-    let ch = t.chars().next().filter(|c| *c == '`' || *c == '~')?;
-    let len = t.chars().take_while(|c| *c == ch).count();
-    if len < 3 {
-        return None;
-    }
-    let info = t[len..].trim();
-    if ch == '`' && info.contains('`') {
-        return None;
-    }
-    Some((ch, len, !info.is_empty()))
+    text::fence_line(line).map(|(ch, len, info)| (ch, len, !info.is_empty()))
 }
 
 /// Removes a code fence that wraps the whole content (blank lines around it allowed); content
@@ -72,9 +64,8 @@ pub fn strip_wrapping_fence(content: &str) -> &str {
     let Some((ch, len, _)) = fence(lines[first]) else {
         return content;
     };
-    match fence(lines[last]) {
-        Some((c, l, false)) if c == ch && l >= len => {}
-        _ => return content,
+    if !text::closes_fence(lines[last], ch, len) {
+        return content;
     }
     // Fences inside must pair up, or the outer ones are two separate blocks.
     let mut open = false;
@@ -119,12 +110,12 @@ pub fn strip_unclosed_opening_fence(content: &str) -> &str {
 pub fn unclosed_fence(text: &str) -> Option<usize> {
     let mut open: Option<(char, usize, usize)> = None;
     for (i, l) in text.lines().enumerate() {
-        let Some((c, n, info)) = fence(l) else {
+        let Some((c, n, _)) = fence(l) else {
             continue;
         };
         match open {
             None => open = Some((c, n, i + 1)),
-            Some((oc, on, _)) if c == oc && n >= on && !info => open = None,
+            Some((oc, on, _)) if text::closes_fence(l, oc, on) => open = None,
             Some(_) => {}
         }
     }

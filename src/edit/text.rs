@@ -389,11 +389,12 @@ pub struct Fenced {
     pub closed: bool,
 }
 
-/// The code block whose opening fence is `lines[i]` (lines as `split_inclusive('\n')` gives
-/// them). It closes at the first line made only of the same fence character, at least as many.
-/// This is the one fence reader of the crate: answers, edit formats and snippets all use it.
-pub fn fence_at(lines: &[&str], i: usize) -> Option<Fenced> {
-    let t = lines.get(i)?.trim();
+/// A fence line (```` ``` ```` or `~~~`, three or more, spaces around allowed): its character,
+/// its length and its info string. A line of backticks whose info string holds a backtick is an
+/// inline code span, not a fence. This is the one fence reader of the crate: answers, edit
+/// formats, snippets and streamed content all use it (directly or through [`fence_at`]).
+pub fn fence_line(line: &str) -> Option<(char, usize, &str)> {
+    let t = line.trim();
     let ch = t.chars().next().filter(|c| *c == '`' || *c == '~')?;
     let len = t.chars().take_while(|&c| c == ch).count();
     if len < 3 {
@@ -401,28 +402,29 @@ pub fn fence_at(lines: &[&str], i: usize) -> Option<Fenced> {
     }
     let info = t[len..].trim();
     if ch == '`' && info.contains('`') {
-        return None; // an inline code span, not a fence
+        return None;
     }
-    let mut j = i + 1;
-    while j < lines.len() {
-        let c = lines[j].trim();
-        if !c.is_empty() && c.chars().all(|x| x == ch) && c.chars().count() >= len {
-            return Some(Fenced {
-                info: info.to_owned(),
-                body: lines[i + 1..j].concat(),
-                open: i,
-                end: j + 1,
-                closed: true,
-            });
-        }
-        j += 1;
-    }
+    Some((ch, len, info))
+}
+
+/// Whether `line` closes a block opened by a fence of `len` characters `ch`: the same character,
+/// at least as many, and no info string.
+pub fn closes_fence(line: &str, ch: char, len: usize) -> bool {
+    fence_line(line).is_some_and(|(c, n, info)| c == ch && n >= len && info.is_empty())
+}
+
+/// The code block whose opening fence is `lines[i]` (lines as `split_inclusive('\n')` gives
+/// them). It closes at the first line that [`closes_fence`].
+pub fn fence_at(lines: &[&str], i: usize) -> Option<Fenced> {
+    let (ch, len, info) = fence_line(lines.get(i)?)?;
+    let close = (i + 1..lines.len()).find(|&j| closes_fence(lines[j], ch, len));
+    let end = close.unwrap_or(lines.len());
     Some(Fenced {
         info: info.to_owned(),
-        body: lines[i + 1..].concat(),
+        body: lines[i + 1..end].concat(),
         open: i,
-        end: lines.len(),
-        closed: false,
+        end: close.map_or(end, |j| j + 1),
+        closed: close.is_some(),
     })
 }
 

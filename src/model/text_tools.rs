@@ -595,8 +595,7 @@ pub fn to_text_protocol(request: ChatRequest) -> ChatRequest {
                 is_error,
                 ..
             } => {
-                let head = if is_error { "Error from" } else { "Result of" };
-                let block = format!("{head} `{name}`:\n~~~\n{}\n~~~", content.trim_end());
+                let block = result_block(&name, &content, is_error);
                 match out.last_mut() {
                     Some(Message::User { content })
                         if content.starts_with("Result of")
@@ -627,6 +626,14 @@ pub fn to_text_protocol(request: ChatRequest) -> ChatRequest {
         tools: Vec::new(),
         options,
     }
+}
+
+/// A tool's result as the text protocol shows it to the model: `Result of `name`:` (or `Error
+/// from`) and the content in a `~~~` block. Results of one answer go in one user message,
+/// separated by a blank line.
+pub fn result_block(name: &str, content: &str, is_error: bool) -> String {
+    let head = if is_error { "Error from" } else { "Result of" };
+    format!("{head} `{name}`:\n~~~\n{}\n~~~", content.trim_end())
 }
 
 /// Watches a stream's text and, when the answer carried no native tool call, turns tool blocks

@@ -36,8 +36,7 @@ use tokio_util::sync::CancellationToken;
 pub use crate::config::EditFormat;
 use crate::config::{Config, ModelRole};
 use crate::edit::RefusalKind;
-use crate::edit::formats::{self, Action};
-use crate::edit::ops::Operation;
+use crate::edit::formats;
 use crate::edit::text::fenced_blocks;
 use crate::model::budget::{self, Budget, UNKNOWN_WINDOW, count_request};
 use crate::model::text_tools::{bare_argument_calls, parse_tool_text};
@@ -56,6 +55,7 @@ use crate::tools::{
 
 use self::target::EditTarget;
 use super::proposal::{Proposal, ProposalFile};
+use super::tool_loop::{self, Interrupted};
 use super::write_session::WriteSessions;
 
 /// Rule files read from each workspace root, in this order.
@@ -413,7 +413,7 @@ impl<'a> Run<'a> {
 
     fn session(&mut self) -> &mut Session {
         // Taken only while tools run on a blocking thread, and put back before any other use.
-        self.session.get_or_insert_with(unreachable_session)
+        self.session.get_or_insert_with(tool_loop::empty_session)
     }
 
     async fn go(mut self) -> Result<Proposal, EditFailure> {
@@ -721,7 +721,9 @@ impl<'a> Run<'a> {
         };
         match answer {
             Ok(r) => Ok(Ok(r)),
-            Err(e) if broke_off(&e) && may_retry => Ok(Err(format!("the answer broke off ({e})"))),
+            Err(e) if tool_loop::broke_off(&e) && may_retry => {
+                Ok(Err(format!("the answer broke off ({e})")))
+            }
             Err(e) => Err(model_failure(e)),
         }
     }
@@ -971,7 +973,7 @@ impl<'a> Run<'a> {
         edits: &mut usize,
         matched: &mut Vec<String>,
     ) -> Result<Round, EditFailure> {
-        let session = self.session.get_or_insert_with(unreachable_session);
+        let session = self.session.get_or_insert_with(tool_loop::empty_session);
         if let Some(collected) = self.writes.take_answer(session, response) {
             messages.push(Message::assistant(response.text.clone()));
             messages.push(Message::user(collected.reply));
@@ -986,17 +988,13 @@ impl<'a> Run<'a> {
             }
             return Ok(Round::Continue);
         }
-        let mut calls = response.tool_calls.clone();
-        let mut native = !calls.is_empty();
-        if calls.is_empty() {
-            calls = self.calls_in_text(&response.text);
-            native = false;
-        }
-        messages.push(if native {
-            response.to_message()
+        let native = !response.tool_calls.is_empty();
+        let calls = if native {
+            response.tool_calls.clone()
         } else {
-            Message::assistant(response.text.clone())
-        });
+            self.calls_in_text(&response.text)
+        };
+        messages.push(response.to_message());
         if calls.is_empty() {
             if *edits > 0 {
                 return Ok(Round::Done);
@@ -1046,7 +1044,6 @@ impl<'a> Run<'a> {
         let outcomes = self.execute(calls.clone()).await?;
         let mut refusal: Option<String> = None;
         let mut made = 0;
-        let mut results_text = String::new();
         for (o, call) in outcomes.iter().zip(&calls) {
             match &o.status {
                 Status::Edited { matched_by, .. } => {
@@ -1068,30 +1065,8 @@ impl<'a> Run<'a> {
                 }
                 _ => {}
             }
-            if native {
-                messages.push(Message::ToolResult {
-                    call_id: o.call_id.clone(),
-                    name: o.name.clone(),
-                    content: o.content.clone(),
-                    is_error: o.is_error(),
-                });
-            } else {
-                // The shape the model layer's text protocol uses for results.
-                let head = if o.is_error() {
-                    "Error from"
-                } else {
-                    "Result of"
-                };
-                results_text.push_str(&format!(
-                    "{head} `{}`:\n~~~\n{}\n~~~\n\n",
-                    o.name,
-                    o.content.trim_end()
-                ));
-            }
         }
-        if !native {
-            messages.push(Message::user(results_text.trim_end().to_owned()));
-        }
+        tool_loop::push_results(messages, &outcomes, native);
         *edits += made;
         if let Some(reason) = refusal {
             return Ok(Round::Failed {
@@ -1128,33 +1103,21 @@ impl<'a> Run<'a> {
         let Ok(edits) = formats::parse(text) else {
             return Vec::new();
         };
-        let mut calls = Vec::new();
-        for (i, e) in edits.into_iter().enumerate() {
-            let path = e.path.unwrap_or_else(|| self.rel.clone());
-            let (name, arguments) = match e.action {
-                Action::Edit(Operation::Replace {
-                    old,
-                    new,
-                    replace_all,
-                }) => (
-                    "edit_file",
-                    json!({"path": path, "old_string": old, "new_string": new, "replace_all": replace_all}),
-                ),
-                Action::Create(content) => {
-                    ("write_file", json!({"path": path, "content": content}))
-                }
+        edits
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let path = e.path.unwrap_or_else(|| self.rel.clone());
                 // Deletes and moves are beyond an edit run; the model is told so.
-                _ => ("unsupported_file_operation", json!({"path": path})),
-            };
-            calls.push(ToolCall {
-                id: format!("text_edit_{i}"),
-                name: name.to_owned(),
-                arguments,
-                arguments_error: None,
-                provider_data: None,
-            });
-        }
-        calls
+                tool_loop::file_edit_call(i, path.clone(), e.action).unwrap_or_else(|| {
+                    ToolCall::new(
+                        format!("text_edit_{i}"),
+                        "unsupported_file_operation",
+                        json!({ "path": path }),
+                    )
+                })
+            })
+            .collect()
     }
 
     /// Reads what small models mean by the calls they send (`docs/editing.md`):
@@ -1373,23 +1336,21 @@ impl<'a> Run<'a> {
 
     /// Runs tool calls on a blocking thread (they read the disk), honouring cancellation.
     async fn execute(&mut self, calls: Vec<ToolCall>) -> Result<Vec<ToolOutcome>, EditFailure> {
-        let mut session = self.session.take().unwrap_or_else(unreachable_session);
-        let mut writes = std::mem::take(&mut self.writes);
-        let job = tokio::task::spawn_blocking(move || {
-            let outcomes = writes.execute_all(&mut session, &calls);
-            (session, writes, outcomes)
-        });
-        tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => Err(EditFailure::Cancelled),
-            r = job => match r {
-                Ok((session, writes, outcomes)) => {
-                    self.session = Some(session);
-                    self.writes = writes;
-                    Ok(outcomes)
-                }
-                Err(e) => Err(EditFailure::Target(format!("a tool failed unexpectedly: {e}"))),
-            },
+        let state = (
+            self.session.take().unwrap_or_else(tool_loop::empty_session),
+            std::mem::take(&mut self.writes),
+        );
+        let work = move |(session, writes): &mut (Session, WriteSessions)| {
+            writes.execute_all(session, &calls)
+        };
+        match tool_loop::on_blocking_thread(&self.cancel, state, work).await {
+            Ok(((session, writes), outcomes)) => {
+                self.session = Some(session);
+                self.writes = writes;
+                Ok(outcomes)
+            }
+            Err(Interrupted::Cancelled) => Err(EditFailure::Cancelled),
+            Err(Interrupted::Failed(why)) => Err(EditFailure::Target(why)),
         }
     }
 
@@ -1525,30 +1486,11 @@ fn is_edit_error(o: &ToolOutcome, e: &ToolError) -> bool {
         )
 }
 
-/// Failures of one answer that another request may not have.
-fn broke_off(e: &ModelError) -> bool {
-    matches!(
-        e,
-        ModelError::StreamEndedEarly { .. } | ModelError::IncompleteToolCall { .. }
-    )
-}
-
 fn model_failure(e: ModelError) -> EditFailure {
     match e {
         ModelError::Cancelled => EditFailure::Cancelled,
         other => EditFailure::Model(other),
     }
-}
-
-fn unreachable_session() -> Session {
-    // The session is only absent while tools run, and `execute` awaits them before returning;
-    // an empty session (no roots: every path refused) is the harmless fallback.
-    Session::new(
-        &[],
-        Arc::new(RealFs),
-        Snapshot::new(),
-        ToolOptions::default(),
-    )
 }
 
 fn clamp_range(text: &str, range: &Range<usize>) -> Range<usize> {

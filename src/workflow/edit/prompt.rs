@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::model::ToolSpec;
 use crate::syntax::Language;
+use crate::syntax::lines::{LineIndex, push_numbered};
 use crate::tools;
 
 use super::target::EditTarget;
@@ -215,16 +216,13 @@ pub fn failure_notes(failures: &[String]) -> String {
     s
 }
 
-/// `text`'s lines `first..=last`, numbered like `read_file`.
+/// `text`'s 1-based lines `first..=last`, numbered like `read_file`
+/// (`syntax::lines::push_numbered`); lines past the end are not shown.
 pub fn numbered(text: &str, first: usize, last: usize) -> String {
+    let index = LineIndex::new(text);
     let mut out = String::new();
-    for (i, l) in text
-        .lines()
-        .enumerate()
-        .skip(first.saturating_sub(1))
-        .take(last + 1 - first.min(last + 1))
-    {
-        out.push_str(&format!("{:>6}\t{l}\n", i + 1));
+    if !text.is_empty() && first.max(1) <= last {
+        push_numbered(&mut out, text, &index, first.max(1) - 1, last - 1);
     }
     out
 }
