@@ -766,7 +766,7 @@ impl Run<'_> {
             };
             if !calls.is_empty() {
                 rounds += 1;
-                messages.push(response.to_message_for(&calls));
+                messages.push(response.to_message());
                 let outcomes = self.execute_read_only(calls).await?;
                 push_results(&mut messages, &outcomes, !response.tool_calls.is_empty());
                 if rounds >= self.ctx.options.explore_rounds {
@@ -1533,21 +1533,6 @@ fn push_results(messages: &mut Vec<Message>, outcomes: &[ToolOutcome], native: b
             ));
         }
         messages.push(Message::user(text.trim_end().to_owned()));
-    }
-}
-
-trait ToMessageFor {
-    /// The assistant message of an answer whose calls (native or parsed from text) ran.
-    fn to_message_for(&self, calls: &[ToolCall]) -> Message;
-}
-
-impl ToMessageFor for ChatResponse {
-    fn to_message_for(&self, _calls: &[ToolCall]) -> Message {
-        if self.tool_calls.is_empty() {
-            Message::assistant(self.text.clone())
-        } else {
-            self.to_message()
-        }
     }
 }
 

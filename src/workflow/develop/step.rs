@@ -162,11 +162,7 @@ impl Run<'_> {
             };
             let calls = self.calls_in(&response, &tools);
             let native = !response.tool_calls.is_empty();
-            messages.push(if native {
-                response.to_message()
-            } else {
-                Message::assistant(response.text.clone())
-            });
+            messages.push(response.to_message());
             if calls.is_empty() {
                 if edited && check_ok {
                     return Ok(Attempt::Done);
