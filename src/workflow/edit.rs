@@ -1526,7 +1526,7 @@ fn is_edit_error(o: &ToolOutcome, e: &ToolError) -> bool {
 }
 
 /// Failures of one answer that another request may not have.
-fn broke_off(e: &ModelError) -> bool {
+pub(crate) fn broke_off(e: &ModelError) -> bool {
     matches!(
         e,
         ModelError::StreamEndedEarly { .. } | ModelError::IncompleteToolCall { .. }
@@ -1540,7 +1540,7 @@ fn model_failure(e: ModelError) -> EditFailure {
     }
 }
 
-fn unreachable_session() -> Session {
+pub(crate) fn unreachable_session() -> Session {
     // The session is only absent while tools run, and `execute` awaits them before returning;
     // an empty session (no roots: every path refused) is the harmless fallback.
     Session::new(
@@ -1563,7 +1563,7 @@ fn clamp_range(text: &str, range: &Range<usize>) -> Range<usize> {
     a.min(b)..a.max(b)
 }
 
-fn display_path(roots: &[PathBuf], path: &Path) -> String {
+pub(crate) fn display_path(roots: &[PathBuf], path: &Path) -> String {
     roots
         .iter()
         .find_map(|r| path.strip_prefix(r).ok())

@@ -50,7 +50,7 @@ use crate::tools::process::{CommandSpec, Exit, ProcessRunner, RealRunner};
 use crate::tools::{self, FileSystem, RealFs, Session, Snapshot, ToolOptions, ToolOutcome};
 
 pub use super::edit::Progress;
-use super::edit::RULE_FILES;
+use super::edit::{RULE_FILES, display_path, unreachable_session};
 use super::proposal::{Proposal, ProposalFile};
 use checks::{CheckRun, Checker};
 use judge::{ChangeStat, Decision, Verdict};
@@ -492,7 +492,7 @@ impl Run<'_> {
     }
 
     fn session(&mut self) -> &mut Session {
-        self.session.get_or_insert_with(empty_session)
+        self.session.get_or_insert_with(unreachable_session)
     }
 
     fn root(&self) -> PathBuf {
@@ -966,7 +966,7 @@ impl Run<'_> {
         if calls.is_empty() {
             return Ok(Vec::new());
         }
-        let mut session = self.session.take().unwrap_or_else(empty_session);
+        let mut session = self.session.take().unwrap_or_else(unreachable_session);
         let job = tokio::task::spawn_blocking(move || {
             let outcomes = session.execute_all(&calls);
             (session, outcomes)
@@ -1323,14 +1323,9 @@ impl Run<'_> {
         let files = changes
             .into_iter()
             .map(|c| {
-                let display = roots
-                    .iter()
-                    .find_map(|r| c.path.strip_prefix(r).ok())
-                    .map(|p| p.to_string_lossy().replace('\\', "/"))
-                    .unwrap_or_else(|| c.path.display().to_string());
                 ProposalFile::new(
-                    c.path,
-                    display,
+                    c.path.clone(),
+                    display_path(&roots, &c.path),
                     c.base_version,
                     c.original.is_none(),
                     c.original.unwrap_or_default(),
@@ -1541,17 +1536,6 @@ fn model_failure(e: ModelError) -> DevelopFailure {
         ModelError::Cancelled => DevelopFailure::Cancelled,
         other => DevelopFailure::Model(other),
     }
-}
-
-fn empty_session() -> Session {
-    // Only absent while tools run on a blocking thread; a session without roots refuses every
-    // path, the harmless fallback.
-    Session::new(
-        &[],
-        Arc::new(RealFs),
-        Snapshot::new(),
-        ToolOptions::default(),
-    )
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use crate::edit::formats::{self, Action};
 use crate::edit::ops::Operation;
 use crate::model::{ChatModel, FinishReason, Message, ToolCall, ToolChoice};
 use crate::tools::{self, Status};
+use crate::workflow::edit::broke_off;
 
 use super::checks::describe_failures;
 use super::plan::Plan;
@@ -393,14 +394,6 @@ fn refuses(text: &str) -> bool {
     ]
     .iter()
     .any(|p| t.contains(p))
-}
-
-fn broke_off(e: &crate::model::ModelError) -> bool {
-    matches!(
-        e,
-        crate::model::ModelError::StreamEndedEarly { .. }
-            | crate::model::ModelError::IncompleteToolCall { .. }
-    )
 }
 
 /// SEARCH/REPLACE blocks, diffs and patches in an answer, as tool calls (only those naming a
