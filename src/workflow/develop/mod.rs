@@ -92,28 +92,9 @@ pub struct DevelopOptions {
     pub max_tokens: Option<u32>,
 }
 
-impl Default for DevelopOptions {
-    fn default() -> Self {
-        DevelopOptions {
-            approve: ApproveMode::Ask,
-            fix_rounds: 2,
-            judge_min_lines: 20,
-            risky: judge::RISKY.iter().map(|s| (*s).to_owned()).collect(),
-            max_attempts: 3,
-            max_rounds: 8,
-            explore_rounds: 2,
-            context_budget: 2500,
-            baseline: true,
-            escalate: true,
-            temperature: Some(0.0),
-            max_tokens: None,
-        }
-    }
-}
-
 impl DevelopOptions {
     /// The options of `[develop]` in `config`; attempts, rounds, escalation and sampling come
-    /// from `[edit]`, whose retry loop a step shares.
+    /// from `[edit]`, whose retry loop a step shares. Their defaults are the configuration's.
     pub fn from_config(config: &Config) -> DevelopOptions {
         let d = &config.develop;
         let e = &config.edit;
@@ -130,7 +111,9 @@ impl DevelopOptions {
             escalate: e.escalate,
             temperature: Some(e.temperature as f32),
             max_tokens: e.max_tokens,
-            ..DevelopOptions::default()
+            explore_rounds: 2,
+            context_budget: 2500,
+            baseline: true,
         }
     }
 }
