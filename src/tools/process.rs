@@ -268,19 +268,13 @@ impl Drop for GroupGuard {
 }
 
 /// SIGKILL to every process of group `pgid`.
-pub fn kill_group(pgid: i32) {
+fn kill_group(pgid: i32) {
     if pgid > 1 {
         // SAFETY: killpg only sends a signal; a group that is gone answers ESRCH, ignored.
         unsafe {
             libc::killpg(pgid, libc::SIGKILL);
         }
     }
-}
-
-/// Whether any process of group `pgid` is still alive (zombies count until reaped).
-pub fn group_alive(pgid: i32) -> bool {
-    // SAFETY: signal 0 only checks for existence and permission.
-    pgid > 1 && unsafe { libc::killpg(pgid, 0) } == 0
 }
 
 async fn run_real(spec: CommandSpec, cancel: CancellationToken) -> ProcessOutput {

@@ -125,7 +125,6 @@ impl Run<'_> {
                 }
             }
         }
-        // Put the overlay back to the pre-step text as well (the next check syncs it anyway).
         Ok(StepReport {
             name: spec.name.clone(),
             text: spec.text.clone(),
