@@ -87,19 +87,7 @@ pub enum ResearchCommand {
 
 /// Runs the command.
 pub fn run(args: &ResearchArgs) -> ExitCode {
-    match execute(args) {
-        Ok(code) => code,
-        Err(err) => {
-            if args.json {
-                println!(
-                    "{}",
-                    json!({ "status": "error", "message": format!("{err:#}") })
-                );
-            }
-            eprintln!("patchwise research: {err:#}");
-            ExitCode::from(2)
-        }
-    }
+    super::exit_code("research", args.json, execute(args))
 }
 
 fn execute(args: &ResearchArgs) -> Result<ExitCode> {
