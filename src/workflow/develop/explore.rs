@@ -134,16 +134,12 @@ impl Run<'_> {
             context.push_str(&self.file_view(rel, budget));
             context.push('\n');
         }
-        let mut system = String::from(
+        let system = self.system_prompt(
             "You plan changes to a software project. You can read files with the tools \
              (read_file, list_files, search); you cannot change anything. When you know enough, \
              answer with the plan.\n",
+            "Workspace rules (follow them)",
         );
-        if !self.rules.trim().is_empty() {
-            system.push_str("\n# Workspace rules (follow them)\n\n");
-            system.push_str(self.rules.trim());
-            system.push('\n');
-        }
         let user = format!(
             "Request: {}\n\nProject: {}\n\nFiles:\n{}\n\n{}\n{}",
             self.request.request.trim(),

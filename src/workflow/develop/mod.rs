@@ -468,6 +468,15 @@ impl Run<'_> {
         });
     }
 
+    /// `intro`, then the workspace rules under the heading `rules` when there are any.
+    fn system_prompt(&self, intro: &str, rules: &str) -> String {
+        let mut system = intro.to_owned();
+        if !self.rules.trim().is_empty() {
+            system.push_str(&format!("\n# {rules}\n\n{}\n", self.rules.trim()));
+        }
+        system
+    }
+
     /// Adds warnings to the report, each once.
     fn warn(&mut self, warnings: Vec<String>) {
         for w in warnings {
@@ -605,10 +614,7 @@ impl Run<'_> {
             )),
         }
         let wants_baseline = self.ctx.options.baseline
-            && self
-                .checker
-                .as_ref()
-                .is_some_and(|c| c.has(CheckKind::Check) || c.has(CheckKind::Lint));
+            && (self.has_checks(CheckKind::Check) || self.has_checks(CheckKind::Lint));
         if wants_baseline && let Some(mut checker) = self.checker.take() {
             self.report_progress("preflight: checking the workspace as it is", 3);
             let result = checker.baseline(&self.cancel).await;
@@ -889,21 +895,31 @@ impl Run<'_> {
             }
             Err(checks::CheckError::Cancelled) => Err(DevelopFailure::Cancelled),
             Err(e) => {
-                let w = e.to_string();
-                if !self.report.warnings.contains(&w) {
-                    self.report.warnings.push(w);
-                }
+                self.warn(vec![e.to_string()]);
                 Ok(Vec::new())
             }
         }
     }
 
+    /// Whether any command of `kind` can run in this run.
+    fn has_checks(&self, kind: CheckKind) -> bool {
+        self.checker.as_ref().is_some_and(|c| c.has(kind))
+    }
+
+    /// Runs the tests and records the verify status: `None` when they pass, else what failed.
+    async fn run_tests(&mut self) -> Result<Option<String>, DevelopFailure> {
+        let runs = self.run_checks(CheckKind::Test).await?;
+        if runs.iter().all(|r| r.passed) {
+            self.report.verify = VerifyStatus::Passed;
+            return Ok(None);
+        }
+        let failures = checks::describe_failures(&runs);
+        self.report.verify = VerifyStatus::Failed(failures.clone());
+        Ok(Some(failures))
+    }
+
     async fn verify(&mut self, plan: &Plan) -> Result<(), DevelopFailure> {
-        let has_tests = self
-            .checker
-            .as_ref()
-            .is_some_and(|c| c.has(CheckKind::Test));
-        if !has_tests {
+        if !self.has_checks(CheckKind::Test) {
             self.report.verify = VerifyStatus::NotRun("no test command".to_owned());
             return Ok(());
         }
@@ -917,13 +933,9 @@ impl Run<'_> {
                 },
                 VERIFY + round as u32 * 3,
             );
-            let runs = self.run_checks(CheckKind::Test).await?;
-            if runs.iter().all(|r| r.passed) {
-                self.report.verify = VerifyStatus::Passed;
+            let Some(failures) = self.run_tests().await? else {
                 return Ok(());
-            }
-            let failures = checks::describe_failures(&runs);
-            self.report.verify = VerifyStatus::Failed(failures.clone());
+            };
             if round == rounds {
                 break;
             }
@@ -958,16 +970,12 @@ impl Run<'_> {
         self.report_progress("judge: reviewing the diff", JUDGE);
         let judge_model = self.roles().judge.clone();
         let diff = self.diff();
-        let mut system = String::from(
+        let system = self.system_prompt(
             "You review a change to a software project before the user sees it. Check that the \
              diff does what the request asks, completely, and follows the workspace rules. Do \
              not ask for unrelated improvements.\n",
+            "Workspace rules",
         );
-        if !self.rules.trim().is_empty() {
-            system.push_str("\n# Workspace rules\n\n");
-            system.push_str(self.rules.trim());
-            system.push('\n');
-        }
         let checks: String = self
             .report
             .checks
@@ -1025,18 +1033,8 @@ impl Run<'_> {
             let report = self.run_step(plan, &spec).await?;
             let fixed = report.status == StepStatus::Done;
             self.report.steps.push(report);
-            if fixed
-                && self
-                    .checker
-                    .as_ref()
-                    .is_some_and(|c| c.has(CheckKind::Test))
-            {
-                let runs = self.run_checks(CheckKind::Test).await?;
-                self.report.verify = if runs.iter().all(|r| r.passed) {
-                    VerifyStatus::Passed
-                } else {
-                    VerifyStatus::Failed(checks::describe_failures(&runs))
-                };
+            if fixed && self.has_checks(CheckKind::Test) {
+                self.run_tests().await?;
             }
         }
         Ok(())

@@ -301,7 +301,7 @@ impl Run<'_> {
 
     /// The clean first prompt of an attempt.
     fn step_prompt(&mut self, plan: &Plan, spec: &StepSpec, failures: &[String]) -> Vec<Message> {
-        let mut system = String::from(
+        let system = self.system_prompt(
             "You are a careful coding agent carrying out one step of a plan. You change files \
              only through the tools. Rules:\n\
              - Make exactly this step's change, nothing more; keep each file's style and \
@@ -314,12 +314,8 @@ impl Run<'_> {
              - Read a file with read_file before editing a file you were not shown.\n\
              - If an edit is refused or a check fails, read the message: it says what to do.\n\
              - Paths are relative to the workspace root.\n",
+            "Workspace rules (follow them)",
         );
-        if !self.rules.trim().is_empty() {
-            system.push_str("\n# Workspace rules (follow them)\n\n");
-            system.push_str(self.rules.trim());
-            system.push('\n');
-        }
         let mut user = format!("Request: {}\n\n", self.request.request.trim());
         user.push_str(&format!("Plan:\n{}\n", plan.numbered(spec.number)));
         user.push_str(&format!("Do this now ({}): {}\n", spec.name, spec.text));
