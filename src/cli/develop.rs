@@ -57,19 +57,7 @@ pub struct DevelopArgs {
 
 /// Runs the command and returns its exit code.
 pub fn run(args: &DevelopArgs) -> ExitCode {
-    match execute(args) {
-        Ok(code) => code,
-        Err(err) => {
-            if args.json {
-                println!(
-                    "{}",
-                    json!({ "status": "error", "message": format!("{err:#}") })
-                );
-            }
-            eprintln!("patchwise develop: {err:#}");
-            ExitCode::from(2)
-        }
-    }
+    super::exit_code("develop", args.json, execute(args))
 }
 
 fn execute(args: &DevelopArgs) -> Result<ExitCode> {

@@ -120,17 +120,7 @@ pub struct EditArgs {
 
 /// Runs the command and returns its exit code.
 pub fn run(args: &EditArgs) -> ExitCode {
-    match execute(args) {
-        Ok(code) => code,
-        Err(err) => {
-            if args.json {
-                let out = json!({ "status": "error", "message": format!("{err:#}") });
-                println!("{out}");
-            }
-            eprintln!("patchwise edit: {err:#}");
-            ExitCode::from(2)
-        }
-    }
+    super::exit_code("edit", args.json, execute(args))
 }
 
 fn execute(args: &EditArgs) -> Result<ExitCode> {

@@ -8,7 +8,7 @@
 //! one `workspace/applyEdit` (created files as `CreateFile`). A run without a proposal answers
 //! with an error that carries everything the run learned.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -111,19 +111,8 @@ impl Approver for EditorApprover {
         let client = self.client.clone();
         let show = self.show_document;
         Box::pin(async move {
-            let uri = review.path.as_deref().and_then(Uri::from_file_path);
-            if let (true, Some(uri)) = (show, uri) {
-                let shown = client
-                    .show_document(ShowDocumentParams {
-                        uri,
-                        external: Some(false),
-                        take_focus: Some(true),
-                        selection: None,
-                    })
-                    .await;
-                if let Err(err) = shown {
-                    tracing::warn!("the client did not open the plan: {err}");
-                }
+            if show && let Some(path) = &review.path {
+                show_file(&client, path, "the plan").await;
             }
             let steps = review.plan.numbered(None);
             let message = format!("patchwise develop: approve this plan?\n{steps}");
@@ -149,5 +138,29 @@ impl Approver for EditorApprover {
                 }
             }
         })
+    }
+}
+
+/// Opens `path` in the editor (`window/showDocument`, focused, inside the editor); whether the
+/// client showed it. An error is logged naming `what` was to be shown. `research.rs` (the
+/// report) and `review.rs` (the diff) send the same request.
+pub(super) async fn show_file(client: &Client, path: &Path, what: &str) -> bool {
+    let Some(uri) = Uri::from_file_path(path) else {
+        return false;
+    };
+    let shown = client
+        .show_document(ShowDocumentParams {
+            uri,
+            external: Some(false),
+            take_focus: Some(true),
+            selection: None,
+        })
+        .await;
+    match shown {
+        Ok(shown) => shown,
+        Err(err) => {
+            tracing::warn!("the client did not open {what}: {err}");
+            false
+        }
     }
 }

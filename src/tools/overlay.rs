@@ -161,20 +161,9 @@ impl Overlay {
         &self.tree
     }
 
-    /// The workspace (canonical) this overlay mirrors.
-    pub fn workspace(&self) -> &Path {
-        &self.workspace
-    }
-
     /// A persistent directory for build output beside the tree (`CARGO_TARGET_DIR`).
     pub fn build_dir(&self, name: &str) -> PathBuf {
         self.base.join(name)
-    }
-
-    /// The overlay path of a workspace path (`None`: not inside the workspace).
-    pub fn map(&self, path: &Path) -> Option<PathBuf> {
-        let rel = relative(&self.workspace, path)?;
-        Some(self.tree.join(rel))
     }
 
     /// Brings the tree up to date: the workspace's non-ignored files, with `changes`

@@ -268,19 +268,13 @@ impl Drop for GroupGuard {
 }
 
 /// SIGKILL to every process of group `pgid`.
-pub fn kill_group(pgid: i32) {
+fn kill_group(pgid: i32) {
     if pgid > 1 {
         // SAFETY: killpg only sends a signal; a group that is gone answers ESRCH, ignored.
         unsafe {
             libc::killpg(pgid, libc::SIGKILL);
         }
     }
-}
-
-/// Whether any process of group `pgid` is still alive (zombies count until reaped).
-pub fn group_alive(pgid: i32) -> bool {
-    // SAFETY: signal 0 only checks for existence and permission.
-    pgid > 1 && unsafe { libc::killpg(pgid, 0) } == 0
 }
 
 async fn run_real(spec: CommandSpec, cancel: CancellationToken) -> ProcessOutput {
@@ -396,6 +390,8 @@ async fn run_real(spec: CommandSpec, cancel: CancellationToken) -> ProcessOutput
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
     let mut open = true;
+    // The command ends when its process exits, even while a process it left in the background
+    // still holds the output pipes: that one is killed with the group below, it is no timeout.
     let exit = loop {
         tokio::select! {
             biased;
@@ -405,7 +401,7 @@ async fn run_real(spec: CommandSpec, cancel: CancellationToken) -> ProcessOutput
                 Some(c) => collected.push(&c),
                 None => open = false,
             },
-            status = child.wait(), if !open => {
+            status = child.wait() => {
                 break match status {
                     Ok(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
                         (Some(code), _) => Exit::Code(code),
@@ -423,9 +419,14 @@ async fn run_real(spec: CommandSpec, cancel: CancellationToken) -> ProcessOutput
     if matches!(exit, Exit::TimedOut | Exit::Cancelled) {
         let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
     }
-    while let Ok(c) = rx.try_recv() {
-        collected.push(&c);
-    }
+    // What the pipes still hold; they close once the group is gone (a process that left the
+    // group and keeps them open is not waited for long).
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while let Some(c) = rx.recv().await {
+            collected.push(&c);
+        }
+    })
+    .await;
     let (mut output, cut) = collected.finish();
     match &exit {
         Exit::TimedOut => output.push_str(&format!(
@@ -594,6 +595,28 @@ mod tests {
         assert!(
             !wait_gone(sleeper).await,
             "process {sleeper} survived the timeout"
+        );
+    }
+
+    /// A command that exits while a process it started in the background keeps its output open
+    /// ends with its own exit code, not at the timeout, and the background process is killed.
+    #[tokio::test]
+    async fn exit_ends_the_command_while_a_background_process_holds_the_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let line = format!(
+            "sh -c 'sleep 300 & echo $! > {}; echo started; exit 4'",
+            pidfile.display()
+        );
+        let mut s = spec(&line, dir.path());
+        s.timeout = Duration::from_secs(30);
+        let out = RealRunner.run(s, CancellationToken::new()).await;
+        assert_eq!(out.exit, Exit::Code(4), "{out:?}");
+        assert!(out.output.contains("started"), "{out:?}");
+        let sleeper = read_pid(&pidfile);
+        assert!(
+            !wait_gone(sleeper).await,
+            "process {sleeper} survived the command"
         );
     }
 

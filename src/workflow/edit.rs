@@ -1505,7 +1505,7 @@ fn clamp_range(text: &str, range: &Range<usize>) -> Range<usize> {
     a.min(b)..a.max(b)
 }
 
-fn display_path(roots: &[PathBuf], path: &Path) -> String {
+pub(crate) fn display_path(roots: &[PathBuf], path: &Path) -> String {
     roots
         .iter()
         .find_map(|r| path.strip_prefix(r).ok())

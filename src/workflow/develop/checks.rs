@@ -111,10 +111,6 @@ impl Checker {
         }
     }
 
-    pub fn checks(&self) -> &Checks {
-        &self.checks
-    }
-
     /// The warnings of the runs since the last call (tools missing, commands that could not
     /// start, failures that were there before the run), each once.
     pub fn take_warnings(&mut self) -> Vec<String> {

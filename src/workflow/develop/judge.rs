@@ -28,18 +28,6 @@ pub enum Decision {
     Skip(String),
 }
 
-/// The default `[develop] risky` patterns.
-pub const RISKY: &[&str] = &[
-    "auth",
-    "security",
-    "crypt",
-    "password",
-    "secret",
-    "token",
-    "payment",
-    "migration",
-];
-
 /// Decides whether to judge `changes`. `min_lines` is `[develop] judge_min_lines`; `risky`
 /// patterns match case-insensitively anywhere in a path.
 pub fn decide(changes: &[ChangeStat], min_lines: usize, risky: &[String]) -> Decision {
@@ -188,7 +176,7 @@ mod tests {
     }
 
     fn risky() -> Vec<String> {
-        RISKY.iter().map(|s| (*s).to_owned()).collect()
+        crate::config::DevelopSection::default().risky
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! 1. **explore** — the `planner` sees a .gitignore-aware tree and the likely files, and may call
 //!    the read-only tools for a bounded number of rounds;
 //! 2. **plan** — numbered atomic steps naming their files, the last one verification; an
-//!    answer that is not a plan is retried once with the parse error;
+//!    answer that is not a plan is retried once with the parse error (`explore.rs`);
 //! 3. **approve** — the plan as a Markdown document, approved through an [`Approver`] (skipped
 //!    with `[develop] approve = "auto"`);
 //! 4. **execute** — each step on the run's working copy with the `coder` (see `step.rs` for the
@@ -22,9 +22,11 @@
 //! overlay. A run that fails reports what it learned and proposes nothing. No protocol types.
 
 pub mod checks;
+mod explore;
 pub mod judge;
 pub mod plan;
 pub mod project;
+mod setup;
 mod step;
 
 use std::collections::HashSet;
@@ -35,7 +37,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 use tokio_util::sync::CancellationToken;
 
@@ -47,15 +49,17 @@ use crate::model::{
 use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
 use crate::tools::overlay::Overlay;
 use crate::tools::process::{CommandSpec, Exit, ProcessRunner, RealRunner};
-use crate::tools::{self, FileSystem, RealFs, Session, Snapshot, ToolOptions, ToolOutcome};
+use crate::tools::{FileSystem, RealFs, Session, Snapshot, ToolOptions, ToolOutcome};
 
 pub use super::edit::Progress;
-use super::edit::RULE_FILES;
+use super::edit::{RULE_FILES, display_path};
+use super::tool_loop::empty_session;
 use super::proposal::{Proposal, ProposalFile};
 use checks::{CheckRun, Checker};
 use judge::{ChangeStat, Decision, Verdict};
 use plan::{Plan, PlanError};
 use project::{CheckKind, ProjectKind};
+pub use setup::{Setup, SetupCommand, setup};
 
 /// Whether the plan waits for the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -92,28 +96,9 @@ pub struct DevelopOptions {
     pub max_tokens: Option<u32>,
 }
 
-impl Default for DevelopOptions {
-    fn default() -> Self {
-        DevelopOptions {
-            approve: ApproveMode::Ask,
-            fix_rounds: 2,
-            judge_min_lines: 20,
-            risky: judge::RISKY.iter().map(|s| (*s).to_owned()).collect(),
-            max_attempts: 3,
-            max_rounds: 8,
-            explore_rounds: 2,
-            context_budget: 2500,
-            baseline: true,
-            escalate: true,
-            temperature: Some(0.0),
-            max_tokens: None,
-        }
-    }
-}
-
 impl DevelopOptions {
     /// The options of `[develop]` in `config`; attempts, rounds, escalation and sampling come
-    /// from `[edit]`, whose retry loop a step shares.
+    /// from `[edit]`, whose retry loop a step shares. Their defaults are the configuration's.
     pub fn from_config(config: &Config) -> DevelopOptions {
         let d = &config.develop;
         let e = &config.edit;
@@ -130,7 +115,9 @@ impl DevelopOptions {
             escalate: e.escalate,
             temperature: Some(e.temperature as f32),
             max_tokens: e.max_tokens,
-            ..DevelopOptions::default()
+            explore_rounds: 2,
+            context_budget: 2500,
+            baseline: true,
         }
     }
 }
@@ -482,6 +469,15 @@ impl Run<'_> {
         });
     }
 
+    /// `intro`, then the workspace rules under the heading `rules` when there are any.
+    fn system_prompt(&self, intro: &str, rules: &str) -> String {
+        let mut system = intro.to_owned();
+        if !self.rules.trim().is_empty() {
+            system.push_str(&format!("\n# {rules}\n\n{}\n", self.rules.trim()));
+        }
+        system
+    }
+
     /// Adds warnings to the report, each once.
     fn warn(&mut self, warnings: Vec<String>) {
         for w in warnings {
@@ -619,10 +615,7 @@ impl Run<'_> {
             )),
         }
         let wants_baseline = self.ctx.options.baseline
-            && self
-                .checker
-                .as_ref()
-                .is_some_and(|c| c.has(CheckKind::Check) || c.has(CheckKind::Lint));
+            && (self.has_checks(CheckKind::Check) || self.has_checks(CheckKind::Lint));
         if wants_baseline && let Some(mut checker) = self.checker.take() {
             self.report_progress("preflight: checking the workspace as it is", 3);
             let result = checker.baseline(&self.cancel).await;
@@ -726,183 +719,6 @@ impl Run<'_> {
             .unwrap_or_else(|| unreachable!("models are resolved first"))
     }
 
-    // -- explore and plan -----------------------------------------------------------------------
-
-    async fn plan(&mut self) -> Result<Plan, DevelopFailure> {
-        self.report_progress("explore: reading the workspace", EXPLORE);
-        let first = self.explore_prompt();
-        let planner = self.roles().planner.clone();
-        let read_only: Vec<ToolSpec> = tools::specs()
-            .into_iter()
-            .filter(|s| tools::is_read_only(&s.name))
-            .collect();
-        let mut messages = first;
-        let mut rounds = 0;
-        let mut reparsed = false;
-        loop {
-            let may_explore = rounds < self.ctx.options.explore_rounds;
-            let (tools, choice) = if may_explore {
-                (read_only.clone(), ToolChoice::Auto)
-            } else {
-                (Vec::new(), ToolChoice::None)
-            };
-            self.report_progress(
-                if may_explore {
-                    format!("explore: asking {}", planner.name())
-                } else {
-                    format!("plan: asking {}", planner.name())
-                },
-                if may_explore {
-                    EXPLORE + 2 * rounds as u32
-                } else {
-                    PLAN
-                },
-            );
-            let response = self.ask(planner.as_ref(), &messages, tools, choice).await?;
-            let calls = if may_explore {
-                self.calls_in(&response, &read_only)
-            } else {
-                Vec::new()
-            };
-            if !calls.is_empty() {
-                rounds += 1;
-                messages.push(response.to_message_for(&calls));
-                let outcomes = self.execute_read_only(calls).await?;
-                push_results(&mut messages, &outcomes, !response.tool_calls.is_empty());
-                if rounds >= self.ctx.options.explore_rounds {
-                    messages.push(Message::user(
-                        "That is all the exploring there is room for. Now write the plan as a \
-                         numbered list, as asked at the start.",
-                    ));
-                }
-                continue;
-            }
-            let answer = response.text.clone();
-            match self.parse_plan(&answer) {
-                Ok(plan) => return Ok(plan),
-                Err(error) if !reparsed => {
-                    reparsed = true;
-                    // Exploring is over: the retry must be the plan itself.
-                    rounds = self.ctx.options.explore_rounds;
-                    messages.push(Message::assistant(answer));
-                    messages.push(Message::user(format!(
-                        "Your plan could not be read: {error}.\n\n{}",
-                        PLAN_SHAPE
-                    )));
-                }
-                Err(error) => {
-                    return Err(DevelopFailure::Plan {
-                        error,
-                        answer: crate::edit::text::clip(answer.trim(), 200),
-                    });
-                }
-            }
-        }
-    }
-
-    fn parse_plan(&mut self, answer: &str) -> Result<Plan, PlanError> {
-        let root = self.root();
-        let s = self.session();
-        let files: Vec<String> =
-            s.fs.walk(&root, 5000)
-                .0
-                .into_iter()
-                .filter_map(|e| {
-                    e.path
-                        .strip_prefix(&root)
-                        .ok()
-                        .map(|p| p.to_string_lossy().replace('\\', "/"))
-                })
-                .collect();
-        let known = |w: &str| -> Option<String> {
-            if files.iter().any(|f| f == w) {
-                return Some(w.to_owned());
-            }
-            // A bare name (`lib.rs`) or a path missing its first directories.
-            let suffix = format!("/{w}");
-            let mut matches = files.iter().filter(|f| f.ends_with(&suffix));
-            match (matches.next(), matches.next()) {
-                (Some(only), None) => Some(only.clone()),
-                _ => None,
-            }
-        };
-        let plan = plan::parse(answer, &known)?;
-        // Paths must stay in the workspace.
-        for step in &plan.steps {
-            for f in &step.files {
-                if let Err(e) = s.sandbox.resolve(f, s.fs.as_ref()) {
-                    return Err(PlanError::NoFiles {
-                        number: step.number,
-                        text: format!("{f}: {e}"),
-                    });
-                }
-            }
-        }
-        Ok(plan)
-    }
-
-    fn explore_prompt(&mut self) -> Vec<Message> {
-        let tree = self.tool_text("list_files", json!({"path": "."}));
-        let likely = self.likely_files();
-        let mut context = String::new();
-        let budget = self.ctx.options.context_budget / likely.len().max(1);
-        for rel in &likely {
-            context.push_str(&self.file_view(rel, budget));
-            context.push('\n');
-        }
-        let mut system = String::from(
-            "You plan changes to a software project. You can read files with the tools \
-             (read_file, list_files, search); you cannot change anything. When you know enough, \
-             answer with the plan.\n",
-        );
-        if !self.rules.trim().is_empty() {
-            system.push_str("\n# Workspace rules (follow them)\n\n");
-            system.push_str(self.rules.trim());
-            system.push('\n');
-        }
-        let user = format!(
-            "Request: {}\n\nProject: {}\n\nFiles:\n{}\n\n{}\n{}",
-            self.request.request.trim(),
-            self.report.project.name(),
-            crate::edit::text::clip(tree.trim(), 4000),
-            if context.is_empty() {
-                String::new()
-            } else {
-                format!("Likely relevant files:\n\n{context}")
-            },
-            PLAN_SHAPE
-        );
-        vec![Message::system(system), Message::user(user)]
-    }
-
-    /// The focus file and the files whose text matches words of the request, best first.
-    fn likely_files(&mut self) -> Vec<String> {
-        let mut scores: Vec<(String, usize)> = Vec::new();
-        let mut bump = |rel: String, by: usize| match scores.iter_mut().find(|(r, _)| *r == rel) {
-            Some((_, n)) => *n += by,
-            None => scores.push((rel, by)),
-        };
-        if let Some(focus) = self.request.focus.clone() {
-            let root = self.root();
-            if let Ok(rel) = focus.strip_prefix(&root) {
-                bump(rel.to_string_lossy().into_owned(), 1000);
-            }
-        }
-        for word in keywords(&self.request.request) {
-            let found = self.tool_text("search", json!({"pattern": word}));
-            for line in found.lines().take(50) {
-                if let Some((path, _)) = line.split_once(':')
-                    && !path.contains(' ')
-                    && path.contains('.')
-                {
-                    bump(path.to_owned(), 1);
-                }
-            }
-        }
-        scores.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        scores.into_iter().take(3).map(|(r, _)| r).collect()
-    }
-
     /// A file as a model is shown it: whole and numbered when it fits `budget` tokens, its
     /// outline otherwise. Marks it read in the ledger.
     fn file_view(&mut self, rel: &str, budget: usize) -> String {
@@ -934,31 +750,6 @@ impl Run<'_> {
     fn tool_text(&mut self, name: &str, arguments: Value) -> String {
         let call = ToolCall::new("preflight", name, arguments);
         self.session().execute(&call).content
-    }
-
-    async fn execute_read_only(
-        &mut self,
-        calls: Vec<ToolCall>,
-    ) -> Result<Vec<ToolOutcome>, DevelopFailure> {
-        // Planning reads only: anything else is answered with an error, never executed.
-        let (reads, others): (Vec<_>, Vec<_>) = calls
-            .into_iter()
-            .partition(|c| tools::canonical_name(&c.name).is_some_and(tools::is_read_only));
-        let mut outcomes = self.execute(reads).await?;
-        for c in others {
-            outcomes.push(ToolOutcome {
-                call_id: c.id.clone(),
-                name: c.name.clone(),
-                content: "planning is read-only: only read_file, list_files and search are \
-                          available now; describe changes in the plan"
-                    .to_owned(),
-                status: tools::Status::Failed(tools::ToolError::NotAvailable {
-                    tool: c.name.clone(),
-                    reason: "planning is read-only".to_owned(),
-                }),
-            });
-        }
-        Ok(outcomes)
     }
 
     /// Runs tool calls on a blocking thread, honouring cancellation.
@@ -1105,21 +896,31 @@ impl Run<'_> {
             }
             Err(checks::CheckError::Cancelled) => Err(DevelopFailure::Cancelled),
             Err(e) => {
-                let w = e.to_string();
-                if !self.report.warnings.contains(&w) {
-                    self.report.warnings.push(w);
-                }
+                self.warn(vec![e.to_string()]);
                 Ok(Vec::new())
             }
         }
     }
 
+    /// Whether any command of `kind` can run in this run.
+    fn has_checks(&self, kind: CheckKind) -> bool {
+        self.checker.as_ref().is_some_and(|c| c.has(kind))
+    }
+
+    /// Runs the tests and records the verify status: `None` when they pass, else what failed.
+    async fn run_tests(&mut self) -> Result<Option<String>, DevelopFailure> {
+        let runs = self.run_checks(CheckKind::Test).await?;
+        if runs.iter().all(|r| r.passed) {
+            self.report.verify = VerifyStatus::Passed;
+            return Ok(None);
+        }
+        let failures = checks::describe_failures(&runs);
+        self.report.verify = VerifyStatus::Failed(failures.clone());
+        Ok(Some(failures))
+    }
+
     async fn verify(&mut self, plan: &Plan) -> Result<(), DevelopFailure> {
-        let has_tests = self
-            .checker
-            .as_ref()
-            .is_some_and(|c| c.has(CheckKind::Test));
-        if !has_tests {
+        if !self.has_checks(CheckKind::Test) {
             self.report.verify = VerifyStatus::NotRun("no test command".to_owned());
             return Ok(());
         }
@@ -1133,13 +934,9 @@ impl Run<'_> {
                 },
                 VERIFY + round as u32 * 3,
             );
-            let runs = self.run_checks(CheckKind::Test).await?;
-            if runs.iter().all(|r| r.passed) {
-                self.report.verify = VerifyStatus::Passed;
+            let Some(failures) = self.run_tests().await? else {
                 return Ok(());
-            }
-            let failures = checks::describe_failures(&runs);
-            self.report.verify = VerifyStatus::Failed(failures.clone());
+            };
             if round == rounds {
                 break;
             }
@@ -1174,16 +971,12 @@ impl Run<'_> {
         self.report_progress("judge: reviewing the diff", JUDGE);
         let judge_model = self.roles().judge.clone();
         let diff = self.diff();
-        let mut system = String::from(
+        let system = self.system_prompt(
             "You review a change to a software project before the user sees it. Check that the \
              diff does what the request asks, completely, and follows the workspace rules. Do \
              not ask for unrelated improvements.\n",
+            "Workspace rules",
         );
-        if !self.rules.trim().is_empty() {
-            system.push_str("\n# Workspace rules\n\n");
-            system.push_str(self.rules.trim());
-            system.push('\n');
-        }
         let checks: String = self
             .report
             .checks
@@ -1241,18 +1034,8 @@ impl Run<'_> {
             let report = self.run_step(plan, &spec).await?;
             let fixed = report.status == StepStatus::Done;
             self.report.steps.push(report);
-            if fixed
-                && self
-                    .checker
-                    .as_ref()
-                    .is_some_and(|c| c.has(CheckKind::Test))
-            {
-                let runs = self.run_checks(CheckKind::Test).await?;
-                self.report.verify = if runs.iter().all(|r| r.passed) {
-                    VerifyStatus::Passed
-                } else {
-                    VerifyStatus::Failed(checks::describe_failures(&runs))
-                };
+            if fixed && self.has_checks(CheckKind::Test) {
+                self.run_tests().await?;
             }
         }
         Ok(())
@@ -1323,14 +1106,9 @@ impl Run<'_> {
         let files = changes
             .into_iter()
             .map(|c| {
-                let display = roots
-                    .iter()
-                    .find_map(|r| c.path.strip_prefix(r).ok())
-                    .map(|p| p.to_string_lossy().replace('\\', "/"))
-                    .unwrap_or_else(|| c.path.display().to_string());
                 ProposalFile::new(
-                    c.path,
-                    display,
+                    c.path.clone(),
+                    display_path(&roots, &c.path),
                     c.base_version,
                     c.original.is_none(),
                     c.original.unwrap_or_default(),
@@ -1355,151 +1133,6 @@ impl Run<'_> {
         self.report_progress("proposal ready", 100);
         Ok(proposal)
     }
-}
-
-/// What a develop run in `root` would use, for `patchwise doctor`.
-#[derive(Debug, Clone, Serialize)]
-pub struct Setup {
-    pub root: PathBuf,
-    pub project: ProjectKind,
-    /// `(kind, command line, configured, installed)` for each command.
-    pub commands: Vec<SetupCommand>,
-    pub notes: Vec<String>,
-    pub approve: ApproveMode,
-    pub fix_rounds: usize,
-    pub judge_min_lines: usize,
-    pub risky: Vec<String>,
-    pub timeout_secs: u64,
-}
-
-/// One command of [`Setup`].
-#[derive(Debug, Clone, Serialize)]
-pub struct SetupCommand {
-    pub kind: CheckKind,
-    pub line: String,
-    pub configured: bool,
-    /// Its program is on `PATH` (or in the project's tool directories).
-    pub installed: bool,
-}
-
-/// The develop setup of the workspace at `root`: project kind, the commands a run would
-/// execute (and whether their tools are installed), and the `[develop]` options.
-pub fn setup(root: &Path, config: &Config, runner: &dyn ProcessRunner) -> Setup {
-    let checks = project::checks(root, config, runner);
-    let options = DevelopOptions::from_config(config);
-    let dirs: Vec<PathBuf> = checks.tool_dirs.iter().map(|d| root.join(d)).collect();
-    let commands = checks
-        .commands
-        .iter()
-        .map(|c| {
-            let program = crate::tools::process::program_of(&c.line);
-            let installed = if program.contains('/') && !program.starts_with('/') {
-                root.join(&program).exists()
-            } else {
-                runner.has_program(&program, &dirs)
-            };
-            SetupCommand {
-                kind: c.kind,
-                line: c.line.clone(),
-                configured: c.configured,
-                installed,
-            }
-        })
-        .collect();
-    Setup {
-        root: root.to_path_buf(),
-        project: checks.kind,
-        commands,
-        notes: checks.notes,
-        approve: options.approve,
-        fix_rounds: options.fix_rounds,
-        judge_min_lines: options.judge_min_lines,
-        risky: options.risky,
-        timeout_secs: checks.timeout.as_secs(),
-    }
-}
-
-impl Setup {
-    /// The setup as `patchwise doctor` prints it.
-    pub fn render(&self) -> String {
-        let mut out = format!(
-            "
-develop    {} ({} project); approve {}, fix rounds {}, judge from {} changed lines \
-             or a risky path ({})
-",
-            self.root.display(),
-            self.project.name(),
-            match self.approve {
-                ApproveMode::Ask => "ask",
-                ApproveMode::Auto => "auto",
-            },
-            self.fix_rounds,
-            self.judge_min_lines,
-            self.risky.join(", ")
-        );
-        for c in &self.commands {
-            out.push_str(&format!(
-                "  {:<8} {} [{}]{}\n",
-                c.kind.name(),
-                c.line,
-                if c.configured {
-                    "configured"
-                } else {
-                    "default"
-                },
-                if c.installed {
-                    ""
-                } else {
-                    " (NOT INSTALLED: skipped with a warning)"
-                }
-            ));
-        }
-        if self.commands.is_empty() {
-            out.push_str("  no check or test commands\n");
-        }
-        for n in &self.notes {
-            out.push_str(&format!("  note: {n}\n"));
-        }
-        out.push_str(&format!(
-            "  timeout  {}s per command; commands run in an overlay copy, never on your files\n",
-            self.timeout_secs
-        ));
-        out
-    }
-}
-
-/// How a develop plan must look; shown in the first prompt and after a parse error.
-const PLAN_SHAPE: &str = "Answer with the plan as a numbered list of atomic steps, one change \
-per step, each naming the files it touches in backticks, for example:\n\
-1. Add `fn parse_flag` to `src/cli.rs`.\n\
-2. Add a test for it in `tests/cli.rs`.\n\
-3. Verify: run the checks and the tests.\n\
-The last step is always verification. Name only files that exist in the list above, or new \
-files to create. No code in the plan.";
-
-/// Words of a request worth searching for: identifiers and longer words, not common English.
-fn keywords(request: &str) -> Vec<String> {
-    const COMMON: &[&str] = &[
-        "that", "this", "with", "from", "into", "then", "them", "when", "which", "what", "have",
-        "make", "should", "would", "could", "there", "their", "about", "after", "before", "add",
-        "adds", "test", "tests", "function", "file", "files", "code", "change", "update", "using",
-        "also", "each", "every", "flag", "command", "return", "returns", "value", "rename", "fix",
-        "failing", "new", "the", "and", "for", "its", "it's",
-    ];
-    let mut out: Vec<String> = Vec::new();
-    for w in request.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')) {
-        let w = w.trim_matches('-');
-        if w.len() < 4 || COMMON.contains(&w.to_lowercase().as_str()) {
-            continue;
-        }
-        let code_like = w.contains('_') || w.chars().skip(1).any(char::is_uppercase);
-        if !out.iter().any(|o| o == w) && (code_like || out.len() < 6) {
-            out.push(w.to_owned());
-        }
-    }
-    out.sort_by_key(|w| !(w.contains('_') || w.chars().skip(1).any(char::is_uppercase)));
-    out.truncate(4);
-    out
 }
 
 fn rel_of(root: &Path, path: &Path) -> String {
@@ -1536,21 +1169,6 @@ fn push_results(messages: &mut Vec<Message>, outcomes: &[ToolOutcome], native: b
     }
 }
 
-trait ToMessageFor {
-    /// The assistant message of an answer whose calls (native or parsed from text) ran.
-    fn to_message_for(&self, calls: &[ToolCall]) -> Message;
-}
-
-impl ToMessageFor for ChatResponse {
-    fn to_message_for(&self, _calls: &[ToolCall]) -> Message {
-        if self.tool_calls.is_empty() {
-            Message::assistant(self.text.clone())
-        } else {
-            self.to_message()
-        }
-    }
-}
-
 fn model_failure(e: ModelError) -> DevelopFailure {
     match e {
         ModelError::Cancelled => DevelopFailure::Cancelled,
@@ -1558,32 +1176,9 @@ fn model_failure(e: ModelError) -> DevelopFailure {
     }
 }
 
-fn empty_session() -> Session {
-    // Only absent while tools run on a blocking thread; a session without roots refuses every
-    // path, the harmless fallback.
-    Session::new(
-        &[],
-        Arc::new(RealFs),
-        Snapshot::new(),
-        ToolOptions::default(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keywords_prefer_identifiers() {
-        assert_eq!(
-            keywords("add a --json flag to the export command and test it"),
-            ["json", "export"]
-        );
-        assert_eq!(
-            keywords("rename parse_args to parse_cli in main"),
-            ["parse_args", "parse_cli", "main"]
-        );
-    }
 
     #[test]
     fn options_from_config() {

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::tools::process::{ProcessRunner, program_of};
+use crate::tools::process::ProcessRunner;
 
 /// The kinds of project a develop run knows defaults for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -242,11 +242,6 @@ fn has_npm_test(root: &Path) -> bool {
     json["scripts"]["test"]
         .as_str()
         .is_some_and(|t| !t.contains("no test specified"))
-}
-
-/// The program of a command line (for "not installed" messages).
-pub fn tool_of(line: &str) -> String {
-    program_of(line)
 }
 
 #[cfg(test)]

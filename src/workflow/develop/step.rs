@@ -23,6 +23,7 @@ use crate::edit::formats::{self, Action};
 use crate::edit::ops::Operation;
 use crate::model::{ChatModel, FinishReason, Message, ToolCall, ToolChoice};
 use crate::tools::{self, Status};
+use crate::workflow::tool_loop::broke_off;
 
 use super::checks::describe_failures;
 use super::plan::Plan;
@@ -124,7 +125,6 @@ impl Run<'_> {
                 }
             }
         }
-        // Put the overlay back to the pre-step text as well (the next check syncs it anyway).
         Ok(StepReport {
             name: spec.name.clone(),
             text: spec.text.clone(),
@@ -162,11 +162,7 @@ impl Run<'_> {
             };
             let calls = self.calls_in(&response, &tools);
             let native = !response.tool_calls.is_empty();
-            messages.push(if native {
-                response.to_message()
-            } else {
-                Message::assistant(response.text.clone())
-            });
+            messages.push(response.to_message());
             if calls.is_empty() {
                 if edited && check_ok {
                     return Ok(Attempt::Done);
@@ -305,7 +301,7 @@ impl Run<'_> {
 
     /// The clean first prompt of an attempt.
     fn step_prompt(&mut self, plan: &Plan, spec: &StepSpec, failures: &[String]) -> Vec<Message> {
-        let mut system = String::from(
+        let system = self.system_prompt(
             "You are a careful coding agent carrying out one step of a plan. You change files \
              only through the tools. Rules:\n\
              - Make exactly this step's change, nothing more; keep each file's style and \
@@ -318,12 +314,8 @@ impl Run<'_> {
              - Read a file with read_file before editing a file you were not shown.\n\
              - If an edit is refused or a check fails, read the message: it says what to do.\n\
              - Paths are relative to the workspace root.\n",
+            "Workspace rules (follow them)",
         );
-        if !self.rules.trim().is_empty() {
-            system.push_str("\n# Workspace rules (follow them)\n\n");
-            system.push_str(self.rules.trim());
-            system.push('\n');
-        }
         let mut user = format!("Request: {}\n\n", self.request.request.trim());
         user.push_str(&format!("Plan:\n{}\n", plan.numbered(spec.number)));
         user.push_str(&format!("Do this now ({}): {}\n", spec.name, spec.text));
@@ -397,14 +389,6 @@ fn refuses(text: &str) -> bool {
     ]
     .iter()
     .any(|p| t.contains(p))
-}
-
-fn broke_off(e: &crate::model::ModelError) -> bool {
-    matches!(
-        e,
-        crate::model::ModelError::StreamEndedEarly { .. }
-            | crate::model::ModelError::IncompleteToolCall { .. }
-    )
 }
 
 /// SEARCH/REPLACE blocks, diffs and patches in an answer, as tool calls (only those naming a
