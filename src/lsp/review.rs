@@ -19,7 +19,7 @@ use tower_lsp_server::ls_types::*;
 
 use super::from_proto;
 use super::proposals::{self, EditShape, View};
-use super::server::{Backend, State, request_failed};
+use super::server::{Backend, State, request_failed, show_file};
 use crate::document::Document;
 use crate::store::Library;
 use crate::workflow::session::edit;
@@ -410,19 +410,7 @@ impl Backend {
                 return false;
             }
         };
-        let Some(uri) = Uri::from_file_path(&file) else {
-            return false;
-        };
-        let shown = self
-            .client
-            .show_document(ShowDocumentParams {
-                uri,
-                external: Some(false),
-                take_focus: Some(true),
-                selection: None,
-            })
-            .await;
-        matches!(shown, Ok(true))
+        matches!(show_file(&self.client, &file).await, Ok(true))
     }
 
     /// `patchwise.proposal.list`: every pending proposal, its files and hunks.

@@ -340,6 +340,22 @@ impl Backend {
     }
 }
 
+/// Opens `path` in the editor (`window/showDocument`, inside the editor, focused). `Ok(false)`
+/// when the path has no `file:` URI or the client declined to show it.
+pub(super) async fn show_file(client: &Client, path: &Path) -> Result<bool> {
+    let Some(uri) = Uri::from_file_path(path) else {
+        return Ok(false);
+    };
+    client
+        .show_document(ShowDocumentParams {
+            uri,
+            external: Some(false),
+            take_focus: Some(true),
+            selection: None,
+        })
+        .await
+}
+
 pub(super) fn request_failed(message: impl Into<String>) -> Error {
     Error {
         code: ErrorCode::ServerError(REQUEST_FAILED),
