@@ -50,14 +50,10 @@ pub struct HunkRecord {
     pub after: String,
 }
 
-/// A stable hash of a text (FNV-1a, 64 bits, with the length): equal texts hash equal in every
-/// build and on every machine.
+/// A stable hash of a text (the edit ledger's FNV-1a, 64 bits, with the length): equal texts
+/// hash equal in every build and on every machine.
 pub fn text_hash(text: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in text.as_bytes() {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let hash = crate::edit::ledger::content_hash(text);
     format!("fnv1a64:{hash:016x}:{}", text.len())
 }
 
