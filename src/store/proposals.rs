@@ -5,7 +5,7 @@
 //! context lines that re-locate them when the file changed in between). The rows are data
 //! only; `workflow::proposal` decides what a stored proposal means when it comes back.
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
 use super::{Library, StoreError, now_rfc3339};
@@ -136,22 +136,6 @@ impl Library {
         }
         Ok(out)
     }
-
-    /// One stored proposal.
-    pub fn proposal(&self, id: u64) -> Result<Option<ProposalRecord>, StoreError> {
-        let exists: Option<i64> = self
-            .lock()
-            .query_row(
-                "SELECT id FROM proposal WHERE id = ?1",
-                params![id as i64],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if exists.is_none() {
-            return Ok(None);
-        }
-        Ok(self.pending_proposals()?.into_iter().find(|p| p.id == id))
-    }
 }
 
 fn files_json(record: &ProposalRecord) -> Result<String, StoreError> {
@@ -199,7 +183,8 @@ mod tests {
         let first = library.insert_proposal(&record()).unwrap();
         let second = library.insert_proposal(&record()).unwrap();
         assert!(second > first);
-        let mut stored = library.proposal(first).unwrap().unwrap();
+        let mut stored = library.pending_proposals().unwrap().remove(0);
+        assert_eq!(stored.id, first);
         assert_eq!(stored.files, record().files);
         assert!(!stored.created_at.is_empty());
         stored.files[0].hunks.clear();
