@@ -90,15 +90,13 @@ pub(super) fn run_id(value: Value) -> String {
 impl Backend {
     pub(super) async fn execute(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
         let args = &params.arguments;
-        let command = Command::from_name(&params.command)
-            .filter(|c| c.available())
-            .ok_or_else(|| {
-                invalid_params(format!(
-                    "unknown command {:?}; patchwise executes {}",
-                    params.command,
-                    Command::available_names().join(", ")
-                ))
-            })?;
+        let command = Command::from_name(&params.command).ok_or_else(|| {
+            invalid_params(format!(
+                "unknown command {:?}; patchwise executes {}",
+                params.command,
+                Command::names().join(", ")
+            ))
+        })?;
         match command {
             Command::Edit | Command::EditSelection => {
                 let args: EditArgs = argument(command, args)?;

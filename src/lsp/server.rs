@@ -417,10 +417,7 @@ impl LanguageServer for Backend {
                     },
                 )),
                 execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: Command::available_names()
-                        .into_iter()
-                        .map(str::to_owned)
-                        .collect(),
+                    commands: Command::names().into_iter().map(str::to_owned).collect(),
                     work_done_progress_options: WorkDoneProgressOptions::default(),
                 }),
                 ..ServerCapabilities::default()
