@@ -340,6 +340,22 @@ impl Backend {
     }
 }
 
+/// Runs blocking work (disk, database) off the async threads. A panic in it comes back as an
+/// error, as the work's own errors do.
+pub(super) async fn blocking<T, E>(
+    work: impl FnOnce() -> std::result::Result<T, E> + Send + 'static,
+) -> std::result::Result<T, String>
+where
+    T: Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
 /// Opens `path` in the editor (`window/showDocument`, inside the editor, focused). `Ok(false)`
 /// when the path has no `file:` URI or the client declined to show it.
 pub(super) async fn show_file(client: &Client, path: &Path) -> Result<bool> {
