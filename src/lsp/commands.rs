@@ -56,6 +56,18 @@ fn invalid_params(message: impl Into<String>) -> Error {
     Error::invalid_params(message.into())
 }
 
+/// Why an edit could not start, with how an LSP client gives what was missing.
+fn refused(err: edit::EditRefused) -> Error {
+    match err {
+        edit::EditRefused::NoInstruction => invalid_params(format!(
+            "{err}: the client supplies it (VS Code and the Neovim plugin ask for it; other \
+             editors write an instruction comment `patchwise: <instruction>` and use the \
+             \"Apply instruction\" code action); call patchwise.edit with {{uri, range, \
+             instruction}}"
+        )),
+    }
+}
+
 /// The first argument of a command, parsed.
 fn argument<T: for<'de> Deserialize<'de>>(command: Command, arguments: &[Value]) -> Result<T> {
     let value = arguments.first().cloned().unwrap_or(Value::Null);
@@ -90,15 +102,13 @@ pub(super) fn run_id(value: Value) -> String {
 impl Backend {
     pub(super) async fn execute(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
         let args = &params.arguments;
-        let command = Command::from_name(&params.command)
-            .filter(|c| c.available())
-            .ok_or_else(|| {
-                invalid_params(format!(
-                    "unknown command {:?}; patchwise executes {}",
-                    params.command,
-                    Command::available_names().join(", ")
-                ))
-            })?;
+        let command = Command::from_name(&params.command).ok_or_else(|| {
+            invalid_params(format!(
+                "unknown command {:?}; patchwise executes {}",
+                params.command,
+                Command::names().join(", ")
+            ))
+        })?;
         match command {
             Command::Edit | Command::EditSelection => {
                 let args: EditArgs = argument(command, args)?;
@@ -152,7 +162,7 @@ impl Backend {
                 .as_deref()
                 .is_none_or(|i| i.trim().is_empty())
             {
-                return Err(invalid_params(edit::EditRefused::NoInstruction.to_string()));
+                return Err(refused(edit::EditRefused::NoInstruction));
             }
             return Err(request_failed(format!(
                 "{} is not a file on disk; save it first, then ask again",
@@ -190,8 +200,7 @@ impl Backend {
             };
             (target, self.workspace_view(&state), state.client)
         };
-        let prepared =
-            edit::prepare(target, workspace).map_err(|e| invalid_params(e.to_string()))?;
+        let prepared = edit::prepare(target, workspace).map_err(refused)?;
         let mut run = self
             .runs
             .start_run(RunKind::Edit, &prepared.path().display().to_string());

@@ -7,11 +7,10 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::Result;
-use tower_lsp_server::ls_types::{ShowDocumentParams, Uri};
 
 use super::from_proto;
 use super::progress::Reporter;
-use super::server::{Backend, request_failed};
+use super::server::{Backend, request_failed, show_file};
 use crate::research::{self, RunOptions};
 use crate::workflow::session::{self, RunKind};
 
@@ -121,18 +120,7 @@ impl Backend {
         if !supported {
             return;
         }
-        let Some(uri) = Uri::from_file_path(report) else {
-            return;
-        };
-        let shown = self
-            .client
-            .show_document(ShowDocumentParams {
-                uri,
-                external: Some(false),
-                take_focus: Some(true),
-                selection: None,
-            })
-            .await;
+        let shown = show_file(&self.client, report).await;
         if let Err(err) = shown {
             tracing::warn!("the client did not open the report: {err}");
         }

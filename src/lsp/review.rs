@@ -19,7 +19,7 @@ use tower_lsp_server::ls_types::*;
 
 use super::from_proto;
 use super::proposals::{self, EditShape, View};
-use super::server::{Backend, State, request_failed};
+use super::server::{Backend, State, blocking, request_failed, show_file};
 use crate::document::Document;
 use crate::store::Library;
 use crate::workflow::session::edit;
@@ -70,10 +70,8 @@ impl Backend {
         let store = self.store(true).await;
         if let Some(store) = store {
             let record = proposal::new_record(&proposal);
-            let saved = tokio::task::spawn_blocking(move || store.insert_proposal(&record)).await;
-            match saved {
-                Ok(Ok(id)) => proposal.id = id,
-                Ok(Err(err)) => tracing::warn!("the proposal is not kept across restarts: {err}"),
+            match blocking(move || store.insert_proposal(&record)).await {
+                Ok(id) => proposal.id = id,
                 Err(err) => tracing::warn!("the proposal is not kept across restarts: {err}"),
             }
         }
@@ -179,7 +177,7 @@ impl Backend {
                     }
                 })
         };
-        let loaded = tokio::task::spawn_blocking(move || {
+        let loaded = blocking(move || {
             let records = store.pending_proposals()?;
             let records: Vec<_> = records.into_iter().filter(|r| wanted(r)).collect();
             // The files' texts on disk; open documents replace them below.
@@ -196,11 +194,7 @@ impl Backend {
         })
         .await;
         let (records, texts) = match loaded {
-            Ok(Ok(loaded)) => loaded,
-            Ok(Err(err)) => {
-                tracing::warn!("cannot read the stored proposals: {err}");
-                return Vec::new();
-            }
+            Ok(loaded) => loaded,
             Err(err) => {
                 tracing::warn!("cannot read the stored proposals: {err}");
                 return Vec::new();
@@ -393,36 +387,20 @@ impl Backend {
             .join("proposals")
             .join(format!("proposal-{id}.diff"));
         let text = diff.to_owned();
-        let written = tokio::task::spawn_blocking(move || {
+        let written = blocking(move || {
             std::fs::create_dir_all(file.parent().unwrap_or(Path::new(".")))?;
             std::fs::write(&file, text)?;
             Ok::<_, std::io::Error>(file)
         })
         .await;
         let file = match written {
-            Ok(Ok(file)) => file,
-            Ok(Err(err)) => {
-                tracing::warn!("cannot write the diff to show it: {err}");
-                return false;
-            }
+            Ok(file) => file,
             Err(err) => {
                 tracing::warn!("cannot write the diff to show it: {err}");
                 return false;
             }
         };
-        let Some(uri) = Uri::from_file_path(&file) else {
-            return false;
-        };
-        let shown = self
-            .client
-            .show_document(ShowDocumentParams {
-                uri,
-                external: Some(false),
-                take_focus: Some(true),
-                selection: None,
-            })
-            .await;
-        matches!(shown, Ok(true))
+        matches!(show_file(&self.client, &file).await, Ok(true))
     }
 
     /// `patchwise.proposal.list`: every pending proposal, its files and hunks.

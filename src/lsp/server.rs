@@ -340,6 +340,38 @@ impl Backend {
     }
 }
 
+/// Runs blocking work (disk, database) off the async threads. A panic in it comes back as an
+/// error, as the work's own errors do.
+pub(super) async fn blocking<T, E>(
+    work: impl FnOnce() -> std::result::Result<T, E> + Send + 'static,
+) -> std::result::Result<T, String>
+where
+    T: Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+/// Opens `path` in the editor (`window/showDocument`, inside the editor, focused). `Ok(false)`
+/// when the path has no `file:` URI or the client declined to show it.
+pub(super) async fn show_file(client: &Client, path: &Path) -> Result<bool> {
+    let Some(uri) = Uri::from_file_path(path) else {
+        return Ok(false);
+    };
+    client
+        .show_document(ShowDocumentParams {
+            uri,
+            external: Some(false),
+            take_focus: Some(true),
+            selection: None,
+        })
+        .await
+}
+
 pub(super) fn request_failed(message: impl Into<String>) -> Error {
     Error {
         code: ErrorCode::ServerError(REQUEST_FAILED),
@@ -401,10 +433,7 @@ impl LanguageServer for Backend {
                     },
                 )),
                 execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: Command::available_names()
-                        .into_iter()
-                        .map(str::to_owned)
-                        .collect(),
+                    commands: Command::names().into_iter().map(str::to_owned).collect(),
                     work_done_progress_options: WorkDoneProgressOptions::default(),
                 }),
                 ..ServerCapabilities::default()

@@ -48,7 +48,6 @@ pub struct LineTransport<R, W> {
     /// Dropping the rest of an over-long line; the head kept to find its id.
     oversized: Option<Vec<u8>>,
     write: Arc<Mutex<W>>,
-    max_line: usize,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -62,13 +61,7 @@ where
             line: Vec::new(),
             oversized: None,
             write: Arc::new(Mutex::new(write)),
-            max_line: MAX_LINE_BYTES,
         }
-    }
-
-    pub fn with_max_line(mut self, max: usize) -> Self {
-        self.max_line = max;
-        self
     }
 
     /// Reads up to the next newline. `Ok(None)` at the end of input; an over-long line comes
@@ -87,7 +80,7 @@ where
                 let chunk = &available[..take];
                 match &mut self.oversized {
                     Some(_) => {}
-                    None if self.line.len() + take > self.max_line => {
+                    None if self.line.len() + take > MAX_LINE_BYTES => {
                         let mut head = std::mem::take(&mut self.line);
                         head.extend_from_slice(&chunk[..chunk.len().min(64 * 1024)]);
                         head.truncate(64 * 1024);
@@ -264,14 +257,14 @@ where
                     return None;
                 }
                 Ok(Some(Err(head))) => {
-                    tracing::warn!("refused a message of more than {} bytes", self.max_line);
+                    tracing::warn!("refused a message of more than {MAX_LINE_BYTES} bytes");
                     self.answer_error(
                         id_in_head(&head),
                         ErrorCode::INVALID_REQUEST,
                         format!(
                             "message too large: more than {} MiB in one message; send smaller \
                              arguments (split a large edit into several)",
-                            self.max_line / (1024 * 1024)
+                            MAX_LINE_BYTES / (1024 * 1024)
                         ),
                     );
                 }

@@ -5,7 +5,7 @@
 //! context lines that re-locate them when the file changed in between). The rows are data
 //! only; `workflow::proposal` decides what a stored proposal means when it comes back.
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
 use super::{Library, StoreError, now_rfc3339};
@@ -50,14 +50,10 @@ pub struct HunkRecord {
     pub after: String,
 }
 
-/// A stable hash of a text (FNV-1a, 64 bits, with the length): equal texts hash equal in every
-/// build and on every machine.
+/// A stable hash of a text (the edit ledger's FNV-1a, 64 bits, with the length): equal texts
+/// hash equal in every build and on every machine.
 pub fn text_hash(text: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in text.as_bytes() {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let hash = crate::edit::ledger::content_hash(text);
     format!("fnv1a64:{hash:016x}:{}", text.len())
 }
 
@@ -140,22 +136,6 @@ impl Library {
         }
         Ok(out)
     }
-
-    /// One stored proposal.
-    pub fn proposal(&self, id: u64) -> Result<Option<ProposalRecord>, StoreError> {
-        let exists: Option<i64> = self
-            .lock()
-            .query_row(
-                "SELECT id FROM proposal WHERE id = ?1",
-                params![id as i64],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if exists.is_none() {
-            return Ok(None);
-        }
-        Ok(self.pending_proposals()?.into_iter().find(|p| p.id == id))
-    }
 }
 
 fn files_json(record: &ProposalRecord) -> Result<String, StoreError> {
@@ -203,7 +183,8 @@ mod tests {
         let first = library.insert_proposal(&record()).unwrap();
         let second = library.insert_proposal(&record()).unwrap();
         assert!(second > first);
-        let mut stored = library.proposal(first).unwrap().unwrap();
+        let mut stored = library.pending_proposals().unwrap().remove(0);
+        assert_eq!(stored.id, first);
         assert_eq!(stored.files, record().files);
         assert!(!stored.created_at.is_empty());
         stored.files[0].hunks.clear();

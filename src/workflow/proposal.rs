@@ -491,6 +491,21 @@ impl Proposals {
         newly_stale
     }
 
+    /// Pending proposal `id`, unless it is stale.
+    fn applicable(&mut self, id: ProposalId) -> Result<&mut Tracked, ApplyError> {
+        let t = self
+            .pending
+            .get_mut(&id)
+            .ok_or(ApplyError::Unknown { id })?;
+        match &t.stale {
+            Some(reason) => Err(ApplyError::Stale {
+                id,
+                reason: reason.clone(),
+            }),
+            None => Ok(t),
+        }
+    }
+
     /// The replacements that apply single-file proposal `id` to `current_text` (at
     /// `current_version`), or why it cannot be applied. When the text is not the one the store
     /// followed (changes it was not told about), the proposal is re-located in it first.
@@ -521,55 +536,31 @@ impl Proposals {
         id: ProposalId,
         current: impl Fn(&Path) -> Current,
     ) -> Result<Vec<FileApply>, ApplyError> {
-        let t = self
-            .pending
-            .get_mut(&id)
-            .ok_or(ApplyError::Unknown { id })?;
-        if let Some(reason) = &t.stale {
-            return Err(ApplyError::Stale {
-                id,
-                reason: reason.clone(),
-            });
-        }
+        let t = self.applicable(id)?;
         let mut out = Vec::new();
         for (f, pf) in t.files.iter_mut().zip(&t.proposal.files) {
-            let now = current(&f.path);
-            let result = match (&now, pf.created) {
-                (None, true) => Ok(FileApply {
-                    path: f.path.clone(),
-                    version: None,
-                    create: true,
-                    replacements: vec![Replacement::insert(0, pf.new_text.clone())],
-                }),
-                (Some(_), true) => Err(format!(
-                    "{} was to be created but exists now",
-                    pf.display_path
-                )),
-                (None, false) => Err(format!("{} no longer exists", pf.display_path)),
-                (Some((text, version)), false) => if *text != f.text {
-                    resync(f, text)
-                } else {
-                    Ok(())
-                }
-                .map(|()| FileApply {
-                    path: f.path.clone(),
-                    version: *version,
-                    create: false,
-                    replacements: f
-                        .hunks
-                        .iter()
-                        .filter(|h| !h.accepting)
-                        .map(|h| Replacement::new(h.range.clone(), h.new.clone()))
-                        .collect(),
-                }),
-            };
-            match result {
-                Ok(apply) => out.push(apply),
+            let version = match catch_up(f, pf, current(&f.path)) {
+                Ok(version) => version,
                 Err(reason) => {
                     t.stale = Some(reason.clone());
                     return Err(ApplyError::Stale { id, reason });
                 }
-            }
+            };
+            let replacements = match version {
+                None => vec![Replacement::insert(0, pf.new_text.clone())],
+                Some(_) => f
+                    .hunks
+                    .iter()
+                    .filter(|h| !h.accepting)
+                    .map(|h| Replacement::new(h.range.clone(), h.new.clone()))
+                    .collect(),
+            };
+            out.push(FileApply {
+                path: f.path.clone(),
+                version: version.flatten(),
+                create: version.is_none(),
+                replacements,
+            });
         }
         Ok(out)
     }
@@ -585,16 +576,7 @@ impl Proposals {
         hunk: Option<usize>,
         current: impl Fn(&Path) -> Current,
     ) -> Result<Vec<FileApply>, ApplyError> {
-        let t = self
-            .pending
-            .get_mut(&id)
-            .ok_or(ApplyError::Unknown { id })?;
-        if let Some(reason) = &t.stale {
-            return Err(ApplyError::Stale {
-                id,
-                reason: reason.clone(),
-            });
-        }
+        let t = self.applicable(id)?;
         let chosen = |h: &TrackedHunk| !h.accepting && hunk.is_none_or(|n| n == h.n);
         if !t.files.iter().flat_map(|f| &f.hunks).any(chosen) {
             return Err(match hunk {
@@ -607,22 +589,7 @@ impl Proposals {
             if !f.hunks.iter().any(chosen) {
                 continue;
             }
-            let now = current(&f.path);
-            let result = match (&now, pf.created) {
-                (None, true) => Ok(None),
-                (Some(_), true) => Err(format!(
-                    "{} was to be created but exists now",
-                    pf.display_path
-                )),
-                (None, false) => Err(format!("{} no longer exists", pf.display_path)),
-                (Some((text, version)), false) => if *text != f.text {
-                    resync(f, text)
-                } else {
-                    Ok(())
-                }
-                .map(|()| Some(*version)),
-            };
-            let version = match result {
+            let version = match catch_up(f, pf, current(&f.path)) {
                 Ok(version) => version,
                 Err(reason) => {
                     t.stale = Some(reason.clone());
@@ -920,6 +887,30 @@ fn context(text: &str, range: &Range<usize>) -> (String, String) {
         text[ctx_start.min(range.start)..range.start].to_owned(),
         text[range.end..ctx_end.max(range.end)].to_owned(),
     )
+}
+
+/// Brings file `f` of a proposal up to the file's text `now`: `Ok(None)` for a file still to be
+/// created, `Ok(Some(version))` for an existing one (re-located first when its text is not the
+/// one followed), or why the proposal cannot apply there.
+fn catch_up(
+    f: &mut TrackedFile,
+    pf: &ProposalFile,
+    now: Current,
+) -> Result<Option<Option<i32>>, String> {
+    match (now, pf.created) {
+        (None, true) => Ok(None),
+        (Some(_), true) => Err(format!(
+            "{} was to be created but exists now",
+            pf.display_path
+        )),
+        (None, false) => Err(format!("{} no longer exists", pf.display_path)),
+        (Some((text, version)), false) => {
+            if text != f.text {
+                resync(f, &text)?;
+            }
+            Ok(Some(version))
+        }
+    }
 }
 
 /// Applies `changes` to the tracked text and moves the hunks; a change that touches a hunk makes

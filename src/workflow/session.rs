@@ -7,7 +7,7 @@
 //!
 //! # Commands
 //! [`Command`] is the one list of command names (`patchwise.edit`, …) with their titles; edges
-//! advertise [`Command::available`] and parse names with [`Command::from_name`].
+//! advertise [`Command::names`] and parse names with [`Command::from_name`].
 //!
 //! # Runs
 //! Long work (an edit, a research run, a develop run) is a *run*:
@@ -119,23 +119,13 @@ impl Command {
         }
     }
 
-    /// Whether this build executes the command (advertised to clients). Every command is
-    /// available now that develop has landed; kept so an edge can hold one back again.
-    pub fn available(self) -> bool {
-        true
-    }
-
     pub fn from_name(name: &str) -> Option<Command> {
         Command::ALL.into_iter().find(|c| c.name() == name)
     }
 
-    /// The names of the available commands, for error messages and capabilities.
-    pub fn available_names() -> Vec<&'static str> {
-        Command::ALL
-            .into_iter()
-            .filter(|c| c.available())
-            .map(Command::name)
-            .collect()
+    /// The names of every command, for error messages and capabilities.
+    pub fn names() -> Vec<&'static str> {
+        Command::ALL.into_iter().map(Command::name).collect()
     }
 }
 

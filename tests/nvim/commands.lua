@@ -163,11 +163,6 @@ local ok, err = pcall(function()
     end)
     vim.wait(300)
     report.status_after = patchwise.status()
-  elseif scenario == 'develop_unavailable' then
-    vim.cmd('PatchwiseDevelop add a test')
-    wait(10000, 'an answer', function()
-      return #report.notes > 0
-    end)
   elseif scenario == 'health' then
     vim.cmd('checkhealth patchwise')
     report.health = lines_of(vim.api.nvim_get_current_buf())

@@ -56,11 +56,8 @@ pub struct PreparedEdit {
 /// Why an edit could not start; the text is the message for the user.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EditRefused {
-    #[error(
-        "no instruction: the client supplies it (VS Code and the Neovim plugin ask for it; other \
-         editors write an instruction comment `patchwise: <instruction>` and use the \"Apply \
-         instruction\" code action); call patchwise.edit with {{uri, range, instruction}}"
-    )]
+    /// The edge says how its clients give one.
+    #[error("no instruction")]
     NoInstruction,
 }
 

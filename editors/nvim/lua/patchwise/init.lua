@@ -519,6 +519,19 @@ local function open_report(result)
   end
 end
 
+--- Calls `run(text)` with `given` unless it is blank, else with what the user types at `prompt`
+--- (nothing when they type nothing).
+local function with_text(given, prompt, run)
+  if given and vim.trim(given) ~= '' then
+    return run(given)
+  end
+  vim.ui.input({ prompt = prompt }, function(answer)
+    if answer and vim.trim(answer) ~= '' then
+      run(answer)
+    end
+  end)
+end
+
 --- `:PatchwiseResearch {question}`.
 function M.research(question, on_done)
   local bufnr = vim.api.nvim_get_current_buf()
@@ -536,14 +549,7 @@ function M.research(question, on_done)
       end
     end)
   end
-  if question and vim.trim(question) ~= '' then
-    return run(question)
-  end
-  vim.ui.input({ prompt = 'patchwise research question: ' }, function(answer)
-    if answer and vim.trim(answer) ~= '' then
-      run(answer)
-    end
-  end)
+  with_text(question, 'patchwise research question: ', run)
 end
 
 --- `:PatchwiseLibrary`: pick earlier research and open its report.
@@ -604,14 +610,7 @@ function M.develop(request, on_done)
       end
     end)
   end
-  if request and vim.trim(request) ~= '' then
-    return run(request)
-  end
-  vim.ui.input({ prompt = 'patchwise develop: ' }, function(answer)
-    if answer and vim.trim(answer) ~= '' then
-      run(answer)
-    end
-  end)
+  with_text(request, 'patchwise develop: ', run)
 end
 
 --- `:PatchwiseCancel`: stops every running edit, develop or research.
