@@ -8,18 +8,18 @@
 //! one `workspace/applyEdit` (created files as `CreateFile`). A run without a proposal answers
 //! with an error that carries everything the run learned.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tower_lsp_server::Client;
 use tower_lsp_server::jsonrpc::{Error, Result};
-use tower_lsp_server::ls_types::{MessageActionItem, MessageType, ShowDocumentParams, Uri};
+use tower_lsp_server::ls_types::{MessageActionItem, MessageType, Uri};
 
 use super::from_proto;
 use super::progress::Reporter;
-use super::server::{Backend, request_failed};
+use super::server::{Backend, request_failed, show_file};
 use crate::workflow::develop::{
     self, Approver, DevelopContext, DevelopModels, DevelopRequest, PlanReview, Progress,
 };
@@ -112,7 +112,9 @@ impl Approver for EditorApprover {
         let show = self.show_document;
         Box::pin(async move {
             if show && let Some(path) = &review.path {
-                show_file(&client, path, "the plan").await;
+                if let Err(err) = show_file(&client, path).await {
+                    tracing::warn!("the client did not open the plan: {err}");
+                }
             }
             let steps = review.plan.numbered(None);
             let message = format!("patchwise develop: approve this plan?\n{steps}");
@@ -138,29 +140,5 @@ impl Approver for EditorApprover {
                 }
             }
         })
-    }
-}
-
-/// Opens `path` in the editor (`window/showDocument`, focused, inside the editor); whether the
-/// client showed it. An error is logged naming `what` was to be shown. `research.rs` (the
-/// report) and `review.rs` (the diff) send the same request.
-pub(super) async fn show_file(client: &Client, path: &Path, what: &str) -> bool {
-    let Some(uri) = Uri::from_file_path(path) else {
-        return false;
-    };
-    let shown = client
-        .show_document(ShowDocumentParams {
-            uri,
-            external: Some(false),
-            take_focus: Some(true),
-            selection: None,
-        })
-        .await;
-    match shown {
-        Ok(shown) => shown,
-        Err(err) => {
-            tracing::warn!("the client did not open {what}: {err}");
-            false
-        }
     }
 }

@@ -53,8 +53,8 @@ use crate::tools::{FileSystem, RealFs, Session, Snapshot, ToolOptions, ToolOutco
 
 pub use super::edit::Progress;
 use super::edit::{RULE_FILES, display_path};
-use super::tool_loop::empty_session;
 use super::proposal::{Proposal, ProposalFile};
+use super::tool_loop::empty_session;
 use checks::{CheckRun, Checker};
 use judge::{ChangeStat, Decision, Verdict};
 use plan::{Plan, PlanError};
