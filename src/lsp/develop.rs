@@ -111,10 +111,11 @@ impl Approver for EditorApprover {
         let client = self.client.clone();
         let show = self.show_document;
         Box::pin(async move {
-            if show && let Some(path) = &review.path {
-                if let Err(err) = show_file(&client, path).await {
-                    tracing::warn!("the client did not open the plan: {err}");
-                }
+            if show
+                && let Some(path) = &review.path
+                && let Err(err) = show_file(&client, path).await
+            {
+                tracing::warn!("the client did not open the plan: {err}");
             }
             let steps = review.plan.numbered(None);
             let message = format!("patchwise develop: approve this plan?\n{steps}");
