@@ -381,3 +381,54 @@ fn neovim_checkhealth_patchwise() {
         );
     }
 }
+
+/// `:PatchwiseDiff` opens a diff split against a read-only scratch buffer holding the proposed
+/// text; `:PatchwiseDiff!` shows the unified diff in a floating window.
+#[test]
+fn neovim_patchwise_diff_split_and_float() {
+    if skip() {
+        return;
+    }
+    let (replies, expected) = misindented();
+    let report = command_scenario("diff", replies, &["return the sum directly"]);
+    assert!(text(&report, "proposed").contains(&expected), "{report:#}");
+    assert_eq!(report["scratch_modifiable"], false);
+    assert!(text(&report, "scratch_name").contains("patchwise://proposal/"));
+    let diff_windows = report["diff_windows"].as_array().unwrap();
+    assert_eq!(
+        diff_windows.iter().filter(|d| **d == true).count(),
+        2,
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "unified").contains("+        self.x.abs() + self.y.abs()"),
+        "{report:#}"
+    );
+    assert_eq!(report["float_filetype"], "diff");
+    // Looking is not accepting.
+    assert_eq!(report["buffer"], report["original"]);
+}
+
+/// `:PatchwiseProposals` lists pending proposals and jumps to the chosen one; `:PatchwiseAccept`
+/// away from any proposal asks which one to accept.
+#[test]
+fn neovim_patchwise_proposals_picker_and_accept_by_pick() {
+    if skip() {
+        return;
+    }
+    let (replies, expected) = misindented();
+    let report = command_scenario("proposals", replies, &["return the sum directly"]);
+    let choices = report["choices"].as_array().unwrap();
+    assert!(
+        choices[0]
+            .as_str()
+            .unwrap()
+            .contains("return the sum directly"),
+        "{report:#}"
+    );
+    assert!(
+        (13..=16).contains(&report["cursor_line"].as_u64().unwrap()),
+        "{report:#}"
+    );
+    assert!(text(&report, "buffer").contains(&expected), "{report:#}");
+}
