@@ -155,6 +155,12 @@ fn emacs_eglot_instruction_comment_then_accept() {
         ready.contains("code actions") && !ready.contains("code lens"),
         "{ready}"
     );
+    // ... and so does its diagnostic, as flymake has it on the changed line.
+    let diagnostics = report["diagnostics"].to_string();
+    assert!(
+        diagnostics.contains("Accept proposal") && !diagnostics.contains("code lens"),
+        "{diagnostics}"
+    );
     // Hover (eldoc) is plain text, as eglot declared, and holds the diff.
     let hover = text("hover");
     assert!(hover.contains("+    /// The taxicab norm"), "{hover}");
