@@ -101,8 +101,8 @@ fn emacs_eglot_instruction_comment_then_accept() {
     let traffic = dir.path().join("traffic.jsonl");
 
     let mut child = Command::new(&emacs)
-        // `-q`, not `-Q`: Debian puts its elpa packages (eglot) on the load path in the site
-        // start files.
+        // `-q`, not `-Q`: `-Q` also skips activating the installed packages, and Debian's
+        // elpa-eglot is one.
         .args(["--batch", "-q", "-l"])
         .arg(root().join("tests/emacs/eglot.el"))
         .current_dir(&ws)
@@ -119,7 +119,7 @@ fn emacs_eglot_instruction_comment_then_accept() {
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {} ({e})", emacs.display()));
     // The script waits on conditions with deadlines of its own; this one only stops a hang.
-    let deadline = Instant::now() + Duration::from_secs(300);
+    let deadline = Instant::now() + Duration::from_secs(900);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();

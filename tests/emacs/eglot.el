@@ -11,6 +11,8 @@
 ;; would see, with a generous deadline.  The report is JSON in $PATCHWISE_OUT; every message
 ;; eglot sent the server, as the JSON it wrote, is one line of $PATCHWISE_TRAFFIC.
 
+(require 'json)
+
 (defvar pw-report (list (cons 'ok :json-false)))
 (defvar pw-messages nil "Echo-area messages, newest first.")
 (defvar pw-prompts nil "The questions the user was asked, newest first.")
@@ -25,14 +27,18 @@
 (defun pw-set (key value)
   (setq pw-report (cons (cons key value) (assq-delete-all key pw-report))))
 
-(defun pw-wait (seconds what predicate)
-  "Processes the server's messages until PREDICATE holds; fails after SECONDS."
-  (let ((deadline (+ (float-time) seconds)))
+(defconst pw-patience 240
+  "Seconds any one step may take.  Generous on purpose: the test checks behaviour, not speed,
+and a loaded machine running it at low priority can take half a minute to start the server.")
+
+(defun pw-wait (what predicate)
+  "Processes the server's messages until PREDICATE holds; fails after `pw-patience' seconds."
+  (let ((deadline (+ (float-time) pw-patience)))
     (while (and (not (funcall predicate)) (< (float-time) deadline))
       (accept-process-output nil 0.05))
     (or (funcall predicate)
         (error "timed out after %ss waiting for %s; echo area: %S"
-               seconds what (reverse pw-messages)))))
+               pw-patience what (reverse pw-messages)))))
 
 (defun pw-message-matching (regexp)
   (seq-find (lambda (m) (string-match-p regexp m)) pw-messages))
@@ -56,7 +62,7 @@ Returns the titles that were offered."
   "The text eldoc shows for point, from eglot's hover function."
   (let (shown)
     (eglot-hover-eldoc-function (lambda (doc &rest _) (setq shown (or doc ""))))
-    (pw-wait 30 "the hover" (lambda () shown))
+    (pw-wait "the hover" (lambda () shown))
     shown))
 
 (defun pw-server-text ()
@@ -78,10 +84,9 @@ eglot first sends the changes it still holds, as it does before any deferred req
 
 (condition-case err
     (progn
-      ;; `-q' keeps Debian's site start files, which put elpa-eglot on the load path.
+      ;; Installed packages (Debian's elpa-eglot) are activated at startup under `-q'.
       (unless (require 'eglot nil t)
-        (error "eglot is not installed: install Debian's elpa-eglot (scripts/editor-test-deps does)"))
-      (require 'json)
+        (error "eglot is not installed: install the Debian package elpa-eglot (scripts/editor-test-deps does)"))
       (pw-set 'eglot_library (locate-library "eglot"))
       (advice-add 'jsonrpc--json-encode :filter-return
                   (lambda (json) (push json pw-sent) json))
@@ -93,11 +98,15 @@ eglot first sends the changes it still holds, as it does before any deferred req
       ;; The server is found for this buffer's mode, as a user configures it.
       (add-to-list 'eglot-server-programs
                    `(prog-mode . (,(getenv "PATCHWISE_BIN") "serve")))
-      (setq eglot-sync-connect 60 eglot-connect-timeout 60)
+      ;; eglot gives up on a connection after 30 s and jsonrpc on a request after 10 s by
+      ;; default; here only the deadline above may fail a step.
+      (setq eglot-sync-connect pw-patience
+            eglot-connect-timeout pw-patience
+            jsonrpc-default-request-timeout pw-patience)
       (find-file (getenv "PATCHWISE_FILE"))
       (prog-mode)
       (call-interactively #'eglot)
-      (pw-wait 60 "the server" (lambda () (eglot-current-server)))
+      (pw-wait "the server" (lambda () (eglot-current-server)))
       (pw-step "connected")
       (pw-set 'server (plist-get (eglot--server-info (eglot-current-server)) :name))
       (pw-set 'original (pw-buffer-text))
@@ -105,7 +114,7 @@ eglot first sends the changes it still holds, as it does before any deferred req
       ;; Apply instruction: the command answers at once, the proposal follows.
       (pw-goto-change)
       (pw-set 'actions (vconcat (pw-run-action "Apply instruction")))
-      (pw-wait 60 "\"proposal … ready\" in the echo area"
+      (pw-wait "\"proposal … ready\" in the echo area"
                (lambda () (pw-message-matching "proposal [0-9]+ ready")))
       (pw-step "proposal ready")
       (pw-set 'ready (pw-message-matching "proposal [0-9]+ ready"))
@@ -120,7 +129,7 @@ eglot first sends the changes it still holds, as it does before any deferred req
       (pw-set 'hover (pw-hover))
       (pw-step "hover")
       (pw-set 'proposal_actions (vconcat (pw-run-action "Show diff")))
-      (pw-wait 30 "the diff in the echo area"
+      (pw-wait "the diff in the echo area"
                (lambda () (pw-message-matching "\\`\\[eglot\\] Server reports[^\0]*\n@@ ")))
       (pw-step "diff shown")
       (pw-set 'diff_message (pw-message-matching "\\`\\[eglot\\] Server reports[^\0]*\n@@ "))
@@ -129,14 +138,14 @@ eglot first sends the changes it still holds, as it does before any deferred req
       (pw-goto-change)
       (setq pw-prompts nil)
       (pw-run-action "Accept")
-      (pw-wait 30 "the edit in the buffer"
+      (pw-wait "the edit in the buffer"
                (lambda () (not (equal (pw-buffer-text) (alist-get 'original pw-report)))))
       (pw-step "accepted")
       (pw-set 'buffer (pw-buffer-text))
       (pw-set 'modified (if (buffer-modified-p) t :json-false))
       (pw-set 'prompts (vconcat (reverse pw-prompts)))
       ;; eglot sends the applied edit back as didChange: the server's copy agrees.
-      (pw-wait 30 "the server's copy to equal the buffer"
+      (pw-wait "the server's copy to equal the buffer"
                (lambda () (equal (pw-server-text) (pw-buffer-text))))
       (pw-step "server agrees")
       (pw-set 'server_text (pw-server-text))
