@@ -728,6 +728,8 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
             .any(|m| m.contains(&format!("proposal {id} ready")) && m.contains("code actions")),
         "{shown:?}"
     );
+    // Without progress support, a message says the run started (it came before the answer).
+    assert!(shown[0].contains("working on: document norm1"), "{shown:?}");
     let diagnostics = messages
         .iter()
         .rev()

@@ -213,6 +213,25 @@ impl Backend {
             self.flush().await;
             return outcome.map_err(request_failed);
         }
+        // A client without progress support would show nothing until the proposal is ready,
+        // minutes later with a real model: say that the run started, before the answer and
+        // before anything the run sends (docs/editors.md, Emacs).
+        if !features.work_done_progress {
+            let what = args
+                .instruction
+                .as_deref()
+                .map(one_line)
+                .unwrap_or_default();
+            self.client
+                .show_message(
+                    MessageType::INFO,
+                    format!(
+                        "patchwise: working on: {what} (a message says when the proposal is ready)"
+                    ),
+                )
+                .await;
+            self.flush().await;
+        }
         // Answer now; the run goes on in a task of its own and reports through notifications
         // (clients such as Emacs's jsonrpc give up on a request after 10 s).
         let this = self.clone();

@@ -114,6 +114,8 @@ eglot first sends the changes it still holds, as it does before any deferred req
       ;; Apply instruction: the command answers at once, the proposal follows.
       (pw-goto-change)
       (pw-set 'actions (vconcat (pw-run-action "Apply instruction")))
+      ;; The command has answered: the echo area already says that the run started.
+      (pw-set 'started (or (pw-message-matching "working on") :null))
       (pw-wait "\"proposal … ready\" in the echo area"
                (lambda () (pw-message-matching "proposal [0-9]+ ready")))
       (pw-step "proposal ready")
