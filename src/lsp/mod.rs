@@ -18,11 +18,13 @@
 //!
 //! Commands (`workspace/executeCommand`, one argument object):
 //! - `patchwise.edit {uri, range, instruction, removeInstructionComment?, wait?}` answers at once
-//!   `{runId}`. Progress follows as `$/progress` with the run id as token; when the run ends the
-//!   server publishes diagnostics and refreshes code lenses, says the outcome with
-//!   `window/showMessage`, and sends `patchwise/runFinished` (below). With `wait: true` it
-//!   answers when the run ends instead — the `proposal` object below, or an error whose
-//!   message is the failure — and sends no message (the notification still comes, first).
+//!   `{runId}`. Progress follows as `$/progress` with the run id as token (a client without
+//!   `window.workDoneProgress` gets a `window/showMessage` "working on: …" before the answer
+//!   instead); when the run ends the server publishes diagnostics and refreshes code lenses,
+//!   says the outcome with `window/showMessage`, and sends `patchwise/runFinished` (below).
+//!   With `wait: true` it answers when the run ends instead — the `proposal` object below, or
+//!   an error whose message is the failure — and sends no message (the notification still
+//!   comes, first).
 //! - `patchwise.proposal.accept {id, hunk?}` → `{applied: true}` after one `workspace/applyEdit`
 //!   (the whole proposal, or hunk `hunk`; the other hunks re-base on the change);
 //!   `patchwise.proposal.reject {id, hunk?}` → `null`.
