@@ -55,17 +55,7 @@ fn emacs_eglot_instruction_comment_then_accept() {
     }
     use patchwise::model::replay::ReplayServer;
     let emacs = emacs();
-    let scenarios: Value = serde_json::from_str(
-        &std::fs::read_to_string(root().join("fixtures/lsp/edit/scenarios.json")).unwrap(),
-    )
-    .unwrap();
-    let s = &scenarios["instruction_comment"];
-    let replies = s["coder"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(support::openai_sse)
-        .collect();
+    let (s, replies) = support::edit_scenario("instruction_comment");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = runtime.block_on(ReplayServer::start(replies)).unwrap();
 

@@ -147,19 +147,9 @@ fn neovim_edit_selection_then_accept() {
     if skip() {
         return;
     }
-    use patchwise::model::replay::{ReplayServer, Reply};
+    use patchwise::model::replay::ReplayServer;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let scenarios: Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("fixtures/lsp/edit/scenarios.json")).unwrap(),
-    )
-    .unwrap();
-    let s = &scenarios["misindented"];
-    let replies: Vec<Reply> = s["coder"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(support::openai_sse)
-        .collect();
+    let (s, replies) = support::edit_scenario("misindented");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = runtime.block_on(ReplayServer::start(replies)).unwrap();
     let init = serde_json::json!({
@@ -251,18 +241,7 @@ fn command_scenario(
 /// The model's answers for `fixtures/lsp/edit/scenarios.json`'s "misindented" case and what the
 /// accepted edit looks like.
 fn misindented() -> (Vec<patchwise::model::replay::Reply>, String) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let scenarios: Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("fixtures/lsp/edit/scenarios.json")).unwrap(),
-    )
-    .unwrap();
-    let s = &scenarios["misindented"];
-    let replies = s["coder"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(support::openai_sse)
-        .collect();
+    let (s, replies) = support::edit_scenario("misindented");
     (replies, s["expected"].as_str().unwrap().to_owned())
 }
 

@@ -445,6 +445,23 @@ pub fn openai_sse(answer: &Value) -> patchwise::model::replay::Reply {
     }
 }
 
+/// The case `name` of `fixtures/lsp/edit/scenarios.json` (instruction, lines, expected text,
+/// …) and its scripted model answers (`coder`), in order.
+pub fn edit_scenario(name: &str) -> (Value, Vec<patchwise::model::replay::Reply>) {
+    let path = fixture("lsp/edit/scenarios.json");
+    let scenarios: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let s = scenarios[name].clone();
+    assert!(s.is_object(), "no scenario {name:?} in {}", path.display());
+    let replies = s["coder"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(openai_sse)
+        .collect();
+    (s, replies)
+}
+
 // ---- workspaces on disk ----
 
 /// `fixtures/<relative>` in the repository.
