@@ -151,7 +151,7 @@ impl Run<'_> {
         let mut asked_untouched = false;
         for _ in 0..self.ctx.options.max_rounds.max(1) {
             let response = match self
-                .ask(model, messages, tools.clone(), ToolChoice::Auto)
+                .ask(model, messages, tools.clone(), ToolChoice::Auto, None)
                 .await
             {
                 Ok(r) => r,
