@@ -177,6 +177,15 @@ impl Research {
                 s.usage = usage;
                 s
             }
+            None if synthesis::repeats_example(&answer.text) => {
+                let reason = format!(
+                    "{name} repeated the prompt's example instead of answering the question"
+                );
+                notes.push(reason.clone());
+                let mut s = extractive(reason, notes, false);
+                s.usage = usage;
+                s
+            }
             None => kept(notes, false, answer.text),
         }
     }
