@@ -208,6 +208,11 @@ async fn scenario(name: &str) -> (Run, Value) {
         let replies = answers
             .iter()
             .map(|a| {
+                if let Some(file) = a["http"].as_str() {
+                    // A real model's answer, recorded (fixtures/model/).
+                    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+                    return Reply::from_file(&path).unwrap();
+                }
                 if anthropic {
                     anthropic_sse(a)
                 } else {
@@ -462,6 +467,11 @@ async fn happy_path_over_two_files_and_a_new_one() {
             "{phase}: {messages:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_answers_a_looping_plan_and_an_empty_old_string() {
+    scenario("qwen_plan_loops_and_empty_old_string").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -293,7 +293,7 @@ impl Default for ResearchSection {
             library: None,
             credibility: None,
             depth: 2,
-            time_budget_secs: 180,
+            time_budget_secs: 300,
             token_budget: 6000,
             max_output_tokens: 1500,
             heartbeat_secs: 2,

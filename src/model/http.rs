@@ -162,6 +162,14 @@ impl ChatModel for HttpModel {
         } else {
             request
         };
+        // Every answer is bounded by the output room the budget keeps for it. Without a limit an
+        // OpenAI-compatible server writes until the context is full, and a small local model
+        // that falls into a loop (a plan numbering step 400) holds the run for the whole
+        // `[timeouts] total`.
+        request
+            .options
+            .max_tokens
+            .get_or_insert(self.budget.default_reserve as u32);
         let (tx, rx) = mpsc::channel(64);
         let prepared = budget::fit(&mut request, &self.budget).and_then(|report| {
             if report.changed() {

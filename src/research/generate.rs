@@ -177,6 +177,15 @@ impl Research {
                 s.usage = usage;
                 s
             }
+            None if synthesis::repeats_example(&answer.text) => {
+                let reason = format!(
+                    "{name} repeated the prompt's example instead of answering the question"
+                );
+                notes.push(reason.clone());
+                let mut s = extractive(reason, notes, false);
+                s.usage = usage;
+                s
+            }
             None => kept(notes, false, answer.text),
         }
     }
@@ -215,7 +224,11 @@ impl Research {
     }
 
     /// Tokens of passages the prompt may carry: the model's window less the output reserve,
-    /// the margin for estimated counts and the rest of the prompt, at most `token_budget`.
+    /// the margin for estimated counts and the rest of the prompt, at most `token_budget` and
+    /// at most a third of the window. A model with a small window is a small model, most often
+    /// on a CPU that reads a prompt at tens of tokens a second: filling its 8k window with
+    /// passages spent the whole time budget before the first word (measured with
+    /// Qwen2.5-Coder-1.5B on 2 cores, docs/research.md).
     fn passage_budget(
         &self,
         model: &dyn ChatModel,
@@ -238,6 +251,7 @@ impl Research {
             .available(&skeleton)
             .saturating_sub(fixed)
             .min(token_budget)
+            .min(model.context_window() / 3)
             .max(200)
     }
 

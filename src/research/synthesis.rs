@@ -502,15 +502,39 @@ fn ends_sentence_before_markers(text: &str) -> bool {
     t.ends_with(['.', '!', '?'])
 }
 
-/// The system message of a synthesis: short, with an example, for small models.
+/// The system message of a synthesis: short, with an example, for small models. The example
+/// is about baking on purpose: Qwen2.5-Coder-1.5B answered questions about rate limits with the
+/// example word for word when it was about a cache and retries (topics a software corpus has),
+/// and an echo of a topic no question asks about is easy to tell ([`repeats_example`]).
 pub const SYSTEM: &str = "You answer questions using ONLY the numbered passages you are given. \
 After every sentence, write the number of the passage it comes from in square brackets, like [1] \
 or [2][3]. Use only numbers from the list; never invent passages, files or numbers. If the \
 passages do not answer a part of the question, say so for that part. Write 3 to 8 plain \
 sentences: no headings, no list of claims.\n\n\
-Example answer:\n\
-The cache evicts the least recently used entry when it is full [2]. Failed requests are retried \
-up to five times with exponential backoff [1][3]. The passages do not say how large the cache is.";
+Example of the form (for a question about baking; never copy it):\n\
+The oven is preheated to 220 degrees before the first batch [2]. Each loaf rests for ten minutes \
+after baking [1][3]. The passages do not say how long the dough rises.";
+
+/// Whether `answer` is the system prompt's example rather than an answer: two of its three
+/// sentences, ignoring citation markers, case and punctuation.
+pub fn repeats_example(answer: &str) -> bool {
+    let words = |t: &str| {
+        t.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty() && !w.chars().all(|c| c.is_ascii_digit()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let example = SYSTEM
+        .rsplit_once("never copy it):\n")
+        .map_or("", |(_, e)| e);
+    let answer = words(answer);
+    example
+        .split_terminator(". ")
+        .filter(|sentence| answer.contains(&words(sentence)))
+        .count()
+        >= 2
+}
 
 /// Tokens one source may take in the prompt at most (a passage is a few hundred).
 const MAX_TOKENS_PER_SOURCE: usize = 600;
@@ -854,7 +878,7 @@ mod tests {
             10_000,
             Encoding::Cl100k,
         );
-        assert!(system.contains("Example answer:"));
+        assert!(system.contains("Example of the form"));
         assert_eq!(n, 3);
         assert!(user.starts_with("Question: how does the cache evict entries"));
         assert!(user.contains("[1] s1.md\nSource number 1.\n\n[2] s2.md"));
@@ -900,5 +924,18 @@ mod tests {
             "{text}"
         );
         assert_eq!(claims.len(), 2);
+    }
+
+    #[test]
+    fn an_answer_that_repeats_the_example_is_told_apart() {
+        let echo = "The oven is preheated to 220 degrees before the first batch [1]. Each loaf \
+                    rests for ten minutes after baking [2][3]. The passages do not say how long \
+                    the dough rises.";
+        assert!(repeats_example(echo));
+        assert!(repeats_example(&echo.to_uppercase()));
+        assert!(!repeats_example(
+            "Each API key may make 100 requests per minute [1]. When the bucket is empty the \
+             gateway answers 429 [1][4]. The passages do not say how long the dough rises."
+        ));
     }
 }

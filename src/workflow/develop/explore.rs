@@ -42,7 +42,15 @@ impl Run<'_> {
                     PLAN
                 },
             );
-            let response = self.ask(planner.as_ref(), &messages, tools, choice).await?;
+            let response = self
+                .ask(
+                    planner.as_ref(),
+                    &messages,
+                    tools,
+                    choice,
+                    Some(super::PLAN_MAX_TOKENS),
+                )
+                .await?;
             let calls = if may_explore {
                 self.calls_in(&response, &read_only)
             } else {

@@ -69,6 +69,13 @@ pub enum ApproveMode {
     Auto,
 }
 
+/// Output tokens of a plan answer: a dozen one-line steps fit in a few hundred. A small model
+/// that starts repeating its steps is cut here instead of writing until the context is full.
+const PLAN_MAX_TOKENS: u32 = 1024;
+
+/// Output tokens of the judge's verdict (APPROVE, or OBJECT and one problem per line).
+const JUDGE_MAX_TOKENS: u32 = 768;
+
 /// How a run behaves; `[develop]` in the configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DevelopOptions {
@@ -797,6 +804,7 @@ impl Run<'_> {
         messages: &[Message],
         tools: Vec<ToolSpec>,
         tool_choice: ToolChoice,
+        limit: Option<u32>,
     ) -> Result<ChatResponse, DevelopFailure> {
         if self.cancel.is_cancelled() {
             return Err(DevelopFailure::Cancelled);
@@ -807,7 +815,11 @@ impl Run<'_> {
             tools,
             options: ChatOptions {
                 temperature: self.ctx.options.temperature,
-                max_tokens: self.ctx.options.max_tokens,
+                // The tighter of `[edit] max_tokens` and the phase's own limit.
+                max_tokens: match (self.ctx.options.max_tokens, limit) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                },
                 tool_choice,
                 ..ChatOptions::default()
             },
@@ -1014,6 +1026,7 @@ impl Run<'_> {
                 &[Message::system(system), Message::user(user)],
                 Vec::new(),
                 ToolChoice::None,
+                Some(JUDGE_MAX_TOKENS),
             )
             .await?;
         let verdict = judge::verdict(&response.text);

@@ -122,6 +122,25 @@ pub fn parse(answer: &str, known: &dyn Fn(&str) -> Option<String>) -> Result<Pla
             files,
         });
     }
+    // A small model that loops writes its steps again and again, often with the prompt's
+    // example among them: once a step after the first verification step repeats one already
+    // written, the plan ended at that verification step. A repeated step adds nothing anywhere.
+    let mut seen = std::collections::HashSet::new();
+    let first_verify = steps.iter().position(|s| s.verify).filter(|&v| v > 0);
+    let mut looped = false;
+    steps = steps
+        .into_iter()
+        .enumerate()
+        .filter(|(i, s)| {
+            let new = s.verify || seen.insert(normalized(&s.text));
+            looped |= !new && first_verify.is_some_and(|v| *i > v);
+            new
+        })
+        .map(|(_, s)| s)
+        .collect();
+    if looped && let Some(end) = steps.iter().position(|s| s.verify) {
+        steps.truncate(end);
+    }
     // Verification steps (anywhere) become the one final verification step.
     steps.retain(|s| !s.verify);
     if steps.is_empty() {
@@ -151,6 +170,16 @@ pub fn parse(answer: &str, known: &dyn Fn(&str) -> Option<String>) -> Result<Pla
         s.number = i + 1;
     }
     Ok(Plan { steps })
+}
+
+/// A step's text for spotting repeats: lower case, punctuation and markup dropped, one space
+/// between words.
+fn normalized(text: &str) -> String {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `"3. text"`, `"3) text"`, `"Step 3: text"`, `"**3.** text"`, `"### 3. text"` → (3, text).
@@ -269,6 +298,44 @@ mod tests {
             "lib.rs" => Some("src/lib.rs".to_owned()),
             other => Some(other.to_owned()),
         }
+    }
+
+    #[test]
+    fn a_plan_that_loops_ends_at_its_verification_step() {
+        // Qwen2.5-Coder-1.5B on the bench task rust-add-fn: the real steps, then the prompt's
+        // example over and over (here cut short; the real answer reached step 403).
+        let mut answer = String::from(
+            "1. Add `pub fn char_count` to `src/lib.rs`.\n2. Add a test for it in `src/lib.rs`.\n3. Verify: run the checks and the tests.\n",
+        );
+        let mut n = 4;
+        while n < 40 {
+            for line in [
+                "Add `fn parse_flag` to `src/cli.rs`.",
+                "Add a test for it in `tests/cli.rs`.",
+                "Verify: run the checks and the tests.",
+            ] {
+                answer.push_str(&format!("{n}. {line}\n"));
+                n += 1;
+            }
+        }
+        answer.push_str("40. Add `fn main` to `src/mai");
+        let plan = parse(&answer, &known).unwrap();
+        let texts: Vec<&str> = plan.steps.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "Add `pub fn char_count` to `src/lib.rs`.",
+                "Add a test for it in `src/lib.rs`.",
+                "Verify: run the checks and the tests"
+            ]
+        );
+        // Repeats alone (no verification step to end at) are dropped too.
+        let plan = parse(
+            "1. Add `fn a` to `src/lib.rs`.\n2. Add `fn a` to `src/lib.rs`.\n3. Add a test in `tests/a.rs`.\n",
+            &known,
+        )
+        .unwrap();
+        assert_eq!(plan.steps.len(), 3, "{:?}", plan.steps);
     }
 
     #[test]

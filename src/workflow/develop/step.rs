@@ -137,6 +137,65 @@ impl Run<'_> {
         })
     }
 
+    /// An `edit_file` call with an empty `old_string` names no place, and small models send it
+    /// again and again after the refusal: it means "add this to the file". Such a call becomes
+    /// `append` (the new text at the end of an existing file) or `write_file` (a file that does
+    /// not exist yet), and the result tells the model what was done, keyed by call id.
+    fn as_meant(&mut self, calls: Vec<ToolCall>) -> (Vec<ToolCall>, HashMap<String, String>) {
+        let mut notes = HashMap::new();
+        let calls = calls
+            .into_iter()
+            .map(|call| {
+                let arg = |keys: &[&str]| {
+                    keys.iter()
+                        .find_map(|k| call.arguments.get(*k).and_then(serde_json::Value::as_str))
+                        .map(str::to_owned)
+                };
+                if tools::canonical_name(&call.name) != Some("edit_file") {
+                    return call;
+                }
+                let (Some(path), Some(old), Some(new)) = (
+                    arg(&["path", "file_path", "file"]),
+                    arg(&["old_string", "old_str", "old"]),
+                    arg(&["new_string", "new_str", "new"]),
+                ) else {
+                    return call;
+                };
+                if !old.trim().is_empty() || new.trim().is_empty() {
+                    return call;
+                }
+                let exists = {
+                    let s = self.session();
+                    s.sandbox
+                        .resolve(&path, s.fs.as_ref())
+                        .is_ok_and(|r| s.copy.read(&r.abs, s.fs.as_ref()).is_ok())
+                };
+                let (name, arguments, note) = if exists {
+                    (
+                        "append",
+                        json!({"path": path, "text": new}),
+                        format!(
+                            "old_string was empty, so new_string was added at the end of {path}. \
+                             If it belongs elsewhere, move it with edit_file (old_string copied \
+                             from the file)."
+                        ),
+                    )
+                } else {
+                    (
+                        "write_file",
+                        json!({"path": path, "content": new}),
+                        format!(
+                            "{path} did not exist: it was created with new_string as its text."
+                        ),
+                    )
+                };
+                notes.insert(call.id.clone(), note);
+                ToolCall::new(call.id, name, arguments)
+            })
+            .collect();
+        (calls, notes)
+    }
+
     async fn attempt(
         &mut self,
         spec: &StepSpec,
@@ -151,7 +210,7 @@ impl Run<'_> {
         let mut asked_untouched = false;
         for _ in 0..self.ctx.options.max_rounds.max(1) {
             let response = match self
-                .ask(model, messages, tools.clone(), ToolChoice::Auto)
+                .ask(model, messages, tools.clone(), ToolChoice::Auto, None)
                 .await
             {
                 Ok(r) => r,
@@ -192,7 +251,13 @@ impl Run<'_> {
                 }
                 return Ok(Attempt::Failed(format!("no change was made: {why}")));
             }
-            let outcomes = self.execute(calls).await?;
+            let (calls, notes) = self.as_meant(calls);
+            let mut outcomes = self.execute(calls).await?;
+            for o in &mut outcomes {
+                if let Some(note) = notes.get(&o.call_id) {
+                    o.content = format!("{note}\n{}", o.content);
+                }
+            }
             push_results(messages, &outcomes, native);
             let made = outcomes
                 .iter()
