@@ -11,7 +11,7 @@ use patchwise::config::{Config, ValueSource};
 use patchwise::model::replay::{ReplayServer, Reply};
 use patchwise::research::config::{SourceKind, SourceSettings};
 use patchwise::research::sources::{
-    Found, Source, SourceContext, SourceError, SourceQuery, academic, web,
+    Source, SourceContext, SourceError, SourceQuery, SourceResults, academic, web,
 };
 use patchwise::research::{Phase, Research, RunOptions};
 use patchwise::store::{Library, SourceRecord};
@@ -59,7 +59,7 @@ fn query(text: &str) -> SourceQuery {
     }
 }
 
-async fn search(source: &dyn Source, text: &str) -> Result<Found, SourceError> {
+async fn search(source: &dyn Source, text: &str) -> Result<SourceResults, SourceError> {
     source.search(&query(text), &context(None)).await
 }
 

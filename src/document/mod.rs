@@ -225,7 +225,7 @@ pub struct StaleVersion {
 /// was just before that change (so they apply in sequence), and any positions that had to be
 /// adjusted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Applied {
+pub struct ChangesApplied {
     pub replacements: Vec<Replacement>,
     pub problems: Vec<PositionProblem>,
 }
@@ -266,14 +266,14 @@ impl Document {
         version: i32,
         changes: &[ContentChange],
         encoding: PositionEncoding,
-    ) -> Result<Applied, StaleVersion> {
+    ) -> Result<ChangesApplied, StaleVersion> {
         if version < self.version {
             return Err(StaleVersion {
                 current: self.version,
                 received: version,
             });
         }
-        let mut applied = Applied::default();
+        let mut applied = ChangesApplied::default();
         for change in changes {
             let replacement = self.apply_change(change, encoding, &mut applied.problems);
             applied.replacements.push(replacement);

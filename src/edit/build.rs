@@ -22,7 +22,7 @@ pub(crate) struct Piece {
 
 /// Where OLD (or one elision segment of it) is in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Region {
+pub(crate) struct MatchedSpan {
     pub span: Range<usize>,
     pub pieces: Vec<Piece>,
     /// For each OLD line, the piece it corresponds to (`None` for an OLD blank line the file
@@ -80,7 +80,7 @@ struct Entry {
 /// drops stays, unless the lines on both sides of it are deleted (the model never saw it).
 pub(crate) fn build(
     file: &str,
-    region: &Region,
+    region: &MatchedSpan,
     old_lines: &[&str],
     new: &NewText<'_>,
     transform: &Transform,

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 
-use super::build::{Piece, Region, Reindent, Transform};
+use super::build::{MatchedSpan, Piece, Reindent, Transform};
 use super::text::{
     self, IndentUnit, Line, indent_cols, indent_of, is_blank, is_elision_marker, typographic_fold,
 };
@@ -80,7 +80,7 @@ pub(crate) struct Occurrence {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Part {
-    pub region: Region,
+    pub region: MatchedSpan,
     pub transform: Transform,
     /// The OLD lines this part covers and the NEW lines that replace them.
     pub old_lines: Vec<String>,
@@ -242,7 +242,7 @@ pub(crate) struct Variant {
 }
 
 /// The result of running the cascade for one variant.
-pub(crate) enum Found {
+pub(crate) enum CascadeOutcome {
     /// The pass ran out of its work budget: nothing can be concluded about uniqueness.
     TooCostly,
     Matches(Vec<Occurrence>),
@@ -252,20 +252,20 @@ pub(crate) enum Found {
 }
 
 /// Runs the passes for one reading of OLD; the first pass that matches anywhere decides.
-pub(crate) fn run_passes(file: &FileIndex<'_>, v: &Variant) -> Found {
+pub(crate) fn run_passes(file: &FileIndex<'_>, v: &Variant) -> CascadeOutcome {
     let found = run_passes_inner(file, v);
     // A pass cut short by the budget proves nothing, and neither does anything after it.
     if file.exhausted() {
-        Found::TooCostly
+        CascadeOutcome::TooCostly
     } else {
         found
     }
 }
 
-fn run_passes_inner(file: &FileIndex<'_>, v: &Variant) -> Found {
+fn run_passes_inner(file: &FileIndex<'_>, v: &Variant) -> CascadeOutcome {
     let old = v.old.as_str();
     if old.is_empty() {
-        return Found::None;
+        return CascadeOutcome::None;
     }
     let mk = |pass: Pass, mut occ: Vec<Occurrence>| {
         for o in &mut occ {
@@ -286,7 +286,7 @@ fn run_passes_inner(file: &FileIndex<'_>, v: &Variant) -> Found {
             }
             o.passes = passes;
         }
-        Found::Matches(occ)
+        CascadeOutcome::Matches(occ)
     };
 
     let occ = substring_matches(file, old, &v.new, ViewKind::Raw);
@@ -392,8 +392,8 @@ fn run_passes_inner(file: &FileIndex<'_>, v: &Variant) -> Found {
     }
     match elision(file, &old_lines, old_terminated, &new_parts) {
         Ok(occ) if !occ.is_empty() => mk(Pass::Elision, occ),
-        Ok(_) => Found::None,
-        Err(msg) => Found::ElisionProblem(msg),
+        Ok(_) => CascadeOutcome::None,
+        Err(msg) => CascadeOutcome::ElisionProblem(msg),
     }
 }
 
@@ -567,7 +567,7 @@ fn substring_matches(
 }
 
 /// Splits a real span into the file lines it touches, mapping OLD line i to piece i.
-fn region_from_span(file: &FileIndex<'_>, span: Range<usize>) -> Option<Region> {
+fn region_from_span(file: &FileIndex<'_>, span: Range<usize>) -> Option<MatchedSpan> {
     let text = file.text;
     if span.start > span.end || span.end > text.len() {
         return None;
@@ -598,7 +598,7 @@ fn region_from_span(file: &FileIndex<'_>, span: Range<usize>) -> Option<Region> 
         line_start = end;
     }
     let map = (0..pieces.len()).map(Some).collect();
-    Some(Region { span, pieces, map })
+    Some(MatchedSpan { span, pieces, map })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -918,7 +918,7 @@ fn region_for_window(
     old_terminated: bool,
     w: &Window,
     mode: LineMode,
-) -> Option<(Region, Transform, Option<Pass>)> {
+) -> Option<(MatchedSpan, Transform, Option<Pass>)> {
     let lines = &file.lines();
     let first = lines.get(w.first)?;
     let last = lines.get(w.last)?;
@@ -941,7 +941,7 @@ fn region_for_window(
         });
     }
     let map = w.map.iter().map(|m| m.map(|f| f - w.first)).collect();
-    let region = Region { span, pieces, map };
+    let region = MatchedSpan { span, pieces, map };
 
     let mut transform = Transform::default();
     let region_text = &file.text[region.span.clone()];
@@ -1301,7 +1301,7 @@ fn elision_occurrence(
                     transform.reindent = None;
                 }
                 out_parts.push(Part {
-                    region: Region {
+                    region: MatchedSpan {
                         span: at..at,
                         pieces: Vec::new(),
                         map: Vec::new(),

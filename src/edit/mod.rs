@@ -26,8 +26,8 @@ use std::ops::Range;
 
 use crate::document::change::{Replacement, TextEdit};
 
-use self::build::{NewText, Region};
-use self::locate::{FileIndex, Found, Occurrence, Variant};
+use self::build::{MatchedSpan, NewText};
+use self::locate::{CascadeOutcome, FileIndex, Occurrence, Variant};
 
 pub use self::diff::unified_diff;
 pub use self::ledger::Ledger;
@@ -221,7 +221,7 @@ fn find_scoped(
     let variants = variants(old, new);
     for v in &variants {
         match locate::run_passes(file, v) {
-            Found::Matches(occ) => {
+            CascadeOutcome::Matches(occ) => {
                 let (v, occ) = choose(file, v.clone(), occ, options, scope.clone())?;
                 if let [one] = occ.as_slice()
                     && let Some(lines) = already_applied(file, &v, one)
@@ -230,9 +230,11 @@ fn find_scoped(
                 }
                 return Ok((v, occ));
             }
-            Found::ElisionProblem(msg) => return Err(Refusal::new(RefusalKind::Elision, msg)),
-            Found::TooCostly => return Err(refusal::too_repetitive()),
-            Found::None => {}
+            CascadeOutcome::ElisionProblem(msg) => {
+                return Err(Refusal::new(RefusalKind::Elision, msg));
+            }
+            CascadeOutcome::TooCostly => return Err(refusal::too_repetitive()),
+            CascadeOutcome::None => {}
         }
     }
     for v in &variants {
@@ -451,7 +453,7 @@ pub(crate) fn realize(
 }
 
 /// Deleting whole lines (NEW empty) takes their line break too, so no blank line is left behind.
-fn extend_to_whole_lines(file: &FileIndex<'_>, region: &mut Region) {
+fn extend_to_whole_lines(file: &FileIndex<'_>, region: &mut MatchedSpan) {
     let span = region.span.clone();
     let first = file.line_of(span.start) - 1;
     let Some(l0) = file.lines().get(first) else {
@@ -535,7 +537,7 @@ fn new_present(file: &FileIndex<'_>, new: &str) -> Option<usize> {
         hint_line: None,
     };
     match locate::run_passes(file, &v) {
-        Found::Matches(occ) => occ.first().map(|o| first_line(file, o)),
+        CascadeOutcome::Matches(occ) => occ.first().map(|o| first_line(file, o)),
         _ => None,
     }
 }

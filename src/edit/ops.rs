@@ -8,7 +8,7 @@ use regex::RegexBuilder;
 
 use crate::document::change::Replacement;
 
-use super::build::{self, NewText, Region};
+use super::build::{self, MatchedSpan, NewText};
 use super::locate::{FileIndex, Pass};
 use super::refusal::{self, Refusal, RefusalKind};
 use super::text::{self, snippet_lines};
@@ -259,7 +259,7 @@ fn replace_lines(
         .iter()
         .map(|l| l.content(file.text))
         .collect();
-    let region = Region {
+    let region = MatchedSpan {
         span: span.clone(),
         map: (0..pieces.len()).map(Some).collect(),
         pieces,

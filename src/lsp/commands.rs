@@ -34,7 +34,7 @@ impl notification::Notification for RunFinished {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EditArgs {
+pub struct EditCommandArgs {
     pub uri: Uri,
     pub range: Range,
     pub instruction: Option<String>,
@@ -111,7 +111,7 @@ impl Backend {
         })?;
         match command {
             Command::Edit | Command::EditSelection => {
-                let args: EditArgs = argument(command, args)?;
+                let args: EditCommandArgs = argument(command, args)?;
                 self.command_edit(args).await.map(Some)
             }
             Command::ProposalAccept => {
@@ -155,7 +155,7 @@ impl Backend {
         }
     }
 
-    async fn command_edit(&self, args: EditArgs) -> Result<Value> {
+    async fn command_edit(&self, args: EditCommandArgs) -> Result<Value> {
         let Some(path) = from_proto::file_path(&args.uri) else {
             if args
                 .instruction
@@ -192,7 +192,7 @@ impl Backend {
             for problem in problems {
                 tracing::warn!("edit target: {problem}");
             }
-            let target = edit::EditTarget {
+            let target = edit::RequestedEdit {
                 path: path.clone(),
                 range,
                 instruction: args.instruction.clone(),

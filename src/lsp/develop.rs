@@ -26,7 +26,7 @@ use crate::workflow::develop::{
 use crate::workflow::session::RunKind;
 
 #[derive(Debug, Deserialize)]
-pub struct DevelopArgs {
+pub struct DevelopCommandArgs {
     pub request: Option<String>,
     /// The document the user was in (shown to the planner first; its folder is the workspace
     /// when no folder is open).
@@ -37,7 +37,7 @@ const APPROVE: &str = "Approve";
 const CANCEL: &str = "Cancel";
 
 impl Backend {
-    pub(super) async fn develop(&self, args: DevelopArgs) -> Result<Value> {
+    pub(super) async fn develop(&self, args: DevelopCommandArgs) -> Result<Value> {
         let request = args.request.unwrap_or_default();
         if request.trim().is_empty() {
             return Err(Error::invalid_params(

@@ -15,7 +15,7 @@ use crate::research::{self, RunOptions};
 use crate::workflow::session::{self, RunKind};
 
 #[derive(Debug, Deserialize)]
-pub struct ResearchArgs {
+pub struct ResearchCommandArgs {
     pub query: String,
     /// Only these sources (configured names, e.g. `openalex`, `workspace`).
     pub sources: Option<Vec<String>>,
@@ -35,7 +35,7 @@ pub struct OpenArgs {
 }
 
 impl Backend {
-    pub(super) async fn research(&self, args: ResearchArgs) -> Result<Value> {
+    pub(super) async fn research(&self, args: ResearchCommandArgs) -> Result<Value> {
         if args.query.trim().is_empty() {
             return Err(tower_lsp_server::jsonrpc::Error::invalid_params(
                 "patchwise.research needs {\"query\": \"<question>\"}",

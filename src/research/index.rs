@@ -158,7 +158,7 @@ fn any_of(words: &[String]) -> Option<String> {
 
 /// A passage found for a question, with the part of the question it was found for.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Found {
+pub struct FoundPassage {
     pub hit: PassageHit,
     /// Index into [`question_parts`] of the question; `None` when found for the whole question.
     pub part: Option<usize>,
@@ -171,7 +171,7 @@ pub fn search(
     root: &Path,
     question: &str,
     max: usize,
-) -> Result<Vec<Found>, StoreError> {
+) -> Result<Vec<FoundPassage>, StoreError> {
     let key = root_key(root);
     let parts = question_parts(question);
     let mut queries: Vec<(Option<usize>, Vec<String>, String)> = Vec::new();
@@ -192,7 +192,7 @@ pub fn search(
         let hits = library.search_passages(&key, &q, max.saturating_mul(3).max(10))?;
         rankings.push((part, coordinate(hits, &words).into_iter()));
     }
-    let mut out: Vec<Found> = Vec::new();
+    let mut out: Vec<FoundPassage> = Vec::new();
     let mut taken: HashSet<i64> = HashSet::new();
     while out.len() < max {
         let mut any = false;
@@ -202,7 +202,7 @@ pub fn search(
             }
             for hit in ranking.by_ref() {
                 if taken.insert(hit.id) {
-                    out.push(Found { hit, part: *part });
+                    out.push(FoundPassage { hit, part: *part });
                     any = true;
                     break;
                 }

@@ -548,7 +548,7 @@ impl Research {
 /// A source's answer as its outcome, a progress message and its records (credited to it).
 fn outcome_of(
     name: &str,
-    result: Result<crate::research::sources::Found, SourceError>,
+    result: Result<crate::research::sources::SourceResults, SourceError>,
     millis: u64,
 ) -> (SourceOutcome, String, Vec<SourceRecord>) {
     match result {

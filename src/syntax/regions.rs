@@ -200,6 +200,35 @@ struct Unit {
     symbol: Option<usize>,
 }
 
+/// What a partial region shows so far, built up step by step in [`Builder::partial`].
+struct Pick {
+    /// Per 0-based line: shown.
+    shown: Vec<bool>,
+    /// Estimated tokens of everything chosen (see [`estimate`]).
+    used: usize,
+    /// Items named in the summary, in the order they were added.
+    items: Vec<String>,
+    notes: Vec<String>,
+    /// Lines that may go one by one if the exact count is over budget: windows (farthest from
+    /// their centre first), then the header (from its end).
+    trimmable: Vec<usize>,
+}
+
+/// What [`Builder::fit`] needs besides the [`Pick`]: what it renders, what it may take away
+/// again (neighbours, outline entries, header lines) and what rebuilds a smaller outline.
+struct Fit {
+    title: String,
+    outline: String,
+    outline_budget: usize,
+    /// Lines the outline keeps entries nearest to.
+    focus: Vec<usize>,
+    targets: Vec<Unit>,
+    target_labels: Vec<String>,
+    /// Each neighbour's label and the lines showing it added.
+    neighbours: Vec<(String, Vec<usize>)>,
+    header_lines: Vec<usize>,
+}
+
 struct Builder<'a> {
     text: &'a str,
     tree: &'a SyntaxTree,
@@ -574,119 +603,166 @@ impl<'a> Builder<'a> {
             + MARKER
     }
 
+    /// A file larger than the budget: the header, the targets (whole, or a window around the
+    /// cursor), neighbours nearest first and an outline, chosen with estimates and then fitted
+    /// to the exact count.
     fn partial(self, target: &Target) -> Region {
-        let options = self.options;
-        let budget = options.budget;
-        let total = self.index.line_count();
-        let (anchor, targets, mut notes) = self.resolve(target);
+        let (anchor, targets, notes) = self.resolve(target);
         let title = self.title(false);
-        let mut shown = vec![false; total];
-        let mut used = estimate(&title) + notes.iter().map(|n| estimate(n) + 2).sum::<usize>() + 8;
-
-        // Lines that may go one by one if the exact count is over budget: windows (farthest
-        // from their centre first), then the header (from its end).
-        let mut trimmable: Vec<usize> = Vec::new();
-        let mut header_lines: Vec<usize> = Vec::new();
-
-        // The header (imports, module docs): at most a quarter of the budget.
-        if let Some(header) = self.header_unit() {
-            let mut cost = 0;
-            for (line, flag) in shown
-                .iter_mut()
-                .enumerate()
-                .take(header.last + 1)
-                .skip(header.first)
-            {
-                let c = self.line_cost(line);
-                if cost + c > budget / 4 {
-                    break;
-                }
-                cost += c;
-                *flag = true;
-                header_lines.push(line);
-            }
-            used += cost;
-        }
-
-        // The outline gives way to the targets: it gets its share of the budget, or what the
-        // title, header and targets leave, but never less than a tenth.
+        let used = estimate(&title) + notes.iter().map(|n| estimate(n) + 2).sum::<usize>() + 8;
+        let mut pick = Pick {
+            shown: vec![false; self.index.line_count()],
+            used,
+            items: Vec::new(),
+            notes,
+            trimmable: Vec::new(),
+        };
+        let header_lines = self.pick_header(&mut pick);
         let focus: Vec<usize> = if targets.is_empty() {
             vec![0]
         } else {
             targets.iter().map(|u| u.first).collect()
         };
+        let outline_budget = self.outline_budget(&pick, &targets);
+        let outline = self.outline_text(&focus, &targets, outline_budget);
+        pick.used += estimate(&outline);
+        let center = anchor.as_ref().map(|a| self.index.line_of(a.start));
+        let target_labels = self.pick_targets(&mut pick, &targets, center);
+        let neighbours = self.pick_neighbours(&mut pick, &targets);
+        if self.outline.is_empty() {
+            self.pick_lines_around(&mut pick, center.unwrap_or(0), targets.is_empty());
+        }
+        let fit = Fit {
+            title,
+            outline,
+            outline_budget,
+            focus,
+            targets,
+            target_labels,
+            neighbours,
+            header_lines,
+        };
+        self.fit(pick, fit)
+    }
+
+    /// Shows `first..=last` (the lines not shown yet), counting their cost; returns them.
+    fn reveal(&self, pick: &mut Pick, first: usize, last: usize) -> Vec<usize> {
+        let total = pick.shown.len();
+        pick.used += self.cost_of(first, last, &pick.shown);
+        let mut new = Vec::new();
+        for (line, flag) in pick
+            .shown
+            .iter_mut()
+            .enumerate()
+            .take(last.min(total - 1) + 1)
+            .skip(first)
+        {
+            if !*flag {
+                *flag = true;
+                new.push(line);
+            }
+        }
+        new
+    }
+
+    /// The header (imports, module docs): at most a quarter of the budget. Returns its lines.
+    fn pick_header(&self, pick: &mut Pick) -> Vec<usize> {
+        let budget = self.options.budget;
+        let mut header_lines = Vec::new();
+        let Some(header) = self.header_unit() else {
+            return header_lines;
+        };
+        let mut cost = 0;
+        for (line, flag) in pick
+            .shown
+            .iter_mut()
+            .enumerate()
+            .take(header.last + 1)
+            .skip(header.first)
+        {
+            let c = self.line_cost(line);
+            if cost + c > budget / 4 {
+                break;
+            }
+            cost += c;
+            *flag = true;
+            header_lines.push(line);
+        }
+        pick.used += cost;
+        header_lines
+    }
+
+    /// The outline gives way to the targets: it gets its share of the budget, or what the
+    /// title, header and targets leave, but never less than a tenth.
+    fn outline_budget(&self, pick: &Pick, targets: &[Unit]) -> usize {
+        let budget = self.options.budget;
         let target_cost: usize = targets
             .iter()
-            .map(|u| self.cost_of(u.first, u.last, &shown))
+            .map(|u| self.cost_of(u.first, u.last, &pick.shown))
             .sum();
-        let left = budget.saturating_sub(used + target_cost + 32);
-        let mut outline_budget = (budget * options.outline_share / 100)
+        let left = budget.saturating_sub(pick.used + target_cost + 32);
+        (budget * self.options.outline_share / 100)
             .min(left)
-            .max(budget / 10);
-        let mut outline = self.outline_text(&focus, &targets, outline_budget);
-        used += estimate(&outline);
+            .max(budget / 10)
+    }
 
-        let mut items: Vec<String> = Vec::new();
+    /// Targets, whole, with the first lines of their containers; a target larger than what is
+    /// left becomes a window around `center`, labelled partial. Returns the targets' labels.
+    fn pick_targets(
+        &self,
+        pick: &mut Pick,
+        targets: &[Unit],
+        center: Option<usize>,
+    ) -> Vec<String> {
+        let budget = self.options.budget;
         let mut target_labels = Vec::new();
-        let show = |first: usize, last: usize, shown: &mut Vec<bool>, used: &mut usize| {
-            let cost = self.cost_of(first, last, shown);
-            *used += cost;
-            let mut new = Vec::new();
-            for (line, flag) in shown
-                .iter_mut()
-                .enumerate()
-                .take(last.min(total - 1) + 1)
-                .skip(first)
-            {
-                if !*flag {
-                    *flag = true;
-                    new.push(line);
-                }
-            }
-            new
-        };
-
-        // Targets, whole; with the first lines of their containers.
-        for unit in &targets {
+        for unit in targets {
             let label = unit.label.clone().unwrap_or_default();
             target_labels.push(label.clone());
             let containers = self.containers_of(unit);
-            let container_cost: usize =
-                containers.iter().map(|&c| self.cost_of(c, c, &shown)).sum();
-            if used + container_cost + self.cost_of(unit.first, unit.last, &shown) <= budget {
+            let container_cost: usize = containers
+                .iter()
+                .map(|&c| self.cost_of(c, c, &pick.shown))
+                .sum();
+            if pick.used + container_cost + self.cost_of(unit.first, unit.last, &pick.shown)
+                <= budget
+            {
                 for c in containers {
-                    show(c, c, &mut shown, &mut used);
+                    self.reveal(pick, c, c);
                 }
-                show(unit.first, unit.last, &mut shown, &mut used);
-                items.push(label);
+                self.reveal(pick, unit.first, unit.last);
+                pick.items.push(label);
                 continue;
             }
             // Larger than what is left: a window around the target, labelled partial.
-            let center = anchor
-                .as_ref()
-                .map(|a| self.index.line_of(a.start))
+            let center = center
                 .filter(|&c| c >= unit.first && c <= unit.last)
                 .unwrap_or(unit.first);
-            match self.window(center, unit, used, budget, &shown) {
+            match self.window(center, unit, pick.used, budget, &pick.shown) {
                 Some((first, last)) => {
-                    let mut new = show(first, last, &mut shown, &mut used);
+                    let mut new = self.reveal(pick, first, last);
                     new.sort_by_key(|&l| std::cmp::Reverse(l.abs_diff(center)));
-                    trimmable.extend(new);
-                    notes.push(format!(
+                    pick.trimmable.extend(new);
+                    pick.notes.push(format!(
                         "{label} does not fit the budget of {budget} tokens; showing lines {}-{} of it",
                         first + 1,
                         last + 1
                     ));
-                    items.push(format!("part of {label}"));
+                    pick.items.push(format!("part of {label}"));
                 }
-                None => notes.push(format!(
+                None => pick.notes.push(format!(
                     "{label} does not fit the budget of {budget} tokens"
                 )),
             }
         }
+        target_labels
+    }
 
-        // Neighbours, nearest first (siblings of a target before the rest), while the budget
-        // lasts. Each is shown whole or not at all.
+    /// Neighbours, nearest first (siblings of a target before the rest), while the budget
+    /// lasts; each shown whole or not at all. Returns each with the lines it added.
+    fn pick_neighbours(&self, pick: &mut Pick, targets: &[Unit]) -> Vec<(String, Vec<usize>)> {
+        let budget = self.options.budget;
+        let total = pick.shown.len();
         let focus_lines: Vec<usize> = if targets.is_empty() {
             vec![0]
         } else {
@@ -718,16 +794,16 @@ impl<'a> Builder<'a> {
         for (_, _, index) in candidates {
             let symbol = &self.outline[index];
             let unit = self.symbol_unit(index);
-            if (unit.first..=unit.last.min(total - 1)).all(|l| shown[l]) {
+            if (unit.first..=unit.last.min(total - 1)).all(|l| pick.shown[l]) {
                 continue;
             }
             let containers = self.containers_of(&unit);
             let cost: usize = containers
                 .iter()
-                .map(|&c| self.cost_of(c, c, &shown))
+                .map(|&c| self.cost_of(c, c, &pick.shown))
                 .sum::<usize>()
-                + self.cost_of(unit.first, unit.last, &shown);
-            if used + cost > budget {
+                + self.cost_of(unit.first, unit.last, &pick.shown);
+            if pick.used + cost > budget {
                 misses += 1;
                 if misses >= 8 {
                     break;
@@ -737,59 +813,70 @@ impl<'a> Builder<'a> {
             misses = 0;
             let mut new = Vec::new();
             for c in containers {
-                new.extend(show(c, c, &mut shown, &mut used));
+                new.extend(self.reveal(pick, c, c));
             }
-            new.extend(show(unit.first, unit.last, &mut shown, &mut used));
+            new.extend(self.reveal(pick, unit.first, unit.last));
             let label = format!(
                 "{} (lines {}-{})",
                 symbol.display_name(),
                 symbol.lines.0,
                 symbol.lines.1
             );
-            items.push(label.clone());
+            pick.items.push(label.clone());
             neighbours.push((label, new));
         }
+        neighbours
+    }
 
-        // Languages without items (text, or no outline): lines around the focus.
-        if self.outline.is_empty() {
-            let center = anchor
-                .as_ref()
-                .map(|a| self.index.line_of(a.start))
-                .unwrap_or(0);
-            let whole = Unit {
-                first: 0,
-                last: total - 1,
-                label: None,
-                symbol: None,
-            };
-            if let Some((first, last)) = self.window(center, &whole, used, budget, &shown) {
-                let mut new = show(first, last, &mut shown, &mut used);
-                new.sort_by_key(|&l| std::cmp::Reverse(l.abs_diff(center)));
-                trimmable.extend(new);
-                if targets.is_empty() {
-                    items.push(format!("lines {}-{}", first + 1, last + 1));
-                }
+    /// Languages without items (text, or no outline): lines around the focus.
+    fn pick_lines_around(&self, pick: &mut Pick, center: usize, no_targets: bool) {
+        let whole = Unit {
+            first: 0,
+            last: pick.shown.len() - 1,
+            label: None,
+            symbol: None,
+        };
+        let budget = self.options.budget;
+        if let Some((first, last)) = self.window(center, &whole, pick.used, budget, &pick.shown) {
+            let mut new = self.reveal(pick, first, last);
+            new.sort_by_key(|&l| std::cmp::Reverse(l.abs_diff(center)));
+            pick.trimmable.extend(new);
+            if no_targets {
+                pick.items.push(format!("lines {}-{}", first + 1, last + 1));
             }
         }
+    }
 
-        // The choice was made with estimates; the text is counted exactly. When the estimate
-        // was short, whole neighbours go (last added first), then outline entries, then window
-        // and header lines.
+    /// The choice was made with estimates; the text is counted exactly. When the estimate was
+    /// short, whole neighbours go (last added first), then outline entries, then window and
+    /// header lines.
+    fn fit(&self, mut pick: Pick, fit: Fit) -> Region {
+        let budget = self.options.budget;
+        let Fit {
+            title,
+            mut outline,
+            mut outline_budget,
+            focus,
+            targets,
+            target_labels,
+            mut neighbours,
+            mut header_lines,
+        } = fit;
         header_lines.reverse();
-        trimmable.extend(header_lines);
-        trimmable.reverse(); // popped from the end: farthest window lines first
+        pick.trimmable.extend(header_lines);
+        pick.trimmable.reverse(); // popped from the end: farthest window lines first
         loop {
-            let (text, omitted) = self.render(&title, &notes, &outline, &shown);
+            let (text, omitted) = self.render(&title, &pick.notes, &outline, &pick.shown);
             let tokens = self.tokens(&text);
             if tokens <= budget {
-                return self.region(text, tokens, items, target_labels, omitted, notes);
+                return self.region(text, tokens, pick.items, target_labels, omitted, pick.notes);
             }
             let over = tokens - budget;
             if let Some((label, lines)) = neighbours.pop() {
                 for line in lines {
-                    shown[line] = false;
+                    pick.shown[line] = false;
                 }
-                items.retain(|i| *i != label);
+                pick.items.retain(|i| *i != label);
             } else if !outline.is_empty() {
                 outline_budget /= 2;
                 outline = if outline_budget < 16 {
@@ -797,20 +884,22 @@ impl<'a> Builder<'a> {
                 } else {
                     self.outline_text(&focus, &targets, outline_budget)
                 };
-            } else if !trimmable.is_empty() {
+            } else if !pick.trimmable.is_empty() {
                 let mut freed = 0;
                 while freed < over + MARKER {
-                    let Some(line) = trimmable.pop() else { break };
-                    shown[line] = false;
+                    let Some(line) = pick.trimmable.pop() else {
+                        break;
+                    };
+                    pick.shown[line] = false;
                     freed += self.line_cost(line);
                 }
             } else {
-                notes.push(format!(
+                pick.notes.push(format!(
                     "the targets alone take {tokens} tokens, over the budget of {budget}"
                 ));
-                let (text, omitted) = self.render(&title, &notes, &outline, &shown);
+                let (text, omitted) = self.render(&title, &pick.notes, &outline, &pick.shown);
                 let tokens = self.tokens(&text);
-                return self.region(text, tokens, items, target_labels, omitted, notes);
+                return self.region(text, tokens, pick.items, target_labels, omitted, pick.notes);
             }
         }
     }

@@ -11,8 +11,8 @@ use crate::model::http::secret_header;
 use crate::research::config::SourceSettings;
 use crate::research::dates::normalize_date;
 use crate::research::sources::{
-    Endpoint, Found, Source, SourceContext, SourceError, SourceQuery, json, malformed, record,
-    strip_tags, text,
+    Endpoint, Source, SourceContext, SourceError, SourceQuery, SourceResults, json, malformed,
+    record, strip_tags, text,
 };
 use crate::store::{SourceRecord, now_rfc3339};
 
@@ -62,7 +62,7 @@ impl Source for OpenAlex {
         &'a self,
         query: &'a SourceQuery,
         context: &'a SourceContext,
-    ) -> BoxFuture<'a, Result<Found, SourceError>> {
+    ) -> BoxFuture<'a, Result<SourceResults, SourceError>> {
         Box::pin(async move {
             let mut url = self.endpoint.url("/works")?;
             url.query_pairs_mut()
@@ -80,7 +80,7 @@ impl Source for OpenAlex {
                 .endpoint
                 .get(context, url, key, HeaderMap::new(), false)
                 .await?;
-            Ok(Found {
+            Ok(SourceResults {
                 records: parse_openalex(&fetched.body, &now_rfc3339())?,
                 cached: fetched.cached,
             })
@@ -196,11 +196,11 @@ impl Source for Arxiv {
         &'a self,
         query: &'a SourceQuery,
         context: &'a SourceContext,
-    ) -> BoxFuture<'a, Result<Found, SourceError>> {
+    ) -> BoxFuture<'a, Result<SourceResults, SourceError>> {
         Box::pin(async move {
             let words = terms(&query.text);
             if words.is_empty() {
-                return Ok(Found::default());
+                return Ok(SourceResults::default());
             }
             let search = words
                 .iter()
@@ -216,7 +216,7 @@ impl Source for Arxiv {
                 .endpoint
                 .get(context, url, None, HeaderMap::new(), false)
                 .await?;
-            Ok(Found {
+            Ok(SourceResults {
                 records: parse_arxiv(&fetched.body, &now_rfc3339())?,
                 cached: fetched.cached,
             })
@@ -311,7 +311,7 @@ impl Source for Crossref {
         &'a self,
         query: &'a SourceQuery,
         context: &'a SourceContext,
-    ) -> BoxFuture<'a, Result<Found, SourceError>> {
+    ) -> BoxFuture<'a, Result<SourceResults, SourceError>> {
         Box::pin(async move {
             let mut url = self.endpoint.url("/works")?;
             url.query_pairs_mut()
@@ -324,7 +324,7 @@ impl Source for Crossref {
                 .endpoint
                 .get(context, url, None, HeaderMap::new(), false)
                 .await?;
-            Ok(Found {
+            Ok(SourceResults {
                 records: parse_crossref(&fetched.body, &now_rfc3339())?,
                 cached: fetched.cached,
             })
@@ -440,7 +440,7 @@ impl Source for SemanticScholar {
         &'a self,
         query: &'a SourceQuery,
         context: &'a SourceContext,
-    ) -> BoxFuture<'a, Result<Found, SourceError>> {
+    ) -> BoxFuture<'a, Result<SourceResults, SourceError>> {
         Box::pin(async move {
             let mut url = self.endpoint.url("/graph/v1/paper/search")?;
             url.query_pairs_mut()
@@ -460,7 +460,7 @@ impl Source for SemanticScholar {
                 .endpoint
                 .get(context, url, None, headers, false)
                 .await?;
-            Ok(Found {
+            Ok(SourceResults {
                 records: parse_semantic_scholar(&fetched.body, &now_rfc3339())?,
                 cached: fetched.cached,
             })

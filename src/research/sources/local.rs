@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use crate::research::config::SourceSettings;
 use crate::research::index;
 use crate::research::passages::{self, terms};
-use crate::research::sources::{Found, Source, SourceContext, SourceError, SourceQuery};
+use crate::research::sources::{Source, SourceContext, SourceError, SourceQuery, SourceResults};
 use crate::store::{Library, SourceRecord, now_rfc3339};
 
 /// The workspace folder.
@@ -47,7 +47,7 @@ impl Source for Workspace {
         &'a self,
         query: &'a SourceQuery,
         context: &'a SourceContext,
-    ) -> BoxFuture<'a, Result<Found, SourceError>> {
+    ) -> BoxFuture<'a, Result<SourceResults, SourceError>> {
         Box::pin(async move {
             let library = match &context.library {
                 Some(library) => library.clone(),
@@ -89,7 +89,7 @@ pub fn search_workspace(
     max: usize,
     cancel: &tokio_util::sync::CancellationToken,
     deadline: Instant,
-) -> Result<Found, SourceError> {
+) -> Result<SourceResults, SourceError> {
     let store = |e: crate::store::StoreError| {
         SourceError::Transport(format!("the workspace index failed: {e}"))
     };
@@ -107,7 +107,7 @@ pub fn search_workspace(
             "the workspace index covers the files read in time; the next run reads on"
         );
     }
-    Ok(Found {
+    Ok(SourceResults {
         records,
         cached: None,
     })
@@ -182,7 +182,7 @@ impl Source for LibrarySource {
         &'a self,
         query: &'a SourceQuery,
         context: &'a SourceContext,
-    ) -> BoxFuture<'a, Result<Found, SourceError>> {
+    ) -> BoxFuture<'a, Result<SourceResults, SourceError>> {
         Box::pin(async move {
             let Some(library) = context.library.clone() else {
                 return Err(SourceError::Unavailable(
@@ -218,7 +218,7 @@ impl Source for LibrarySource {
                     records.push(r);
                 }
             }
-            Ok(Found {
+            Ok(SourceResults {
                 records,
                 cached: None,
             })

@@ -42,7 +42,7 @@ pub struct SourceContext {
 
 /// What a source found.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Found {
+pub struct SourceResults {
     pub records: Vec<SourceRecord>,
     /// Set when the answer came from the cache because the provider failed: why, and when the
     /// cached answer was fetched.
@@ -77,7 +77,7 @@ pub trait Source: Send + Sync {
         &'a self,
         query: &'a SourceQuery,
         context: &'a SourceContext,
-    ) -> BoxFuture<'a, Result<Found, SourceError>>;
+    ) -> BoxFuture<'a, Result<SourceResults, SourceError>>;
 }
 
 /// A minimum interval between requests to one provider, shared by every run in the process (the

@@ -11,8 +11,8 @@ use crate::model::http::secret_header;
 use crate::research::config::SourceSettings;
 use crate::research::dates::normalize_date;
 use crate::research::sources::{
-    Endpoint, Found, Source, SourceContext, SourceError, SourceQuery, json, malformed, record,
-    strip_tags, text,
+    Endpoint, Source, SourceContext, SourceError, SourceQuery, SourceResults, json, malformed,
+    record, strip_tags, text,
 };
 use crate::store::{SourceRecord, now_rfc3339};
 
@@ -44,7 +44,7 @@ impl Source for Searxng {
         &'a self,
         query: &'a SourceQuery,
         context: &'a SourceContext,
-    ) -> BoxFuture<'a, Result<Found, SourceError>> {
+    ) -> BoxFuture<'a, Result<SourceResults, SourceError>> {
         Box::pin(async move {
             let mut url = self.endpoint.url("/search")?;
             url.query_pairs_mut()
@@ -63,7 +63,7 @@ impl Source for Searxng {
                 })?;
             let mut records = parse_searxng(&fetched.body, &now_rfc3339())?;
             records.truncate(query.max_results);
-            Ok(Found {
+            Ok(SourceResults {
                 records,
                 cached: fetched.cached,
             })
@@ -128,7 +128,7 @@ impl Source for Brave {
         &'a self,
         query: &'a SourceQuery,
         context: &'a SourceContext,
-    ) -> BoxFuture<'a, Result<Found, SourceError>> {
+    ) -> BoxFuture<'a, Result<SourceResults, SourceError>> {
         Box::pin(async move {
             let mut url = self.endpoint.url("/res/v1/web/search")?;
             url.query_pairs_mut()
@@ -145,7 +145,7 @@ impl Source for Brave {
                 .endpoint
                 .get(context, url, None, headers, false)
                 .await?;
-            Ok(Found {
+            Ok(SourceResults {
                 records: parse_brave(&fetched.body, &now_rfc3339())?,
                 cached: fetched.cached,
             })
@@ -217,7 +217,7 @@ impl Source for Feeds {
         &'a self,
         query: &'a SourceQuery,
         context: &'a SourceContext,
-    ) -> BoxFuture<'a, Result<Found, SourceError>> {
+    ) -> BoxFuture<'a, Result<SourceResults, SourceError>> {
         Box::pin(async move {
             let fetches = self.urls.iter().map(|u| async move {
                 let url = Url::parse(u)
@@ -252,7 +252,7 @@ impl Source for Feeds {
                 }
                 return Err(SourceError::Transport(problems.join("; ")));
             }
-            Ok(Found {
+            Ok(SourceResults {
                 records: matching(all, &query.text, query.max_results),
                 cached: (!problems.is_empty()).then(|| problems.join("; ")),
             })

@@ -23,7 +23,7 @@ use crate::workflow::{
 
 /// What the user asked to edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EditTarget {
+pub struct RequestedEdit {
     /// Absolute path of the file.
     pub path: PathBuf,
     /// Byte range in the file's current text.
@@ -62,7 +62,7 @@ pub enum EditRefused {
 }
 
 /// Checks the target and builds the run's context.
-pub fn prepare(target: EditTarget, workspace: Workspace) -> Result<PreparedEdit, EditRefused> {
+pub fn prepare(target: RequestedEdit, workspace: Workspace) -> Result<PreparedEdit, EditRefused> {
     let instruction = target
         .instruction
         .filter(|i| !i.trim().is_empty())
@@ -262,7 +262,7 @@ mod tests {
 
     #[test]
     fn blank_instructions_are_refused() {
-        let target = EditTarget {
+        let target = RequestedEdit {
             path: PathBuf::from("/w/a.rs"),
             range: 0..0,
             instruction: Some("  ".into()),
