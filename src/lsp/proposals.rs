@@ -148,7 +148,7 @@ fn proposal_argument(argument: &ChoiceArgument) -> Value {
             }
             arg
         }
-        ChoiceArgument::Target { .. } => Value::Null,
+        ChoiceArgument::Target { .. } | ChoiceArgument::Develop { .. } => Value::Null,
     }
 }
 
@@ -276,6 +276,15 @@ pub fn code_actions(
                     }
                     arg
                 }
+                // Without a request the client asks for it ("Develop…"); the document is the
+                // planner's first look and, with no folder open, the workspace.
+                ChoiceArgument::Develop { request } => {
+                    let mut arg = json!({ "uri": uri.as_str() });
+                    if let Some(request) = request {
+                        arg["request"] = Value::String(request.clone());
+                    }
+                    arg
+                }
             };
             let kind = match choice.kind {
                 ChoiceKind::QuickFix => CodeActionKind::QUICKFIX,
@@ -288,6 +297,7 @@ pub fn code_actions(
                 choice.command,
                 SessionCommand::Edit
                     | SessionCommand::EditSelection
+                    | SessionCommand::Develop
                     | SessionCommand::ProposalAccept
             );
             CodeActionOrCommand::CodeAction(CodeAction {
