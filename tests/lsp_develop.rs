@@ -28,11 +28,13 @@ struct Setup {
 }
 
 fn setup(approve: &str) -> Setup {
-    setup_runs(approve, 1)
+    let edits = json!({ "documentChanges": true, "resourceOperations": ["create"] });
+    setup_runs(approve, 1, edits)
 }
 
-/// A server whose planner and coder answer the happy-path scenario `runs` times over.
-fn setup_runs(approve: &str, runs: usize) -> Setup {
+/// A server whose planner and coder answer the happy-path scenario `runs` times over, for a
+/// client whose `workspace.workspaceEdit` capabilities are `edits`.
+fn setup_runs(approve: &str, runs: usize, edits: Value) -> Setup {
     let scenario: Value = serde_json::from_str(
         &std::fs::read_to_string(fixtures().join("scenarios/rust_happy_path.json")).unwrap(),
     )
@@ -90,7 +92,7 @@ fn setup_runs(approve: &str, runs: usize) -> Setup {
                     // "Develop…".
                     "experimental": { "patchwise": { "instructionInput": true } },
                     "window": { "workDoneProgress": true, "showDocument": { "support": true } },
-                    "workspace": { "workspaceEdit": { "documentChanges": true, "resourceOperations": ["create"] } },
+                    "workspace": { "workspaceEdit": edits },
                 },
                 "initializationOptions": init,
             }),
@@ -194,6 +196,16 @@ fn develop_shows_the_plan_asks_approval_and_accepts_as_one_workspace_edit() {
             .any(|c| c["kind"] == "create" && c["uri"] == created.as_str()),
         "{changes:?}"
     );
+    // The new file's text spans its one (empty) line, so no client keeps an extra line.
+    let fill = changes
+        .iter()
+        .find(|c| c["textDocument"]["uri"] == created.as_str())
+        .unwrap();
+    assert_eq!(
+        fill["edits"][0]["range"],
+        json!({ "start": { "line": 0, "character": 0 }, "end": { "line": 1, "character": 0 } }),
+        "{fill}"
+    );
     for file in ["src/lib.rs", "src/main.rs", "tests/counts.rs"] {
         let uri = file_uri(&setup.root.join(file));
         assert!(
@@ -225,10 +237,11 @@ fn cancelling_the_plan_changes_nothing_and_says_so() {
 
 /// The two develop code actions on a `patchwise develop:` comment, run as offered: "Develop: …"
 /// carries its request and the file; "Develop…" leaves the request to the client (sent without
-/// it, the server says how to give it), which adds it and runs the same command.
+/// it, the server says how to give it), which adds it and runs the same command. The client
+/// declares file creation but not `documentChanges`, as Neovim 0.11 does.
 #[test]
 fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
-    let mut setup = setup_runs("Approve", 2);
+    let mut setup = setup_runs("Approve", 2, json!({ "resourceOperations": ["create"] }));
     let request = "add a line_count function, print it in main, and add an integration test for it";
     let main = setup.root.join("src/main.rs");
     let uri = file_uri(&main);

@@ -345,7 +345,7 @@ pub fn workspace_edit(
             }
             None => return Err(format!("{} could not be read", file.path.display())),
         };
-        let edits: Vec<TextEdit> = file
+        let mut edits: Vec<TextEdit> = file
             .replacements
             .iter()
             .map(|r| TextEdit {
@@ -353,6 +353,17 @@ pub fn workspace_edit(
                 new_text: r.text.clone(),
             })
             .collect();
+        // A created file starts empty, and Neovim holds an empty buffer as one empty line that
+        // an insertion keeps — the file would be saved with an extra line break. An insertion
+        // that spans the whole (empty) file, to the start of line 1 (clients clamp a range end
+        // past the last line to the end of the file), leaves no such line.
+        if file.create && doc.len_bytes() == 0 {
+            for edit in &mut edits {
+                if edit.range.end == Position::new(0, 0) {
+                    edit.range.end = Position::new(1, 0);
+                }
+            }
+        }
         if shape.document_changes {
             if file.create {
                 document_edits.push(DocumentChangeOperation::Op(ResourceOp::Create(
