@@ -164,6 +164,8 @@ struct Run {
     outcome: Outcome,
     requests: std::collections::HashMap<String, Vec<String>>,
     progress: Vec<Progress>,
+    /// Bytes of the models' answers reported as they streamed in (`on_stream`).
+    streamed: usize,
     workspace: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -246,12 +248,19 @@ async fn scenario(name: &str) -> (Run, Value) {
     let (config, problems) = Config::from_toml_str(&toml, ValueSource::Default);
     assert!(problems.is_empty(), "{problems:?}\n{toml}");
     let router = Arc::new(ModelRouter::new(config.clone()));
-    let ctx = DevelopContext::new(
+    let mut ctx = DevelopContext::new(
         config,
         DevelopModels::Router(router),
         vec![ws.clone()],
         Snapshot::new(),
     );
+    let streamed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    ctx.on_stream = Some({
+        let streamed = streamed.clone();
+        Arc::new(move |bytes| {
+            streamed.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+        })
+    });
     let seen = Arc::new(Mutex::new(Vec::new()));
     let progress = {
         let seen = seen.clone();
@@ -298,6 +307,7 @@ async fn scenario(name: &str) -> (Run, Value) {
         outcome,
         requests,
         progress: seen.lock().unwrap().clone(),
+        streamed: streamed.load(std::sync::atomic::Ordering::Relaxed),
         workspace: ws,
         _dir: dir,
     };
@@ -423,6 +433,8 @@ fn check_expectations(name: &str, run: &Run, expect: &Value) {
     );
     if run.outcome.proposal.is_some() {
         assert_eq!(percents.last(), Some(&100), "{ctx}");
+        // The answers were reported as they streamed in (what the terminal's spinner shows).
+        assert!(run.streamed > 0, "{ctx}: no streamed bytes reported");
     }
 }
 

@@ -2,7 +2,9 @@
 //! local servers speaking the OpenAI SSE format (the answers of the `rust_happy_path` develop
 //! scenario), and the client side played by the harness: progress, the plan opened with
 //! `window/showDocument`, approval through `window/showMessageRequest`, and accepting the
-//! multi-file proposal as one `workspace/applyEdit` with a `CreateFile`.
+//! multi-file proposal as one `workspace/applyEdit` with a `CreateFile`. The code actions that
+//! start develop — "Develop…" (the client supplies the request) and "Develop: …" on a
+//! `patchwise develop:` comment — are run as a client runs them: their command as offered.
 
 mod support;
 
@@ -26,6 +28,13 @@ struct Setup {
 }
 
 fn setup(approve: &str) -> Setup {
+    let edits = json!({ "documentChanges": true, "resourceOperations": ["create"] });
+    setup_runs(approve, 1, edits)
+}
+
+/// A server whose planner and coder answer the happy-path scenario `runs` times over, for a
+/// client whose `workspace.workspaceEdit` capabilities are `edits`.
+fn setup_runs(approve: &str, runs: usize, edits: Value) -> Setup {
     let scenario: Value = serde_json::from_str(
         &std::fs::read_to_string(fixtures().join("scenarios/rust_happy_path.json")).unwrap(),
     )
@@ -36,10 +45,9 @@ fn setup(approve: &str) -> Setup {
         .build()
         .unwrap();
     let replies = |role: &str| {
-        scenario[role]
-            .as_array()
-            .unwrap()
-            .iter()
+        let answers = scenario[role].as_array().unwrap();
+        std::iter::repeat_n(answers, runs)
+            .flatten()
             .map(openai_sse)
             .collect()
     };
@@ -80,8 +88,11 @@ fn setup(approve: &str) -> Setup {
                 "processId": null,
                 "rootUri": file_uri(&root),
                 "capabilities": {
+                    // Like VS Code and the Neovim plugin: this client asks for the request of
+                    // "Develop…".
+                    "experimental": { "patchwise": { "instructionInput": true } },
                     "window": { "workDoneProgress": true, "showDocument": { "support": true } },
-                    "workspace": { "workspaceEdit": { "documentChanges": true, "resourceOperations": ["create"] } },
+                    "workspace": { "workspaceEdit": edits },
                 },
                 "initializationOptions": init,
             }),
@@ -185,6 +196,16 @@ fn develop_shows_the_plan_asks_approval_and_accepts_as_one_workspace_edit() {
             .any(|c| c["kind"] == "create" && c["uri"] == created.as_str()),
         "{changes:?}"
     );
+    // The new file's text spans its one (empty) line, so no client keeps an extra line.
+    let fill = changes
+        .iter()
+        .find(|c| c["textDocument"]["uri"] == created.as_str())
+        .unwrap();
+    assert_eq!(
+        fill["edits"][0]["range"],
+        json!({ "start": { "line": 0, "character": 0 }, "end": { "line": 1, "character": 0 } }),
+        "{fill}"
+    );
     for file in ["src/lib.rs", "src/main.rs", "tests/counts.rs"] {
         let uri = file_uri(&setup.root.join(file));
         assert!(
@@ -211,5 +232,145 @@ fn cancelling_the_plan_changes_nothing_and_says_so() {
     assert!(
         setup.coder.requests().is_empty(),
         "the coder ran without approval"
+    );
+}
+
+/// The two develop code actions on a `patchwise develop:` comment, run as offered: "Develop: …"
+/// carries its request and the file; "Develop…" leaves the request to the client (sent without
+/// it, the server says how to give it), which adds it and runs the same command. The client
+/// declares file creation but not `documentChanges`, as Neovim 0.11 does.
+#[test]
+fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
+    let mut setup = setup_runs("Approve", 2, json!({ "resourceOperations": ["create"] }));
+    let request = "add a line_count function, print it in main, and add an integration test for it";
+    let main = setup.root.join("src/main.rs");
+    let uri = file_uri(&main);
+    let text = format!(
+        "// patchwise develop: {request}\n{}",
+        std::fs::read_to_string(&main).unwrap()
+    );
+    setup.server.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
+    );
+    let before = tree(&setup.root);
+    let actions = setup
+        .server
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": { "uri": uri },
+                "range": { "start": { "line": 0, "character": 3 }, "end": { "line": 0, "character": 3 } },
+                "context": { "diagnostics": [] }
+            }),
+        )
+        .unwrap();
+    let titles: Vec<&str> = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    let comment_title = format!("Develop: {request}");
+    assert_eq!(
+        titles,
+        [comment_title.as_str(), "Edit selection…", "Develop…"],
+        "{actions}"
+    );
+    let command = |title: &str| {
+        actions
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["title"] == title)
+            .unwrap()["command"]
+            .clone()
+    };
+    let from_comment = command(&comment_title);
+    assert_eq!(from_comment["command"], "patchwise.develop");
+    assert_eq!(
+        from_comment["arguments"],
+        json!([{ "uri": uri, "request": request }])
+    );
+    let supplied = command("Develop…");
+    assert_eq!(supplied["command"], "patchwise.develop");
+    assert_eq!(supplied["arguments"], json!([{ "uri": uri }]));
+    assert!(
+        setup.coder.requests().is_empty(),
+        "a code action called the model"
+    );
+
+    // "Develop: …" as offered: a run with the comment's request, focused on the file.
+    let execute = |setup: &mut Setup, command: &Value| {
+        setup.server.request(
+            "workspace/executeCommand",
+            json!({ "command": command["command"], "arguments": command["arguments"] }),
+        )
+    };
+    let first = execute(&mut setup, &from_comment).unwrap();
+    assert!(
+        first["diff"]
+            .as_str()
+            .unwrap()
+            .contains("tests/counts.rs (new file)"),
+        "{first}"
+    );
+    assert_eq!(setup.coder.requests().len(), 3);
+    assert!(
+        setup
+            .server
+            .take_unsolicited()
+            .iter()
+            .any(|m| m["method"] == "window/showMessageRequest"),
+        "the plan was not put up for approval"
+    );
+
+    // "Develop…" as offered has no request: the error says how a client gives it.
+    let error = execute(&mut setup, &supplied).unwrap_err();
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("no request given") && message.contains("patchwise develop:"),
+        "{error}"
+    );
+    assert_eq!(setup.coder.requests().len(), 3, "a run without a request");
+    // The client asks the user, adds the request and runs it.
+    let mut asked = supplied.clone();
+    asked["arguments"][0]["request"] = json!(request);
+    let second = execute(&mut setup, &asked).unwrap();
+    assert_ne!(second["id"], first["id"]);
+    assert_eq!(setup.coder.requests().len(), 6);
+    assert_eq!(tree(&setup.root), before, "develop wrote to the workspace");
+
+    let accepted = setup
+        .server
+        .request(
+            "workspace/executeCommand",
+            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": second["id"] }] }),
+        )
+        .unwrap();
+    assert_eq!(accepted, json!({ "applied": true }));
+    let edits: Vec<Value> = setup
+        .server
+        .take_unsolicited()
+        .into_iter()
+        .filter(|m| m["method"] == "workspace/applyEdit")
+        .collect();
+    assert_eq!(edits.len(), 1, "{edits:?}");
+    let changes = edits[0]["params"]["edit"]["documentChanges"]
+        .as_array()
+        .unwrap();
+    // The open buffer is edited at the version the run saw.
+    assert!(
+        changes
+            .iter()
+            .any(|c| c["textDocument"]["uri"] == uri.as_str() && c["textDocument"]["version"] == 1),
+        "{changes:?}"
+    );
+    let created = file_uri(&setup.root.join("tests/counts.rs"));
+    assert!(
+        changes
+            .iter()
+            .any(|c| c["kind"] == "create" && c["uri"] == created.as_str()),
+        "{changes:?}"
     );
 }

@@ -556,7 +556,8 @@ fn code_actions_offer_commands_and_never_call_the_model() {
         [
             "Apply instruction: document norm1",
             "Fix with model: unused variable: `total`",
-            "Edit selection…"
+            "Edit selection…",
+            "Develop…"
         ]
     );
     assert!(
@@ -699,7 +700,7 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
     );
     let mut setup = setup_for(replies, "native", eglot(), Some(&with_comment));
     let actions = code_actions_at(&mut setup, 12);
-    // No dead "Edit selection…": this client cannot ask for an instruction.
+    // No dead "Edit selection…" or "Develop…": this client cannot ask for an instruction.
     assert_eq!(titles(&actions), ["Apply instruction: document norm1"]);
     // No tags for a client that did not declare them, and no trace of the mark.
     assert!(actions[0].get("tags").is_none(), "{actions}");

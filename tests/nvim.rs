@@ -411,3 +411,91 @@ fn neovim_patchwise_proposals_picker_and_accept_by_pick() {
     );
     assert!(text(&report, "buffer").contains(&expected), "{report:#}");
 }
+
+/// Develop in a real client: "Develop…" from the code actions (the plugin asks for the
+/// request), the plan approved in the prompt the server's `window/showMessageRequest` opens,
+/// the proposal over two files and a new one accepted with `:PatchwiseAccept!` and saved: the
+/// files on disk hold the change, the new file included.
+#[test]
+fn neovim_develop_code_action_to_an_accepted_multi_file_proposal() {
+    if skip() {
+        return;
+    }
+    use patchwise::model::replay::ReplayServer;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenario: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("fixtures/develop/scenarios/rust_happy_path.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let replies = |role: &str| {
+        scenario[role]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(support::openai_sse)
+            .collect()
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let planner = runtime
+        .block_on(ReplayServer::start(replies("planner")))
+        .unwrap();
+    let coder = runtime
+        .block_on(ReplayServer::start(replies("coder")))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    support::copy_dir(&root.join("fixtures/develop/rust"), &ws);
+    // The plugin finds the workspace root by its markers.
+    std::fs::create_dir_all(ws.join(".patchwise")).unwrap();
+    let init = serde_json::json!({
+        "providers": {
+            "plan": { "kind": "openai", "base_url": format!("{}/v1", planner.url()), "api_key_env": "" },
+            "code": { "kind": "openai", "base_url": format!("{}/v1", coder.url()), "api_key_env": "" },
+        },
+        "roles": { "planner": "plan/planner-model", "coder": "code/coder-model" },
+        "retry": { "max_attempts": 1 },
+        "data_dir": dir.path().join("patchwise-data"),
+    });
+    let report = spawn_nvim(
+        "commands.lua",
+        dir.path(),
+        &ws.join("src/main.rs"),
+        &[
+            ("PATCHWISE_SCENARIO", Some("develop")),
+            ("PATCHWISE_INIT", Some(&init.to_string())),
+            ("PATCHWISE_ANSWERS", scenario["request"].as_str()),
+        ],
+    );
+    let actions = report["actions"].as_array().unwrap();
+    assert!(actions.iter().any(|a| a == "Develop…"), "{report:#}");
+    assert_eq!(
+        report["approval"],
+        serde_json::json!(["Approve", "Cancel"]),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "plan_shown").ends_with(".md"),
+        "the plan was not opened: {report:#}"
+    );
+    assert!(
+        text(&report, "ready").contains("tests/counts.rs (new)"),
+        "{report:#}"
+    );
+    let disk = |path: &str| std::fs::read_to_string(ws.join(path)).unwrap_or_default();
+    assert!(
+        disk("src/lib.rs").contains("pub fn line_count"),
+        "{report:#}"
+    );
+    assert!(
+        disk("src/main.rs").contains("wordstat::line_count(&text)"),
+        "{report:#}"
+    );
+    assert_eq!(
+        disk("tests/counts.rs"),
+        "#[test]\nfn counts_lines_and_words() {\n    assert_eq!(wordstat::line_count(\"a b\\nc\\n\"), 2);\n    assert_eq!(wordstat::word_count(\"a b\\nc\\n\"), 3);\n}\n"
+    );
+    assert_eq!(report["server"], report["buffer"], "{report:#}");
+    assert_eq!(planner.requests().len(), 1);
+    assert_eq!(coder.requests().len(), 3);
+}

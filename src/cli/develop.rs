@@ -1,6 +1,6 @@
 //! `patchwise develop "REQUEST" [--workspace DIR] [--yes] [--apply] [--json]`: the develop
-//! workflow from a terminal. Progress (phase bar, step n/m, a spinner while the model answers)
-//! goes to stderr; the plan and the final diff go to stdout (or one JSON object with `--json`).
+//! workflow from a terminal. Progress (phase bar, step n/m, a spinner that turns as the model's
+//! answer streams in, with how much has arrived) goes to stderr; the plan and the final diff go to stdout (or one JSON object with `--json`).
 //!
 //! The plan is printed and confirmed with a prompt unless `--yes` is given or the configuration
 //! says `[develop] approve = "auto"`; without a terminal to ask on, the run refuses to start
@@ -91,7 +91,14 @@ fn execute(args: &DevelopArgs) -> Result<ExitCode> {
         );
     }
     let terminal = !args.json && std::io::stderr().is_terminal();
-    let bar = Arc::new(Bar::new(terminal, !args.json));
+    let bar = Arc::new(Bar::new(
+        terminal.then(ProgressDrawTarget::stderr),
+        !args.json,
+    ));
+    ctx.on_stream = Some({
+        let bar = bar.clone();
+        Arc::new(move |bytes| bar.streamed(bytes))
+    });
     // The approver always sees the plan (it prints it); it only asks when not automatic.
     ctx.options.approve = ApproveMode::Ask;
     ctx.approver = Some(Arc::new(TerminalApprover {
@@ -230,43 +237,61 @@ impl Approver for TerminalApprover {
     }
 }
 
-/// The progress display: a bar with a spinner on a terminal, phase lines otherwise.
+/// The progress display: a bar with a spinner on a terminal, phase lines otherwise. The
+/// spinner turns only as the model's answer arrives, so a still spinner means patchwise is
+/// waiting (for the model's first token, or a check command) rather than receiving.
 struct Bar {
     bar: Option<ProgressBar>,
     plain: bool,
-    last: Mutex<String>,
+    /// The phase message, and the bytes the model sent since it was set.
+    phase: Mutex<(String, usize)>,
 }
 
 impl Bar {
-    fn new(terminal: bool, plain: bool) -> Bar {
-        let bar = terminal.then(|| {
-            let bar = ProgressBar::with_draw_target(Some(100), ProgressDrawTarget::stderr());
+    /// A bar drawn to `target` (`None`: no bar; phase lines on stderr when `plain`).
+    fn new(target: Option<ProgressDrawTarget>, plain: bool) -> Bar {
+        let terminal = target.is_some();
+        let bar = target.map(|target| {
+            let bar = ProgressBar::with_draw_target(Some(100), target);
             bar.set_style(
                 ProgressStyle::with_template("{spinner} [{bar:30}] {pos:>3}% {wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
-            bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
         Bar {
             bar,
             plain: plain && !terminal,
-            last: Mutex::new(String::new()),
+            phase: Mutex::new((String::new(), 0)),
         }
     }
 
     fn update(&self, p: &Progress) {
+        let mut phase = self.phase.lock().unwrap_or_else(|e| e.into_inner());
+        if phase.0 == p.message {
+            if let Some(bar) = &self.bar {
+                bar.set_position(u64::from(p.percent));
+            }
+            return;
+        }
+        *phase = (p.message.clone(), 0);
         if let Some(bar) = &self.bar {
             bar.set_position(u64::from(p.percent));
             bar.set_message(p.message.clone());
-            return;
-        }
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if self.plain && *last != p.message {
+        } else if self.plain {
             eprintln!("patchwise develop: [{:>3}%] {}", p.percent, p.message);
-            *last = p.message.clone();
         }
+    }
+
+    /// `bytes` more of the model's answer arrived: the spinner turns and the message says how
+    /// much came during this phase.
+    fn streamed(&self, bytes: usize) {
+        let Some(bar) = &self.bar else { return };
+        let mut phase = self.phase.lock().unwrap_or_else(|e| e.into_inner());
+        phase.1 += bytes;
+        bar.set_message(format!("{} · model answering ({})", phase.0, size(phase.1)));
+        bar.tick();
     }
 
     fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
@@ -280,5 +305,45 @@ impl Bar {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+
+    #[cfg(test)]
+    fn message(&self) -> String {
+        self.bar.as_ref().map(|b| b.message()).unwrap_or_default()
+    }
+}
+
+/// `bytes` as a person reads it: `512 B`, `1.3 kB`.
+fn size(bytes: usize) -> String {
+    if bytes < 1000 {
+        format!("{bytes} B")
+    } else {
+        format!("{:.1} kB", bytes as f64 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_counts_what_the_model_sent_during_the_phase() {
+        let bar = Bar::new(Some(ProgressDrawTarget::hidden()), true);
+        let step = |message: &str, percent| Progress {
+            message: message.to_owned(),
+            percent,
+        };
+        bar.update(&step("step 1/3: coder", 30));
+        assert_eq!(bar.message(), "step 1/3: coder");
+        bar.streamed(700);
+        bar.streamed(600);
+        assert_eq!(bar.message(), "step 1/3: coder · model answering (1.3 kB)");
+        // The same phase again (a new percentage) keeps the count; a new phase starts over.
+        bar.update(&step("step 1/3: coder", 32));
+        assert_eq!(bar.message(), "step 1/3: coder · model answering (1.3 kB)");
+        bar.update(&step("step 2/3: coder", 50));
+        bar.streamed(12);
+        assert_eq!(bar.message(), "step 2/3: coder · model answering (12 B)");
+        bar.finish();
     }
 }

@@ -40,8 +40,12 @@ impl Backend {
     pub(super) async fn develop(&self, args: DevelopCommandArgs) -> Result<Value> {
         let request = args.request.unwrap_or_default();
         if request.trim().is_empty() {
+            // "Develop…" names this command without a request: the client asks for it.
             return Err(Error::invalid_params(
-                "patchwise.develop needs {\"request\": \"<what to build or change>\"}",
+                "patchwise.develop: no request given; the client supplies it (VS Code and the \
+                 Neovim plugin ask for it on \"Develop…\"; in other editors write a comment \
+                 `patchwise develop: <request>` and use its \"Develop: …\" code action), or call \
+                 patchwise.develop with {\"request\": \"<what to build or change>\", \"uri\"?}",
             ));
         }
         let focus: Option<PathBuf> = args.uri.as_ref().and_then(from_proto::file_path);

@@ -13,8 +13,11 @@
 //! A client that asks the user for an instruction itself declares it in `initialize`:
 //! `capabilities.experimental.patchwise = { "instructionInput": true }`. Only then is the
 //! "Edit selection…" code action offered (it runs the client-side command
-//! `patchwise.editSelection {uri, range}`); every client gets "Apply instruction" for an
-//! instruction comment (`// patchwise: <instruction>`) and "Fix with model" per diagnostic.
+//! `patchwise.editSelection {uri, range}`), and "Develop…" (`patchwise.develop {uri}` without a
+//! request: the client asks for it, then sends `patchwise.develop {request, uri}`); every client
+//! gets "Apply instruction" for an instruction comment (`// patchwise: <instruction>`),
+//! "Develop: <request>" for a develop comment (`// patchwise develop: <request>`, running
+//! `patchwise.develop {request, uri}`) and "Fix with model" per diagnostic.
 //!
 //! Commands (`workspace/executeCommand`, one argument object):
 //! - `patchwise.edit {uri, range, instruction, removeInstructionComment?, wait?}` answers at once
@@ -35,6 +38,11 @@
 //! - `patchwise.cancel {id?}` → `{cancelled: n}` (`id`: a run id; none cancels every run).
 //! - `patchwise.research {query, sources?, depth?}`, `patchwise.research.list {limit?, search?}`,
 //!   `patchwise.research.open {id}`.
+//! - `patchwise.develop {request, uri?}` answers when the run ends: `{id, diff, files: [{path,
+//!   created}], summary, report}` (one pending multi-file proposal), or an error saying what the
+//!   run learned. On the way: `$/progress`, the plan shown with `window/showDocument` and
+//!   approved with `window/showMessageRequest` (Approve / Cancel; not asked with `[develop]
+//!   approve = "auto"`; a client that cannot answer it gets "not approved").
 //!
 //! Requests: `patchwise/proposalContent {id, uri}` → the proposed full text of that file
 //! (for a native diff view); `patchwise/viewFileText {uri}` → the server's text of a document.

@@ -148,7 +148,7 @@ fn proposal_argument(argument: &ChoiceArgument) -> Value {
             }
             arg
         }
-        ChoiceArgument::Target { .. } => Value::Null,
+        ChoiceArgument::Target { .. } | ChoiceArgument::Develop { .. } => Value::Null,
     }
 }
 
@@ -276,6 +276,15 @@ pub fn code_actions(
                     }
                     arg
                 }
+                // Without a request the client asks for it ("Develop…"); the document is the
+                // planner's first look and, with no folder open, the workspace.
+                ChoiceArgument::Develop { request } => {
+                    let mut arg = json!({ "uri": uri.as_str() });
+                    if let Some(request) = request {
+                        arg["request"] = Value::String(request.clone());
+                    }
+                    arg
+                }
             };
             let kind = match choice.kind {
                 ChoiceKind::QuickFix => CodeActionKind::QUICKFIX,
@@ -288,6 +297,7 @@ pub fn code_actions(
                 choice.command,
                 SessionCommand::Edit
                     | SessionCommand::EditSelection
+                    | SessionCommand::Develop
                     | SessionCommand::ProposalAccept
             );
             CodeActionOrCommand::CodeAction(CodeAction {
@@ -335,7 +345,7 @@ pub fn workspace_edit(
             }
             None => return Err(format!("{} could not be read", file.path.display())),
         };
-        let edits: Vec<TextEdit> = file
+        let mut edits: Vec<TextEdit> = file
             .replacements
             .iter()
             .map(|r| TextEdit {
@@ -343,6 +353,17 @@ pub fn workspace_edit(
                 new_text: r.text.clone(),
             })
             .collect();
+        // A created file starts empty, and Neovim holds an empty buffer as one empty line that
+        // an insertion keeps — the file would be saved with an extra line break. An insertion
+        // that spans the whole (empty) file, to the start of line 1 (clients clamp a range end
+        // past the last line to the end of the file), leaves no such line.
+        if file.create && doc.len_bytes() == 0 {
+            for edit in &mut edits {
+                if edit.range.end == Position::new(0, 0) {
+                    edit.range.end = Position::new(1, 0);
+                }
+            }
+        }
         if shape.document_changes {
             if file.create {
                 document_edits.push(DocumentChangeOperation::Op(ResourceOp::Create(

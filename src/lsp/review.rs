@@ -249,11 +249,6 @@ impl Backend {
         }
         let (edit, label) = {
             let mut state = self.state();
-            let shape = EditShape {
-                document_changes: state.client.document_changes,
-                change_annotations: state.client.change_annotations,
-                encoding: state.encoding,
-            };
             let mut docs: HashMap<PathBuf, (Uri, Document)> = HashMap::new();
             let proposal = state
                 .proposals
@@ -279,6 +274,13 @@ impl Backend {
                     })
                 })
                 .map_err(apply_error)?;
+            // A created file needs `documentChanges`; a client that can create files takes them.
+            let creates = state.client.create_files && files.iter().any(|f| f.create);
+            let shape = EditShape {
+                document_changes: state.client.document_changes || creates,
+                change_annotations: state.client.change_annotations,
+                encoding: state.encoding,
+            };
             let edit = match proposals::workspace_edit(&proposal, &files, &docs, shape) {
                 Ok(edit) => edit,
                 Err(err) => {

@@ -97,6 +97,10 @@ pub struct ClientFeatures {
     pub work_done_progress: bool,
     pub show_document: bool,
     pub document_changes: bool,
+    /// `workspaceEdit.resourceOperations` holds `create`. Resource operations exist only in
+    /// `documentChanges`, so such a client takes them even when it does not declare
+    /// `documentChanges` (Neovim 0.11 declares only the operations).
+    pub create_files: bool,
     pub change_annotations: bool,
     pub code_lens_refresh: bool,
     pub pull_configuration: bool,
@@ -135,6 +139,9 @@ impl ClientFeatures {
                 .and_then(|w| w.show_document.as_ref())
                 .is_some_and(|s| s.support),
             document_changes: edit.and_then(|e| e.document_changes).unwrap_or(false),
+            create_files: edit
+                .and_then(|e| e.resource_operations.as_deref())
+                .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
             change_annotations: edit
                 .and_then(|e| e.change_annotation_support.as_ref())
                 .is_some(),

@@ -56,10 +56,21 @@ pub trait ChatModel: Send + Sync {
 
 /// Reads a whole answer. Fails with the stream's first error, or with
 /// [`ModelError::StreamEndedEarly`] if it ends without `Done`.
-pub async fn collect(mut stream: ChatStream) -> Result<ChatResponse, ModelError> {
+pub async fn collect(stream: ChatStream) -> Result<ChatResponse, ModelError> {
+    collect_observed(stream, &|_| {}).await
+}
+
+/// [`collect`], telling `observe` about each event as it arrives (a terminal spinner ticks on
+/// them while the model answers).
+pub async fn collect_observed(
+    mut stream: ChatStream,
+    observe: &(dyn Fn(&StreamEvent) + Send + Sync),
+) -> Result<ChatResponse, ModelError> {
     let mut response = ChatResponse::default();
     while let Some(event) = stream.next().await {
-        match event? {
+        let event = event?;
+        observe(&event);
+        match event {
             StreamEvent::TextDelta { text } => response.text.push_str(&text),
             StreamEvent::ToolCall { call, .. } => response.tool_calls.push(call),
             StreamEvent::TextToolCalls { prose } => response.text = prose,

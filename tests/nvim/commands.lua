@@ -41,7 +41,9 @@ local ok, err = pcall(function()
   vim.ui.select = function(items, opts, on_choice)
     report.choices = {}
     for _, item in ipairs(items) do
-      table.insert(report.choices, (opts.format_item or tostring)(item))
+      -- One value: Neovim's own format_item (showMessageRequest's) also returns gsub's count.
+      local label = (opts.format_item or tostring)(item)
+      table.insert(report.choices, label)
     end
     on_choice(items[1], 1)
   end
@@ -163,6 +165,43 @@ local ok, err = pcall(function()
     end)
     vim.wait(300)
     report.status_after = patchwise.status()
+  elseif scenario == 'develop' then
+    -- "Develop…" from the code actions on the first line: the plugin asks for the request, the
+    -- server shows the plan and asks to approve it (vim.ui.select answers Approve), and the
+    -- multi-file proposal is accepted whole, then saved.
+    local client = patchwise.client(bufnr)
+    local params = {
+      textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+      range = patchwise.line_range(bufnr, 1, 1, client.offset_encoding),
+      context = { diagnostics = {} },
+    }
+    local response = assert(client:request_sync('textDocument/codeAction', params, 10000, bufnr))
+    assert(not response.err, vim.inspect(response.err))
+    local develop
+    report.actions = {}
+    for _, action in ipairs(response.result or {}) do
+      table.insert(report.actions, action.title)
+      if action.title == 'Develop…' then
+        develop = action
+      end
+    end
+    assert(develop, 'no "Develop…" action: ' .. vim.inspect(report.actions))
+    client:exec_cmd(develop.command, { bufnr = bufnr })
+    wait(120000, 'the develop run to finish', function()
+      return noted('proposal') ~= nil or noted('develop:') ~= nil
+    end)
+    report.ready = noted('ready')
+    assert(report.ready, 'no proposal: ' .. vim.inspect(report.notes))
+    report.approval = report.choices
+    report.plan_shown = vim.api.nvim_buf_get_name(0)
+    vim.cmd.buffer(bufnr)
+    vim.api.nvim_win_set_cursor(0, { 1, 0 })
+    local before = lines_of(bufnr)
+    vim.cmd('PatchwiseAccept!')
+    wait(30000, 'the proposal to be applied', function()
+      return lines_of(bufnr) ~= before
+    end)
+    vim.cmd('silent wall')
   elseif scenario == 'health' then
     vim.cmd('checkhealth patchwise')
     report.health = lines_of(vim.api.nvim_get_current_buf())

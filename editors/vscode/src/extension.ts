@@ -197,12 +197,19 @@ async function library(): Promise<void> {
   }
 }
 
-async function develop(): Promise<void> {
-  const task = await vscode.window.showInputBox({
-    title: 'patchwise: Develop',
-    prompt: 'What should be developed? (explore → plan → steps → checks; you approve the plan)',
-    ignoreFocusOut: true,
-  });
+/**
+ * Develop: `given.request` when a code action carries one ("Develop: …" of a `patchwise develop:`
+ * comment), else asked for ("Develop…", the palette). `given.uri` is the file the planner looks
+ * at first (default: the active editor's).
+ */
+async function develop(given: { request?: string; uri?: string } = {}): Promise<void> {
+  const task = given.request?.trim()
+    ? given.request
+    : await vscode.window.showInputBox({
+        title: 'patchwise: Develop',
+        prompt: 'What should be developed? (explore → plan → steps → checks; you approve the plan)',
+        ignoreFocusOut: true,
+      });
   if (!task || !task.trim()) {
     return;
   }
@@ -212,7 +219,7 @@ async function develop(): Promise<void> {
     // The server asks to approve its plan with window/showMessageRequest (VS Code shows it).
     await execute('patchwise.develop', {
       request: task,
-      uri: editor?.document.uri.scheme === 'file' ? editor.document.uri.toString() : undefined,
+      uri: given.uri ?? (editor?.document.uri.scheme === 'file' ? editor.document.uri.toString() : undefined),
     });
     proposals.changed();
   } catch (error) {
@@ -238,6 +245,9 @@ function startClient(context: vscode.ExtensionContext): LanguageClient {
         }
         if (name === 'patchwise.edit') {
           return runEdit(first);
+        }
+        if (name === 'patchwise.develop') {
+          return develop(first as { request?: string; uri?: string });
         }
         if (name === 'patchwise.proposal.diff' && typeof first.id === 'number') {
           return proposals.openDiff(first.id);
@@ -291,7 +301,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         await editTarget(target);
       }
     }),
-    vscode.commands.registerCommand('patchwise.ui.develop', develop),
+    vscode.commands.registerCommand('patchwise.ui.develop', () => develop()),
     vscode.commands.registerCommand('patchwise.ui.research', research),
     vscode.commands.registerCommand('patchwise.ui.library', library),
     vscode.commands.registerCommand('patchwise.ui.proposals', () => proposals.show()),

@@ -43,8 +43,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ModelRole};
 use crate::model::{
-    ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter, ToolCall,
-    ToolChoice, ToolSpec, complete,
+    ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter,
+    StreamEvent, ToolCall, ToolChoice, ToolSpec, collect_observed,
 };
 use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
 use crate::tools::overlay::Overlay;
@@ -175,6 +175,10 @@ pub struct DevelopContext {
     pub cache_dir: PathBuf,
     /// `None`: plans are approved without asking.
     pub approver: Option<Arc<dyn Approver>>,
+    /// Told the size in bytes of each piece of a model's answer as it arrives (text or tool-call
+    /// arguments), so a terminal can show the model is answering (`patchwise develop`'s
+    /// spinner ticks on it).
+    pub on_stream: Option<Arc<dyn Fn(usize) + Send + Sync>>,
 }
 
 impl DevelopContext {
@@ -197,6 +201,7 @@ impl DevelopContext {
             options,
             cache_dir,
             approver: None,
+            on_stream: None,
         }
     }
 }
@@ -824,10 +829,25 @@ impl Run<'_> {
                 ..ChatOptions::default()
             },
         };
+        let on_stream = self.ctx.on_stream.clone();
+        let observe = move |event: &StreamEvent| {
+            let bytes = match event {
+                StreamEvent::TextDelta { text } => text.len(),
+                StreamEvent::ToolCallDelta { fragment, .. } => fragment.len(),
+                StreamEvent::ToolCallStarted { name, .. } => name.len(),
+                _ => 0,
+            };
+            if let Some(on_stream) = &on_stream
+                && bytes > 0
+            {
+                on_stream(bytes);
+            }
+        };
+        let answer = collect_observed(model.chat(request, self.cancel.clone()), &observe);
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Err(DevelopFailure::Cancelled),
-            r = complete(model, request, self.cancel.clone()) => r.map_err(model_failure),
+            r = answer => r.map_err(model_failure),
         }
     }
 

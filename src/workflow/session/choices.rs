@@ -3,8 +3,9 @@
 //! happens when the user picks one.
 //!
 //! Instruction comments live here too: a comment whose text starts with `patchwise:` is an
-//! instruction the user wrote in the file, the path every client has (a client that cannot ask
-//! for an instruction in a prompt still shows code actions).
+//! instruction the user wrote in the file, and one starting `patchwise develop:` a develop
+//! request — the path every client has (a client that cannot ask for an instruction in a
+//! prompt still shows code actions; docs/editors.md, "Instruction comments").
 
 use std::ops::Range;
 use std::path::Path;
@@ -36,6 +37,9 @@ pub enum ChoiceArgument {
         instruction: Option<String>,
         remove_instruction_comment: bool,
     },
+    /// `{request?, uri}` with the request's document: a develop run over the workspace. Without
+    /// a request the client asks the user for it ("Develop…", as for "Edit selection…").
+    Develop { request: Option<String> },
 }
 
 /// One code action.
@@ -60,7 +64,8 @@ pub struct ForeignDiagnostic {
 /// What the client can do, as far as the choices care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientAbilities {
-    /// The client asks the user for an instruction when it runs "Edit selection…".
+    /// The client asks the user for an instruction when it runs "Edit selection…", and for the
+    /// request when it runs "Develop…".
     pub supplies_instruction: bool,
 }
 
@@ -74,8 +79,9 @@ impl Default for ClientAbilities {
 
 /// The code actions for `range` (bytes) of `doc`, the file at `path`: accept, reject and show
 /// the diff of each live proposal there; "Apply instruction" for an instruction comment on the
-/// range's first line; "Fix with model" for each diagnostic not from patchwise; "Edit
-/// selection…".
+/// range's first line ("Develop: …" for a develop comment); "Fix with model" for each
+/// diagnostic not from patchwise; "Edit selection…" and "Develop…" when the client asks the
+/// user for what they want.
 pub fn code_actions(
     proposals: &Proposals,
     path: &Path,
@@ -160,6 +166,16 @@ pub fn code_actions(
             },
             fixes: None,
         });
+    } else if let Some(request) = develop_comment(&text) {
+        out.push(Choice {
+            title: format!("Develop: {}", one_line(&request)),
+            kind: ChoiceKind::RefactorRewrite,
+            command: Command::Develop,
+            argument: ChoiceArgument::Develop {
+                request: Some(request),
+            },
+            fixes: None,
+        });
     }
     for (i, diagnostic) in diagnostics.iter().enumerate() {
         if diagnostic.source.as_deref() == Some("patchwise") {
@@ -195,6 +211,13 @@ pub fn code_actions(
                 instruction: None,
                 remove_instruction_comment: false,
             },
+            fixes: None,
+        });
+        out.push(Choice {
+            title: Command::Develop.title().to_owned(),
+            kind: ChoiceKind::RefactorRewrite,
+            command: Command::Develop,
+            argument: ChoiceArgument::Develop { request: None },
             fixes: None,
         });
     }
@@ -293,16 +316,20 @@ pub fn one_line(text: &str) -> String {
 /// An instruction comment: a comment whose text starts with `patchwise:`, in any of the
 /// comment syntaxes of the languages patchwise knows (`//`, `#`, `--`, `;`, `/* */`,
 /// `<!-- -->`, `%`).
-static INSTRUCTION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?://+|#+|--+|;+|/\*+|<!--|%+|\*)\s*patchwise:\s*(?P<text>.*?)\s*(?:\*/|-->)?\s*$")
-        .expect("valid regex")
-});
+static INSTRUCTION: LazyLock<Regex> = LazyLock::new(|| comment_pattern(r"patchwise:"));
+
+/// A develop comment: like an instruction comment, with `patchwise develop:` — the request of
+/// a develop run over the whole workspace rather than an edit of the lines around it.
+static DEVELOP: LazyLock<Regex> = LazyLock::new(|| comment_pattern(r"patchwise\s+develop:"));
+
+/// The develop request written on `line`, if it carries one.
+pub fn develop_comment(line: &str) -> Option<String> {
+    comment_text(&DEVELOP, line)
+}
 
 /// The instruction written on `line`, if it carries one.
 pub fn instruction_comment(line: &str) -> Option<String> {
-    let caps = INSTRUCTION.captures(line.trim_end_matches(['\n', '\r']))?;
-    let text = caps.name("text")?.as_str().trim();
-    (!text.is_empty()).then(|| text.to_owned())
+    comment_text(&INSTRUCTION, line)
 }
 
 /// `line` without its instruction comment: empty when the comment was the whole line, else the
@@ -318,6 +345,21 @@ pub fn strip_instruction_comment(line: &str) -> String {
     } else {
         format!("{code}{ending}")
     }
+}
+
+/// A comment opener of any syntax patchwise knows, `marker`, then the text up to the end of
+/// the line (without a block comment's closer).
+fn comment_pattern(marker: &str) -> Regex {
+    Regex::new(&format!(
+        r"(?://+|#+|--+|;+|/\*+|<!--|%+|\*)\s*{marker}\s*(?P<text>.*?)\s*(?:\*/|-->)?\s*$"
+    ))
+    .expect("valid regex")
+}
+
+fn comment_text(pattern: &Regex, line: &str) -> Option<String> {
+    let caps = pattern.captures(line.trim_end_matches(['\n', '\r']))?;
+    let text = caps.name("text")?.as_str().trim();
+    (!text.is_empty()).then(|| text.to_owned())
 }
 
 #[cfg(test)]
@@ -340,9 +382,24 @@ mod tests {
             ("// patchwise:", None),
             ("let patchwise = 3; // not an instruction", None),
             ("println!(\"patchwise: hello\")", None),
+            ("// patchwise develop: add a --json flag", None),
         ];
         for (line, expected) in cases {
             assert_eq!(instruction_comment(line).as_deref(), expected, "{line}");
+        }
+        let develop = [
+            (
+                "// patchwise develop: add a --json flag",
+                Some("add a --json flag"),
+            ),
+            ("  # patchwise  develop:  test it  ", Some("test it")),
+            ("<!-- patchwise develop: add a page -->", Some("add a page")),
+            ("// patchwise develop:", None),
+            ("// patchwise: develop this", None),
+            ("let s = \"patchwise develop: no\";", None),
+        ];
+        for (line, expected) in develop {
+            assert_eq!(develop_comment(line).as_deref(), expected, "{line}");
         }
         assert_eq!(strip_instruction_comment("    // patchwise: go\r\n"), "");
         assert_eq!(
@@ -385,7 +442,8 @@ mod tests {
             [
                 "Apply instruction: go fast",
                 "Fix with model: unused",
-                "Edit selection…"
+                "Edit selection…",
+                "Develop…"
             ]
         );
         assert_eq!(
@@ -397,6 +455,11 @@ mod tests {
             }
         );
         assert_eq!(choices[1].fixes, Some(0));
+        assert_eq!(choices[3].command, Command::Develop);
+        assert_eq!(
+            choices[3].argument,
+            ChoiceArgument::Develop { request: None }
+        );
         let without = code_actions(
             &Proposals::default(),
             Path::new("/w/a.rs"),
@@ -408,5 +471,36 @@ mod tests {
             },
         );
         assert_eq!(without.len(), 1);
+    }
+
+    #[test]
+    fn a_develop_comment_offers_develop_with_its_request() {
+        let doc = Document::new(
+            "fn main() {}\n// patchwise develop: add a --json flag\n",
+            1,
+            "rust",
+        );
+        let choices = code_actions(
+            &Proposals::default(),
+            Path::new("/w/main.rs"),
+            &doc,
+            20..20,
+            &[],
+            ClientAbilities {
+                supplies_instruction: false,
+            },
+        );
+        assert_eq!(
+            choices,
+            [Choice {
+                title: "Develop: add a --json flag".into(),
+                kind: ChoiceKind::RefactorRewrite,
+                command: Command::Develop,
+                argument: ChoiceArgument::Develop {
+                    request: Some("add a --json flag".into())
+                },
+                fixes: None,
+            }]
+        );
     }
 }

@@ -163,6 +163,13 @@ local function register_commands()
     local target = (command.arguments or {})[1] or {}
     M.ask_and_edit(ctx and ctx.bufnr or vim.uri_to_bufnr(target.uri), target.range)
   end
+  -- "Develop…" comes without a request (ask for it); "Develop: …" of a `patchwise develop:`
+  -- comment carries one. Both run through M.develop, which sends patchwise.develop itself.
+  vim.lsp.commands['patchwise.develop'] = function(command, ctx)
+    local arg = (command.arguments or {})[1] or {}
+    local bufnr = ctx and ctx.bufnr or (arg.uri and vim.uri_to_bufnr(arg.uri)) or 0
+    M.develop(arg.request, nil, bufnr)
+  end
   vim.lsp.commands['patchwise.proposal.diff'] = function(command, ctx)
     local arg = (command.arguments or {})[1] or {}
     M.diff_proposal(ctx and ctx.bufnr or 0, arg.id, false)
@@ -586,8 +593,10 @@ function M.library(on_done)
 end
 
 --- `:PatchwiseDevelop {request}`: explore → plan (you approve it) → steps → checks → proposal.
-function M.develop(request, on_done)
-  local bufnr = vim.api.nvim_get_current_buf()
+--- Asks for the request when it is blank; `bufnr` (default: the current buffer) is the file the
+--- planner looks at first.
+function M.develop(request, on_done, bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local client = need_client(bufnr)
   if not client then
     return
@@ -603,7 +612,19 @@ function M.develop(request, on_done)
       if err then
         notify(err.message, vim.log.levels.WARN)
       else
-        refresh(bufnr)
+        local files = {}
+        for _, f in ipairs(result and result.files or {}) do
+          table.insert(files, f.created and (f.path .. ' (new)') or f.path)
+        end
+        notify(('proposal %s ready: %s — :PatchwiseProposals to review, :PatchwiseAccept! / :PatchwiseReject!'):format(
+          result and result.id or '?',
+          table.concat(files, ', ')
+        ))
+        for _, b in ipairs(vim.api.nvim_list_bufs()) do
+          if M.client(b) then
+            refresh(b)
+          end
+        end
       end
       if on_done then
         on_done(err, result)
