@@ -79,7 +79,7 @@ impl Run<'_> {
                     messages.push(Message::assistant(answer));
                     messages.push(Message::user(format!(
                         "Your plan could not be read: {error}.\n\n{}",
-                        PLAN_SHAPE
+                        plan::shape()
                     )));
                 }
                 Err(error) => {
@@ -158,7 +158,7 @@ impl Run<'_> {
             } else {
                 format!("Likely relevant files:\n\n{context}")
             },
-            PLAN_SHAPE
+            plan::shape()
         );
         vec![Message::system(system), Message::user(user)]
     }
@@ -216,15 +216,6 @@ impl Run<'_> {
         Ok(outcomes)
     }
 }
-
-/// How a develop plan must look; shown in the first prompt and after a parse error.
-const PLAN_SHAPE: &str = "Answer with the plan as a numbered list of atomic steps, one change \
-per step, each naming the files it touches in backticks, for example:\n\
-1. Add `fn parse_flag` to `src/cli.rs`.\n\
-2. Add a test for it in `tests/cli.rs`.\n\
-3. Verify: run the checks and the tests.\n\
-The last step is always verification. Name only files that exist in the list above, or new \
-files to create. No code in the plan.";
 
 /// Words of a request worth searching for: identifiers and longer words, not common English.
 fn keywords(request: &str) -> Vec<String> {

@@ -76,9 +76,33 @@ pub enum PlanError {
     )]
     NoFiles { number: usize, text: String },
     #[error(
+        "the answer repeats the example plan; write the steps this request needs, naming this project's files"
+    )]
+    OnlyExample,
+    #[error(
         "the plan has {count} steps; keep it to at most {max} atomic steps (merge small changes to the same file)"
     )]
     TooLong { count: usize, max: usize },
+}
+
+/// The example steps the prompt shows ([`shape`]). Small models copy an example (Qwen2.5-Coder-1.5B
+/// began plans for a `--quiet` flag with the old example's `fn parse_flag` in `src/cli.rs`), so
+/// it names nothing a project would need, and those steps in an answer are dropped.
+pub const EXAMPLE_STEPS: [&str; 2] = [
+    "Add `fn example_step` to `src/example.rs`.",
+    "Add a test for it in `tests/example.rs`.",
+];
+
+/// How a plan must look; shown in the first prompt and after a parse error.
+pub fn shape() -> String {
+    format!(
+        "Answer with the plan as a numbered list of atomic steps, one change per step, each \
+         naming the files it touches in backticks. The form (an example only; never copy it):\n\
+         1. {}\n2. {}\n3. Verify: run the checks and the tests.\n\
+         The last step is always verification. Name only files that exist in the list above, or \
+         new files to create. No code in the plan.",
+        EXAMPLE_STEPS[0], EXAMPLE_STEPS[1]
+    )
 }
 
 /// Steps a plan may have (verification included).
@@ -110,6 +134,19 @@ pub fn parse(answer: &str, known: &dyn Fn(&str) -> Option<String>) -> Result<Pla
     }
     if raw.is_empty() {
         return Err(PlanError::NoSteps);
+    }
+    let example: Vec<String> = EXAMPLE_STEPS.iter().map(|e| normalized(e)).collect();
+    let copied = raw
+        .iter()
+        .filter(|(_, text)| example.contains(&normalized(text)))
+        .count();
+    raw.retain(|(_, text)| !example.contains(&normalized(text)));
+    if copied > 0
+        && raw
+            .iter()
+            .all(|(_, text)| is_verification(&strip_markup(text)))
+    {
+        return Err(PlanError::OnlyExample);
     }
     let mut steps: Vec<Step> = Vec::new();
     for (i, (_, text)) in raw.iter().enumerate() {
@@ -336,6 +373,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(plan.steps.len(), 3, "{:?}", plan.steps);
+    }
+
+    #[test]
+    fn the_example_steps_are_not_part_of_a_plan() {
+        let answer = format!(
+            "1. {}\n2. {}\n3. Add `--quiet` handling to `src/main.rs`.\n4. Verify: run the tests.\n",
+            EXAMPLE_STEPS[0], EXAMPLE_STEPS[1]
+        );
+        let plan = parse(&answer, &known).unwrap();
+        assert_eq!(plan.steps.len(), 2, "{:?}", plan.steps);
+        assert_eq!(plan.steps[0].files, ["src/main.rs"]);
+        let only = format!(
+            "1. {}\n2. {}\n3. Verify.\n",
+            EXAMPLE_STEPS[0], EXAMPLE_STEPS[1]
+        );
+        assert_eq!(parse(&only, &known), Err(PlanError::OnlyExample));
+        assert!(shape().contains(EXAMPLE_STEPS[0]));
     }
 
     #[test]
