@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use patchwise::model::replay::ReplayServer;
 use serde_json::{Value, json};
-use support::{Options, Server, copy_dir, file_uri, openai_sse, tree};
+use support::{Options, Server, copy_dir, develop_models, file_uri, tree};
 
 fn fixtures() -> PathBuf {
     support::fixture("develop")
@@ -35,41 +35,16 @@ fn setup(approve: &str) -> Setup {
 /// A server whose planner and coder answer the happy-path scenario `runs` times over, for a
 /// client whose `workspace.workspaceEdit` capabilities are `edits`.
 fn setup_runs(approve: &str, runs: usize, edits: Value) -> Setup {
-    let scenario: Value = serde_json::from_str(
-        &std::fs::read_to_string(fixtures().join("scenarios/rust_happy_path.json")).unwrap(),
-    )
-    .unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
-    let replies = |role: &str| {
-        let answers = scenario[role].as_array().unwrap();
-        std::iter::repeat_n(answers, runs)
-            .flatten()
-            .map(openai_sse)
-            .collect()
-    };
-    let planner = runtime
-        .block_on(ReplayServer::start(replies("planner")))
-        .unwrap();
-    let coder = runtime
-        .block_on(ReplayServer::start(replies("coder")))
-        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ws");
     copy_dir(&fixtures().join("rust"), &root);
-    let init = json!({
-        "providers": {
-            "plan": { "kind": "openai", "base_url": format!("{}/v1", planner.url()), "api_key_env": "" },
-            "code": { "kind": "openai", "base_url": format!("{}/v1", coder.url()), "api_key_env": "" },
-        },
-        "roles": { "planner": "plan/planner-model", "coder": "code/coder-model" },
-        "timeouts": { "connect": 5, "first_token": 60, "total": 120 },
-        "retry": { "max_attempts": 1 },
-        "data_dir": dir.path().join("data"),
-    });
+    let (_, planner, coder, init) =
+        develop_models(&runtime, "rust_happy_path", runs, &dir.path().join("data"));
     let mut server = Server::spawn(Options {
         env: vec![(
             "XDG_CONFIG_HOME",
@@ -107,6 +82,51 @@ fn setup_runs(approve: &str, runs: usize, edits: Value) -> Setup {
         root,
         server,
     }
+}
+
+/// Accepts proposal `id`: one `workspace/applyEdit`, whose `documentChanges` are returned.
+fn accept(setup: &mut Setup, id: &Value) -> Vec<Value> {
+    let accepted = setup
+        .server
+        .request(
+            "workspace/executeCommand",
+            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": id }] }),
+        )
+        .unwrap();
+    assert_eq!(accepted, json!({ "applied": true }));
+    let edits: Vec<Value> = setup
+        .server
+        .take_unsolicited()
+        .into_iter()
+        .filter(|m| m["method"] == "workspace/applyEdit")
+        .collect();
+    assert_eq!(edits.len(), 1, "{edits:?}");
+    edits[0]["params"]["edit"]["documentChanges"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Asserts `changes` create the file at `path`; returns its uri.
+fn assert_creates(changes: &[Value], path: &std::path::Path) -> String {
+    let uri = file_uri(path);
+    assert!(
+        changes
+            .iter()
+            .any(|c| c["kind"] == "create" && c["uri"] == uri.as_str()),
+        "{changes:?}"
+    );
+    uri
+}
+
+/// The titles of code actions or message actions.
+fn titles(actions: &Value) -> Vec<&str> {
+    actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect()
 }
 
 fn develop(setup: &mut Setup) -> Result<Value, Value> {
@@ -162,40 +182,11 @@ fn develop_shows_the_plan_asks_approval_and_accepts_as_one_workspace_edit() {
             .contains("approve this plan"),
         "{asked}"
     );
-    let titles: Vec<&str> = asked["params"]["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["title"].as_str().unwrap())
-        .collect();
-    assert_eq!(titles, ["Approve", "Cancel"]);
+    assert_eq!(titles(&asked["params"]["actions"]), ["Approve", "Cancel"]);
 
     // Accept: one workspace/applyEdit over every file, the new one created.
-    let accepted = setup
-        .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": id }] }),
-        )
-        .unwrap();
-    assert_eq!(accepted, json!({ "applied": true }));
-    let edits: Vec<Value> = setup
-        .server
-        .take_unsolicited()
-        .into_iter()
-        .filter(|m| m["method"] == "workspace/applyEdit")
-        .collect();
-    assert_eq!(edits.len(), 1, "{edits:?}");
-    let changes = edits[0]["params"]["edit"]["documentChanges"]
-        .as_array()
-        .unwrap();
-    let created = file_uri(&setup.root.join("tests/counts.rs"));
-    assert!(
-        changes
-            .iter()
-            .any(|c| c["kind"] == "create" && c["uri"] == created.as_str()),
-        "{changes:?}"
-    );
+    let changes = accept(&mut setup, &id);
+    let created = assert_creates(&changes, &setup.root.join("tests/counts.rs"));
     // The new file's text spans its one (empty) line, so no client keeps an extra line.
     let fill = changes
         .iter()
@@ -265,15 +256,9 @@ fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
             }),
         )
         .unwrap();
-    let titles: Vec<&str> = actions
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["title"].as_str().unwrap())
-        .collect();
     let comment_title = format!("Develop: {request}");
     assert_eq!(
-        titles,
+        titles(&actions),
         [comment_title.as_str(), "Edit selection…", "Develop…"],
         "{actions}"
     );
@@ -341,24 +326,7 @@ fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
     assert_eq!(setup.coder.requests().len(), 6);
     assert_eq!(tree(&setup.root), before, "develop wrote to the workspace");
 
-    let accepted = setup
-        .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": second["id"] }] }),
-        )
-        .unwrap();
-    assert_eq!(accepted, json!({ "applied": true }));
-    let edits: Vec<Value> = setup
-        .server
-        .take_unsolicited()
-        .into_iter()
-        .filter(|m| m["method"] == "workspace/applyEdit")
-        .collect();
-    assert_eq!(edits.len(), 1, "{edits:?}");
-    let changes = edits[0]["params"]["edit"]["documentChanges"]
-        .as_array()
-        .unwrap();
+    let changes = accept(&mut setup, &second["id"]);
     // The open buffer is edited at the version the run saw.
     assert!(
         changes
@@ -366,11 +334,5 @@ fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
             .any(|c| c["textDocument"]["uri"] == uri.as_str() && c["textDocument"]["version"] == 1),
         "{changes:?}"
     );
-    let created = file_uri(&setup.root.join("tests/counts.rs"));
-    assert!(
-        changes
-            .iter()
-            .any(|c| c["kind"] == "create" && c["uri"] == created.as_str()),
-        "{changes:?}"
-    );
+    assert_creates(&changes, &setup.root.join("tests/counts.rs"));
 }

@@ -421,42 +421,19 @@ fn neovim_develop_code_action_to_an_accepted_multi_file_proposal() {
     if skip() {
         return;
     }
-    use patchwise::model::replay::ReplayServer;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let scenario: Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("fixtures/develop/scenarios/rust_happy_path.json"))
-            .unwrap(),
-    )
-    .unwrap();
-    let replies = |role: &str| {
-        scenario[role]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(support::openai_sse)
-            .collect()
-    };
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let planner = runtime
-        .block_on(ReplayServer::start(replies("planner")))
-        .unwrap();
-    let coder = runtime
-        .block_on(ReplayServer::start(replies("coder")))
-        .unwrap();
     let dir = tempfile::tempdir().unwrap();
+    let (scenario, planner, coder, init) = support::develop_models(
+        &runtime,
+        "rust_happy_path",
+        1,
+        &dir.path().join("patchwise-data"),
+    );
     let ws = dir.path().join("ws");
     support::copy_dir(&root.join("fixtures/develop/rust"), &ws);
     // The plugin finds the workspace root by its markers.
     std::fs::create_dir_all(ws.join(".patchwise")).unwrap();
-    let init = serde_json::json!({
-        "providers": {
-            "plan": { "kind": "openai", "base_url": format!("{}/v1", planner.url()), "api_key_env": "" },
-            "code": { "kind": "openai", "base_url": format!("{}/v1", coder.url()), "api_key_env": "" },
-        },
-        "roles": { "planner": "plan/planner-model", "coder": "code/coder-model" },
-        "retry": { "max_attempts": 1 },
-        "data_dir": dir.path().join("patchwise-data"),
-    });
     let report = spawn_nvim(
         "commands.lua",
         dir.path(),

@@ -35,8 +35,9 @@
 //!
 //! # Code-action choices
 //! [`choices::code_actions`] decides which actions a range offers (accept/reject/diff of the
-//! proposals there, "Apply instruction" for an instruction comment, "Fix with model" per
-//! diagnostic, "Edit selection…") as [`Choice`]s in byte offsets; the edge renders them.
+//! proposals there, "Apply instruction" for an instruction comment, "Develop: …" for a develop
+//! comment, "Fix with model" per diagnostic, "Edit selection…" and "Develop…") as [`Choice`]s
+//! in byte offsets; the edge renders them.
 
 pub mod choices;
 pub mod edit;

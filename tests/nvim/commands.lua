@@ -64,6 +64,15 @@ local ok, err = pcall(function()
     assert(noted('ready'), 'no proposal: ' .. vim.inspect(report.notes))
   end
 
+  -- Runs an Ex command that accepts a proposal; returns once the buffer has changed.
+  local function until_changed(command)
+    local before = lines_of(bufnr)
+    vim.cmd(command)
+    wait(30000, command .. ' to change the buffer', function()
+      return lines_of(bufnr) ~= before
+    end)
+  end
+
   local function lenses()
     local client = patchwise.client(bufnr)
     local response = assert(client:request_sync('textDocument/codeLens', { textDocument = { uri = vim.uri_from_bufnr(bufnr) } }, 10000, bufnr))
@@ -80,11 +89,7 @@ local ok, err = pcall(function()
     report.lenses = lenses()
     report.progress = vim.deepcopy(patchwise.progress_log)
     vim.api.nvim_win_set_cursor(0, { 14, 0 })
-    local before = lines_of(bufnr)
-    vim.cmd('PatchwiseAccept')
-    wait(30000, 'the buffer to change', function()
-      return lines_of(bufnr) ~= before
-    end)
+    until_changed('PatchwiseAccept')
     report.lenses_after = lenses()
   elseif scenario == 'reject_whole' then
     -- The instruction as the command's argument; `!` rejects the whole proposal.
@@ -130,11 +135,7 @@ local ok, err = pcall(function()
     report.cursor_line = vim.api.nvim_win_get_cursor(0)[1]
     -- Accept with the cursor away from any proposal: the picker asks which one.
     vim.api.nvim_win_set_cursor(0, { 1, 0 })
-    local before = lines_of(bufnr)
-    vim.cmd('PatchwiseAccept')
-    wait(30000, 'the buffer to change', function()
-      return lines_of(bufnr) ~= before
-    end)
+    until_changed('PatchwiseAccept')
   elseif scenario == 'research_library' then
     vim.cmd('PatchwiseResearch what does norm1 compute')
     wait(60000, 'the report to open', function()
@@ -196,11 +197,7 @@ local ok, err = pcall(function()
     report.plan_shown = vim.api.nvim_buf_get_name(0)
     vim.cmd.buffer(bufnr)
     vim.api.nvim_win_set_cursor(0, { 1, 0 })
-    local before = lines_of(bufnr)
-    vim.cmd('PatchwiseAccept!')
-    wait(30000, 'the proposal to be applied', function()
-      return lines_of(bufnr) ~= before
-    end)
+    until_changed('PatchwiseAccept!')
     vim.cmd('silent wall')
   elseif scenario == 'health' then
     vim.cmd('checkhealth patchwise')

@@ -462,6 +462,49 @@ pub fn edit_scenario(name: &str) -> (Value, Vec<patchwise::model::replay::Reply>
     (s, replies)
 }
 
+/// A develop scenario (`fixtures/develop/scenarios/<name>.json`) and its planner and coder as
+/// replay servers started on `runtime`, answering the scenario `runs` times over; with the
+/// client settings (`initializationOptions`) that name them, keeping data under `data_dir`.
+pub fn develop_models(
+    runtime: &tokio::runtime::Runtime,
+    name: &str,
+    runs: usize,
+    data_dir: &Path,
+) -> (
+    Value,
+    patchwise::model::replay::ReplayServer,
+    patchwise::model::replay::ReplayServer,
+    Value,
+) {
+    use patchwise::model::replay::ReplayServer;
+    let path = fixture("develop/scenarios").join(format!("{name}.json"));
+    let scenario: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let replies = |role: &str| {
+        let answers = scenario[role].as_array().unwrap();
+        std::iter::repeat_n(answers, runs)
+            .flatten()
+            .map(openai_sse)
+            .collect()
+    };
+    let planner = runtime
+        .block_on(ReplayServer::start(replies("planner")))
+        .unwrap();
+    let coder = runtime
+        .block_on(ReplayServer::start(replies("coder")))
+        .unwrap();
+    let init = json!({
+        "providers": {
+            "plan": { "kind": "openai", "base_url": format!("{}/v1", planner.url()), "api_key_env": "" },
+            "code": { "kind": "openai", "base_url": format!("{}/v1", coder.url()), "api_key_env": "" },
+        },
+        "roles": { "planner": "plan/planner-model", "coder": "code/coder-model" },
+        "timeouts": { "connect": 5, "first_token": 60, "total": 120 },
+        "retry": { "max_attempts": 1 },
+        "data_dir": data_dir,
+    });
+    (scenario, planner, coder, init)
+}
+
 // ---- workspaces on disk ----
 
 /// `fixtures/<relative>` in the repository.

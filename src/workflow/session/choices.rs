@@ -5,7 +5,7 @@
 //! Instruction comments live here too: a comment whose text starts with `patchwise:` is an
 //! instruction the user wrote in the file, and one starting `patchwise develop:` a develop
 //! request — the path every client has (a client that cannot ask for an instruction in a
-//! prompt still shows code actions; docs/editors.md, "Instruction comments").
+//! prompt still shows code actions; docs/editors.md).
 
 use std::ops::Range;
 use std::path::Path;
