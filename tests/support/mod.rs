@@ -10,6 +10,7 @@
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod cases;
 pub mod expect;
 
 use std::collections::VecDeque;
