@@ -10,19 +10,31 @@ use std::path::PathBuf;
 
 use patchwise::model::replay::ReplayServer;
 use serde_json::{Value, json};
-use support::{Options, Server, copy_dir, file_uri, openai_sse, tree};
+use support::client::{ResponseError, TestServer, path_uri, showing_client};
+use support::{Options, copy_dir, openai_sse, tree};
+use tower_lsp_server::ls_types::notification::Progress;
+use tower_lsp_server::ls_types::request::{
+    ApplyWorkspaceEdit, ShowDocument, ShowMessageRequest, WorkDoneProgressCreate,
+};
+use tower_lsp_server::ls_types::{
+    ClientCapabilities, DocumentChangeOperation, DocumentChanges, ProgressParamsValue, ResourceOp,
+    ResourceOperationKind, WorkDoneProgress, WorkspaceClientCapabilities,
+    WorkspaceEditClientCapabilities,
+};
 
 fn fixtures() -> PathBuf {
     support::fixture("develop")
 }
 
+/// Dropped in this order: the server shuts down (and checks nothing was left unread) before the
+/// models and the directories go.
 struct Setup {
-    _runtime: tokio::runtime::Runtime,
+    server: TestServer,
     _planner: ReplayServer,
     coder: ReplayServer,
-    dir: tempfile::TempDir,
+    _runtime: tokio::runtime::Runtime,
     root: PathBuf,
-    server: Server,
+    _dir: tempfile::TempDir,
 }
 
 fn setup(approve: &str) -> Setup {
@@ -62,48 +74,67 @@ fn setup(approve: &str) -> Setup {
         "retry": { "max_attempts": 1 },
         "data_dir": dir.path().join("data"),
     });
-    let mut server = Server::spawn(Options {
-        env: vec![(
-            "XDG_CONFIG_HOME",
-            dir.path().join("config").display().to_string(),
-        )],
-        ..Options::default()
-    });
-    server.replies.insert(
+    let (mut server, _) = TestServer::builder()
+        .options(Options {
+            env: vec![(
+                "XDG_CONFIG_HOME",
+                dir.path().join("config").display().to_string(),
+            )],
+            ..Options::default()
+        })
+        .capabilities(ClientCapabilities {
+            workspace: Some(WorkspaceClientCapabilities {
+                workspace_edit: Some(WorkspaceEditClientCapabilities {
+                    document_changes: Some(true),
+                    resource_operations: Some(vec![ResourceOperationKind::Create]),
+                    ..WorkspaceEditClientCapabilities::default()
+                }),
+                ..WorkspaceClientCapabilities::default()
+            }),
+            ..showing_client()
+        })
+        .root(&root)
+        .initialization_options(init)
+        .start();
+    server.raw().replies.insert(
         "window/showMessageRequest".to_owned(),
         json!({ "title": approve }),
     );
-    server
-        .request(
-            "initialize",
-            json!({
-                "processId": null,
-                "rootUri": file_uri(&root),
-                "capabilities": {
-                    "window": { "workDoneProgress": true, "showDocument": { "support": true } },
-                    "workspace": { "workspaceEdit": { "documentChanges": true, "resourceOperations": ["create"] } },
-                },
-                "initializationOptions": init,
-            }),
-        )
-        .unwrap();
-    server.notify("initialized", json!({}));
+    server.ignore_request::<WorkDoneProgressCreate>();
     Setup {
-        _runtime: runtime,
+        server,
         _planner: planner,
         coder,
-        dir,
+        _runtime: runtime,
         root,
-        server,
+        _dir: dir,
     }
 }
 
-fn develop(setup: &mut Setup) -> Result<Value, Value> {
+fn develop(setup: &mut Setup) -> Result<Value, ResponseError> {
     let request = "add a line_count function, print it in main, and add an integration test for it";
-    setup.server.request(
-        "workspace/executeCommand",
-        json!({ "command": "patchwise.develop", "arguments": [{ "request": request }] }),
-    )
+    setup
+        .server
+        .command("patchwise.develop", json!({ "request": request }))
+}
+
+/// The progress messages received so far, and whether an `end` was among them.
+fn progress(server: &mut TestServer) -> (Vec<String>, bool) {
+    let mut messages = Vec::new();
+    let mut ended = false;
+    for p in server.received::<Progress>() {
+        match p.value {
+            ProgressParamsValue::WorkDone(WorkDoneProgress::Begin(b)) => messages.extend(b.message),
+            ProgressParamsValue::WorkDone(WorkDoneProgress::Report(r)) => {
+                messages.extend(r.message)
+            }
+            ProgressParamsValue::WorkDone(WorkDoneProgress::End(e)) => {
+                ended = true;
+                messages.extend(e.message);
+            }
+        }
+    }
+    (messages, ended)
 }
 
 #[test]
@@ -115,87 +146,60 @@ fn develop_shows_the_plan_asks_approval_and_accepts_as_one_workspace_edit() {
     let id = result["id"].clone();
     let diff = result["diff"].as_str().unwrap();
     assert!(diff.contains("tests/counts.rs (new file)"), "{diff}");
-    let messages = setup.server.take_unsolicited();
     // Progress with phases and percentages.
-    let reports: Vec<&Value> = messages
-        .iter()
-        .filter(|m| m["method"] == "$/progress")
-        .map(|m| &m["params"]["value"])
-        .collect();
+    let (reports, ended) = progress(&mut setup.server);
     assert!(
-        reports.iter().any(|v| v["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("step 2/3"))),
+        reports.iter().any(|m| m.contains("step 2/3")),
         "{reports:?}"
     );
-    assert!(reports.iter().any(|v| v["kind"] == "end"), "{reports:?}");
+    assert!(ended, "{reports:?}");
     // The plan document, then the question.
-    let shown = messages
-        .iter()
-        .find(|m| m["method"] == "window/showDocument")
-        .expect("the plan was shown");
-    let plan_uri = shown["params"]["uri"].as_str().unwrap();
-    let plan = std::fs::read_to_string(plan_uri.strip_prefix("file://").unwrap()).unwrap();
+    let shown = setup.server.server_request::<ShowDocument>();
+    let plan_path = shown.uri.to_file_path().expect("the plan is a file");
+    let plan = std::fs::read_to_string(plan_path).unwrap();
     assert!(
         plan.contains("# Develop plan") && plan.contains("`tests/counts.rs`"),
         "{plan}"
     );
-    let asked = messages
-        .iter()
-        .find(|m| m["method"] == "window/showMessageRequest")
-        .expect("approval was asked");
-    assert!(
-        asked["params"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("approve this plan"),
-        "{asked}"
-    );
-    let titles: Vec<&str> = asked["params"]["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["title"].as_str().unwrap())
+    let asked = setup.server.server_request::<ShowMessageRequest>();
+    assert!(asked.message.contains("approve this plan"), "{asked:?}");
+    let titles: Vec<String> = asked
+        .actions
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| a.title)
         .collect();
     assert_eq!(titles, ["Approve", "Cancel"]);
 
     // Accept: one workspace/applyEdit over every file, the new one created.
     let accepted = setup
         .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": id }] }),
-        )
+        .command("patchwise.proposal.accept", json!({ "id": id }))
         .unwrap();
     assert_eq!(accepted, json!({ "applied": true }));
-    let edits: Vec<Value> = setup
-        .server
-        .take_unsolicited()
-        .into_iter()
-        .filter(|m| m["method"] == "workspace/applyEdit")
-        .collect();
-    assert_eq!(edits.len(), 1, "{edits:?}");
-    let changes = edits[0]["params"]["edit"]["documentChanges"]
-        .as_array()
-        .unwrap();
-    let created = file_uri(&setup.root.join("tests/counts.rs"));
+    let edit = setup.server.server_request::<ApplyWorkspaceEdit>().edit;
+    let Some(DocumentChanges::Operations(changes)) = edit.document_changes else {
+        panic!("expected document changes with operations: {edit:?}");
+    };
+    let created = path_uri(&setup.root.join("tests/counts.rs"));
     assert!(
-        changes
-            .iter()
-            .any(|c| c["kind"] == "create" && c["uri"] == created.as_str()),
+        changes.iter().any(|c| matches!(
+            c,
+            DocumentChangeOperation::Op(ResourceOp::Create(create)) if create.uri == created
+        )),
         "{changes:?}"
     );
     for file in ["src/lib.rs", "src/main.rs", "tests/counts.rs"] {
-        let uri = file_uri(&setup.root.join(file));
+        let uri = path_uri(&setup.root.join(file));
         assert!(
-            changes
-                .iter()
-                .any(|c| c["textDocument"]["uri"] == uri.as_str()),
+            changes.iter().any(|c| matches!(
+                c,
+                DocumentChangeOperation::Edit(e) if e.text_document.uri == uri
+            )),
             "{file}: {changes:?}"
         );
     }
     assert_eq!(setup.coder.requests().len(), 3);
-    let _ = &setup.dir;
 }
 
 #[test]
@@ -203,10 +207,12 @@ fn cancelling_the_plan_changes_nothing_and_says_so() {
     let mut setup = setup("Cancel");
     let before = tree(&setup.root);
     let error = develop(&mut setup).unwrap_err();
-    assert!(
-        error["message"].as_str().unwrap().contains("not approved"),
-        "{error}"
-    );
+    assert!(error.message.contains("not approved"), "{error:?}");
+    // The plan was shown and the question asked, as when it is approved.
+    setup.server.server_request::<ShowDocument>();
+    let asked = setup.server.server_request::<ShowMessageRequest>();
+    assert!(asked.message.contains("approve this plan"), "{asked:?}");
+    setup.server.ignore::<Progress>();
     assert_eq!(tree(&setup.root), before);
     assert!(
         setup.coder.requests().is_empty(),
