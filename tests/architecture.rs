@@ -553,3 +553,51 @@ fn readme_lists_every_command_and_flag() {
         missing.join("\n")
     );
 }
+
+/// The `[[test]]` targets with `harness = false` (fixture corpora run by libtest-mimic), as
+/// paths inside the repository.
+fn harness_free_targets() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest: toml::Table =
+        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
+    let targets = manifest.get("test").and_then(|t| t.as_array());
+    targets
+        .into_iter()
+        .flatten()
+        .filter(|t| t.get("harness").and_then(|h| h.as_bool()) == Some(false))
+        .map(|t| {
+            let name = t["name"].as_str().unwrap();
+            let path = t.get("path").and_then(|p| p.as_str());
+            root.join(path.map_or_else(|| format!("tests/{name}.rs"), str::to_owned))
+        })
+        .collect()
+}
+
+/// A target without the standard harness never runs a `#[test]` function: it would compile,
+/// pass in review, and never run. Its tests are trials listed in its `main`
+/// (`tests/support/cases.rs`).
+#[test]
+fn harness_free_targets_hold_no_test_attributes() {
+    let targets = harness_free_targets();
+    assert!(
+        targets.len() >= 5,
+        "expected the fixture corpora as harness = false targets: {targets:?}"
+    );
+    let mut found = Vec::new();
+    for file in &targets {
+        for (n, line) in code_lines(file) {
+            if ["#[test]", "#[tokio::test", "proptest!"]
+                .iter()
+                .any(|a| line.contains(a))
+            {
+                found.push(format!("{}:{n}: {}", file.display(), line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "these tests would never run in a harness = false target; make them trials in `main` \
+         or move them to a target with the standard harness:\n{}",
+        found.join("\n")
+    );
+}

@@ -1,14 +1,22 @@
 //! Data-driven tests of the syntax layer: every `fixtures/syntax/<language>/<name>.cases` lists
 //! requests against its sibling source file; the outputs are compared with `<name>.expected`.
-//! `UPDATE_EXPECT=1 cargo test --test context_fixtures` rewrites the expected files.
+//! Each source file is one named test (`rust::nested`; `cargo test --test context_fixtures --
+//! rust::` runs the Rust ones). `UPDATE_EXPECT=1 cargo test --test context_fixtures` rewrites
+//! the expected files.
 //!
 //! Case lines: `symbols` (every symbol, nested ones too), `find NAME`, `replace NAME` followed
 //! by the new text between `<<<` and `>>>` lines (prints the diff and the parse problems it
 //! introduces), `region KEY=VALUE...` (`symbol=`, `query="..."`, `line=N[:COL]`, `lines=A-B`,
 //! `budget=`, `threshold=` whole-file bytes).
 
+#[path = "support/cases.rs"]
+mod cases;
+#[path = "support/expect.rs"]
+mod expect;
+
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use patchwise::syntax::checks::introduced_problems_for_edit;
 use patchwise::syntax::regions::{RegionOptions, Target, extract_region};
@@ -184,31 +192,14 @@ fn parse_region(spec: &str) -> (Target, RegionOptions) {
     (target, options)
 }
 
-#[test]
-fn fixtures_match_expected_outputs() {
-    let update = std::env::var_os("UPDATE_EXPECT").is_some();
-    let mut failures = Vec::new();
+fn main() -> ExitCode {
     let sources = sources();
-    assert!(sources.len() >= 10, "found only {} fixtures", sources.len());
-    for source in sources {
-        let actual = run_cases(&source);
-        let expected_path = source.with_extension("expected");
-        if update {
-            fs::write(&expected_path, &actual).expect("write expected");
-            continue;
-        }
-        let expected = fs::read_to_string(&expected_path).unwrap_or_default();
-        if expected != actual {
-            let diff = similar::TextDiff::from_lines(&expected, &actual)
-                .unified_diff()
-                .header("expected", "actual")
-                .to_string();
-            failures.push(format!("{}:\n{diff}", source.display()));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "outputs differ (UPDATE_EXPECT=1 rewrites them):\n{}",
-        failures.join("\n")
-    );
+    let total = sources.len();
+    let mut trials = vec![cases::test("corpus_has_ten_sources", move || {
+        assert!(total >= 10, "found only {total} syntax fixtures");
+    })];
+    trials.extend(cases::per_file(&fixture_root(), sources, |source| {
+        expect::expect_path(&source.with_extension("expected"), &run_cases(source));
+    }));
+    cases::main(trials)
 }

@@ -3,36 +3,63 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{Enc, Options, Rng, Server, file_uri, position_of};
+use support::client::{TestServer, ViewFileText, ViewFileTextParams, path_uri, uri};
+use support::{Enc, Options, Rng, position_of};
+use tower_lsp_server::ls_types::notification::{DidChangeConfiguration, Exit, ShowMessage};
+use tower_lsp_server::ls_types::{
+    ClientCapabilities, DidChangeConfigurationParams, GeneralClientCapabilities, MessageType,
+    Position, PositionEncodingKind, Range, TextDocumentContentChangeEvent, Uri,
+};
 
 const URI: &str = "file:///tmp/patchwise-test/main.rs";
 
-fn open(server: &mut Server, uri: &str, text: &str, version: i64) {
-    server.notify(
-        "textDocument/didOpen",
-        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": version, "text": text } }),
-    );
+fn open(server: &mut TestServer, uri: &Uri, text: &str, version: i32) {
+    server.open(uri, "rust", text, version);
 }
 
-fn view(server: &mut Server, uri: &str) -> Result<Value, Value> {
-    server.request("patchwise/viewFileText", json!({ "uri": uri }))
+/// A whole-text change.
+fn whole(text: &str) -> TextDocumentContentChangeEvent {
+    TextDocumentContentChangeEvent {
+        range: None,
+        range_length: None,
+        text: text.to_owned(),
+    }
 }
 
-fn change(server: &mut Server, uri: &str, version: i64, changes: Value) {
-    server.notify(
-        "textDocument/didChange",
-        json!({ "textDocument": { "uri": uri, "version": version }, "contentChanges": changes }),
-    );
+fn ranged(start: (u32, u32), end: (u32, u32), text: &str) -> TextDocumentContentChangeEvent {
+    TextDocumentContentChangeEvent {
+        range: Some(Range::new(
+            Position::new(start.0, start.1),
+            Position::new(end.0, end.1),
+        )),
+        range_length: None,
+        text: text.to_owned(),
+    }
 }
 
-fn caps_with_encodings(encodings: &[&str]) -> Value {
-    json!({ "general": { "positionEncodings": encodings } })
+fn caps_with_encodings(encodings: &[&str]) -> ClientCapabilities {
+    ClientCapabilities {
+        general: Some(GeneralClientCapabilities {
+            position_encodings: Some(
+                encodings
+                    .iter()
+                    .map(|e| PositionEncodingKind::from(e.to_string()))
+                    .collect(),
+            ),
+            ..GeneralClientCapabilities::default()
+        }),
+        ..ClientCapabilities::default()
+    }
+}
+
+fn encoding_of(server: &TestServer) -> Value {
+    server.initialize_json()["capabilities"]["positionEncoding"].clone()
 }
 
 #[test]
 fn lifecycle_advertises_only_what_is_implemented() {
-    let (server, result) = Server::initialized(json!({}));
-    let caps = &result["capabilities"];
+    let (server, result) = TestServer::start();
+    let caps = &server.initialize_json()["capabilities"];
     assert_eq!(caps["positionEncoding"], "utf-16");
     assert_eq!(
         caps["textDocumentSync"],
@@ -51,42 +78,49 @@ fn lifecycle_advertises_only_what_is_implemented() {
             "textDocumentSync"
         ]
     );
-    let commands = caps["executeCommandProvider"]["commands"]
-        .as_array()
-        .unwrap();
+    let commands = &result
+        .capabilities
+        .execute_command_provider
+        .expect("commands are advertised")
+        .commands;
     for command in [
         "patchwise.edit",
         "patchwise.proposal.accept",
         "patchwise.cancel",
     ] {
         assert!(
-            commands.contains(&json!(command)),
+            commands.iter().any(|c| c == command),
             "{command} not advertised"
         );
     }
     assert_eq!(caps["codeActionProvider"]["resolveProvider"], false);
-    assert_eq!(result["serverInfo"]["name"], "patchwise");
-    assert_eq!(result["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    let info = result.server_info.expect("serverInfo");
+    assert_eq!(info.name, "patchwise");
+    assert_eq!(info.version.as_deref(), Some(env!("CARGO_PKG_VERSION")));
     let status = server.shutdown();
     assert_eq!(status.code(), Some(0));
 }
 
 #[test]
 fn exit_without_shutdown_is_code_1_and_closed_stdin_ends_the_server() {
-    let (mut server, _) = Server::initialized(json!({}));
-    server.notify("exit", Value::Null);
+    let (mut server, _) = TestServer::start();
+    server.notify::<Exit>(());
     assert_eq!(server.wait_exit().code(), Some(1));
 
-    let (mut server, _) = Server::initialized(json!({}));
-    server.close_stdin();
+    let (mut server, _) = TestServer::start();
+    server.raw().close_stdin();
     assert_eq!(server.wait_exit().code(), Some(1));
 }
 
 #[test]
 fn position_encoding_is_negotiated() {
-    let cases: &[(Value, &str)] = &[
-        (json!({}), "utf-16"),
-        (json!({ "general": {} }), "utf-16"),
+    let general = ClientCapabilities {
+        general: Some(GeneralClientCapabilities::default()),
+        ..ClientCapabilities::default()
+    };
+    let cases = [
+        (ClientCapabilities::default(), "utf-16"),
+        (general, "utf-16"),
         (caps_with_encodings(&[]), "utf-16"),
         (caps_with_encodings(&["utf-16", "utf-8"]), "utf-8"),
         (caps_with_encodings(&["utf-8"]), "utf-8"),
@@ -95,10 +129,16 @@ fn position_encoding_is_negotiated() {
         (caps_with_encodings(&["latin-1"]), "utf-16"),
     ];
     for (caps, expected) in cases {
-        let (server, result) = Server::initialized(caps.clone());
+        let shown = serde_json::to_string(&caps).unwrap();
+        let (server, result) = TestServer::builder().capabilities(caps).start();
         assert_eq!(
-            result["capabilities"]["positionEncoding"], *expected,
-            "client capabilities {caps}"
+            result
+                .capabilities
+                .position_encoding
+                .as_ref()
+                .map(|e| e.as_str()),
+            Some(expected),
+            "client capabilities {shown}"
         );
         server.shutdown();
     }
@@ -109,15 +149,18 @@ fn position_encoding_is_negotiated() {
 /// which only holds if mutations apply in order and before later requests read.
 #[test]
 fn rapid_changes_apply_in_order_in_every_encoding() {
+    let file = uri(URI);
     for (enc, count, seed) in [
         (Enc::Utf16, 1000, 7),
         (Enc::Utf8, 400, 11),
         (Enc::Utf32, 400, 13),
     ] {
-        let (mut server, result) = Server::initialized(caps_with_encodings(&[enc.name()]));
-        assert_eq!(result["capabilities"]["positionEncoding"], enc.name());
+        let (mut server, _) = TestServer::builder()
+            .capabilities(caps_with_encodings(&[enc.name()]))
+            .start();
+        assert_eq!(encoding_of(&server), enc.name());
         let mut text = String::from("fn main() {\r\n    println!(\"héllo 😀\");\n}\n");
-        open(&mut server, URI, &text, 0);
+        open(&mut server, &file, &text, 0);
         let mut rng = Rng::new(seed);
         let pieces = ["a", "😀", "日本", "e\u{301}", "\n", "\r\n", " ", "{}", ""];
         let mut expected = Vec::new();
@@ -134,61 +177,54 @@ fn rapid_changes_apply_in_order_in_every_encoding() {
             let end_i = (start_i + rng.below(4)).min(boundaries.len() - 1);
             let (start, end) = (boundaries[start_i], boundaries[end_i]);
             let insert = pieces[rng.below(pieces.len())];
-            let range = json!({ "start": position_of(&text, start, enc), "end": position_of(&text, end, enc) });
+            let position = |offset| -> Position {
+                serde_json::from_value(position_of(&text, offset, enc)).unwrap()
+            };
+            let change = TextDocumentContentChangeEvent {
+                range: Some(Range::new(position(start), position(end))),
+                range_length: None,
+                text: insert.to_owned(),
+            };
             text.replace_range(start..end, insert);
-            change(
-                &mut server,
-                URI,
-                version,
-                json!([{ "range": range, "text": insert }]),
-            );
+            server.change(&file, version, vec![change]);
             if version % 25 == 0 {
-                let id = server.request_async("patchwise/viewFileText", json!({ "uri": URI }));
+                let id =
+                    server.send_request::<ViewFileText>(ViewFileTextParams { uri: file.clone() });
                 expected.push((id, text.clone()));
             }
         }
         for (id, text) in expected {
             assert_eq!(
-                server.response(json!(id)),
-                Ok(json!(text)),
+                server.response::<ViewFileText>(id),
+                Ok(text),
                 "{} request {id}",
                 enc.name()
             );
         }
-        assert_eq!(view(&mut server, URI), Ok(json!(text)));
+        assert_eq!(server.view(&file), Ok(text));
         server.shutdown();
     }
 }
 
 #[test]
 fn stale_versions_are_ignored_and_positions_clamped() {
-    let (mut server, _) = Server::initialized(json!({}));
-    open(&mut server, URI, "one\ntwo\n", 5);
+    let file = uri(URI);
+    let (mut server, _) = TestServer::start();
+    open(&mut server, &file, "one\ntwo\n", 5);
     // Older version: ignored.
-    change(&mut server, URI, 4, json!([{ "text": "stale" }]));
-    assert_eq!(view(&mut server, URI), Ok(json!("one\ntwo\n")));
+    server.change(&file, 4, vec![whole("stale")]);
+    assert_eq!(server.view(&file).unwrap(), "one\ntwo\n");
     // Absurd positions clamp to the line end and to the end of the file.
-    change(
-        &mut server,
-        URI,
+    server.change(
+        &file,
         6,
-        json!([{ "range": { "start": { "line": 0, "character": 4000000000u32 }, "end": { "line": 0, "character": 4000000000u32 } }, "text": "!" }]),
+        vec![ranged((0, 4_000_000_000), (0, 4_000_000_000), "!")],
     );
-    change(
-        &mut server,
-        URI,
-        7,
-        json!([{ "range": { "start": { "line": 99999, "character": 3 }, "end": { "line": 4294967295u32, "character": 0 } }, "text": "EOF" }]),
-    );
+    server.change(&file, 7, vec![ranged((99_999, 3), (u32::MAX, 0), "EOF")]);
     // Surrogate-pair split, inverted range.
-    change(&mut server, URI, 8, json!([{ "text": "a😀b" }]));
-    change(
-        &mut server,
-        URI,
-        9,
-        json!([{ "range": { "start": { "line": 0, "character": 2 }, "end": { "line": 0, "character": 2 } }, "text": "x" }]),
-    );
-    assert_eq!(view(&mut server, URI), Ok(json!("ax😀b")));
+    server.change(&file, 8, vec![whole("a😀b")]);
+    server.change(&file, 9, vec![ranged((0, 2), (0, 2), "x")]);
+    assert_eq!(server.view(&file).unwrap(), "ax😀b");
     // The log reaches stderr through a pipe the harness reads in a thread: give it time.
     let logged = |s: &str| {
         s.contains("older than the document's version") && s.contains("past the line end")
@@ -215,61 +251,43 @@ fn stale_versions_are_ignored_and_positions_clamped() {
 
 #[test]
 fn hostile_input_gets_answers_and_the_server_keeps_running() {
-    let (mut server, _) = Server::initialized_with(
-        Options {
+    let file = uri(URI);
+    let (mut server, _) = TestServer::builder()
+        .options(Options {
             env: vec![("PATCHWISE_DEBUG_METHODS", "1".into())],
             ..Options::default()
-        },
-        json!({}),
-        Value::Null,
-    );
-    open(&mut server, URI, "fn main() {}\n", 1);
+        })
+        .start();
+    open(&mut server, &file, "fn main() {}\n", 1);
 
+    // What no typed client can send goes through the raw one.
+    let raw = server.raw();
     // A frame whose body is not JSON.
-    server.send_raw(b"Content-Length: 12\r\n\r\n{not json!!}");
-    let error = server.wait_for(|m| m["id"].is_null() && m.get("error").is_some());
+    raw.send_raw(b"Content-Length: 12\r\n\r\n{not json!!}");
+    let error = raw.wait_for(|m| m["id"].is_null() && m.get("error").is_some());
     assert_eq!(error["error"]["code"], -32700, "{error}");
     // Invalid UTF-8 in the body.
-    server.send_raw(b"Content-Length: 4\r\n\r\n\xff\xfe\xfd\xfc");
-    server.wait_for(|m| m["id"].is_null() && m.get("error").is_some());
+    raw.send_raw(b"Content-Length: 4\r\n\r\n\xff\xfe\xfd\xfc");
+    raw.wait_for(|m| m["id"].is_null() && m.get("error").is_some());
     // JSON that is not JSON-RPC.
-    server.send_raw(b"Content-Length: 9\r\n\r\n{\"a\": 1}\n");
-    server.wait_for(|m| m["id"].is_null() && m.get("error").is_some());
+    raw.send_raw(b"Content-Length: 9\r\n\r\n{\"a\": 1}\n");
+    raw.wait_for(|m| m["id"].is_null() && m.get("error").is_some());
 
     // Unknown request: -32601. Unknown notification: ignored.
-    let err = server
+    let err = raw
         .request("patchwise/noSuchMethod", json!({}))
         .unwrap_err();
     assert_eq!(err["code"], -32601);
-    server.notify("patchwise/noSuchNotification", json!({ "x": 1 }));
+    raw.notify("patchwise/noSuchNotification", json!({ "x": 1 }));
     // Wrong params shape: an invalid-params error, not a crash.
-    let err = server
+    let err = raw
         .request("patchwise/viewFileText", json!({ "url": 3 }))
         .unwrap_err();
     assert_eq!(err["code"], -32602, "{err}");
-    // Unknown document.
-    let err = view(&mut server, "untitled:Untitled-1").unwrap_err();
-    assert!(
-        err["message"].as_str().unwrap().contains("not open"),
-        "{err}"
-    );
-    change(
-        &mut server,
-        "file:///nowhere/x.rs",
-        2,
-        json!([{ "text": "x" }]),
-    );
-    server.notify(
-        "textDocument/didClose",
-        json!({ "textDocument": { "uri": "file:///nowhere/y.rs" } }),
-    );
     // A didChange with params of the wrong shape.
-    server.notify("textDocument/didChange", json!({ "textDocument": 5 }));
-
+    raw.notify("textDocument/didChange", json!({ "textDocument": 5 }));
     // A panicking handler answers with an internal error and the server lives on.
-    let err = server
-        .request("patchwise/debug/panic", json!({}))
-        .unwrap_err();
+    let err = raw.request("patchwise/debug/panic", json!({})).unwrap_err();
     assert_eq!(err["code"], -32603);
     assert!(
         err["message"]
@@ -278,25 +296,30 @@ fn hostile_input_gets_answers_and_the_server_keeps_running() {
             .contains("deliberate panic"),
         "{err}"
     );
-    assert_eq!(view(&mut server, URI), Ok(json!("fn main() {}\n")));
+
+    // Unknown documents.
+    let err = server.view(&uri("untitled:Untitled-1")).unwrap_err();
+    assert!(err.message.contains("not open"), "{err:?}");
+    server.change(&uri("file:///nowhere/x.rs"), 2, vec![whole("x")]);
+    server.close(&uri("file:///nowhere/y.rs"));
+    assert_eq!(server.view(&file).unwrap(), "fn main() {}\n");
 
     // A 50 MB document.
+    let big_file = uri("file:///tmp/patchwise-test/big.rs");
     let line = "let x = \"ö😀\"; // 50 MB of this\n";
     let big = line.repeat(50 * 1024 * 1024 / line.len());
-    open(&mut server, "file:///tmp/patchwise-test/big.rs", &big, 1);
-    let last_line = big.lines().count();
-    change(
-        &mut server,
-        "file:///tmp/patchwise-test/big.rs",
+    open(&mut server, &big_file, &big, 1);
+    let last_line = u32::try_from(big.lines().count()).unwrap();
+    server.change(
+        &big_file,
         2,
-        json!([{ "range": { "start": { "line": last_line, "character": 0 }, "end": { "line": last_line, "character": 0 } }, "text": "END" }]),
+        vec![ranged((last_line, 0), (last_line, 0), "END")],
     );
-    let text = view(&mut server, "file:///tmp/patchwise-test/big.rs").unwrap();
-    let text = text.as_str().unwrap();
+    let text = server.view(&big_file).unwrap();
     assert_eq!(text.len(), big.len() + 3);
     assert!(text.ends_with("// 50 MB of this\nEND"));
 
-    assert_eq!(view(&mut server, URI), Ok(json!("fn main() {}\n")));
+    assert_eq!(server.view(&file).unwrap(), "fn main() {}\n");
     assert_eq!(server.shutdown().code(), Some(0));
 }
 
@@ -307,63 +330,52 @@ fn files_that_are_not_open_are_read_from_disk() {
     std::fs::write(&good, "pub fn answer() -> u32 {\r\n    42\r\n}\r\n").unwrap();
     let bad = dir.path().join("latin1.txt");
     std::fs::write(&bad, b"caf\xe9\n").unwrap();
-    let (mut server, _) = Server::initialized(json!({}));
+    let (mut server, _) = TestServer::start();
+    let good = path_uri(&good);
 
     assert_eq!(
-        view(&mut server, &file_uri(&good)),
-        Ok(json!("pub fn answer() -> u32 {\r\n    42\r\n}\r\n"))
+        server.view(&good).unwrap(),
+        "pub fn answer() -> u32 {\r\n    42\r\n}\r\n"
     );
-    let err = view(&mut server, &file_uri(&bad)).unwrap_err();
-    let message = err["message"].as_str().unwrap();
+    let err = server.view(&path_uri(&bad)).unwrap_err();
     assert!(
-        message.contains("not valid UTF-8") && message.contains("offset 3"),
-        "{message}"
+        err.message.contains("not valid UTF-8") && err.message.contains("offset 3"),
+        "{err:?}"
     );
-    let err = view(&mut server, &file_uri(&dir.path().join("missing.rs"))).unwrap_err();
-    assert!(
-        err["message"].as_str().unwrap().contains("no such file"),
-        "{err}"
-    );
-    let err = view(&mut server, &file_uri(dir.path())).unwrap_err();
-    assert!(
-        err["message"].as_str().unwrap().contains("directory"),
-        "{err}"
-    );
+    let err = server
+        .view(&path_uri(&dir.path().join("missing.rs")))
+        .unwrap_err();
+    assert!(err.message.contains("no such file"), "{err:?}");
+    let err = server.view(&path_uri(dir.path())).unwrap_err();
+    assert!(err.message.contains("directory"), "{err:?}");
 
     // Once open, the buffer wins over the disk; once closed, the disk again.
-    open(&mut server, &file_uri(&good), "unsaved buffer", 1);
+    open(&mut server, &good, "unsaved buffer", 1);
+    assert_eq!(server.view(&good).unwrap(), "unsaved buffer");
+    server.close(&good);
     assert_eq!(
-        view(&mut server, &file_uri(&good)),
-        Ok(json!("unsaved buffer"))
-    );
-    server.notify(
-        "textDocument/didClose",
-        json!({ "textDocument": { "uri": file_uri(&good) } }),
-    );
-    assert_eq!(
-        view(&mut server, &file_uri(&good)),
-        Ok(json!("pub fn answer() -> u32 {\r\n    42\r\n}\r\n"))
+        server.view(&good).unwrap(),
+        "pub fn answer() -> u32 {\r\n    42\r\n}\r\n"
     );
     server.shutdown();
 }
 
 #[test]
 fn logs_go_to_the_log_file_and_never_to_stdout() {
+    let file = uri(URI);
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("patchwise.log");
     let log_arg = log.to_str().unwrap().to_owned();
-    let (mut server, _) = Server::initialized_with(
-        Options {
+    let (mut server, _) = TestServer::builder()
+        .options(Options {
             args: vec!["serve", "-vv", "--log-file", &log_arg],
             env: vec![("RUST_LOG", String::new())],
             ..Options::default()
-        },
-        json!({}),
-        Value::Null,
-    );
-    open(&mut server, URI, "x", 1);
-    change(&mut server, URI, 0, json!([{ "text": "stale" }]));
-    assert_eq!(view(&mut server, URI), Ok(json!("x")));
+        })
+        .start();
+    open(&mut server, &file, "x", 1);
+    server.change(&file, 0, vec![whole("stale")]);
+    assert_eq!(server.view(&file).unwrap(), "x");
     server.shutdown();
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(logged.contains("initialize"), "{logged}");
@@ -411,34 +423,32 @@ fn configuration_problems_are_shown_and_the_server_still_starts() {
         "[providers.local]\nkind = \"carrier-pigeon\"\n",
     )
     .unwrap();
-    let (mut server, _) = Server::initialized_with(
-        Options {
+    let (mut server, _) = TestServer::builder()
+        .options(Options {
             env: vec![(
                 "XDG_CONFIG_HOME",
                 dir.path().join("user-config").display().to_string(),
             )],
             ..Options::default()
-        },
-        json!({}),
-        json!(file_uri(dir.path())),
-    );
-    let shown = server.wait_for(|m| m["method"] == "window/showMessage");
-    let message = shown["params"]["message"].as_str().unwrap();
+        })
+        .root(dir.path())
+        .start();
+    let shown = server.notification::<ShowMessage>();
     assert!(
-        message.contains("config.toml") && message.contains("kind"),
-        "{message}"
+        shown.message.contains("config.toml") && shown.message.contains("kind"),
+        "{}",
+        shown.message
     );
-    assert_eq!(shown["params"]["type"], 2);
+    assert_eq!(shown.typ, MessageType::WARNING);
     // Settings pushed by the client are checked the same way.
-    server.notify(
-        "workspace/didChangeConfiguration",
-        json!({ "settings": { "patchwise": { "roles": { "coder": 42 } } } }),
-    );
-    let shown = server.wait_for(|m| m["method"] == "window/showMessage");
-    let message = shown["params"]["message"].as_str().unwrap();
-    assert!(message.contains("roles.coder"), "{message}");
+    server.notify::<DidChangeConfiguration>(DidChangeConfigurationParams {
+        settings: json!({ "patchwise": { "roles": { "coder": 42 } } }),
+    });
+    let shown = server.notification::<ShowMessage>();
+    assert!(shown.message.contains("roles.coder"), "{}", shown.message);
     // And the server keeps working.
-    open(&mut server, URI, "ok", 1);
-    assert_eq!(view(&mut server, URI), Ok(json!("ok")));
+    let file = uri(URI);
+    open(&mut server, &file, "ok", 1);
+    assert_eq!(server.view(&file).unwrap(), "ok");
     server.shutdown();
 }

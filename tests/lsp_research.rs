@@ -6,15 +6,12 @@
 mod support;
 
 use patchwise::model::replay::ReplayServer;
-use serde_json::{Value, json};
-use support::{Options, Server, file_uri, openai_sse};
-
-fn command(server: &mut Server, name: &str, args: Value) -> Result<Value, Value> {
-    server.request(
-        "workspace/executeCommand",
-        json!({ "command": name, "arguments": [args] }),
-    )
-}
+use serde_json::json;
+use support::client::{TestServer, showing_client};
+use support::{Options, openai_sse};
+use tower_lsp_server::ls_types::notification::Progress;
+use tower_lsp_server::ls_types::request::{ShowDocument, WorkDoneProgressCreate};
+use tower_lsp_server::ls_types::{ProgressParamsValue, WorkDoneProgress};
 
 #[test]
 fn research_runs_offline_saves_lists_searches_and_reopens() {
@@ -50,32 +47,26 @@ fn research_runs_offline_saves_lists_searches_and_reopens() {
             }
         }
     });
-    let mut server = Server::spawn(Options {
-        env: vec![(
-            "XDG_CONFIG_HOME",
-            dir.path().join("config").display().to_string(),
-        )],
-        ..Options::default()
-    });
-    server
-        .request(
-            "initialize",
-            json!({
-                "processId": null,
-                "rootUri": file_uri(&ws),
-                "capabilities": { "window": { "workDoneProgress": true, "showDocument": { "support": true } } },
-                "initializationOptions": init,
-            }),
+    let (mut server, _) = TestServer::builder()
+        .options(Options {
+            env: vec![(
+                "XDG_CONFIG_HOME",
+                dir.path().join("config").display().to_string(),
+            )],
+            ..Options::default()
+        })
+        .capabilities(showing_client())
+        .root(&ws)
+        .initialization_options(init)
+        .start();
+    server.ignore_request::<WorkDoneProgressCreate>();
+
+    let result = server
+        .command(
+            "patchwise.research",
+            json!({ "query": "why do editors keep buffers in ropes" }),
         )
         .unwrap();
-    server.notify("initialized", json!({}));
-
-    let result = command(
-        &mut server,
-        "patchwise.research",
-        json!({ "query": "why do editors keep buffers in ropes" }),
-    )
-    .unwrap();
     let id = result["id"].as_str().unwrap().to_owned();
     let synthesis = result["synthesis"].as_str().unwrap();
     // [7] did not exist among the sources: removed, and said so.
@@ -89,11 +80,14 @@ fn research_runs_offline_saves_lists_searches_and_reopens() {
     assert!(markdown.contains("ropes"), "{markdown}");
 
     // Progress went through the phases and the report was shown.
-    let messages = server.take_unsolicited();
-    let phases: Vec<String> = messages
-        .iter()
-        .filter(|m| m["method"] == "$/progress")
-        .filter_map(|m| m["params"]["value"]["message"].as_str().map(str::to_owned))
+    let phases: Vec<String> = server
+        .received::<Progress>()
+        .into_iter()
+        .filter_map(|p| match p.value {
+            ProgressParamsValue::WorkDone(WorkDoneProgress::Begin(b)) => b.message,
+            ProgressParamsValue::WorkDone(WorkDoneProgress::Report(r)) => r.message,
+            ProgressParamsValue::WorkDone(WorkDoneProgress::End(e)) => e.message,
+        })
         .collect();
     for phase in ["sources", "synthesis", "saved"] {
         assert!(
@@ -101,32 +95,35 @@ fn research_runs_offline_saves_lists_searches_and_reopens() {
             "no {phase} phase in {phases:?}"
         );
     }
-    let shown = messages
-        .iter()
-        .find(|m| m["method"] == "window/showDocument")
-        .expect("report shown");
-    assert!(shown["params"]["uri"].as_str().unwrap().ends_with(".md"));
+    let shown = server.server_request::<ShowDocument>();
+    assert!(shown.uri.as_str().ends_with(".md"), "{:?}", shown.uri);
 
-    let listed = command(&mut server, "patchwise.research.list", json!({})).unwrap();
+    let listed = server
+        .command("patchwise.research.list", json!({}))
+        .unwrap();
     assert_eq!(listed[0]["id"], id.as_str());
     assert_eq!(listed[0]["query"], "why do editors keep buffers in ropes");
-    let found = command(
-        &mut server,
-        "patchwise.research.list",
-        json!({ "search": "ropes" }),
-    )
-    .unwrap();
+    let found = server
+        .command("patchwise.research.list", json!({ "search": "ropes" }))
+        .unwrap();
     assert_eq!(found[0]["id"], id.as_str());
-    let opened = command(&mut server, "patchwise.research.open", json!({ "id": id })).unwrap();
+    let opened = server
+        .command("patchwise.research.open", json!({ "id": id }))
+        .unwrap();
     assert_eq!(opened["report"], report);
-    let err = command(
-        &mut server,
-        "patchwise.research.open",
-        json!({ "id": "nope" }),
-    )
-    .unwrap_err();
-    assert!(err["message"].as_str().unwrap().contains("nope"), "{err}");
-    let err = command(&mut server, "patchwise.research", json!({ "query": " " })).unwrap_err();
-    assert_eq!(err["code"], -32602);
+    // Opening a saved record shows its report again.
+    let reopened = server.server_request::<ShowDocument>();
+    assert_eq!(
+        reopened.uri.to_file_path().as_deref(),
+        Some(std::path::Path::new(report))
+    );
+    let err = server
+        .command("patchwise.research.open", json!({ "id": "nope" }))
+        .unwrap_err();
+    assert!(err.message.contains("nope"), "{err:?}");
+    let err = server
+        .command("patchwise.research", json!({ "query": " " }))
+        .unwrap_err();
+    assert_eq!(err.code, -32602);
     server.shutdown();
 }

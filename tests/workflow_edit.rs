@@ -4,11 +4,15 @@
 //! `ModelRouter`) against a local server replaying the answers in the OpenAI wire format
 //! (SSE streams, native tool calls, or the text protocol for `tools = "text"` providers).
 //! Nothing may be written to disk: the run's result is a proposal.
+//!
+//! Each scenario and model kind is one named test (`cargo test --test workflow_edit --
+//! misindented::replay`); the other tests are listed in `main`.
 
 mod support;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,8 +29,61 @@ use patchwise::workflow::edit::{
 };
 use patchwise::workflow::{Proposal, Proposals};
 use serde_json::{Value, json};
-use support::{copy_dir, tree};
+use support::{cases, copy_dir, tree};
 use tokio_util::sync::CancellationToken;
+
+fn main() -> ExitCode {
+    let mut trials = scenario_trials();
+    // The tests beside the scenarios; a test function left out of this list is dead code, which
+    // the lints refuse.
+    trials.extend([
+        cases::test("a_hung_model_is_cancelled", || {
+            cases::block_on(a_hung_model_is_cancelled())
+        }),
+        cases::test("cancelled_before_start_asks_nobody", || {
+            cases::block_on(cancelled_before_start_asks_nobody())
+        }),
+        cases::test("an_unreachable_model_is_a_clear_failure", || {
+            cases::block_on(an_unreachable_model_is_a_clear_failure())
+        }),
+        cases::test("progress_reports_every_phase", || {
+            cases::block_on(progress_reports_every_phase())
+        }),
+        cases::test("open_buffers_are_edited_as_the_editor_has_them", || {
+            cases::block_on(open_buffers_are_edited_as_the_editor_has_them())
+        }),
+        cases::test("targets_outside_the_workspace_are_refused", || {
+            cases::block_on(targets_outside_the_workspace_are_refused())
+        }),
+        cases::test("max_attempts_and_parse_check_come_from_config", || {
+            cases::block_on(max_attempts_and_parse_check_come_from_config())
+        }),
+        cases::test("use_codestral_resolves_to_the_coding_agent", || {
+            cases::block_on(use_codestral_resolves_to_the_coding_agent())
+        }),
+        cases::test("the_run_future_is_send", the_run_future_is_send),
+        cases::test(
+            "force_edit_names_the_tool_first_and_after_a_silent_answer",
+            || cases::block_on(force_edit_names_the_tool_first_and_after_a_silent_answer()),
+        ),
+        cases::test(
+            "an_answer_that_broke_off_costs_an_attempt_not_the_run",
+            || cases::block_on(an_answer_that_broke_off_costs_an_attempt_not_the_run()),
+        ),
+        cases::test("a_5000_line_file_fits_an_8k_model_and_is_rewritten", || {
+            cases::block_on(a_5000_line_file_fits_an_8k_model_and_is_rewritten())
+        }),
+        cases::test(
+            "a_300_line_function_in_a_2000_line_file_fits_an_8k_model",
+            || cases::block_on(a_300_line_function_in_a_2000_line_file_fits_an_8k_model()),
+        ),
+        cases::test(
+            "a_conversation_growing_over_five_rounds_keeps_fitting_an_8k_model",
+            || cases::block_on(a_conversation_growing_over_five_rounds_keeps_fitting_an_8k_model()),
+        ),
+    ]);
+    cases::main(trials)
+}
 
 // ---------------------------------------------------------------------------------------------
 // Test doubles and helpers
@@ -556,27 +613,42 @@ fn check_scenario(name: &str, spec: &Value, ws: &Path, out: &Outcome) -> Vec<Str
 // ---------------------------------------------------------------------------------------------
 // Scenarios
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scenarios_with_scripted_and_replayed_models() {
-    let paths = support::json_files(&fixtures().join("scenarios"));
-    assert!(paths.len() >= 10, "expected the workflow scenarios");
-    let mut errors = Vec::new();
-    for path in &paths {
-        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let spec: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+/// One trial per scenario file and model kind: `misindented::scripted`, `misindented::replay`.
+fn scenario_trials() -> Vec<cases::Trial> {
+    let root = fixtures().join("scenarios");
+    let paths = support::json_files(&root);
+    let total = paths.len();
+    let mut trials = vec![cases::test("there_are_ten_scenarios", move || {
+        assert!(
+            total >= 10,
+            "expected the workflow scenarios, found {total}"
+        );
+    })];
+    for path in paths {
         for replay in [false, true] {
-            let (dir, ws) = scenario_workspace(&spec);
-            let before = tree(dir.path());
-            let out =
-                tokio::time::timeout(Duration::from_secs(120), run_scenario(&spec, &ws, replay))
-                    .await
-                    .unwrap_or_else(|_| panic!("{name}: the run did not end"));
-            let label = format!("{name} ({})", if replay { "replay" } else { "scripted" });
-            errors.extend(check_scenario(&label, &spec, &ws, &out));
-            if tree(dir.path()) != before {
-                errors.push(format!("{label}: the run wrote to disk"));
-            }
+            let kind = if replay { "replay" } else { "scripted" };
+            let name = format!("{}::{kind}", cases::name(&root, &path));
+            let path = path.clone();
+            trials.push(cases::test(&name, move || {
+                cases::block_on(scenario(&path, replay));
+            }));
         }
+    }
+    trials
+}
+
+async fn scenario(path: &Path, replay: bool) {
+    let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+    let spec: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (dir, ws) = scenario_workspace(&spec);
+    let before = tree(dir.path());
+    let out = tokio::time::timeout(Duration::from_secs(120), run_scenario(&spec, &ws, replay))
+        .await
+        .unwrap_or_else(|_| panic!("{name}: the run did not end"));
+    let label = format!("{name} ({})", if replay { "replay" } else { "scripted" });
+    let mut errors = check_scenario(&label, &spec, &ws, &out);
+    if tree(dir.path()) != before {
+        errors.push(format!("{label}: the run wrote to disk"));
     }
     assert!(errors.is_empty(), "{}", errors.join("\n\n"));
 }
@@ -584,7 +656,6 @@ async fn scenarios_with_scripted_and_replayed_models() {
 // ---------------------------------------------------------------------------------------------
 // Cancellation, unreachable models, progress, buffers, options
 
-#[tokio::test]
 async fn a_hung_model_is_cancelled() {
     let (_dir, ws) = workspace();
     for replay in [false, true] {
@@ -638,7 +709,6 @@ async fn a_hung_model_is_cancelled() {
     }
 }
 
-#[tokio::test]
 async fn cancelled_before_start_asks_nobody() {
     let (_dir, ws) = workspace();
     let coder = Scripted::new("test/coder", vec![Answer::Text("x".into())]);
@@ -662,7 +732,6 @@ async fn cancelled_before_start_asks_nobody() {
     assert!(coder.requests().is_empty());
 }
 
-#[tokio::test]
 async fn an_unreachable_model_is_a_clear_failure() {
     let (_dir, ws) = workspace();
     // A port nothing listens on: bind, learn the port, close.
@@ -694,7 +763,6 @@ async fn an_unreachable_model_is_a_clear_failure() {
     );
 }
 
-#[tokio::test]
 async fn progress_reports_every_phase() {
     let (_dir, ws) = workspace();
     let spec: Value = serde_json::from_str(
@@ -711,7 +779,6 @@ async fn progress_reports_every_phase() {
     assert_eq!(p.last().map(String::as_str), Some("proposal ready"));
 }
 
-#[tokio::test]
 async fn open_buffers_are_edited_as_the_editor_has_them() {
     let (dir, ws) = workspace();
     let before = tree(dir.path());
@@ -776,7 +843,6 @@ async fn open_buffers_are_edited_as_the_editor_has_them() {
     assert_eq!(applied, f.new_text);
 }
 
-#[tokio::test]
 async fn targets_outside_the_workspace_are_refused() {
     let (dir, ws) = workspace();
     std::fs::write(dir.path().join("outside.rs"), "fn x() {}\n").unwrap();
@@ -810,7 +876,6 @@ async fn targets_outside_the_workspace_are_refused() {
     assert!(coder.requests().is_empty());
 }
 
-#[tokio::test]
 async fn max_attempts_and_parse_check_come_from_config() {
     let (_dir, ws) = workspace();
     let (config, problems) = Config::from_toml_str(
@@ -880,7 +945,6 @@ async fn max_attempts_and_parse_check_come_from_config() {
     assert!(p.diff.contains("-    }"), "{}", p.diff);
 }
 
-#[tokio::test]
 async fn use_codestral_resolves_to_the_coding_agent() {
     let (_dir, ws) = workspace();
     let coder = Scripted::new(
@@ -928,7 +992,6 @@ async fn use_codestral_resolves_to_the_coding_agent() {
     ));
 }
 
-#[test]
 fn the_run_future_is_send() {
     fn is_send<T: Send>(_: &T) {}
     let ws = std::env::temp_dir();
@@ -954,7 +1017,6 @@ fn the_run_future_is_send() {
     is_send(&fut);
 }
 
-#[tokio::test]
 async fn force_edit_names_the_tool_first_and_after_a_silent_answer() {
     let (_dir, ws) = workspace();
     let coder = Scripted::new(
@@ -996,7 +1058,6 @@ async fn force_edit_names_the_tool_first_and_after_a_silent_answer() {
     assert!(coder.requests()[1].contains("it said: \"I would return the sum.\""));
 }
 
-#[tokio::test]
 async fn an_answer_that_broke_off_costs_an_attempt_not_the_run() {
     let (_dir, ws) = workspace();
     let edit = Answer::Calls(vec![(
@@ -1093,7 +1154,6 @@ fn big_python(functions: usize, body: usize) -> String {
     s
 }
 
-#[tokio::test]
 async fn a_5000_line_file_fits_an_8k_model_and_is_rewritten() {
     let dir = tempfile::tempdir().unwrap();
     let text = big_python(400, 8); // ~5,200 lines
@@ -1152,7 +1212,6 @@ async fn a_5000_line_file_fits_an_8k_model_and_is_rewritten() {
     );
 }
 
-#[tokio::test]
 async fn a_300_line_function_in_a_2000_line_file_fits_an_8k_model() {
     let dir = tempfile::tempdir().unwrap();
     let mut text = big_python(60, 25);
@@ -1202,7 +1261,6 @@ async fn a_300_line_function_in_a_2000_line_file_fits_an_8k_model() {
     assert_eq!(assert_all_fit(&coder).len(), 3);
 }
 
-#[tokio::test]
 async fn a_conversation_growing_over_five_rounds_keeps_fitting_an_8k_model() {
     let dir = tempfile::tempdir().unwrap();
     let text = big_python(300, 10);

@@ -12,10 +12,13 @@
 //! a closing fence, a fragment of the next line, then the marker of session `w1` on its own line.
 //! A file expected in the proposal is a content file name (equal to it), `{"text": …}` (equal),
 //! or a list of texts it contains.
+//!
+//! Each scenario is one named test: `cargo test --test write_session -- never_finishes`.
 
 mod support;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use patchwise::config::{Config, ValueSource};
@@ -24,7 +27,7 @@ use patchwise::model::replay::{ReplayServer, Reply, openai_sse};
 use patchwise::tools::Snapshot;
 use patchwise::workflow::edit::{self, EditContext, EditRequest, Models, lines_to_bytes};
 use serde_json::Value;
-use support::{copy_dir, tree};
+use support::{cases, copy_dir, tree};
 use tokio_util::sync::CancellationToken;
 
 fn fixtures() -> PathBuf {
@@ -279,15 +282,18 @@ async fn run(name: &str, spec: &Value) -> Vec<String> {
     errs
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scenarios() {
-    let names = support::json_files(&fixtures().join("scenarios"));
-    assert!(names.len() >= 12, "{names:?}");
-    let mut errs = Vec::new();
-    for path in &names {
+fn main() -> ExitCode {
+    let root = fixtures().join("scenarios");
+    let files = support::json_files(&root);
+    let total = files.len();
+    let mut trials = vec![cases::test("there_are_twelve_scenarios", move || {
+        assert!(total >= 12, "expected the write scenarios, found {total}");
+    })];
+    trials.extend(cases::per_file(&root, files, |path| {
         let spec: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        errs.extend(run(&name, &spec).await);
-    }
-    assert!(errs.is_empty(), "{}", errs.join("\n\n"));
+        let errs = cases::block_on(run(&name, &spec));
+        assert!(errs.is_empty(), "{}", errs.join("\n\n"));
+    }));
+    cases::main(trials)
 }

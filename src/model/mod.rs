@@ -17,6 +17,8 @@ mod error;
 pub mod gemini;
 pub mod http;
 pub mod openai;
+// Only the tests serve recorded answers; the shipped binary never listens on a port.
+#[cfg(feature = "test-support")]
 pub mod replay;
 pub mod roles;
 pub mod text_tools;

@@ -8,7 +8,9 @@
 //! that read exactly `!hang` stop the answer there and hold the connection open, as a stuck
 //! server would; a body that simply ends closes the connection — for an SSE stream, that is a
 //! stream cut off early. [`Reply::Hang`] never answers at all. Each request is recorded for
-//! assertions. This is test support: it never listens beyond loopback.
+//! assertions. This is test support: it never listens beyond loopback, and it is compiled only
+//! with the `test-support` feature, which the crate's own dev-dependency on itself turns on for
+//! the tests (`Cargo.toml`).
 
 use std::net::SocketAddr;
 use std::path::Path;

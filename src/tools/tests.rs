@@ -1,6 +1,6 @@
-//! Data-driven tool tests: each `fixtures/tools/cases/NAME.json` is a list of calls run in one
-//! session on a copy of `fixtures/tools/workspace`; the answers are compared with
-//! `NAME.expected` (`UPDATE_EXPECT=1` rewrites them).
+//! Tool tests below the fixture corpus: specs, the sandbox, the ledger and each tool's edge
+//! cases on a copy of `fixtures/tools/workspace`. The corpus itself (`fixtures/tools/cases/`)
+//! runs one named test per case in `tests/tool_fixtures.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -76,65 +76,6 @@ fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     }
     out.sort();
     out
-}
-
-#[test]
-fn fixture_cases() {
-    let mut failures = Vec::new();
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(fixtures().join("cases"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    cases.sort();
-    assert!(cases.len() >= 8, "expected the tool fixture cases");
-    for case in cases {
-        let (dir, ws) = workspace();
-        let before = tree(dir.path());
-        let spec: Value = serde_json::from_str(&std::fs::read_to_string(&case).unwrap()).unwrap();
-        let calls: Vec<ToolCall> = spec["calls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| call(c["name"].as_str().unwrap(), c["arguments"].clone()))
-            .collect();
-        let mut s = session(&ws);
-        let mut actual = String::new();
-        // One by one, so that each answer sees the effects of the calls before it.
-        for c in &calls {
-            let o = s.execute(c);
-            actual.push_str(&format!(
-                "### {} {}{}\n{}\n",
-                c.name,
-                c.arguments,
-                if o.is_error() { " [error]" } else { "" },
-                o.content.trim_end()
-            ));
-        }
-        let root = dir.path().display().to_string();
-        let actual = actual.replace(&root, "$TMP");
-        let expected_path = case.with_extension("expected");
-        if std::env::var_os("UPDATE_EXPECT").is_some() {
-            std::fs::write(&expected_path, &actual).unwrap();
-        } else {
-            let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
-            if expected != actual {
-                failures.push(format!(
-                    "{}: output differs (UPDATE_EXPECT=1 to accept)\n{}",
-                    case.display(),
-                    crate::edit::unified_diff(&expected, &actual, "expected")
-                ));
-            }
-        }
-        assert_eq!(
-            tree(dir.path()),
-            before,
-            "{}: a tool wrote to disk",
-            case.display()
-        );
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]

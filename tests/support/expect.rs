@@ -20,25 +20,30 @@ pub fn repo_path(relative: &str) -> PathBuf {
 
 /// Compares `actual` with the repository file `relative`; `UPDATE_EXPECT=1` writes it instead.
 pub fn expect_file(relative: &str, actual: &str) {
-    let file = repo_path(relative);
+    expect_path(&repo_path(relative), actual);
+}
+
+/// Compares `actual` with `file` (a path inside the repository, such as a fixture's sibling
+/// `.expected` file); `UPDATE_EXPECT=1` writes it instead.
+pub fn expect_path(file: &Path, actual: &str) {
+    let shown = file
+        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(file)
+        .display();
     if updating() {
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        if std::fs::read_to_string(&file).ok().as_deref() != Some(actual) {
-            std::fs::write(&file, actual).unwrap();
+        if std::fs::read_to_string(file).ok().as_deref() != Some(actual) {
+            std::fs::write(file, actual).unwrap();
         }
         return;
     }
-    let expected = std::fs::read_to_string(&file).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; run with UPDATE_EXPECT=1 to create it",
-            file.display()
-        )
-    });
+    let expected = std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("{shown}: {e}; run with UPDATE_EXPECT=1 to create it"));
     if actual != expected {
         let diff = similar::TextDiff::from_lines(expected.as_str(), actual)
             .unified_diff()
             .header("expected", "actual")
             .to_string();
-        panic!("{relative} differs; run with UPDATE_EXPECT=1 to accept the new output\n{diff}");
+        panic!("{shown} differs; run with UPDATE_EXPECT=1 to accept the new output\n{diff}");
     }
 }

@@ -10,6 +10,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod cases;
+pub mod client;
 pub mod expect;
 
 use std::collections::VecDeque;
@@ -249,6 +251,17 @@ impl Server {
         }
     }
 
+    /// The notifications and server-to-client requests with `method` received so far and not
+    /// yet consumed, oldest first.
+    pub fn take_method(&mut self, method: &str) -> Vec<Value> {
+        let (taken, kept): (VecDeque<Value>, VecDeque<Value>) = self
+            .unsolicited
+            .drain(..)
+            .partition(|m| m["method"].as_str() == Some(method));
+        self.unsolicited = kept;
+        taken.into()
+    }
+
     /// Notifications and server-to-client requests received so far and not yet consumed.
     pub fn take_unsolicited(&mut self) -> Vec<Value> {
         self.unsolicited.drain(..).collect()
@@ -266,6 +279,27 @@ impl Server {
             self.responses
         );
         status
+    }
+
+    /// Every message not consumed yet, once the process has ended: those kept while waiting for
+    /// others, then the rest of stdout up to its end.
+    pub fn remaining(&mut self) -> Vec<Value> {
+        let mut out: Vec<Value> = self.unsolicited.drain(..).collect();
+        out.append(&mut self.responses);
+        loop {
+            match self.incoming.recv_timeout(PATIENCE) {
+                Ok(Ok(message)) => out.push(message),
+                Ok(Err(err)) => panic!(
+                    "bad output from the server: {err}\nstderr:\n{}",
+                    self.stderr()
+                ),
+                Err(RecvTimeoutError::Disconnected) => return out,
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "stdout stayed open after the server exited\nstderr:\n{}",
+                    self.stderr()
+                ),
+            }
+        }
     }
 
     /// Waits for the process to end on its own.

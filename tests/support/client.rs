@@ -1,0 +1,369 @@
+//! A typed LSP client for the end-to-end tests, in the manner of ruff's `ty_server` e2e
+//! `TestServer`: a request sends `R::Params` and returns `R::Result`, notifications the server
+//! sends are read as `N::Params`, and the test fails when the client drops (or shuts the server
+//! down) while messages it never read remain — unless their method was ignored with
+//! [`TestServer::ignore`]. A test that does not expect a notification thus finds out when the
+//! server starts sending one.
+//!
+//! It sits on the untyped [`Server`](super::Server), which owns framing, stderr and the answers
+//! to server-to-client requests; [`TestServer::raw`] reaches it for what a typed client cannot
+//! send (malformed frames, params of the wrong shape).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tower_lsp_server::ls_types::notification::{
+    DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Initialized, Notification,
+};
+use tower_lsp_server::ls_types::request::{ExecuteCommand, Initialize, Request, Shutdown};
+use tower_lsp_server::ls_types::{
+    ClientCapabilities, DidChangeTextDocumentParams, DidCloseTextDocumentParams,
+    DidOpenTextDocumentParams, ExecuteCommandParams, InitializeParams, InitializeResult,
+    ShowDocumentClientCapabilities, TextDocumentContentChangeEvent, TextDocumentIdentifier,
+    TextDocumentItem, Uri, VersionedTextDocumentIdentifier, WindowClientCapabilities,
+    WorkDoneProgressParams,
+};
+
+use super::{Options, Server};
+
+/// An error response, as the client sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ResponseError {
+    pub code: i64,
+    pub message: String,
+    #[serde(default)]
+    pub data: Option<Value>,
+}
+
+/// `patchwise/viewFileText`: the text the server holds for a document (the open buffer, else
+/// the file on disk).
+pub enum ViewFileText {}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ViewFileTextParams {
+    pub uri: Uri,
+}
+
+impl Request for ViewFileText {
+    type Params = ViewFileTextParams;
+    type Result = String;
+    const METHOD: &'static str = "patchwise/viewFileText";
+}
+
+/// A URI the test names as text (`file:///…`, `untitled:…`).
+pub fn uri(text: &str) -> Uri {
+    Uri::from_str(text).unwrap_or_else(|e| panic!("{text:?} is not a URI: {e}"))
+}
+
+/// The `file://` URI of a path.
+pub fn path_uri(path: &Path) -> Uri {
+    Uri::from_file_path(path).unwrap_or_else(|| panic!("{} has no file URI", path.display()))
+}
+
+/// The capabilities of a client that shows work-done progress and opens documents the server
+/// asks it to (`window/showDocument`), as VS Code and Neovim do.
+pub fn showing_client() -> ClientCapabilities {
+    ClientCapabilities {
+        window: Some(WindowClientCapabilities {
+            work_done_progress: Some(true),
+            show_document: Some(ShowDocumentClientCapabilities { support: true }),
+            ..WindowClientCapabilities::default()
+        }),
+        ..ClientCapabilities::default()
+    }
+}
+
+/// How to start the server; [`TestServer::start`] takes the defaults.
+#[derive(Default)]
+pub struct Builder<'a> {
+    options: Options<'a>,
+    capabilities: ClientCapabilities,
+    root: Option<Uri>,
+    initialization_options: Option<Value>,
+}
+
+impl<'a> Builder<'a> {
+    /// Arguments, environment and working directory of the process.
+    pub fn options(mut self, options: Options<'a>) -> Self {
+        self.options = options;
+        self
+    }
+
+    pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// The workspace root (`rootUri`).
+    pub fn root(mut self, root: &Path) -> Self {
+        self.root = Some(path_uri(root));
+        self
+    }
+
+    /// The client's settings sent with `initialize` (`initializationOptions`).
+    pub fn initialization_options(mut self, options: Value) -> Self {
+        self.initialization_options = Some(options);
+        self
+    }
+
+    /// Spawns the server and completes `initialize` / `initialized`.
+    pub fn start(self) -> (TestServer, InitializeResult) {
+        let mut server = Server::spawn(self.options);
+        // `rootUri` is deprecated in favour of workspace folders, but it is what most clients
+        // still send, and the server reads both.
+        #[allow(deprecated)]
+        let params = InitializeParams {
+            capabilities: self.capabilities,
+            root_uri: self.root,
+            initialization_options: self.initialization_options,
+            ..InitializeParams::default()
+        };
+        let result = server
+            .request(Initialize::METHOD, serde_json::to_value(params).unwrap())
+            .unwrap_or_else(|e| panic!("initialize failed: {e}\nstderr:\n{}", server.stderr()));
+        server.notify(Initialized::METHOD, json!({}));
+        let typed = serde_json::from_value(result.clone())
+            .unwrap_or_else(|e| panic!("the initialize result does not parse ({e}): {result}"));
+        let client = TestServer {
+            server: Some(server),
+            ignored: BTreeSet::new(),
+            initialize_json: result,
+        };
+        (client, typed)
+    }
+}
+
+pub struct TestServer {
+    /// `None` once shut down.
+    server: Option<Server>,
+    ignored: BTreeSet<String>,
+    initialize_json: Value,
+}
+
+impl TestServer {
+    pub fn builder<'a>() -> Builder<'a> {
+        Builder::default()
+    }
+
+    /// A server started with default options and no client capabilities.
+    pub fn start() -> (TestServer, InitializeResult) {
+        Self::builder().start()
+    }
+
+    /// The initialize result as the server sent it, for assertions on keys a typed
+    /// [`InitializeResult`] would drop.
+    pub fn initialize_json(&self) -> &Value {
+        &self.initialize_json
+    }
+
+    /// The untyped client underneath, for malformed input.
+    pub fn raw(&mut self) -> &mut Server {
+        self.server.as_mut().expect("the server is running")
+    }
+
+    pub fn stderr(&self) -> String {
+        self.server.as_ref().map(Server::stderr).unwrap_or_default()
+    }
+
+    /// Sends `R` and waits for its answer; fails the test on an error response.
+    pub fn request<R: Request>(&mut self, params: R::Params) -> R::Result {
+        match self.try_request::<R>(params) {
+            Ok(result) => result,
+            Err(e) => panic!(
+                "{} failed: {} ({})\nstderr:\n{}",
+                R::METHOD,
+                e.message,
+                e.code,
+                self.stderr()
+            ),
+        }
+    }
+
+    /// Sends `R` and waits for its error response; fails the test when it succeeds.
+    pub fn request_err<R: Request>(&mut self, params: R::Params) -> ResponseError {
+        match self.try_request::<R>(params) {
+            Ok(result) => panic!(
+                "{} succeeded with {}, expected an error",
+                R::METHOD,
+                serde_json::to_string(&result).unwrap()
+            ),
+            Err(e) => e,
+        }
+    }
+
+    pub fn try_request<R: Request>(
+        &mut self,
+        params: R::Params,
+    ) -> Result<R::Result, ResponseError> {
+        let id = self.send_request::<R>(params);
+        self.response::<R>(id)
+    }
+
+    /// Sends `R` without waiting (to pipeline requests); [`TestServer::response`] reads the answer.
+    pub fn send_request<R: Request>(&mut self, params: R::Params) -> i64 {
+        let params = serde_json::to_value(params).unwrap();
+        self.raw().request_async(R::METHOD, params)
+    }
+
+    pub fn response<R: Request>(&mut self, id: i64) -> Result<R::Result, ResponseError> {
+        match self.raw().response(json!(id)) {
+            Ok(result) => Ok(serde_json::from_value(result.clone()).unwrap_or_else(|e| {
+                panic!(
+                    "{} answered what its type does not hold ({e}): {result}",
+                    R::METHOD
+                )
+            })),
+            Err(error) => Err(serde_json::from_value(error.clone())
+                .unwrap_or_else(|e| panic!("not an LSP error object ({e}): {error}"))),
+        }
+    }
+
+    pub fn notify<N: Notification>(&mut self, params: N::Params) {
+        let params = serde_json::to_value(params).unwrap();
+        self.raw().notify(N::METHOD, params);
+    }
+
+    /// Waits for the next `N` from the server (earlier ones first) and reads it.
+    pub fn notification<N: Notification>(&mut self) -> N::Params {
+        let message = self.raw().wait_for(|m| m["method"] == N::METHOD);
+        serde_json::from_value(message["params"].clone())
+            .unwrap_or_else(|e| panic!("{} does not parse ({e}): {message}", N::METHOD))
+    }
+
+    /// The notifications `N` read so far (while waiting for other messages), oldest first.
+    pub fn received<N: Notification>(&mut self) -> Vec<N::Params> {
+        self.raw()
+            .take_method(N::METHOD)
+            .into_iter()
+            .map(|m| {
+                serde_json::from_value(m["params"].clone())
+                    .unwrap_or_else(|e| panic!("{} does not parse ({e}): {m}", N::METHOD))
+            })
+            .collect()
+    }
+
+    /// Waits for the next server-to-client request `R` (already answered from
+    /// [`Server::replies`](super::Server)) and reads its params.
+    pub fn server_request<R: Request>(&mut self) -> R::Params {
+        let message = self
+            .raw()
+            .wait_for(|m| m["method"] == R::METHOD && m.get("id").is_some());
+        serde_json::from_value(message["params"].clone())
+            .unwrap_or_else(|e| panic!("{} does not parse ({e}): {message}", R::METHOD))
+    }
+
+    /// Notifications `N` are not reported as unread.
+    pub fn ignore<N: Notification>(&mut self) {
+        self.ignored.insert(N::METHOD.to_owned());
+    }
+
+    /// Server-to-client requests `R` are not reported as unread.
+    pub fn ignore_request<R: Request>(&mut self) {
+        self.ignored.insert(R::METHOD.to_owned());
+    }
+
+    /// `shutdown`, `exit`, and the process's exit status. Fails when a message the test never
+    /// read (and did not ignore) remains, or a response was left unread.
+    pub fn shutdown(mut self) -> ExitStatus {
+        self.finish()
+    }
+
+    /// Waits for the process to end on its own (after `exit` without `shutdown`, or a closed
+    /// stdin); fails like [`TestServer::shutdown`] on unread messages.
+    pub fn wait_exit(mut self) -> ExitStatus {
+        let mut server = self.server.take().expect("the server is running");
+        let status = server.wait_exit();
+        self.check_unread(&mut server);
+        status
+    }
+
+    fn finish(&mut self) -> ExitStatus {
+        let mut server = self.server.take().expect("the server is running");
+        let result = server.request(Shutdown::METHOD, Value::Null);
+        assert_eq!(result, Ok(Value::Null), "shutdown failed");
+        server.notify("exit", Value::Null);
+        let status = server.wait_exit();
+        self.check_unread(&mut server);
+        status
+    }
+
+    fn check_unread(&self, server: &mut Server) {
+        let unread: Vec<String> = server
+            .remaining()
+            .into_iter()
+            .filter(|m| {
+                let method = m["method"].as_str().unwrap_or_default();
+                !self.ignored.contains(method)
+            })
+            .map(|m| m.to_string())
+            .collect();
+        assert!(
+            unread.is_empty(),
+            "the server sent messages the test never read (read them, or `ignore` their \
+             method):\n{}",
+            unread.join("\n")
+        );
+    }
+
+    // ---- the text document notifications every test sends ----
+
+    pub fn open(&mut self, uri: &Uri, language: &str, text: &str, version: i32) {
+        self.notify::<DidOpenTextDocument>(DidOpenTextDocumentParams {
+            text_document: TextDocumentItem {
+                uri: uri.clone(),
+                language_id: language.to_owned(),
+                version,
+                text: text.to_owned(),
+            },
+        });
+    }
+
+    pub fn change(
+        &mut self,
+        uri: &Uri,
+        version: i32,
+        changes: Vec<TextDocumentContentChangeEvent>,
+    ) {
+        self.notify::<DidChangeTextDocument>(DidChangeTextDocumentParams {
+            text_document: VersionedTextDocumentIdentifier {
+                uri: uri.clone(),
+                version,
+            },
+            content_changes: changes,
+        });
+    }
+
+    pub fn close(&mut self, uri: &Uri) {
+        self.notify::<DidCloseTextDocument>(DidCloseTextDocumentParams {
+            text_document: TextDocumentIdentifier { uri: uri.clone() },
+        });
+    }
+
+    /// `workspace/executeCommand` with one argument object, as patchwise's commands take.
+    pub fn command(&mut self, name: &str, argument: Value) -> Result<Value, ResponseError> {
+        let result = self.try_request::<ExecuteCommand>(ExecuteCommandParams {
+            command: name.to_owned(),
+            arguments: vec![argument],
+            work_done_progress_params: WorkDoneProgressParams::default(),
+        })?;
+        Ok(result.unwrap_or(Value::Null))
+    }
+
+    /// The server's text of `uri` (`patchwise/viewFileText`).
+    pub fn view(&mut self, uri: &Uri) -> Result<String, ResponseError> {
+        self.try_request::<ViewFileText>(ViewFileTextParams { uri: uri.clone() })
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        // A test that already failed keeps its own message; the process is killed by `Server`.
+        if self.server.is_some() && !std::thread::panicking() {
+            self.finish();
+        }
+    }
+}
