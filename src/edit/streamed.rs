@@ -323,7 +323,8 @@ mod tests {
         assert!(!cut.ended);
         assert_eq!(cut.body, "fn a() {}\n");
         // A marker alone ends empty content (a continuation that only closes the session).
-        let cut = cut_at_marker(&format!("\n{m}\n\n"), &m);
+        let a = format!("\n{m}\n\n");
+        let cut = cut_at_marker(&a, &m);
         assert!(cut.ended);
         assert_eq!(cut.body, "\n");
     }
