@@ -869,10 +869,17 @@ impl<'a> Run<'a> {
         Ok(vec![Message::system(system), Message::user(user)])
     }
 
-    /// The tools an attempt of the tools protocol offers: the edit tools, and the write tools
-    /// when the run creates a file.
+    /// The tools an attempt of the tools protocol offers: the edit tools, `begin_write` when
+    /// the run creates a file, `end_write` while a session waits for a confirmation.
     fn tools(&self) -> Vec<ToolSpec> {
-        prompt::edit_tools(!self.creates.is_empty())
+        let mut write = Vec::new();
+        if !self.creates.is_empty() {
+            write.push("begin_write");
+        }
+        if self.writes.awaits_confirmation() {
+            write.push("end_write");
+        }
+        prompt::edit_tools(&write)
     }
 
     fn target_exists(&mut self) -> bool {

@@ -100,6 +100,14 @@ impl WriteSessions {
             .is_some_and(|o| o.expect != Expect::Confirmation)
     }
 
+    /// Whether the open session's content looked unfinished and waits for more of it or for
+    /// `end_write {complete: true}` (the only time `end_write` is of use).
+    pub fn awaits_confirmation(&self) -> bool {
+        self.open
+            .as_ref()
+            .is_some_and(|o| o.expect == Expect::Confirmation)
+    }
+
     /// Runs calls in order: `begin_write` and `end_write` here, the others through `session`
     /// (consecutive ones together, so reads still run in parallel).
     pub fn execute_all(&mut self, session: &mut Session, calls: &[ToolCall]) -> Vec<ToolOutcome> {

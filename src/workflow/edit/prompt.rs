@@ -25,19 +25,18 @@ pub const EDIT_TOOLS: [&str; 5] = [
     "replace_symbol",
 ];
 
-/// The tools a run that creates a file offers besides [`EDIT_TOOLS`]: long content streams as
-/// plain text in a write session (`docs/editing.md`, "Write sessions"). Only such runs offer
-/// them: on an 8k window every tool is paid for in every request.
+/// The write tools (`docs/editing.md`, "Write sessions"): a run that creates a file offers
+/// `begin_write` besides [`EDIT_TOOLS`], and `end_write` only while a session's content waits
+/// for a confirmation. On an 8k window every tool is paid for in every request.
 pub const WRITE_TOOLS: [&str; 2] = ["begin_write", "end_write"];
 
-/// The specs of [`EDIT_TOOLS`] (and of [`WRITE_TOOLS`] when the run creates a file) with
-/// one-line descriptions and bare parameter schemas (the full registry descriptions cost ~1,000
-/// tokens per request).
-pub fn edit_tools(write: bool) -> Vec<ToolSpec> {
-    let write_tools: &[&str] = if write { &WRITE_TOOLS } else { &[] };
+/// The specs of [`EDIT_TOOLS`] and of the write tools named in `write` (a part of
+/// [`WRITE_TOOLS`]) with one-line descriptions and bare parameter schemas (the full registry
+/// descriptions cost ~1,000 tokens per request).
+pub fn edit_tools(write: &[&str]) -> Vec<ToolSpec> {
     EDIT_TOOLS
         .iter()
-        .chain(write_tools)
+        .chain(write.iter().filter(|n| WRITE_TOOLS.contains(n)))
         .filter_map(|name| {
             let mut spec = tools::spec(name)?;
             spec.description = short_description(name).to_owned();
@@ -282,7 +281,7 @@ mod tests {
 
     #[test]
     fn edit_tools_are_few_and_short() {
-        let tools = edit_tools(false);
+        let tools = edit_tools(&[]);
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, EDIT_TOOLS);
         let full = ChatRequest {
@@ -313,22 +312,21 @@ mod tests {
             count_request(&request, Encoding::Cl100k)
         };
         let none = count(Vec::new());
-        let (edit, write) = (count(edit_tools(false)), count(edit_tools(true)));
+        let edit = count(edit_tools(&[])) - none;
+        let begin = count(edit_tools(&["begin_write"])) - none;
+        let both = count(edit_tools(&WRITE_TOOLS)) - none;
         let full: Vec<ToolSpec> = WRITE_TOOLS.iter().filter_map(|n| tools::spec(n)).collect();
-        let full = count([edit_tools(false), full].concat());
+        let full = count([edit_tools(&[]), full].concat()) - none;
         eprintln!(
-            "tool list tokens (cl100k): edit {} , edit+write {} , edit+write (registry \
-             descriptions) {}",
-            edit - none,
-            write - none,
-            full - none
+            "tool list tokens (cl100k): edit {edit}, +begin_write {begin}, +end_write {both}, \
+             both with registry descriptions {full}"
         );
         assert!(
-            write - edit <= 120,
-            "the write tools cost {} tokens",
-            write - edit
+            begin - edit <= 80,
+            "begin_write costs {} tokens",
+            begin - edit
         );
-        assert!(write < full);
+        assert!(both < full);
     }
 
     #[test]
