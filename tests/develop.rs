@@ -502,6 +502,11 @@ async fn stuck_answer_is_coached_and_dirty_git_is_a_warning() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_module_is_written_in_a_write_session() {
+    scenario("python_new_module_write_session").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn last_attempt_goes_to_the_escalation_model() {
     scenario("escalation_last_attempt").await;
 }

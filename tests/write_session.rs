@@ -5,6 +5,12 @@
 //! protocol), through the real HTTP client and the edit workflow, and says what the proposal must
 //! hold and what the model must have been told. The workspace on disk never changes.
 //!
+//! The runs use the shipped default edit protocol (`edit_format = "auto"`): a run that creates a
+//! file — its target does not exist or is empty (`"target"`), or the instruction names a new
+//! file — must offer and run write sessions with it. Only scenarios about the tools protocol
+//! itself set `"edit_format": "tools"`. `"offered"` / `"not_offered"` name tools that request
+//! `i` must (not) offer.
+//!
 //! An answer is `{"calls": [...]}`, `{"text": "..."}`, or a slice of a content file:
 //! `{"content": "big.rs", "lines": [1, 150], "repeat": 1, "fence": "rust", "close_fence": true,
 //! "cut": "fn ad", "marker": "w1", "finish": "length"}` — an opening fence, the `repeat` lines
@@ -99,26 +105,39 @@ fn reply(a: &Value) -> Reply {
     openai_sse(&answer_text(a), &calls, finish)
 }
 
-fn config(url: &str, tools: &str, extra: &str) -> Config {
+/// The configuration of a scenario: the edit protocol is the shipped default unless the
+/// scenario names one (`edit_format`).
+fn config(url: &str, tools: &str, edit_format: Option<&str>, extra: &str) -> Config {
+    let model = match edit_format {
+        Some(f) => format!("[models.\"coder/coder-model\"]\nedit_format = \"{f}\"\n\n"),
+        None => String::new(),
+    };
     let text = format!(
         "[providers.coder]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\napi_key_env = \"\"\n\
          tools = \"{tools}\"\n\n[roles]\ncoder = \"coder/coder-model\"\n\n[timeouts]\nconnect = 2\n\
-         first_token = 20\ntotal = 60\n\n[retry]\nmax_attempts = 1\n\n\
-         [models.\"coder/coder-model\"]\nedit_format = \"tools\"\n\n{extra}"
+         first_token = 20\ntotal = 60\n\n[retry]\nmax_attempts = 1\n\n{model}{extra}"
     );
     let (config, problems) = Config::from_toml_str(&text, ValueSource::Default);
     assert!(problems.is_empty(), "{problems:?}");
     config
 }
 
-/// The text of every chat request the server got (all message contents and call arguments).
-fn requests(server: &ReplayServer) -> Vec<String> {
+/// The body of every chat request the server got.
+fn chat_bodies(server: &ReplayServer) -> Vec<Value> {
     server
         .requests()
         .iter()
         .filter(|r| r.path.ends_with("/chat/completions"))
-        .map(|r| {
-            r.json()["messages"]
+        .map(|r| r.json())
+        .collect()
+}
+
+/// The text of every chat request the server got (all message contents and call arguments).
+fn requests(server: &ReplayServer) -> Vec<String> {
+    chat_bodies(server)
+        .iter()
+        .map(|body| {
+            body["messages"]
                 .as_array()
                 .unwrap()
                 .iter()
@@ -141,13 +160,26 @@ fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The names of the tools every chat request offered.
+fn offered(server: &ReplayServer) -> Vec<Vec<String>> {
+    chat_bodies(server)
+        .iter()
+        .map(|body| {
+            body["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .collect()
+}
+
 /// The tool choice of every chat request.
 fn tool_choices(server: &ReplayServer) -> Vec<Value> {
-    server
-        .requests()
+    chat_bodies(server)
         .iter()
-        .filter(|r| r.path.ends_with("/chat/completions"))
-        .map(|r| r.json()["tool_choice"].clone())
+        .map(|body| body["tool_choice"].clone())
         .collect()
 }
 
@@ -170,6 +202,7 @@ async fn run(name: &str, spec: &Value) -> Vec<String> {
     let config = config(
         &server.url(),
         spec["provider_tools"].as_str().unwrap_or("native"),
+        spec["edit_format"].as_str(),
         spec["config"].as_str().unwrap_or(""),
     );
     let router = Arc::new(ModelRouter::new(config.clone()));
@@ -179,11 +212,16 @@ async fn run(name: &str, spec: &Value) -> Vec<String> {
         vec![ws.clone()],
         Snapshot::new(),
     );
+    // A target that does not exist is a file the run creates (a cursor at its start).
     let target = ws.join(spec["target"].as_str().unwrap_or("src/lib.rs"));
-    let text = std::fs::read_to_string(&target).unwrap();
+    let text = std::fs::read_to_string(&target).unwrap_or_default();
     let request = EditRequest {
         path: target,
-        range: lines_to_bytes(&text, 1, 1),
+        range: if text.is_empty() {
+            0..0
+        } else {
+            lines_to_bytes(&text, 1, 1)
+        },
         instruction: spec["instruction"].as_str().unwrap().to_owned(),
     };
     let result = edit::run(&ctx, request, &|_| {}, CancellationToken::new()).await;
@@ -263,6 +301,18 @@ async fn run(name: &str, spec: &Value) -> Vec<String> {
             for n in strings(needles) {
                 if !req.contains(&n) {
                     fail(format!("request {i} lacks {n:?}:\n{req}"));
+                }
+            }
+        }
+    }
+    let tools = offered(&server);
+    for (key, must) in [("offered", true), ("not_offered", false)] {
+        for (index, names) in expect[key].as_object().into_iter().flatten() {
+            let i: usize = index.parse().unwrap();
+            let got = tools.get(i).cloned().unwrap_or_default();
+            for n in strings(names) {
+                if got.contains(&n) != must {
+                    fail(format!("request {i} offers {got:?}; {key} {n}"));
                 }
             }
         }

@@ -26,19 +26,31 @@ pub struct Cut<'a> {
 
 /// Finds `marker` alone on a line (surrounding spaces allowed) and returns what comes before it.
 /// Text after the marker is not content.
+///
+/// A marker with only blank text before it and content after it is a stray one and the search
+/// goes on: small models sometimes write the marker first, then the content, then the marker
+/// again (`docs/editing.md`, "Write sessions"). A marker with nothing before and nothing after
+/// it is the end of empty content (a continuation that only closes the session).
 pub fn cut_at_marker<'a>(answer: &'a str, marker: &str) -> Cut<'a> {
+    let mut body_start = 0;
     let mut start = 0;
     for line in answer.split_inclusive('\n') {
+        let end = start + line.len();
         if line.trim() == marker {
-            return Cut {
-                body: &answer[..start],
-                ended: true,
-            };
+            let before = &answer[body_start..start];
+            let after = &answer[end..];
+            if !(before.trim().is_empty() && !after.trim().is_empty()) {
+                return Cut {
+                    body: before,
+                    ended: true,
+                };
+            }
+            body_start = end;
         }
-        start += line.len();
+        start = end;
     }
     Cut {
-        body: answer,
+        body: &answer[body_start..],
         ended: false,
     }
 }
@@ -295,6 +307,26 @@ mod tests {
         assert_eq!(cut.body, "a\nb\nDONE\n");
         assert!(cut_at_marker(&format!("x\n  {m}  \r\n"), &m).ended);
         assert!(!cut_at_marker("__END_WRITE_w2__\n", &m).ended);
+    }
+
+    #[test]
+    fn a_marker_before_the_content_is_a_stray_one() {
+        let m = end_marker("w1");
+        // The marker, then the fenced content, then the marker again (Qwen2.5-Coder 1.5B).
+        let a = format!("{m}\n```yaml\non: push\n```\n{m}\n");
+        let cut = cut_at_marker(&a, &m);
+        assert!(cut.ended);
+        assert_eq!(cut.body, "```yaml\non: push\n```\n");
+        // Only the stray marker: the content after it is cut short, not ended.
+        let a = format!("\n{m}\nfn a() {{}}\n");
+        let cut = cut_at_marker(&a, &m);
+        assert!(!cut.ended);
+        assert_eq!(cut.body, "fn a() {}\n");
+        // A marker alone ends empty content (a continuation that only closes the session).
+        let a = format!("\n{m}\n\n");
+        let cut = cut_at_marker(&a, &m);
+        assert!(cut.ended);
+        assert_eq!(cut.body, "\n");
     }
 
     #[test]

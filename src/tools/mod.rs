@@ -369,7 +369,7 @@ pub enum ToolError {
         seconds: u64,
         detail: String,
     },
-    #[error("{tool} cannot be called from inside an edit run: {reason}")]
+    #[error("{tool} is not available here: {reason}")]
     NotAvailable { tool: String, reason: String },
 }
 
@@ -655,8 +655,9 @@ impl Session {
                 name,
                 ToolError::NotAvailable {
                     tool: name.to_owned(),
-                    reason: "you are the coding agent; make the change with edit_file \
-                             (deleting or renaming files is not possible in an edit run)"
+                    reason: "this is an edit run and you are the coding agent; make the \
+                             change with edit_file (deleting or renaming files is not possible \
+                             in an edit run)"
                         .to_owned(),
                 },
             );

@@ -487,8 +487,9 @@ pub(super) fn write(
     if super::is_run_tool(name) {
         return Err(ToolError::NotAvailable {
             tool: name.to_owned(),
-            reason: "write sessions exist only in a model run, where the content streams in \
-                     the next answer; create files with write_file"
+            reason: "write sessions exist only inside an edit or develop run, where the \
+                     content streams in the model's next answer; outside one, create files \
+                     with write_file"
                 .to_owned(),
         });
     }

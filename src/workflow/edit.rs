@@ -50,7 +50,7 @@ use crate::syntax::{
 use crate::tokens::{count_tokens, truncate_to_tokens};
 use crate::tools::{
     self, CODING_AGENT, FileSystem, RealFs, Session, Snapshot, Status, ToolError, ToolOptions,
-    ToolOutcome,
+    ToolOutcome, WholeMode,
 };
 
 use self::target::EditTarget;
@@ -277,10 +277,15 @@ pub async fn run_tool_call(
         .sandbox
         .resolve(path, ctx.fs.as_ref())
         .map_err(|e| EditFailure::Target(e.to_string()))?;
-    let (text, _) = session
-        .copy
-        .read(&resolved.abs, ctx.fs.as_ref())
-        .map_err(|e| EditFailure::Target(e.to_string()))?;
+    // A file that does not exist yet is one the run creates (`docs/editing.md`).
+    let (text, _) = if session.copy.exists(&resolved.abs, ctx.fs.as_ref()) {
+        session
+            .copy
+            .read(&resolved.abs, ctx.fs.as_ref())
+            .map_err(|e| EditFailure::Target(e.to_string()))?
+    } else {
+        (String::new(), None)
+    };
     let range = match (line("start_line"), line("end_line")) {
         (Some(s), e) => lines_to_bytes(&text, s, e.unwrap_or(s)),
         (None, _) => 0..0,
@@ -348,6 +353,10 @@ struct Run<'a> {
     force_edit: bool,
     /// Long content streamed as plain text (`begin_write`).
     writes: WriteSessions,
+    /// Workspace-relative files the run is asked to create (`docs/editing.md`, "Write
+    /// sessions"): the target when it does not exist or is empty, and new files the instruction
+    /// names. Such a run uses the tools protocol and offers `begin_write`.
+    creates: Vec<String>,
 }
 
 /// How one model answer went.
@@ -401,6 +410,7 @@ impl<'a> Run<'a> {
             notes: String::new(),
             force_edit: ctx.options.force_edit,
             writes: WriteSessions::new(ctx.config.tools.clone()),
+            creates: Vec::new(),
         })
     }
 
@@ -422,19 +432,24 @@ impl<'a> Run<'a> {
         let (text, _) = self.read_and_record()?;
         let range = clamp_range(&text, &self.request.range);
         self.target = target::resolve(&text, &range, self.language, REWRITE_MAX_LINES);
+        self.creates = self.files_to_create(&text);
         let max = self.ctx.options.max_attempts.max(1);
         let mut model = coder.clone();
         self.budget = Budget::for_window(model.name(), model.context_window());
         let rewrite_fits = self.rewrite_fits(&text);
         let format = self.edit_format(model.name());
+        // A run that creates a file takes the tools protocol in `auto`: a rewrite has no target
+        // to rewrite, and the new file's content streams in a write session.
+        let creating = !self.creates.is_empty();
         let primary = match format {
             EditFormat::Tools => Protocol::Tools,
+            EditFormat::Auto if creating => Protocol::Tools,
             _ if rewrite_fits => Protocol::Rewrite,
             _ => Protocol::Tools,
         };
         // In `auto`, a failed attempt falls back to the other protocol when the target allows
         // both; a configured format is kept.
-        let alternate = format == EditFormat::Auto && rewrite_fits;
+        let alternate = format == EditFormat::Auto && rewrite_fits && !creating;
         let protocol_of = |attempt: usize| -> Protocol {
             if !alternate || attempt % 2 == 1 {
                 primary
@@ -679,11 +694,16 @@ impl<'a> Run<'a> {
         } else {
             ToolChoice::Auto
         };
-        let reserve = self.answer_reserve(protocol);
+        let reserve = if self.writes.expects_content() {
+            // The content of a whole file: as much as the window allows, continued when cut.
+            self.budget.window / 2
+        } else {
+            self.answer_reserve(protocol)
+        };
         let mut request = ChatRequest {
             messages: messages.to_vec(),
             tools: if protocol == Protocol::Tools {
-                prompt::edit_tools()
+                self.tools()
             } else {
                 Vec::new()
             },
@@ -801,7 +821,7 @@ impl<'a> Run<'a> {
 
     fn tools_prompt(&mut self, text: &str) -> Result<Vec<Message>, EditFailure> {
         let rules = self.rules();
-        let system = prompt::tools_system(&rules);
+        let system = prompt::tools_system(&rules, !self.creates.is_empty());
         let range = clamp_range(text, &self.request.range);
         let cursor_line = (!range.is_empty() || range.start > 0)
             .then(|| text[..range.start].matches('\n').count() + 1);
@@ -819,9 +839,10 @@ impl<'a> Run<'a> {
                     "",
                     &self.request.instruction,
                     &self.notes,
+                    &self.creates,
                 )),
             ],
-            tools: prompt::edit_tools(),
+            tools: self.tools(),
             ..ChatRequest::default()
         };
         // Half of what the window leaves: the other half is for the rounds that follow (tool
@@ -830,7 +851,12 @@ impl<'a> Run<'a> {
         let budget = (room.saturating_sub(fixed) / 2)
             .min(self.region_budget)
             .max(300);
-        let region = self.region(text, &range, budget);
+        // A new or empty target has nothing to show.
+        let region = if text.trim().is_empty() {
+            String::new()
+        } else {
+            self.region(text, &range, budget)
+        };
         let user = prompt::tools_user(
             &self.rel,
             self.target.as_ref(),
@@ -838,8 +864,67 @@ impl<'a> Run<'a> {
             &region,
             &self.request.instruction,
             &self.notes,
+            &self.creates,
         );
         Ok(vec![Message::system(system), Message::user(user)])
+    }
+
+    /// The tools an attempt of the tools protocol offers: the edit tools, `begin_write` when
+    /// the run creates a file, `end_write` while a session waits for a confirmation.
+    fn tools(&self) -> Vec<ToolSpec> {
+        let mut write = Vec::new();
+        if !self.creates.is_empty() {
+            write.push("begin_write");
+        }
+        if self.writes.awaits_confirmation() {
+            write.push("end_write");
+        }
+        prompt::edit_tools(&write)
+    }
+
+    fn target_exists(&mut self) -> bool {
+        let abs = self.abs.clone();
+        let s = self.session();
+        s.copy.exists(&abs, s.fs.as_ref())
+    }
+
+    /// The files the run is asked to create (see [`Run::creates`]): the target when it does not
+    /// exist or is blank; paths the instruction names that do not exist, when it asks to
+    /// create, write or add something.
+    fn files_to_create(&mut self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if text.trim().is_empty() {
+            out.push(self.rel.clone());
+        }
+        if !asks_to_create(&self.request.instruction) {
+            return out;
+        }
+        let instruction = self.request.instruction.clone();
+        for named in named_paths(&instruction) {
+            let s = self.session();
+            let Ok(resolved) = s.sandbox.resolve(named, s.fs.as_ref()) else {
+                continue;
+            };
+            if !s.copy.exists(&resolved.abs, s.fs.as_ref()) && !out.contains(&resolved.rel) {
+                out.push(resolved.rel);
+            }
+        }
+        out
+    }
+
+    /// The first file the run was asked to create that is still missing or blank.
+    fn still_to_create(&mut self) -> Option<String> {
+        let creates = self.creates.clone();
+        creates.into_iter().find(|rel| {
+            let s = self.session();
+            match s.sandbox.resolve(rel, s.fs.as_ref()) {
+                Ok(r) => s
+                    .copy
+                    .read(&r.abs, s.fs.as_ref())
+                    .map_or(true, |(t, _)| t.trim().is_empty()),
+                Err(_) => false,
+            }
+        })
     }
 
     /// What the model reads after a refused attempt of the same protocol.
@@ -858,11 +943,18 @@ impl<'a> Run<'a> {
                  the complete rewritten {label} in one code block and nothing else."
             );
         }
+        if let Some(new) = self.still_to_create() {
+            return format!(
+                "Attempt {attempt} of {max}. Nothing was written: {reason}\n\n\
+                 Call begin_write with path \"{new}\", then send the whole file as your next \
+                 answer in plain text, ending with the marker begin_write gives you."
+            );
+        }
         // The current text of the target, as much as the window allows.
         let used = count_request(
             &ChatRequest {
                 messages: messages.to_vec(),
-                tools: prompt::edit_tools(),
+                tools: self.tools(),
                 ..ChatRequest::default()
             },
             self.budget.encoding,
@@ -999,6 +1091,28 @@ impl<'a> Run<'a> {
             if *edits > 0 {
                 return Ok(Round::Done);
             }
+            // A code block instead of a begin_write call for a new (or empty) target: its
+            // content, through a write session (validated, continued when cut).
+            if self.creates.contains(&self.rel) && !fenced_blocks(&response.text).is_empty() {
+                let rel = self.rel.clone();
+                let mode = if self.target_exists() {
+                    WholeMode::Overwrite
+                } else {
+                    WholeMode::Create
+                };
+                let session = self.session.get_or_insert_with(tool_loop::empty_session);
+                if let Ok(collected) = self.writes.adopt_block(session, &rel, mode, response) {
+                    messages.push(Message::user(collected.reply));
+                    if collected.wrote.is_none() {
+                        return Ok(Round::Continue);
+                    }
+                    *edits += 1;
+                    if !matched.iter().any(|m| m == "write-session") {
+                        matched.push("write-session".to_owned());
+                    }
+                    return Ok(Round::Done);
+                }
+            }
             // A code block instead of a call: the selection (or the target) rewritten.
             if !fenced_blocks(&response.text).is_empty() {
                 match self.apply_block(&response.text, false) {
@@ -1020,10 +1134,17 @@ impl<'a> Run<'a> {
             }
             self.force_edit = self.ctx.options.force_edit;
             let said = response.text.trim();
+            let way = match self.still_to_create() {
+                Some(new) => format!(
+                    "call begin_write with path \"{new}\", then send the file's content as \
+                     plain text"
+                ),
+                None => "call edit_file with old_string copied from the file and the \
+                         new_string that carries out the instruction"
+                    .to_owned(),
+            };
             let reason = format!(
-                "the answer contained no tool call and no edit{}; call edit_file with \
-                 old_string copied from the file and the new_string that carries out the \
-                 instruction",
+                "the answer contained no tool call and no edit{}; {way}",
                 if response.finish == Some(FinishReason::Length) {
                     " (the answer was cut at the output-token limit)".to_owned()
                 } else if said.is_empty() {
@@ -1089,7 +1210,7 @@ impl<'a> Run<'a> {
     /// not catch, or a bare arguments object), or SEARCH/REPLACE blocks, diffs and patches,
     /// turned into tool calls.
     fn calls_in_text(&mut self, text: &str) -> Vec<ToolCall> {
-        let tools = prompt::edit_tools();
+        let tools = self.tools();
         let mut names: Vec<&str> = tools::TOOL_NAMES.to_vec();
         names.extend(tools.iter().map(|t| t.name.as_str()));
         let found = parse_tool_text(text, &names);
@@ -1126,9 +1247,13 @@ impl<'a> Run<'a> {
     ///   only, whole words only (a rename inside the function asked about, not the file).
     fn prepare_calls(&mut self, calls: Vec<ToolCall>) -> Vec<ToolCall> {
         let text = self.read_target().ok().map(|(t, _)| t);
+        let target_exists = self.target_exists();
         calls
             .into_iter()
             .map(|call| {
+                if tools::canonical_name(&call.name) == Some("begin_write") {
+                    return self.blank_target_overwritten(call, target_exists);
+                }
                 if tools::canonical_name(&call.name) != Some("edit_file") {
                     return call;
                 }
@@ -1169,6 +1294,35 @@ impl<'a> Run<'a> {
                 call
             })
             .collect()
+    }
+
+    /// `begin_write` in mode create (the default) on the run's own blank target, which exists
+    /// (an empty buffer or file the user asked to fill): there is nothing to lose, so it
+    /// overwrites it instead of being refused.
+    fn blank_target_overwritten(&self, mut call: ToolCall, target_exists: bool) -> ToolCall {
+        let names_target = call
+            .arguments
+            .get("path")
+            .or_else(|| call.arguments.get("file_path"))
+            .and_then(Value::as_str)
+            .is_some_and(|p| {
+                let p = p.trim().trim_start_matches("./");
+                p == self.rel || Path::new(p) == self.abs
+            });
+        let create = call
+            .arguments
+            .get("mode")
+            .and_then(Value::as_str)
+            .is_none_or(|m| WholeMode::parse(m) == Some(WholeMode::Create));
+        if target_exists
+            && names_target
+            && create
+            && self.creates.contains(&self.rel)
+            && let Some(args) = call.arguments.as_object_mut()
+        {
+            args.insert("mode".to_owned(), json!("overwrite"));
+        }
+        call
     }
 
     /// A refusal as the model reads it, pointing at the way that works for it when the call
@@ -1354,10 +1508,15 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// The target's text in the working copy; empty while a target the run creates does not
+    /// exist yet.
     fn read_target(&mut self) -> Result<(String, Option<i32>), EditFailure> {
         let abs = self.abs.clone();
         let rel = self.rel.clone();
         let s = self.session();
+        if !s.copy.exists(&abs, s.fs.as_ref()) {
+            return Ok((String::new(), None));
+        }
         s.copy.read(&abs, s.fs.as_ref()).map_err(|e| {
             EditFailure::Target(format!(
                 "{rel}: {}",
@@ -1369,6 +1528,9 @@ impl<'a> Run<'a> {
     /// Reads the file and records the read: the model is shown it, so it may edit it.
     fn read_and_record(&mut self) -> Result<(String, Option<i32>), EditFailure> {
         let (text, version) = self.read_target()?;
+        if !self.target_exists() {
+            return Ok((text, version));
+        }
         let abs = self.abs.clone();
         let s = self.session();
         match version {
@@ -1429,6 +1591,49 @@ enum BlockError {
     NoBlock,
     /// The block does not line up, or breaks the syntax: the message for the model.
     Refused(String),
+}
+
+/// Whether an instruction asks for something new to be made (a file it names that does not
+/// exist is then one to create).
+fn asks_to_create(instruction: &str) -> bool {
+    let lower = instruction.to_lowercase();
+    lower.split(|c: char| !c.is_alphanumeric()).any(|w| {
+        matches!(
+            w,
+            "create" | "new" | "write" | "add" | "generate" | "scaffold" | "make"
+        )
+    })
+}
+
+/// Words of an instruction that look like file paths: a known extension (`src/big.rs`,
+/// `ci.yml`, `README.md`), quotes and trailing punctuation removed, no URLs.
+fn named_paths(instruction: &str) -> Vec<&str> {
+    const TEXT_EXTENSIONS: [&str; 10] = [
+        "md", "markdown", "txt", "yaml", "yml", "html", "css", "sh", "csv", "xml",
+    ];
+    instruction
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| {
+                matches!(
+                    c,
+                    '`' | '"' | '\'' | '(' | ')' | '[' | ']' | ',' | ';' | ':' | '!' | '?'
+                )
+            })
+            .trim_end_matches('.')
+        })
+        .filter(|w| !w.contains("://") && !w.is_empty())
+        .filter(|w| {
+            let name = w.rsplit('/').next().unwrap_or(w);
+            let Some((stem, ext)) = name.rsplit_once('.') else {
+                return false;
+            };
+            !stem.is_empty()
+                && (Language::from_path(name).is_some()
+                    || crate::syntax::validate::Format::of(name).is_some()
+                    || TEXT_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()))
+        })
+        .collect()
 }
 
 /// The line a call names for an insertion (`line`, `start_line`, …), when it names one.
@@ -1541,6 +1746,21 @@ mod tests {
             Some("    middle = 2\n    amid = middle + 1\n    return middle\n")
         );
         assert_eq!(rename_in_lines(text, 3, 5, "xyz", "q"), None);
+    }
+
+    #[test]
+    fn paths_an_instruction_names() {
+        assert_eq!(
+            named_paths("Create `src/big.rs` and tools/inventory.py, then README.md."),
+            ["src/big.rs", "tools/inventory.py", "README.md"]
+        );
+        assert_eq!(
+            named_paths("use e.g. the v1.2 API from https://x.org/a.rs here"),
+            Vec::<&str>::new()
+        );
+        assert!(asks_to_create("Add a CI workflow"));
+        assert!(asks_to_create("write the guide"));
+        assert!(!asks_to_create("rename mid to middle in src/lib.rs"));
     }
 
     #[test]

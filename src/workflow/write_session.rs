@@ -100,6 +100,14 @@ impl WriteSessions {
             .is_some_and(|o| o.expect != Expect::Confirmation)
     }
 
+    /// Whether the open session's content looked unfinished and waits for more of it or for
+    /// `end_write {complete: true}` (the only time `end_write` is of use).
+    pub fn awaits_confirmation(&self) -> bool {
+        self.open
+            .as_ref()
+            .is_some_and(|o| o.expect == Expect::Confirmation)
+    }
+
     /// Runs calls in order: `begin_write` and `end_write` here, the others through `session`
     /// (consecutive ones together, so reads still run in parallel).
     pub fn execute_all(&mut self, session: &mut Session, calls: &[ToolCall]) -> Vec<ToolOutcome> {
@@ -156,30 +164,18 @@ impl WriteSessions {
             Ok(t) => t,
             Err(e) => return fail(e),
         };
-        if let Some(old) = self.open.take() {
-            tracing::debug!("write session {} replaced by a new one", old.id);
-        }
-        self.opened += 1;
-        let id = format!("w{}", self.opened);
-        let marker = streamed::end_marker(&id);
-        let rel = target.resolved.rel.clone();
+        let open = self.open_session(target, mode);
         let text = format!(
-            "Write session {id} is open for {rel} ({}). Send the content as your next answer: \
+            "Write session {} is open for {} ({}). Send the content as your next answer: \
              plain text exactly as the file should read (not JSON, not a tool call), from its \
-             first line to its last. Then write this marker on a line of its own:\n{marker}\n\
+             first line to its last. Then write this marker on a line of its own:\n{}\n\
              If your answer is cut off, you will be told how to continue.",
-            mode.name()
+            open.id,
+            open.target.resolved.rel,
+            mode.name(),
+            open.marker
         );
-        self.open = Some(Open {
-            id,
-            marker,
-            mode,
-            target,
-            received: String::new(),
-            expect: Expect::Content,
-            continuations: 0,
-            resends: 0,
-        });
+        self.open = Some(open);
         outcome(call, "begin_write", text, Status::Ok)
     }
 
@@ -250,7 +246,7 @@ impl WriteSessions {
         if response.text.trim().is_empty() && !response.tool_calls.is_empty() {
             return None;
         }
-        let mut open = self.open.take()?;
+        let open = self.open.take()?;
         let mut reply = String::new();
         if !response.tool_calls.is_empty() {
             reply.push_str(
@@ -259,22 +255,99 @@ impl WriteSessions {
             );
         }
         let cut = streamed::cut_at_marker(&response.text, &open.marker);
-        let body = if cut.ended {
-            let mut b = cut.body.to_owned();
+        let length = response.finish == Some(FinishReason::Length);
+        Some(self.receive(session, open, cut.body, cut.ended, length, reply))
+    }
+
+    /// Takes a code block answered instead of a `begin_write` call as the content of `path`
+    /// (`docs/editing.md`, "Write sessions"): a session is opened for it as if the model had
+    /// called `begin_write`, so the block is validated, checked for an unfinished end and, when
+    /// the answer was cut at the output-token limit, continued. `Err` when `path` may not be
+    /// written whole in `mode` (the message for the model).
+    pub fn adopt_block(
+        &mut self,
+        session: &mut Session,
+        path: &str,
+        mode: WholeMode,
+        response: &ChatResponse,
+    ) -> Result<Collected, String> {
+        let blocks = crate::edit::text::fenced_blocks(&response.text);
+        let Some(block) = blocks.iter().max_by_key(|b| b.body.len()) else {
+            return Err("the answer has no code block".to_owned());
+        };
+        let target = session.check_whole(path, mode).map_err(|e| e.to_string())?;
+        let open = self.open_session(target, mode);
+        let reply = format!(
+            "Your code block was taken as the content of {} (write session {}).\n",
+            open.target.resolved.rel, open.id
+        );
+        let length = response.finish == Some(FinishReason::Length);
+        if block.closed {
+            return Ok(self.receive(session, open, &block.body, true, length, reply));
+        }
+        // An unclosed block keeps its opening fence: the continuation may close it, and the
+        // fence that then wraps all of the content is removed.
+        let from: usize = response
+            .text
+            .split_inclusive('\n')
+            .take(block.open)
+            .map(str::len)
+            .sum();
+        Ok(self.receive(
+            session,
+            open,
+            &response.text[from..],
+            !length,
+            length,
+            reply,
+        ))
+    }
+
+    fn open_session(&mut self, target: WholeTarget, mode: WholeMode) -> Open {
+        if let Some(old) = self.open.take() {
+            tracing::debug!("write session {} replaced by a new one", old.id);
+        }
+        self.opened += 1;
+        let id = format!("w{}", self.opened);
+        Open {
+            marker: streamed::end_marker(&id),
+            id,
+            mode,
+            target,
+            received: String::new(),
+            expect: Expect::Content,
+            continuations: 0,
+            resends: 0,
+        }
+    }
+
+    /// Adds `body` (the text before the marker, or the whole answer when `ended` is false; cut
+    /// at the output-token limit when `length`) to the open session's content, then continues, confirms, validates or applies it.
+    fn receive(
+        &mut self,
+        session: &mut Session,
+        mut open: Open,
+        body: &str,
+        ended: bool,
+        length: bool,
+        mut reply: String,
+    ) -> Collected {
+        let body = if ended {
+            let mut b = body.to_owned();
             if !b.is_empty() && !b.ends_with('\n') {
                 b.push('\n');
             }
             b
         } else {
-            streamed::complete_lines(cut.body).0.to_owned()
+            streamed::complete_lines(body).0.to_owned()
         };
         open.received = match open.expect {
             Expect::Content => body,
             Expect::Continuation | Expect::Confirmation => streamed::join(&open.received, &body),
         };
-        if !cut.ended {
+        if !ended {
             open.continuations += 1;
-            let why = if response.finish == Some(FinishReason::Length) {
+            let why = if length {
                 "was cut off at the output-token limit"
             } else {
                 "ended without the end marker"
@@ -291,12 +364,12 @@ impl WriteSessions {
                     if limit == 1 { "" } else { "s" },
                     open.id
                 ));
-                return Some(Collected { reply, wrote: None });
+                return Collected { reply, wrote: None };
             }
             open.expect = Expect::Continuation;
             reply.push_str(&truncated(&open, why));
             self.open = Some(open);
-            return Some(Collected { reply, wrote: None });
+            return Collected { reply, wrote: None };
         }
         let content = finished_content(&open.received);
         let signs = unfinished_signs(&open, &content);
@@ -318,15 +391,15 @@ impl WriteSessions {
                 open.id
             ));
             self.open = Some(open);
-            return Some(Collected { reply, wrote: None });
+            return Collected { reply, wrote: None };
         }
         match self.apply(session, &mut open, content) {
             Ok((text, path)) => {
                 reply.push_str(&text);
-                Some(Collected {
+                Collected {
                     reply,
                     wrote: Some(path),
-                })
+                }
             }
             Err(text) => {
                 reply.push_str(&text);
@@ -342,7 +415,7 @@ impl WriteSessions {
                         open.id
                     ));
                 }
-                Some(Collected { reply, wrote: None })
+                Collected { reply, wrote: None }
             }
         }
     }
@@ -453,9 +526,15 @@ fn unfinished_signs(open: &Open, content: &str) -> Vec<String> {
     signs
 }
 
+/// The content received so far as the model should count it: without a fence it opened and
+/// has not closed yet (line 1 is the file's first line).
+fn received_so_far(open: &Open) -> &str {
+    streamed::strip_unclosed_opening_fence(&open.received)
+}
+
 /// "continue the content from the line after "…", then the marker".
 fn continue_sentence(open: &Open) -> String {
-    match streamed::last_lines(&open.received, 1).first() {
+    match streamed::last_lines(received_so_far(open), 1).first() {
         Some((_, last)) => format!(
             "continue the content from the line after \"{}\" (do not repeat earlier lines), then \
              write {} on its own line",
@@ -479,10 +558,11 @@ fn continue_instruction(open: &Open) -> String {
 /// The message after an answer that stopped before the marker.
 fn truncated(open: &Open, why: &str) -> String {
     let rel = &open.target.resolved.rel;
-    let last = streamed::last_lines(&open.received, 3);
+    let so_far = received_so_far(open);
+    let last = streamed::last_lines(so_far, 3);
     let mut s = format!(
         "Your answer {why}: {} of {rel} received so far ({}), nothing is written yet.",
-        lines(&open.received),
+        lines(so_far),
         open.id
     );
     if !last.is_empty() {

@@ -456,8 +456,8 @@ pub fn file_uri(path: &Path) -> String {
 
 // ---- scripted model answers ----
 
-/// An answer in the OpenAI chat-completions SSE format: `{"text"}`, `{"calls": [{"name",
-/// "arguments"}]}`, or `"hang"` / `{"hang": …}` (never answers); built by
+/// An answer in the OpenAI chat-completions SSE format: `{"text"}` (with `"finish": "length"`
+/// for one cut at the token limit), `{"calls": [{"name", "arguments"}]}`, or `"hang"` / `{"hang": …}` (never answers); built by
 /// [`patchwise::model::replay::openai_sse`].
 pub fn openai_sse(answer: &Value) -> patchwise::model::replay::Reply {
     use patchwise::model::replay::{Reply, openai_sse};
@@ -475,7 +475,11 @@ pub fn openai_sse(answer: &Value) -> patchwise::model::replay::Reply {
                 .collect();
             openai_sse("", &calls, "tool_calls")
         }
-        None => openai_sse(answer["text"].as_str().unwrap_or_default(), &[], "stop"),
+        None => openai_sse(
+            answer["text"].as_str().unwrap_or_default(),
+            &[],
+            answer["finish"].as_str().unwrap_or("stop"),
+        ),
     }
 }
 

@@ -55,6 +55,7 @@ pub use super::edit::Progress;
 use super::edit::{RULE_FILES, display_path};
 use super::proposal::{Proposal, ProposalFile};
 use super::tool_loop::empty_session;
+use super::write_session::WriteSessions;
 use checks::{CheckRun, Checker};
 use judge::{ChangeStat, Decision, Verdict};
 use plan::{Plan, PlanError};
@@ -422,6 +423,7 @@ pub async fn run(
         models: None,
         calls: Arc::new(AtomicUsize::new(0)),
         percent: 0,
+        writes: WriteSessions::new(ctx.config.tools.clone()),
     };
     let result = run.go().await;
     run.report.model_calls = run.calls.load(Ordering::Relaxed);
@@ -463,6 +465,8 @@ struct Run<'a> {
     models: Option<Roles>,
     calls: Arc<AtomicUsize>,
     percent: u32,
+    /// Long new files streamed as plain text (`begin_write`, `docs/editing.md`).
+    writes: WriteSessions,
 }
 
 /// Percent of the bar where each phase starts.
@@ -753,7 +757,11 @@ impl Run<'_> {
                 extract_region(&text, &tree, rel, &Target::None, &options).text
             }
             Err(_) => {
-                format!("{rel} does not exist yet: create it with write_file (path \"{rel}\").\n")
+                format!(
+                    "{rel} does not exist yet: create it with write_file (path \"{rel}\"), or \
+                     with begin_write when it is longer than about {} lines.\n",
+                    step::LONG_FILE_LINES
+                )
             }
         }
     }
@@ -770,16 +778,19 @@ impl Run<'_> {
             return Ok(Vec::new());
         }
         let mut session = self.session.take().unwrap_or_else(empty_session);
+        // Write sessions answer begin_write and end_write; the rest runs on the session.
+        let mut writes = std::mem::take(&mut self.writes);
         let job = tokio::task::spawn_blocking(move || {
-            let outcomes = session.execute_all(&calls);
-            (session, outcomes)
+            let outcomes = writes.execute_all(&mut session, &calls);
+            (session, writes, outcomes)
         });
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Err(DevelopFailure::Cancelled),
             r = job => match r {
-                Ok((session, outcomes)) => {
+                Ok((session, writes, outcomes)) => {
                     self.session = Some(session);
+                    self.writes = writes;
                     Ok(outcomes)
                 }
                 Err(e) => Err(DevelopFailure::Request(format!("a tool failed unexpectedly: {e}"))),

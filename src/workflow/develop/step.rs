@@ -23,12 +23,17 @@ use crate::edit::formats::{self, Action};
 use crate::edit::ops::Operation;
 use crate::model::{ChatModel, FinishReason, Message, ToolCall, ToolChoice};
 use crate::tools::{self, Status};
-use crate::workflow::tool_loop::broke_off;
+use crate::workflow::tool_loop::{broke_off, empty_session};
 
 use super::checks::describe_failures;
 use super::plan::Plan;
 use super::project::CheckKind;
 use super::{DevelopFailure, Run, StepReport, StepStatus, push_results, rel_of};
+
+/// Lines above which a new file should be written through a write session (`begin_write`, the
+/// content streamed as plain text) rather than inside `write_file`'s JSON string, which small
+/// models cut or escape wrongly (`docs/editing.md`, "Write sessions").
+pub(super) const LONG_FILE_LINES: usize = 40;
 
 /// What a step is asked to do.
 #[derive(Debug, Clone)]
@@ -209,79 +214,95 @@ impl Run<'_> {
         let mut check_ok = true;
         let mut asked_untouched = false;
         for _ in 0..self.ctx.options.max_rounds.max(1) {
-            let response = match self
-                .ask(model, messages, tools.clone(), ToolChoice::Auto, None)
-                .await
-            {
+            // A write session's content comes as plain text.
+            let choice = if self.writes.expects_content() {
+                ToolChoice::None
+            } else {
+                ToolChoice::Auto
+            };
+            let response = match self.ask(model, messages, tools.clone(), choice, None).await {
                 Ok(r) => r,
                 Err(DevelopFailure::Model(e)) if broke_off(&e) => {
                     return Ok(Attempt::Failed(format!("the answer broke off ({e})")));
                 }
                 Err(e) => return Err(e),
             };
-            let calls = self.calls_in(&response, &tools);
-            let native = !response.tool_calls.is_empty();
-            messages.push(response.to_message());
-            if calls.is_empty() {
-                if edited && check_ok {
-                    return Ok(Attempt::Done);
-                }
-                let said = response.text.trim();
-                let why = if response.finish == Some(FinishReason::Length) {
-                    "the answer was cut at the output-token limit".to_owned()
-                } else if said.is_empty() {
-                    "the answer was empty".to_owned()
-                } else {
-                    format!(
-                        "it answered without a tool call: \"{}\"",
-                        crate::edit::text::clip(&said.replace('\n', " "), 160)
-                    )
-                };
-                if !edited && !coached {
-                    coached = true;
-                    memory.notes.push(format!("stuck ({why}); coached once"));
-                    let coaching = self.coaching(spec, refuses(said));
-                    messages.push(Message::user(coaching));
+            // The content of an open write session (or its continuation); once applied, the
+            // check runs as after any edit, its message after the session's.
+            let session = self.session.get_or_insert_with(empty_session);
+            let mut written = String::new();
+            if let Some(collected) = self.writes.take_answer(session, &response) {
+                messages.push(Message::assistant(response.text.clone()));
+                if collected.wrote.is_none() {
+                    messages.push(Message::user(collected.reply));
                     continue;
                 }
-                if edited && !check_ok {
-                    return Ok(Attempt::Failed(format!(
-                        "the model stopped while the check still failed ({why})"
-                    )));
+                written = format!("{}\n", collected.reply);
+            } else {
+                let calls = self.calls_in(&response, &tools);
+                let native = !response.tool_calls.is_empty();
+                messages.push(response.to_message());
+                if calls.is_empty() {
+                    if edited && check_ok {
+                        return Ok(Attempt::Done);
+                    }
+                    let said = response.text.trim();
+                    let why = if response.finish == Some(FinishReason::Length) {
+                        "the answer was cut at the output-token limit".to_owned()
+                    } else if said.is_empty() {
+                        "the answer was empty".to_owned()
+                    } else {
+                        format!(
+                            "it answered without a tool call: \"{}\"",
+                            crate::edit::text::clip(&said.replace('\n', " "), 160)
+                        )
+                    };
+                    if !edited && !coached {
+                        coached = true;
+                        memory.notes.push(format!("stuck ({why}); coached once"));
+                        let coaching = self.coaching(spec, refuses(said));
+                        messages.push(Message::user(coaching));
+                        continue;
+                    }
+                    if edited && !check_ok {
+                        return Ok(Attempt::Failed(format!(
+                            "the model stopped while the check still failed ({why})"
+                        )));
+                    }
+                    return Ok(Attempt::Failed(format!("no change was made: {why}")));
                 }
-                return Ok(Attempt::Failed(format!("no change was made: {why}")));
-            }
-            let (calls, notes) = self.as_meant(calls);
-            let mut outcomes = self.execute(calls).await?;
-            for o in &mut outcomes {
-                if let Some(note) = notes.get(&o.call_id) {
-                    o.content = format!("{note}\n{}", o.content);
+                let (calls, notes) = self.as_meant(calls);
+                let mut outcomes = self.execute(calls).await?;
+                for o in &mut outcomes {
+                    if let Some(note) = notes.get(&o.call_id) {
+                        o.content = format!("{note}\n{}", o.content);
+                    }
                 }
-            }
-            push_results(messages, &outcomes, native);
-            let made = outcomes
-                .iter()
-                .filter(|o| matches!(o.status, Status::Edited { .. }))
-                .count();
-            if made == 0 {
-                let no_op = outcomes.iter().all(|o| {
-                    matches!(&o.status, Status::Failed(e)
-                        if matches!(e.refusal_kind(), Some(RefusalKind::NoOp | RefusalKind::AlreadyApplied)))
-                });
-                if no_op && edited && check_ok {
-                    // Repeating an edit that went through is the model saying it is done.
-                    return Ok(Attempt::Done);
+                push_results(messages, &outcomes, native);
+                let made = outcomes
+                    .iter()
+                    .filter(|o| matches!(o.status, Status::Edited { .. }))
+                    .count();
+                if made == 0 {
+                    let no_op = outcomes.iter().all(|o| {
+                        matches!(&o.status, Status::Failed(e)
+                            if matches!(e.refusal_kind(), Some(RefusalKind::NoOp | RefusalKind::AlreadyApplied)))
+                    });
+                    if no_op && edited && check_ok {
+                        // Repeating an edit that went through is the model saying it is done.
+                        return Ok(Attempt::Done);
+                    }
+                    if no_op && !edited && !coached {
+                        coached = true;
+                        memory
+                            .notes
+                            .push("stuck (its edit changed nothing); coached once".to_owned());
+                        let coaching = self.coaching(spec, false);
+                        messages.push(Message::user(coaching));
+                    }
+                    // Reads, or refusals the model can read and correct: next round.
+                    continue;
                 }
-                if no_op && !edited && !coached {
-                    coached = true;
-                    memory
-                        .notes
-                        .push("stuck (its edit changed nothing); coached once".to_owned());
-                    let coaching = self.coaching(spec, false);
-                    messages.push(Message::user(coaching));
-                }
-                // Reads, or refusals the model can read and correct: next round.
-                continue;
             }
             edited = true;
             let mut runs = self.run_checks(CheckKind::Check).await?;
@@ -296,8 +317,8 @@ impl Run<'_> {
                 }
                 asked_untouched = true;
                 messages.push(Message::user(format!(
-                    "The check passes. This step also names {}, which you have not changed. \
-                     Change it now if the step needs it; otherwise answer `done`.",
+                    "{written}The check passes. This step also names {}, which you have not \
+                     changed. Change it now if the step needs it; otherwise answer `done`.",
                     untouched.join(", ")
                 )));
                 continue;
@@ -341,7 +362,7 @@ impl Run<'_> {
                     )
                 }
             };
-            messages.push(Message::user(message));
+            messages.push(Message::user(format!("{written}{message}")));
         }
         Ok(Attempt::Failed(format!(
             "the step was not finished in {} answers{}",
@@ -367,7 +388,8 @@ impl Run<'_> {
     /// The clean first prompt of an attempt.
     fn step_prompt(&mut self, plan: &Plan, spec: &StepSpec, failures: &[String]) -> Vec<Message> {
         let system = self.system_prompt(
-            "You are a careful coding agent carrying out one step of a plan. You change files \
+            &format!(
+                "You are a careful coding agent carrying out one step of a plan. You change files \
              only through the tools. Rules:\n\
              - Make exactly this step's change, nothing more; keep each file's style and \
              indentation.\n\
@@ -375,10 +397,14 @@ impl Run<'_> {
              of the file. Never copy them into old_string or new_string.\n\
              - edit_file replaces old_string with new_string: copy old_string exactly from the \
              current file, with enough lines to match one place only.\n\
-             - write_file creates a new file; never use it on a file that exists.\n\
+             - write_file creates a new short file; never use it on a file that exists. For a \
+             new file longer than about {LONG_FILE_LINES} lines call begin_write instead, then \
+             send the whole file as your next answer in plain text, ending with the marker \
+             begin_write gives you.\n\
              - Read a file with read_file before editing a file you were not shown.\n\
              - If an edit is refused or a check fails, read the message: it says what to do.\n\
-             - Paths are relative to the workspace root.\n",
+             - Paths are relative to the workspace root.\n"
+            ),
             "Workspace rules (follow them)",
         );
         let mut user = format!("Request: {}\n\n", self.request.request.trim());
@@ -409,7 +435,8 @@ impl Run<'_> {
             }
         }
         user.push_str(
-            "\nRespond with edit_file calls (write_file for a new file) that make this change.",
+            "\nRespond with edit_file calls (write_file or begin_write for a new file) that make \
+             this change.",
         );
         vec![Message::system(system), Message::user(user)]
     }

@@ -25,11 +25,18 @@ pub const EDIT_TOOLS: [&str; 5] = [
     "replace_symbol",
 ];
 
-/// The specs of [`EDIT_TOOLS`] with one-line descriptions and bare parameter schemas (the full
-/// registry descriptions cost ~1,000 tokens per request).
-pub fn edit_tools() -> Vec<ToolSpec> {
+/// The write tools (`docs/editing.md`, "Write sessions"): a run that creates a file offers
+/// `begin_write` besides [`EDIT_TOOLS`], and `end_write` only while a session's content waits
+/// for a confirmation. On an 8k window every tool is paid for in every request.
+pub const WRITE_TOOLS: [&str; 2] = ["begin_write", "end_write"];
+
+/// The specs of [`EDIT_TOOLS`] and of the write tools named in `write` (a part of
+/// [`WRITE_TOOLS`]) with one-line descriptions and bare parameter schemas (the full registry
+/// descriptions cost ~1,000 tokens per request).
+pub fn edit_tools(write: &[&str]) -> Vec<ToolSpec> {
     EDIT_TOOLS
         .iter()
+        .chain(write.iter().filter(|n| WRITE_TOOLS.contains(n)))
         .filter_map(|name| {
             let mut spec = tools::spec(name)?;
             spec.description = short_description(name).to_owned();
@@ -49,6 +56,11 @@ fn short_description(name: &str) -> &'static str {
         "insert_lines" => "Insert text as whole lines after line `line` (0: at the top).",
         "replace_lines" => "Replace lines start..end (inclusive) with text.",
         "replace_symbol" => "Replace a whole function, method or class, found by name, with text.",
+        "begin_write" => {
+            "Write a whole file as plain text: your next answer is its content, ended by the \
+             marker this call returns. mode: create (default), overwrite or append."
+        }
+        "end_write" => "Confirm that a write session's content is complete (complete=true).",
         _ => "",
     }
 }
@@ -75,10 +87,9 @@ pub fn rewrite_system(rules: &str) -> String {
     )
 }
 
-/// System prompt of the tools protocol.
-pub fn tools_system(rules: &str) -> String {
-    with_rules(
-        "You are a careful coding agent. You change files only through the tools.\n\
+/// System prompt of the tools protocol; `write`: the run creates a file, and says how.
+pub fn tools_system(rules: &str, write: bool) -> String {
+    let mut s = "You are a careful coding agent. You change files only through the tools.\n\
          - Make exactly the change the instruction asks for; keep the file's style and \
          indentation.\n\
          - Files are shown with line numbers (number, tab, text); the numbers are not part of \
@@ -86,9 +97,14 @@ pub fn tools_system(rules: &str) -> String {
          - edit_file: copy old_string exactly from the file, with enough lines to match one \
          place only. To add lines, use insert_lines.\n\
          - If an edit is refused, read why, fix the call and try again."
-            .to_owned(),
-        rules,
-    )
+        .to_owned();
+    if write {
+        s.push_str(
+            "\n- To create a file, call begin_write with its path, then send the whole file as \
+             your next answer in plain text, ending with the marker begin_write gives you.",
+        );
+    }
+    with_rules(s, rules)
 }
 
 fn with_rules(mut s: String, rules: &str) -> String {
@@ -159,7 +175,8 @@ pub fn rewrite_user(
 }
 
 /// The first user message of a tools attempt: the region (which shows the target), then what
-/// to do.
+/// to do. `creates`: the files the run is asked to create (the target among them when it does
+/// not exist yet or is empty; then there is no region).
 pub fn tools_user(
     rel: &str,
     target: Option<&EditTarget>,
@@ -167,11 +184,16 @@ pub fn tools_user(
     region: &str,
     instruction: &str,
     notes: &str,
+    creates: &[String],
 ) -> String {
     let mut s = String::new();
-    s.push_str(region.trim_end());
-    s.push_str("\n\n");
+    if !region.trim().is_empty() {
+        s.push_str(region.trim_end());
+        s.push_str("\n\n");
+    }
+    let new_target = creates.iter().any(|c| c == rel);
     match (target, cursor_line) {
+        _ if new_target => s.push_str(&format!("Target: the new file {rel}.\n")),
         (Some(t), _) => {
             s.push_str(&format!(
                 "Target: {} of {rel}, lines {}-{} (shown above)",
@@ -187,11 +209,34 @@ pub fn tools_user(
         (None, Some(line)) => s.push_str(&format!("Target: {rel}, at line {line} (the cursor).\n")),
         (None, None) => s.push_str(&format!("Target: the file {rel}.\n")),
     }
+    let others: Vec<&str> = creates
+        .iter()
+        .filter(|c| *c != rel)
+        .map(String::as_str)
+        .collect();
+    if !others.is_empty() {
+        s.push_str(&format!(
+            "New file{} to create: {}.\n",
+            if others.len() == 1 { "" } else { "s" },
+            others.join(", ")
+        ));
+    }
     s.push_str(&format!("Instruction: {}\n", instruction.trim()));
     if !notes.is_empty() {
         s.push('\n');
         s.push_str(notes.trim_end());
         s.push('\n');
+    }
+    if let Some(first) = creates.first() {
+        s.push_str(&format!(
+            "\nRespond with a begin_write call with path \"{first}\"{}.",
+            if new_target {
+                ""
+            } else {
+                " (or another edit tool)"
+            }
+        ));
+        return s;
     }
     // No "when done, answer in a sentence" here: small local models (Qwen2.5-Coder 1.5B) read
     // it as permission to answer "Done." at once. The turn after a tool result is where a model
@@ -236,7 +281,7 @@ mod tests {
 
     #[test]
     fn edit_tools_are_few_and_short() {
-        let tools = edit_tools();
+        let tools = edit_tools(&[]);
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, EDIT_TOOLS);
         let full = ChatRequest {
@@ -253,6 +298,35 @@ mod tests {
             count_request(&short, Encoding::Cl100k),
         );
         assert!(b * 2 < a, "{b} tokens of tools, all of them {a}");
+    }
+
+    /// What offering the write tools costs per request (`docs/editing.md`, "Write sessions").
+    #[test]
+    fn write_tools_cost_little() {
+        let count = |tools: Vec<ToolSpec>| {
+            let request = ChatRequest {
+                messages: vec![Message::user("x")],
+                tools,
+                ..ChatRequest::default()
+            };
+            count_request(&request, Encoding::Cl100k)
+        };
+        let none = count(Vec::new());
+        let edit = count(edit_tools(&[])) - none;
+        let begin = count(edit_tools(&["begin_write"])) - none;
+        let both = count(edit_tools(&WRITE_TOOLS)) - none;
+        let full: Vec<ToolSpec> = WRITE_TOOLS.iter().filter_map(|n| tools::spec(n)).collect();
+        let full = count([edit_tools(&[]), full].concat()) - none;
+        eprintln!(
+            "tool list tokens (cl100k): edit {edit}, +begin_write {begin}, +end_write {both}, \
+             both with registry descriptions {full}"
+        );
+        assert!(
+            begin - edit <= 80,
+            "begin_write costs {} tokens",
+            begin - edit
+        );
+        assert!(both < full);
     }
 
     #[test]
