@@ -39,7 +39,7 @@ pub fn cut_at_marker<'a>(answer: &'a str, marker: &str) -> Cut<'a> {
         if line.trim() == marker {
             let before = &answer[body_start..start];
             let after = &answer[end..];
-            if !(before.trim().is_empty() && !after.trim().is_empty()) {
+            if !before.trim().is_empty() || after.trim().is_empty() {
                 return Cut {
                     body: before,
                     ended: true,
