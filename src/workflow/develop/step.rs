@@ -19,11 +19,10 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::edit::RefusalKind;
-use crate::edit::formats::{self, Action};
-use crate::edit::ops::Operation;
+use crate::edit::formats;
 use crate::model::{ChatModel, FinishReason, Message, ToolCall, ToolChoice};
 use crate::tools::{self, Status};
-use crate::workflow::tool_loop::{broke_off, empty_session};
+use crate::workflow::tool_loop::{broke_off, empty_session, file_edit_call};
 
 use super::checks::describe_failures;
 use super::plan::Plan;
@@ -492,22 +491,7 @@ pub(super) fn edits_in_text(text: &str) -> Vec<ToolCall> {
     edits
         .into_iter()
         .enumerate()
-        .filter_map(|(i, e)| {
-            let path = e.path?;
-            let (name, arguments) = match e.action {
-                Action::Edit(Operation::Replace {
-                    old,
-                    new,
-                    replace_all,
-                }) => (
-                    "edit_file",
-                    json!({"path": path, "old_string": old, "new_string": new, "replace_all": replace_all}),
-                ),
-                Action::Create(content) => ("write_file", json!({"path": path, "content": content})),
-                _ => return None,
-            };
-            Some(ToolCall::new(format!("text_edit_{i}"), name, arguments))
-        })
+        .filter_map(|(i, e)| file_edit_call(i, e.path?, e.action))
         .collect()
 }
 
