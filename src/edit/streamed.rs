@@ -197,6 +197,100 @@ pub fn join(received: &str, next: &str) -> String {
     out
 }
 
+/// A continuation with the line numbers of the "last lines received" message copied in front of
+/// its lines (`   149\t/// text`, sometimes twice: `   283\t   283\t\t#[test]`). Small models
+/// echo the numbering they were shown. The numbers are stripped only when they are the file's
+/// own: every line that is not blank or a fence carries one (`%6d\t`, or the number alone on an
+/// empty line), they run consecutively, and the first lies within `near` (the lines around the
+/// end of what was received), so a file whose lines start with a number stays as written.
+pub fn strip_echoed_numbers(part: &str, near: std::ops::RangeInclusive<usize>) -> String {
+    let mut text = part.to_owned();
+    // Twice numbered is the most seen; a third layer would be a different habit.
+    for _ in 0..3 {
+        match strip_one_numbering(&text, &near) {
+            Some(stripped) => text = stripped,
+            None => break,
+        }
+    }
+    text
+}
+
+fn strip_one_numbering(part: &str, near: &std::ops::RangeInclusive<usize>) -> Option<String> {
+    let mut out = String::with_capacity(part.len());
+    let mut next: Option<usize> = None;
+    for raw in part.split_inclusive('\n') {
+        let (body, eol) = match raw.strip_suffix('\n') {
+            Some(b) => (b.strip_suffix('\r').unwrap_or(b), &raw[b.len()..]),
+            None => (raw, ""),
+        };
+        if body.trim().is_empty() || fence(body).is_some() {
+            out.push_str(raw);
+            continue;
+        }
+        let trimmed = body.trim_start_matches([' ', '\t']);
+        let digits = trimmed.len()
+            - trimmed
+                .trim_start_matches(|c: char| c.is_ascii_digit())
+                .len();
+        if digits == 0 || digits > 7 {
+            return None;
+        }
+        let n: usize = trimmed[..digits].parse().ok()?;
+        let rest = &trimmed[digits..];
+        let rest = match rest.strip_prefix('\t') {
+            Some(r) => r,
+            None if rest.trim().is_empty() => "",
+            None => return None,
+        };
+        match next {
+            None if !near.contains(&n) => return None,
+            Some(expected) if n != expected => return None,
+            _ => {}
+        }
+        next = Some(n + 1);
+        out.push_str(rest);
+        out.push_str(eol);
+    }
+    next.map(|_| out)
+}
+
+/// Where the end of `text` keeps repeating one block of lines: the model fell into a loop (a
+/// small model at temperature 0 writes the same test function until the output-token limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loop {
+    /// Lines kept: everything before the loop and its first block.
+    pub keep_lines: usize,
+    /// Lines in the repeated block.
+    pub period: usize,
+    /// How many times the block occurs (the last one may be cut short).
+    pub times: usize,
+}
+
+/// Finds a block of up to 40 lines that repeats back to back at least three times up to the end
+/// of `text` and covers at least 12 lines, holding a meaningful line (so closing braces and
+/// blank lines never count). The last occurrence may be cut short. `None` when the end does not
+/// loop.
+pub fn looping_tail(text: &str) -> Option<Loop> {
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    let n = lines.len();
+    (1..=40.min(n / 3)).find_map(|period| {
+        // `run` lines at the end each equal the line `period` before them.
+        let run = (period..n)
+            .rev()
+            .take_while(|&i| lines[i] == lines[i - period])
+            .count();
+        let covered = run + period;
+        let block = &lines[n - covered..n - covered + period];
+        (covered >= 3 * period && covered >= 12 && block.iter().any(|l| meaningful(l))).then(|| {
+            Loop {
+                keep_lines: n - run,
+                period,
+                times: covered.div_ceil(period),
+            }
+        })
+    })
+}
+
 fn starts_with_fence(text: &str) -> bool {
     text.lines()
         .find(|l| !l.trim().is_empty())
@@ -307,6 +401,61 @@ mod tests {
         assert_eq!(cut.body, "a\nb\nDONE\n");
         assert!(cut_at_marker(&format!("x\n  {m}  \r\n"), &m).ended);
         assert!(!cut_at_marker("__END_WRITE_w2__\n", &m).ended);
+    }
+
+    #[test]
+    fn echoed_line_numbers_are_stripped_once_or_twice() {
+        // Shapes recorded from Qwen2.5-Coder 1.5B (fixtures/model/write-sessions/session-0-loop.json).
+        let once = "```\n   149\t/// end of doc\n   150\t}\n   151\n   152\t#[cfg(test)]\n";
+        assert_eq!(
+            strip_echoed_numbers(once, 143..=149),
+            "```\n/// end of doc\n}\n\n#[cfg(test)]\n"
+        );
+        let twice = "   283\t   283\t\t#[test]\n   284\t   284\t\tfn t() {}\n   285\t   285\n";
+        assert_eq!(
+            strip_echoed_numbers(twice, 277..=283),
+            "\t#[test]\n\tfn t() {}\n\n"
+        );
+    }
+
+    #[test]
+    fn numbers_that_are_not_the_files_stay() {
+        // Far from the end of what was received: the file's own numbering (a TSV with an index).
+        let tsv = "1\tapple\n2\tpear\n";
+        assert_eq!(strip_echoed_numbers(tsv, 40..=46), tsv);
+        // Not consecutive, or a line without a number: written as meant.
+        let gaps = "   41\ta\n   43\tb\n";
+        assert_eq!(strip_echoed_numbers(gaps, 40..=46), gaps);
+        let mixed = "   41\ta\nb\n";
+        assert_eq!(strip_echoed_numbers(mixed, 40..=46), mixed);
+    }
+
+    #[test]
+    fn a_block_written_over_and_over_is_a_loop() {
+        let block = "    #[test]\n    fn t() {\n        assert!(ok());\n    }\n\n";
+        // Cut at the limit inside a fifth copy (the cut-off fragment is already dropped).
+        let text = format!(
+            "fn ok() -> bool {{ true }}\n\n{}    #[test]\n",
+            block.repeat(4)
+        );
+        let found = looping_tail(&text).expect("a loop");
+        assert_eq!(found.period, 5);
+        // The blank line before the first copy repeats too, so the loop is read as starting
+        // there: kept are the first line, that blank line and one copy without its own blank.
+        assert_eq!(found.keep_lines, 6);
+        assert_eq!(found.times, 5);
+    }
+
+    #[test]
+    fn short_or_trivial_repeats_are_not_loops() {
+        // Two occurrences only.
+        let block = "    #[test]\n    fn t() {\n        assert!(ok());\n    }\n\n";
+        assert_eq!(looping_tail(&block.repeat(2)), None);
+        // Closing braces and blank lines.
+        assert_eq!(looping_tail(&"}\n\n".repeat(12)), None);
+        // Fewer than 12 lines in all.
+        assert_eq!(looping_tail(&"x = 1\n".repeat(11)), None);
+        assert!(looping_tail(&"x = 1\n".repeat(12)).is_some());
     }
 
     #[test]

@@ -342,16 +342,54 @@ impl WriteSessions {
             streamed::complete_lines(body).0.to_owned()
         };
         open.received = match open.expect {
-            Expect::Content => body,
-            Expect::Continuation | Expect::Confirmation => streamed::join(&open.received, &body),
+            Expect::Content => {
+                if ended && let Some(echo) = begin_arguments(&finished_content(&body)) {
+                    reply.push_str(&format!(
+                        "{echo}, not the content of {}; nothing was written.",
+                        open.target.resolved.rel
+                    ));
+                    let ask = format!(
+                        " Write session {} is open: send the file's content itself as plain \
+                         text, from its first line to its last, then {} on its own line.",
+                        open.id, open.marker
+                    );
+                    return self.resend(open, reply, Some(&ask));
+                }
+                body
+            }
+            Expect::Continuation | Expect::Confirmation => {
+                // The numbers of the "last lines received" message, copied in front of the
+                // lines, are not content.
+                let shown = received_so_far(&open).lines().count();
+                let near = shown.saturating_sub(5).max(1)..=shown + 1;
+                let body = streamed::strip_echoed_numbers(&body, near);
+                streamed::join(&open.received, &body)
+            }
         };
         if !ended {
             open.continuations += 1;
-            let why = if length {
-                "was cut off at the output-token limit"
+            let mut why = if length {
+                "was cut off at the output-token limit".to_owned()
             } else {
-                "ended without the end marker"
+                "ended without the end marker".to_owned()
             };
+            if length && let Some(found) = streamed::looping_tail(&open.received) {
+                // A model in a loop writes the same block until the limit: keep its first
+                // occurrence and ask for what comes after it.
+                let keep: usize = open
+                    .received
+                    .split_inclusive('\n')
+                    .take(found.keep_lines)
+                    .map(str::len)
+                    .sum();
+                open.received.truncate(keep);
+                why = format!(
+                    "repeated the same {} over and over ({} times) until it was cut off at the \
+                     output-token limit; the repeats were dropped",
+                    lines_word(found.period),
+                    found.times
+                );
+            }
             let limit = self.options.write_continuations as usize;
             if open.continuations > limit {
                 reply.push_str(&format!(
@@ -367,7 +405,7 @@ impl WriteSessions {
                 return Collected { reply, wrote: None };
             }
             open.expect = Expect::Continuation;
-            reply.push_str(&truncated(&open, why));
+            reply.push_str(&truncated(&open, &why));
             self.open = Some(open);
             return Collected { reply, wrote: None };
         }
@@ -403,21 +441,30 @@ impl WriteSessions {
             }
             Err(text) => {
                 reply.push_str(&text);
-                if open.resends < MAX_RESENDS {
-                    open.resends += 1;
-                    open.received.clear();
-                    open.expect = Expect::Content;
-                    self.open = Some(open);
-                } else {
-                    reply.push_str(&format!(
-                        "\n(That was the last try: write session {} is closed. Start again with \
-                         begin_write.)",
-                        open.id
-                    ));
-                }
-                Collected { reply, wrote: None }
+                self.resend(open, reply, None)
             }
         }
+    }
+
+    /// Keeps the session open for the content sent again after `reply` (which says what was
+    /// wrong), at most [`MAX_RESENDS`] times; `ask` is how to send it, when `reply` does not say.
+    fn resend(&mut self, mut open: Open, mut reply: String, ask: Option<&str>) -> Collected {
+        if open.resends < MAX_RESENDS {
+            open.resends += 1;
+            open.received.clear();
+            open.expect = Expect::Content;
+            if let Some(ask) = ask {
+                reply.push_str(ask);
+            }
+            self.open = Some(open);
+        } else {
+            reply.push_str(&format!(
+                "\n(That was the last try: write session {} is closed. Start again with \
+                 begin_write.)",
+                open.id
+            ));
+        }
+        Collected { reply, wrote: None }
     }
 
     /// Validates `content` and puts it into the working copy; the text for the model, or why
@@ -490,10 +537,29 @@ fn finished_content(received: &str) -> String {
 }
 
 fn lines(text: &str) -> String {
-    match text.lines().count() {
+    lines_word(text.lines().count())
+}
+
+fn lines_word(n: usize) -> String {
+    match n {
         1 => "1 line".to_owned(),
         n => format!("{n} lines"),
     }
+}
+
+/// Content that is only `begin_write`'s own arguments (`{"path": …, "mode": …}`): a small model
+/// answers the session's first turn with the call it just made. The sentence saying so, or
+/// `None` for real content.
+fn begin_arguments(content: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(content.trim()).ok()?;
+    let object = value.as_object()?;
+    let known = ["path", "file_path", "mode", "id"];
+    (!object.is_empty() && object.keys().all(|k| known.contains(&k.as_str()))).then(|| {
+        format!(
+            "That answer is begin_write's arguments again ({})",
+            serde_json::to_string(&value).unwrap_or_default()
+        )
+    })
 }
 
 fn kind_of(rel: &str) -> Kind {
