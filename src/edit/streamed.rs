@@ -313,6 +313,14 @@ pub fn last_lines(text: &str, n: usize) -> Vec<(usize, &str)> {
     out
 }
 
+/// Whether `path` names a Markdown file (`.md`, `.markdown`, `.mdx`, any case).
+pub fn is_markdown(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    [".md", ".markdown", ".mdx"]
+        .iter()
+        .any(|e| lower.ends_with(e))
+}
+
 /// How the content is read for [`incomplete_signs`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use crate::edit::text::clip;
 use crate::edit::{self, Operation, Refusal, ReplaceOptions};
 use crate::syntax::size::count_lines;
+use crate::syntax::validate::{self, Format};
 use crate::syntax::{Language, SyntaxTree, introduced_problems, replace_symbol, size_tag};
 use crate::workspace::ReadError;
 
@@ -708,6 +709,14 @@ fn write_file(
     args: &Args,
 ) -> Result<(String, PathBuf, String), ToolError> {
     let content = required_string(args, "write_file", "content")?;
+    // A fence around all of the content is the chat habit, not the file (recorded from
+    // Qwen2.5-Coder 1.5B: a ```yaml block inside the JSON string); a Markdown file may be one
+    // code block, so it keeps its fences (`docs/editing.md`, "Write sessions").
+    let content = if edit::streamed::is_markdown(&r.rel) {
+        content
+    } else {
+        edit::streamed::strip_wrapping_fence(&content).to_owned()
+    };
     if session.fs.kind(&r.abs) == Some(EntryKind::Dir) {
         return Err(ToolError::IsDirectory {
             path: r.rel.clone(),
@@ -752,6 +761,27 @@ fn refused(r: &Resolved, refusal: Refusal) -> ToolError {
     }
 }
 
+/// TOML and YAML, which tree-sitter does not check here, parsed like a write session's content
+/// (`docs/editing.md`, "Write sessions"): refused only when the change makes a file that parsed
+/// (or did not exist) fail to parse.
+fn check_data(r: &Resolved, before: &str, after: &str) -> Result<(), ToolError> {
+    let Some(format @ (Format::Toml | Format::Yaml)) = Format::of(&r.rel) else {
+        return Ok(());
+    };
+    if !before.trim().is_empty() && !validate::validate(format, before).is_empty() {
+        return Ok(());
+    }
+    let problems = validate::validate(format, after);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let listed: Vec<String> = problems.iter().take(5).map(|p| format!("  {p}")).collect();
+    Err(ToolError::Syntax {
+        path: r.rel.clone(),
+        problems: listed.join("\n"),
+    })
+}
+
 fn check_syntax(
     session: &Session,
     r: &Resolved,
@@ -762,7 +792,7 @@ fn check_syntax(
         return Ok(());
     }
     let Some(language) = Language::from_path(&r.rel) else {
-        return Ok(());
+        return check_data(r, before, after);
     };
     let problems = introduced_problems(language, before, after);
     if problems.is_empty() {

@@ -563,8 +563,7 @@ fn begin_arguments(content: &str) -> Option<String> {
 }
 
 fn kind_of(rel: &str) -> Kind {
-    let lower = rel.to_ascii_lowercase();
-    if lower.ends_with(".md") || lower.ends_with(".markdown") || lower.ends_with(".mdx") {
+    if streamed::is_markdown(rel) {
         Kind::Markdown
     } else if Format::of(rel).is_some() {
         Kind::Code
