@@ -118,6 +118,19 @@ pub fn strip_unclosed_opening_fence(content: &str) -> &str {
     &content[start..]
 }
 
+/// Whether `part`, added to `received`, closes a fence that wraps all of the content: the model
+/// ended its content its own way (a closed code block, then nothing) instead of with the marker.
+/// Qwen2.5-Coder 1.5B ended every answer of one recorded run so
+/// (`fixtures/write/scenarios/recorded_closed_block_without_marker.json`).
+pub fn closed_by_fence(received: &str, part: &str) -> bool {
+    let whole = format!("{received}{part}");
+    part.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|l| fence(l).is_some())
+        && strip_wrapping_fence(&whole).len() != whole.len()
+}
+
 /// The line of a fence left open at the end of `text` (1-based), if any.
 pub fn unclosed_fence(text: &str) -> Option<usize> {
     let mut open: Option<(char, usize, usize)> = None;
@@ -464,6 +477,25 @@ mod tests {
         // Fewer than 12 lines in all.
         assert_eq!(looping_tail(&"x = 1\n".repeat(11)), None);
         assert!(looping_tail(&"x = 1\n".repeat(12)).is_some());
+    }
+
+    #[test]
+    fn a_closed_block_around_all_of_it_ends_the_content() {
+        assert!(closed_by_fence("", "```rust\nfn a() {}\n```\n"));
+        // A continuation closing the fence the content opened.
+        assert!(closed_by_fence("```rust\nfn a() {\n", "}\n```\n"));
+        // No fence, text after the block, or an opening fence only: not ended.
+        assert!(!closed_by_fence("", "fn a() {}\n"));
+        assert!(!closed_by_fence(
+            "",
+            "```rust\nfn a() {}\n```\nThat is the file.\n"
+        ));
+        assert!(!closed_by_fence("", "```rust\nfn a() {}\n"));
+        // Two separate blocks are not one around all of it.
+        assert!(!closed_by_fence(
+            "",
+            "```rust\na\n```\ntext\n```rust\nb\n```\n"
+        ));
     }
 
     #[test]

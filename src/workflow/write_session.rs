@@ -256,7 +256,18 @@ impl WriteSessions {
         }
         let cut = streamed::cut_at_marker(&response.text, &open.marker);
         let length = response.finish == Some(FinishReason::Length);
-        Some(self.receive(session, open, cut.body, cut.ended, length, reply))
+        // An answer that stopped on its own right after closing the code block around the
+        // content has ended it; whether the content is finished is checked as for a marker.
+        let mut ended = cut.ended;
+        if !ended && !length && streamed::closed_by_fence(&open.received, cut.body) {
+            ended = true;
+            reply.push_str(&format!(
+                "(No end marker: the closed code block was taken as the end of the content. \
+                 Next time end it with {} on its own line.)\n",
+                open.marker
+            ));
+        }
+        Some(self.receive(session, open, cut.body, ended, length, reply))
     }
 
     /// Takes a code block answered instead of a `begin_write` call as the content of `path`
