@@ -15,7 +15,7 @@ use support::client::{
     CodeActions, ProposalContent, ProposalContentParams, ResponseError, RunFinished,
     TaggedCodeAction, TestServer, path_uri, text_edits,
 };
-use support::{Options, openai_sse as sse, snapshot};
+use support::{Options, edit_scenario, openai_sse as sse, snapshot};
 use tower_lsp_server::ls_types::notification::{
     Progress, PublishDiagnostics, ShowMessage, WorkDoneProgressCancel,
 };
@@ -37,10 +37,7 @@ fn fixtures() -> PathBuf {
 }
 
 fn scenario(name: &str) -> Value {
-    let all: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("scenarios.json")).unwrap())
-            .unwrap();
-    all[name].clone()
+    edit_scenario(name).0
 }
 
 struct Setup {
@@ -158,12 +155,6 @@ fn restart(setup: &mut Setup, caps: Value) {
     let next = start_server(setup._dir.path(), &setup.root, &setup.model, "native", caps);
     let old = std::mem::replace(&mut setup.server, next);
     old.shutdown();
-}
-
-fn script(name: &str) -> (Value, Vec<Reply>) {
-    let s = scenario(name);
-    let replies = s["coder"].as_array().unwrap().iter().map(sse).collect();
-    (s, replies)
 }
 
 fn lines_range(s: &Value) -> Value {
@@ -360,7 +351,7 @@ fn accept(setup: &mut Setup, id: &Value, version: i32) -> String {
 
 #[test]
 fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_applies() {
-    let (s, replies) = script("misindented");
+    let (s, replies) = edit_scenario("misindented");
     let mut setup = setup(replies, "native", true, None);
     let result = edit(&mut setup, &s).unwrap();
     let id = result["id"].clone();
@@ -474,7 +465,7 @@ fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_appli
 
 #[test]
 fn ambiguous_edit_is_refused_then_retried_with_more_context() {
-    let (s, replies) = script("ambiguous_then_context");
+    let (s, replies) = edit_scenario("ambiguous_then_context");
     let mut setup = setup(replies, "native", false, None);
     let result = edit(&mut setup, &s).unwrap();
     // The refusal went back to the model, naming both places.
@@ -492,7 +483,7 @@ fn ambiguous_edit_is_refused_then_retried_with_more_context() {
 
 #[test]
 fn when_every_attempt_fails_the_user_is_told_and_nothing_changes() {
-    let (s, replies) = script("every_attempt_fails");
+    let (s, replies) = edit_scenario("every_attempt_fails");
     let mut setup = setup(replies, "native", false, None);
     let before = view(&mut setup);
     let err = edit(&mut setup, &s).unwrap_err();
@@ -512,7 +503,7 @@ fn when_every_attempt_fails_the_user_is_told_and_nothing_changes() {
 
 #[test]
 fn a_model_without_tool_support_uses_the_text_format() {
-    let (s, replies) = script("text_tools");
+    let (s, replies) = edit_scenario("text_tools");
     let mut setup = setup(replies, "text", false, None);
     let result = edit(&mut setup, &s).unwrap();
     // No native tools were offered to this model.
@@ -567,7 +558,7 @@ fn a_hung_model_is_cancelled_by_the_user() {
 
 #[test]
 fn a_user_edit_elsewhere_moves_the_proposal_and_one_on_the_target_makes_it_stale() {
-    let (s, replies) = script("misindented");
+    let (s, replies) = edit_scenario("misindented");
     let mut setup = setup(replies, "native", false, None);
     let id = edit(&mut setup, &s).unwrap()["id"].clone();
     let _ = last_diagnostics(&mut setup);
@@ -584,7 +575,7 @@ fn a_user_edit_elsewhere_moves_the_proposal_and_one_on_the_target_makes_it_stale
     setup.server.shutdown();
 
     // Now a change on the very lines the proposal replaces.
-    let (s, replies) = script("misindented");
+    let (s, replies) = edit_scenario("misindented");
     let mut setup = self::setup(replies, "native", false, None);
     let id = edit(&mut setup, &s).unwrap()["id"].clone();
     let _ = last_diagnostics(&mut setup);
@@ -643,7 +634,7 @@ fn code_actions(
 
 #[test]
 fn code_actions_offer_commands_and_never_call_the_model() {
-    let (s, replies) = script("instruction_comment");
+    let (s, replies) = edit_scenario("instruction_comment");
     let disk = std::fs::read_to_string(fixtures().join("workspace/src/lib.rs")).unwrap();
     let with_comment = disk.replacen(
         "    pub fn norm1",
@@ -773,7 +764,7 @@ fn run_action(
 /// A client that is not ours: the instruction-comment flow as Emacs + eglot runs it.
 #[test]
 fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words() {
-    let (s, replies) = script("instruction_comment");
+    let (s, replies) = edit_scenario("instruction_comment");
     let disk = std::fs::read_to_string(fixtures().join("workspace/src/lib.rs")).unwrap();
     let with_comment = disk.replacen(
         "    pub fn norm1",
@@ -861,7 +852,7 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
 /// A proposal with two hunks is reviewed hunk by hunk.
 #[test]
 fn hunks_are_accepted_and_rejected_one_by_one() {
-    let (s, replies) = script("two_hunks");
+    let (s, replies) = edit_scenario("two_hunks");
     let mut setup = setup(replies, "native", false, None);
     let result = edit(&mut setup, &s).unwrap();
     let id = result["id"].clone();
@@ -984,7 +975,7 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
 /// Pending proposals survive a restart, and come back stale when their target changed.
 #[test]
 fn proposals_survive_a_restart_and_go_stale_when_the_file_changed() {
-    let (s, replies) = script("misindented");
+    let (s, replies) = edit_scenario("misindented");
     let mut setup = setup(replies, "native", false, None);
     let id = edit(&mut setup, &s).unwrap()["id"].clone();
     let _ = last_diagnostics(&mut setup);
@@ -1028,7 +1019,7 @@ fn proposals_survive_a_restart_and_go_stale_when_the_file_changed() {
     setup.server.shutdown();
 
     // A proposal whose target was edited on disk while the server was away is stale.
-    let (s, replies) = script("misindented");
+    let (s, replies) = edit_scenario("misindented");
     let mut setup = self::setup(replies, "native", false, None);
     let id = edit(&mut setup, &s).unwrap()["id"].clone();
     let _ = last_diagnostics(&mut setup);
