@@ -15,19 +15,19 @@ use patchwise::model::replay::ReplayServer;
 use serde_json::{Value, json};
 use support::client::{
     CodeActions, ResponseError, TaggedCodeAction, TestServer, created_files, document_edits,
-    path_uri, text_edits,
+    path_uri, progress_message, text_edits,
 };
-use support::{Options, copy_dir, develop_models, tree};
+use support::{copy_dir, develop_models, tree};
 use tower_lsp_server::ls_types::notification::{Progress, PublishDiagnostics};
 use tower_lsp_server::ls_types::request::{
     ApplyWorkspaceEdit, ShowDocument, ShowMessageRequest, WorkDoneProgressCreate,
 };
 use tower_lsp_server::ls_types::{
     ClientCapabilities, CodeActionContext, CodeActionParams, Command, MessageActionItem,
-    NumberOrString, PartialResultParams, Position, ProgressParamsValue, Range,
-    ResourceOperationKind, ShowDocumentClientCapabilities, TextDocumentIdentifier, Uri,
-    WindowClientCapabilities, WorkDoneProgress, WorkDoneProgressParams,
-    WorkspaceClientCapabilities, WorkspaceEdit, WorkspaceEditClientCapabilities,
+    NumberOrString, PartialResultParams, Position, Range, ResourceOperationKind,
+    ShowDocumentClientCapabilities, TextDocumentIdentifier, Uri, WindowClientCapabilities,
+    WorkDoneProgress, WorkDoneProgressParams, WorkspaceClientCapabilities, WorkspaceEdit,
+    WorkspaceEditClientCapabilities,
 };
 
 fn fixtures() -> PathBuf {
@@ -83,13 +83,7 @@ fn setup_runs(approve: &str, runs: usize, edits: WorkspaceEditClientCapabilities
         ..ClientCapabilities::default()
     };
     let (mut server, _) = TestServer::builder()
-        .options(Options {
-            env: vec![(
-                "XDG_CONFIG_HOME",
-                dir.path().join("config").display().to_string(),
-            )],
-            ..Options::default()
-        })
+        .config_home(&dir.path().join("config"))
         .capabilities(capabilities)
         .root(&root)
         .initialization_options(init)
@@ -172,23 +166,11 @@ fn develop_shows_the_plan_asks_approval_and_accepts_as_one_workspace_edit() {
     let diff = result["diff"].as_str().unwrap();
     assert!(diff.contains("tests/counts.rs (new file)"), "{diff}");
     // Progress with phases and percentages.
-    let reports: Vec<WorkDoneProgress> = setup
-        .server
-        .received::<Progress>()
-        .into_iter()
-        .map(|p| match p.value {
-            ProgressParamsValue::WorkDone(progress) => progress,
-        })
-        .collect();
+    let reports = setup.server.received_progress();
     assert!(
-        reports.iter().any(|v| {
-            let message = match v {
-                WorkDoneProgress::Begin(b) => &b.message,
-                WorkDoneProgress::Report(r) => &r.message,
-                WorkDoneProgress::End(e) => &e.message,
-            };
-            message.as_deref().is_some_and(|m| m.contains("step 2/3"))
-        }),
+        reports
+            .iter()
+            .any(|v| progress_message(v).is_some_and(|m| m.contains("step 2/3"))),
         "{reports:?}"
     );
     assert!(

@@ -13,9 +13,9 @@ use patchwise::model::replay::{ReplayServer, Reply};
 use serde_json::{Value, json};
 use support::client::{
     CodeActions, ProposalContent, ProposalContentParams, ResponseError, RunFinished,
-    TaggedCodeAction, TestServer, path_uri, text_edits,
+    TaggedCodeAction, TestServer, path_uri, progress_message, ranged, text_edits, whole,
 };
-use support::{Options, edit_scenario, openai_sse as sse, snapshot};
+use support::{edit_scenario, openai_sse as sse, snapshot};
 use tower_lsp_server::ls_types::notification::{
     Progress, PublishDiagnostics, ShowMessage, WorkDoneProgressCancel,
 };
@@ -27,9 +27,8 @@ use tower_lsp_server::ls_types::{
     ApplyWorkspaceEditParams, CodeActionContext, CodeActionParams, CodeLens, CodeLensParams,
     Diagnostic, DiagnosticSeverity, DocumentChangeOperation, DocumentChanges, ExecuteCommandParams,
     Hover, HoverContents, HoverParams, MarkupContent, MarkupKind, PartialResultParams, Position,
-    ProgressParamsValue, Range, TextDocumentContentChangeEvent, TextDocumentEdit,
-    TextDocumentIdentifier, TextDocumentPositionParams, TextEdit, Uri, WorkDoneProgress,
-    WorkDoneProgressCancelParams, WorkDoneProgressParams,
+    Range, TextDocumentEdit, TextDocumentIdentifier, TextDocumentPositionParams, TextEdit, Uri,
+    WorkDoneProgress, WorkDoneProgressCancelParams, WorkDoneProgressParams,
 };
 
 fn fixtures() -> PathBuf {
@@ -132,10 +131,7 @@ fn start_server(
         "data_dir": dir.join("data"),
     });
     let (mut server, _) = TestServer::builder()
-        .options(Options {
-            env: vec![("XDG_CONFIG_HOME", dir.join("config").display().to_string())],
-            ..Options::default()
-        })
+        .config_home(&dir.join("config"))
         .capabilities_json(caps)
         .root(root)
         .initialization_options(init)
@@ -283,14 +279,6 @@ fn last_diagnostics(setup: &mut Setup) -> Vec<Diagnostic> {
         .diagnostics
 }
 
-fn whole(text: &str) -> TextDocumentContentChangeEvent {
-    TextDocumentContentChangeEvent {
-        range: None,
-        range_length: None,
-        text: text.to_owned(),
-    }
-}
-
 fn assert_disk_untouched(setup: &Setup) {
     assert_eq!(
         std::fs::read_to_string(&setup.file).unwrap(),
@@ -380,14 +368,7 @@ fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_appli
             .received_requests::<WorkDoneProgressCreate>()
             .is_empty()
     );
-    let progress: Vec<WorkDoneProgress> = setup
-        .server
-        .received::<Progress>()
-        .into_iter()
-        .map(|p| match p.value {
-            ProgressParamsValue::WorkDone(progress) => progress,
-        })
-        .collect();
+    let progress = setup.server.received_progress();
     assert!(
         matches!(progress.first(), Some(WorkDoneProgress::Begin(_))),
         "{progress:?}"
@@ -396,14 +377,11 @@ fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_appli
         matches!(progress.last(), Some(WorkDoneProgress::End(_))),
         "{progress:?}"
     );
-    assert!(progress.iter().any(|p| {
-        let message = match p {
-            WorkDoneProgress::Begin(b) => &b.message,
-            WorkDoneProgress::Report(r) => &r.message,
-            WorkDoneProgress::End(e) => &e.message,
-        };
-        message.as_deref().is_some_and(|m| m.contains("asking"))
-    }));
+    assert!(
+        progress
+            .iter()
+            .any(|p| progress_message(p).is_some_and(|m| m.contains("asking")))
+    );
     let diagnostics = setup
         .server
         .received::<PublishDiagnostics>()
@@ -599,17 +577,6 @@ fn a_user_edit_elsewhere_moves_the_proposal_and_one_on_the_target_makes_it_stale
             .is_empty()
     );
     setup.server.shutdown();
-}
-
-fn ranged(start: (u32, u32), end: (u32, u32), text: &str) -> TextDocumentContentChangeEvent {
-    TextDocumentContentChangeEvent {
-        range: Some(Range::new(
-            Position::new(start.0, start.1),
-            Position::new(end.0, end.1),
-        )),
-        range_length: None,
-        text: text.to_owned(),
-    }
 }
 
 fn code_actions(

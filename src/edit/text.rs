@@ -392,7 +392,8 @@ pub struct Fenced {
 /// A fence line (```` ``` ```` or `~~~`, three or more, spaces around allowed): its character,
 /// its length and its info string. A line of backticks whose info string holds a backtick is an
 /// inline code span, not a fence. This is the one fence reader of the crate: answers, edit
-/// formats, snippets and streamed content all use it (directly or through [`fence_at`]).
+/// formats, snippets, streamed content, research text and plans all use it (directly or through
+/// [`fence_at`] and [`Fences`]).
 pub fn fence_line(line: &str) -> Option<(char, usize, &str)> {
     let t = line.trim();
     let ch = t.chars().next().filter(|c| *c == '`' || *c == '~')?;

@@ -21,16 +21,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tower_lsp_server::ls_types::notification::{
     DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Initialized, Notification,
+    Progress,
 };
 use tower_lsp_server::ls_types::request::{ExecuteCommand, Initialize, Request, Shutdown};
 use tower_lsp_server::ls_types::{
     ClientCapabilities, CodeAction, CodeActionParams, Command, CreateFile,
     DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
     DocumentChangeOperation, DocumentChanges, ExecuteCommandParams, InitializeParams,
-    InitializeResult, OneOf, ResourceOp, ShowDocumentClientCapabilities,
-    TextDocumentContentChangeEvent, TextDocumentEdit, TextDocumentIdentifier, TextDocumentItem,
-    TextEdit, Uri, VersionedTextDocumentIdentifier, WindowClientCapabilities,
-    WorkDoneProgressParams, WorkspaceEdit,
+    InitializeResult, OneOf, Position, ProgressParamsValue, Range, ResourceOp,
+    ShowDocumentClientCapabilities, TextDocumentContentChangeEvent, TextDocumentEdit,
+    TextDocumentIdentifier, TextDocumentItem, TextEdit, Uri, VersionedTextDocumentIdentifier,
+    WindowClientCapabilities, WorkDoneProgress, WorkDoneProgressParams, WorkspaceEdit,
 };
 
 use super::{Options, PATIENCE, Server};
@@ -114,6 +115,36 @@ impl Request for CodeActions {
     type Params = CodeActionParams;
     type Result = Option<Vec<TaggedCodeAction>>;
     const METHOD: &'static str = "textDocument/codeAction";
+}
+
+/// A change of the whole text.
+pub fn whole(text: &str) -> TextDocumentContentChangeEvent {
+    TextDocumentContentChangeEvent {
+        range: None,
+        range_length: None,
+        text: text.to_owned(),
+    }
+}
+
+/// A change of the range from `start` to `end`, each `(line, character)`.
+pub fn ranged(start: (u32, u32), end: (u32, u32), text: &str) -> TextDocumentContentChangeEvent {
+    TextDocumentContentChangeEvent {
+        range: Some(Range::new(
+            Position::new(start.0, start.1),
+            Position::new(end.0, end.1),
+        )),
+        range_length: None,
+        text: text.to_owned(),
+    }
+}
+
+/// The message of a work-done progress notification (begin, report or end), if it has one.
+pub fn progress_message(progress: &WorkDoneProgress) -> Option<&str> {
+    match progress {
+        WorkDoneProgress::Begin(b) => b.message.as_deref(),
+        WorkDoneProgress::Report(r) => r.message.as_deref(),
+        WorkDoneProgress::End(e) => e.message.as_deref(),
+    }
 }
 
 /// The text document edits of a workspace edit, in order, whichever form it takes.
@@ -219,6 +250,15 @@ impl<'a> Builder<'a> {
     /// The workspace root (`rootUri`).
     pub fn root(mut self, root: &Path) -> Self {
         self.root = Some(path_uri(root));
+        self
+    }
+
+    /// The user configuration directory (`XDG_CONFIG_HOME`), so that the configuration of
+    /// whoever runs the tests never reaches the server.
+    pub fn config_home(mut self, dir: &Path) -> Self {
+        self.options
+            .env
+            .push(("XDG_CONFIG_HOME", dir.display().to_string()));
         self
     }
 
@@ -408,6 +448,16 @@ impl TestServer {
             .wait_for(|m| m["method"] == R::METHOD && m.get("id").is_some());
         serde_json::from_value(message["params"].clone())
             .unwrap_or_else(|e| panic!("{} does not parse ({e}): {message}", R::METHOD))
+    }
+
+    /// The work-done progress (`$/progress`) read so far, oldest first.
+    pub fn received_progress(&mut self) -> Vec<WorkDoneProgress> {
+        self.received::<Progress>()
+            .into_iter()
+            .map(|p| match p.value {
+                ProgressParamsValue::WorkDone(progress) => progress,
+            })
+            .collect()
     }
 
     /// Notifications `N` are not reported as unread.
