@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use patchwise::logging::{self, LogOptions};
-use patchwise::lsp::Exit;
+use patchwise::lsp::ServerExit;
 
 #[derive(Debug, Parser)]
 #[command(name = "patchwise", version, about, long_about = None)]
@@ -71,8 +71,8 @@ fn main() -> ExitCode {
         Command::Mcp(args) => patchwise::cli::mcp::run(&args),
         Command::Research(args) => patchwise::cli::research::run(&args),
         Command::Serve => match patchwise::lsp::run_stdio() {
-            Ok(Exit::Clean) => ExitCode::SUCCESS,
-            Ok(Exit::WithoutShutdown) => {
+            Ok(ServerExit::Clean) => ExitCode::SUCCESS,
+            Ok(ServerExit::WithoutShutdown) => {
                 tracing::info!("stopped without a shutdown request");
                 ExitCode::FAILURE
             }

@@ -3,7 +3,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::client::{TestServer, ViewFileText, ViewFileTextParams, path_uri, uri};
+use support::client::{TestServer, ViewFileText, ViewFileTextParams, path_uri, ranged, uri, whole};
 use support::{Enc, Options, Rng, position_of};
 use tower_lsp_server::ls_types::notification::{DidChangeConfiguration, Exit, ShowMessage};
 use tower_lsp_server::ls_types::{
@@ -15,26 +15,6 @@ const URI: &str = "file:///tmp/patchwise-test/main.rs";
 
 fn open(server: &mut TestServer, uri: &Uri, text: &str, version: i32) {
     server.open(uri, "rust", text, version);
-}
-
-/// A whole-text change.
-fn whole(text: &str) -> TextDocumentContentChangeEvent {
-    TextDocumentContentChangeEvent {
-        range: None,
-        range_length: None,
-        text: text.to_owned(),
-    }
-}
-
-fn ranged(start: (u32, u32), end: (u32, u32), text: &str) -> TextDocumentContentChangeEvent {
-    TextDocumentContentChangeEvent {
-        range: Some(Range::new(
-            Position::new(start.0, start.1),
-            Position::new(end.0, end.1),
-        )),
-        range_length: None,
-        text: text.to_owned(),
-    }
 }
 
 fn caps_with_encodings(encodings: &[&str]) -> ClientCapabilities {
@@ -424,13 +404,7 @@ fn configuration_problems_are_shown_and_the_server_still_starts() {
     )
     .unwrap();
     let (mut server, _) = TestServer::builder()
-        .options(Options {
-            env: vec![(
-                "XDG_CONFIG_HOME",
-                dir.path().join("user-config").display().to_string(),
-            )],
-            ..Options::default()
-        })
+        .config_home(&dir.path().join("user-config"))
         .root(dir.path())
         .start();
     let shown = server.notification::<ShowMessage>();

@@ -8,33 +8,56 @@
 
 mod support;
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use patchwise::model::replay::ReplayServer;
 use serde_json::{Value, json};
-use support::{Options, Server, copy_dir, develop_models, file_uri, tree};
+use support::client::{
+    CodeActions, ResponseError, TaggedCodeAction, TestServer, created_files, document_edits,
+    path_uri, progress_message, text_edits,
+};
+use support::{copy_dir, develop_models, tree};
+use tower_lsp_server::ls_types::notification::{Progress, PublishDiagnostics};
+use tower_lsp_server::ls_types::request::{
+    ApplyWorkspaceEdit, ShowDocument, ShowMessageRequest, WorkDoneProgressCreate,
+};
+use tower_lsp_server::ls_types::{
+    ClientCapabilities, CodeActionContext, CodeActionParams, Command, MessageActionItem,
+    NumberOrString, PartialResultParams, Position, Range, ResourceOperationKind,
+    ShowDocumentClientCapabilities, TextDocumentIdentifier, Uri, WindowClientCapabilities,
+    WorkDoneProgress, WorkDoneProgressParams, WorkspaceClientCapabilities, WorkspaceEdit,
+    WorkspaceEditClientCapabilities,
+};
 
 fn fixtures() -> PathBuf {
     support::fixture("develop")
 }
 
 struct Setup {
+    server: TestServer,
     _runtime: tokio::runtime::Runtime,
     _planner: ReplayServer,
     coder: ReplayServer,
-    dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
     root: PathBuf,
-    server: Server,
 }
 
 fn setup(approve: &str) -> Setup {
-    let edits = json!({ "documentChanges": true, "resourceOperations": ["create"] });
+    let edits = WorkspaceEditClientCapabilities {
+        document_changes: Some(true),
+        resource_operations: Some(vec![ResourceOperationKind::Create]),
+        ..WorkspaceEditClientCapabilities::default()
+    };
     setup_runs(approve, 1, edits)
 }
 
 /// A server whose planner and coder answer the happy-path scenario `runs` times over, for a
-/// client whose `workspace.workspaceEdit` capabilities are `edits`.
-fn setup_runs(approve: &str, runs: usize, edits: Value) -> Setup {
+/// client whose `workspace.workspaceEdit` capabilities are `edits` and who answers the
+/// approval question with `approve`.
+///
+/// Runs report progress; the test about it reads it, the others let it be.
+fn setup_runs(approve: &str, runs: usize, edits: WorkspaceEditClientCapabilities) -> Setup {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -45,96 +68,92 @@ fn setup_runs(approve: &str, runs: usize, edits: Value) -> Setup {
     copy_dir(&fixtures().join("rust"), &root);
     let (_, planner, coder, init) =
         develop_models(&runtime, "rust_happy_path", runs, &dir.path().join("data"));
-    let mut server = Server::spawn(Options {
-        env: vec![(
-            "XDG_CONFIG_HOME",
-            dir.path().join("config").display().to_string(),
-        )],
-        ..Options::default()
-    });
-    server.replies.insert(
-        "window/showMessageRequest".to_owned(),
-        json!({ "title": approve }),
-    );
-    server
-        .request(
-            "initialize",
-            json!({
-                "processId": null,
-                "rootUri": file_uri(&root),
-                "capabilities": {
-                    // Like VS Code and the Neovim plugin: this client asks for the request of
-                    // "Develop…".
-                    "experimental": { "patchwise": { "instructionInput": true } },
-                    "window": { "workDoneProgress": true, "showDocument": { "support": true } },
-                    "workspace": { "workspaceEdit": edits },
-                },
-                "initializationOptions": init,
-            }),
-        )
-        .unwrap();
-    server.notify("initialized", json!({}));
+    let capabilities = ClientCapabilities {
+        // Like VS Code and the Neovim plugin: this client asks for the request of "Develop…".
+        experimental: Some(json!({ "patchwise": { "instructionInput": true } })),
+        window: Some(WindowClientCapabilities {
+            work_done_progress: Some(true),
+            show_document: Some(ShowDocumentClientCapabilities { support: true }),
+            ..WindowClientCapabilities::default()
+        }),
+        workspace: Some(WorkspaceClientCapabilities {
+            workspace_edit: Some(edits),
+            ..WorkspaceClientCapabilities::default()
+        }),
+        ..ClientCapabilities::default()
+    };
+    let (mut server, _) = TestServer::builder()
+        .config_home(&dir.path().join("config"))
+        .capabilities(capabilities)
+        .root(&root)
+        .initialization_options(init)
+        .reply::<ShowMessageRequest>(Some(MessageActionItem {
+            title: approve.to_owned(),
+            properties: HashMap::new(),
+        }))
+        .start();
+    server.ignore_request::<WorkDoneProgressCreate>();
+    server.ignore::<Progress>();
     Setup {
+        server,
         _runtime: runtime,
         _planner: planner,
         coder,
-        dir,
+        _dir: dir,
         root,
-        server,
     }
 }
 
-/// Accepts proposal `id`: one `workspace/applyEdit`, whose `documentChanges` are returned.
-fn accept(setup: &mut Setup, id: &Value) -> Vec<Value> {
+/// Accepts proposal `id`: one `workspace/applyEdit`, whose edit is returned.
+fn accept(setup: &mut Setup, id: &Value) -> WorkspaceEdit {
     let accepted = setup
         .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.proposal.accept", "arguments": [{ "id": id }] }),
-        )
+        .command("patchwise.proposal.accept", json!({ "id": id }))
         .unwrap();
     assert_eq!(accepted, json!({ "applied": true }));
-    let edits: Vec<Value> = setup
-        .server
-        .take_unsolicited()
-        .into_iter()
-        .filter(|m| m["method"] == "workspace/applyEdit")
-        .collect();
+    let mut edits = setup.server.received_requests::<ApplyWorkspaceEdit>();
     assert_eq!(edits.len(), 1, "{edits:?}");
-    edits[0]["params"]["edit"]["documentChanges"]
-        .as_array()
-        .unwrap()
-        .clone()
+    edits.remove(0).edit
 }
 
-/// Asserts `changes` create the file at `path`; returns its uri.
-fn assert_creates(changes: &[Value], path: &std::path::Path) -> String {
-    let uri = file_uri(path);
-    assert!(
-        changes
-            .iter()
-            .any(|c| c["kind"] == "create" && c["uri"] == uri.as_str()),
-        "{changes:?}"
-    );
+/// Asserts `edit` creates the file at `path`; returns its uri.
+fn assert_creates(edit: &WorkspaceEdit, path: &Path) -> Uri {
+    let uri = path_uri(path);
+    assert!(created_files(edit).iter().any(|c| c.uri == uri), "{edit:?}");
     uri
 }
 
-/// The titles of code actions or message actions.
-fn titles(actions: &Value) -> Vec<&str> {
-    actions
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["title"].as_str().unwrap())
-        .collect()
+/// The titles of code actions.
+fn titles(actions: &[TaggedCodeAction]) -> Vec<&str> {
+    actions.iter().map(|a| a.action.title.as_str()).collect()
 }
 
-fn develop(setup: &mut Setup) -> Result<Value, Value> {
+/// The titles of the actions a message offers.
+fn action_titles(actions: &Option<Vec<MessageActionItem>>) -> Vec<&str> {
+    actions.iter().flatten().map(|a| a.title.as_str()).collect()
+}
+
+/// The proposals (`proposal-N`) the next diagnostics published for an open document show
+/// (develop publishes them after its answer, so this waits).
+fn pending_shown(setup: &mut Setup) -> Vec<String> {
+    let published = setup.server.notification::<PublishDiagnostics>();
+    let mut codes: Vec<String> = published
+        .diagnostics
+        .into_iter()
+        .filter_map(|d| match d.code? {
+            NumberOrString::String(code) => Some(code),
+            NumberOrString::Number(n) => Some(n.to_string()),
+        })
+        .collect();
+    codes.dedup();
+    codes
+}
+
+fn develop(setup: &mut Setup) -> Result<Value, ResponseError> {
     let request = "add a line_count function, print it in main, and add an integration test for it";
-    setup.server.request(
-        "workspace/executeCommand",
-        json!({ "command": "patchwise.develop", "arguments": [{ "request": request }] }),
-    )
+    setup
+        .server
+        .command("patchwise.develop", json!({ "request": request }))
 }
 
 #[test]
@@ -146,68 +165,66 @@ fn develop_shows_the_plan_asks_approval_and_accepts_as_one_workspace_edit() {
     let id = result["id"].clone();
     let diff = result["diff"].as_str().unwrap();
     assert!(diff.contains("tests/counts.rs (new file)"), "{diff}");
-    let messages = setup.server.take_unsolicited();
     // Progress with phases and percentages.
-    let reports: Vec<&Value> = messages
-        .iter()
-        .filter(|m| m["method"] == "$/progress")
-        .map(|m| &m["params"]["value"])
-        .collect();
+    let reports = setup.server.received_progress();
     assert!(
-        reports.iter().any(|v| v["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("step 2/3"))),
+        reports
+            .iter()
+            .any(|v| progress_message(v).is_some_and(|m| m.contains("step 2/3"))),
         "{reports:?}"
     );
-    assert!(reports.iter().any(|v| v["kind"] == "end"), "{reports:?}");
+    assert!(
+        reports
+            .iter()
+            .any(|v| matches!(v, WorkDoneProgress::End(_))),
+        "{reports:?}"
+    );
     // The plan document, then the question.
-    let shown = messages
-        .iter()
-        .find(|m| m["method"] == "window/showDocument")
+    let shown = setup
+        .server
+        .received_requests::<ShowDocument>()
+        .into_iter()
+        .next()
         .expect("the plan was shown");
-    let plan_uri = shown["params"]["uri"].as_str().unwrap();
-    let plan = std::fs::read_to_string(plan_uri.strip_prefix("file://").unwrap()).unwrap();
+    let plan_path = shown.uri.to_file_path().expect("the plan is a file");
+    let plan = std::fs::read_to_string(&plan_path).unwrap();
     assert!(
         plan.contains("# Develop plan") && plan.contains("`tests/counts.rs`"),
         "{plan}"
     );
-    let asked = messages
-        .iter()
-        .find(|m| m["method"] == "window/showMessageRequest")
+    let asked = setup
+        .server
+        .received_requests::<ShowMessageRequest>()
+        .into_iter()
+        .next()
         .expect("approval was asked");
-    assert!(
-        asked["params"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("approve this plan"),
-        "{asked}"
-    );
-    assert_eq!(titles(&asked["params"]["actions"]), ["Approve", "Cancel"]);
+    assert!(asked.message.contains("approve this plan"), "{asked:?}");
+    assert_eq!(action_titles(&asked.actions), ["Approve", "Cancel"]);
 
     // Accept: one workspace/applyEdit over every file, the new one created.
-    let changes = accept(&mut setup, &id);
-    let created = assert_creates(&changes, &setup.root.join("tests/counts.rs"));
+    let edit = accept(&mut setup, &id);
+    let created = assert_creates(&edit, &setup.root.join("tests/counts.rs"));
     // The new file's text spans its one (empty) line, so no client keeps an extra line.
-    let fill = changes
-        .iter()
-        .find(|c| c["textDocument"]["uri"] == created.as_str())
+    let fill = document_edits(&edit)
+        .into_iter()
+        .find(|e| e.text_document.uri == created)
         .unwrap();
     assert_eq!(
-        fill["edits"][0]["range"],
-        json!({ "start": { "line": 0, "character": 0 }, "end": { "line": 1, "character": 0 } }),
-        "{fill}"
+        text_edits(fill)[0].range,
+        Range::new(Position::new(0, 0), Position::new(1, 0)),
+        "{fill:?}"
     );
     for file in ["src/lib.rs", "src/main.rs", "tests/counts.rs"] {
-        let uri = file_uri(&setup.root.join(file));
+        let uri = path_uri(&setup.root.join(file));
         assert!(
-            changes
+            document_edits(&edit)
                 .iter()
-                .any(|c| c["textDocument"]["uri"] == uri.as_str()),
-            "{file}: {changes:?}"
+                .any(|e| e.text_document.uri == uri),
+            "{file}: {edit:?}"
         );
     }
     assert_eq!(setup.coder.requests().len(), 3);
-    let _ = &setup.dir;
+    setup.server.shutdown();
 }
 
 #[test]
@@ -215,15 +232,19 @@ fn cancelling_the_plan_changes_nothing_and_says_so() {
     let mut setup = setup("Cancel");
     let before = tree(&setup.root);
     let error = develop(&mut setup).unwrap_err();
-    assert!(
-        error["message"].as_str().unwrap().contains("not approved"),
-        "{error}"
-    );
+    assert!(error.message.contains("not approved"), "{error:?}");
     assert_eq!(tree(&setup.root), before);
     assert!(
         setup.coder.requests().is_empty(),
         "the coder ran without approval"
     );
+    // What the user turned down: the plan, shown, and the question.
+    assert_eq!(setup.server.received_requests::<ShowDocument>().len(), 1);
+    assert_eq!(
+        setup.server.received_requests::<ShowMessageRequest>().len(),
+        1
+    );
+    setup.server.shutdown();
 }
 
 /// The two develop code actions on a `patchwise develop:` comment, run as offered: "Develop: …"
@@ -232,67 +253,65 @@ fn cancelling_the_plan_changes_nothing_and_says_so() {
 /// declares file creation but not `documentChanges`, as Neovim 0.11 does.
 #[test]
 fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
-    let mut setup = setup_runs("Approve", 2, json!({ "resourceOperations": ["create"] }));
+    let mut setup = setup_runs(
+        "Approve",
+        2,
+        WorkspaceEditClientCapabilities {
+            resource_operations: Some(vec![ResourceOperationKind::Create]),
+            ..WorkspaceEditClientCapabilities::default()
+        },
+    );
     let request = "add a line_count function, print it in main, and add an integration test for it";
     let main = setup.root.join("src/main.rs");
-    let uri = file_uri(&main);
+    let uri = path_uri(&main);
     let text = format!(
         "// patchwise develop: {request}\n{}",
         std::fs::read_to_string(&main).unwrap()
     );
-    setup.server.notify(
-        "textDocument/didOpen",
-        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
-    );
+    setup.server.open(&uri, "rust", &text, 1);
     let before = tree(&setup.root);
     let actions = setup
         .server
-        .request(
-            "textDocument/codeAction",
-            json!({
-                "textDocument": { "uri": uri },
-                "range": { "start": { "line": 0, "character": 3 }, "end": { "line": 0, "character": 3 } },
-                "context": { "diagnostics": [] }
-            }),
-        )
-        .unwrap();
+        .request::<CodeActions>(CodeActionParams {
+            text_document: TextDocumentIdentifier::new(uri.clone()),
+            range: Range::new(Position::new(0, 3), Position::new(0, 3)),
+            context: CodeActionContext::default(),
+            work_done_progress_params: WorkDoneProgressParams::default(),
+            partial_result_params: PartialResultParams::default(),
+        })
+        .expect("a list of code actions");
     let comment_title = format!("Develop: {request}");
     assert_eq!(
         titles(&actions),
         [comment_title.as_str(), "Edit selection…", "Develop…"],
-        "{actions}"
+        "{actions:?}"
     );
-    let command = |title: &str| {
+    let command = |title: &str| -> Command {
         actions
-            .as_array()
-            .unwrap()
             .iter()
-            .find(|a| a["title"] == title)
-            .unwrap()["command"]
+            .find(|a| a.action.title == title)
+            .unwrap()
+            .action
+            .command
             .clone()
+            .expect("the action's command")
     };
     let from_comment = command(&comment_title);
-    assert_eq!(from_comment["command"], "patchwise.develop");
+    assert_eq!(from_comment.command, "patchwise.develop");
     assert_eq!(
-        from_comment["arguments"],
-        json!([{ "uri": uri, "request": request }])
+        from_comment.arguments,
+        Some(vec![json!({ "uri": uri, "request": request })])
     );
     let supplied = command("Develop…");
-    assert_eq!(supplied["command"], "patchwise.develop");
-    assert_eq!(supplied["arguments"], json!([{ "uri": uri }]));
+    assert_eq!(supplied.command, "patchwise.develop");
+    assert_eq!(supplied.arguments, Some(vec![json!({ "uri": uri })]));
     assert!(
         setup.coder.requests().is_empty(),
         "a code action called the model"
     );
 
     // "Develop: …" as offered: a run with the comment's request, focused on the file.
-    let execute = |setup: &mut Setup, command: &Value| {
-        setup.server.request(
-            "workspace/executeCommand",
-            json!({ "command": command["command"], "arguments": command["arguments"] }),
-        )
-    };
-    let first = execute(&mut setup, &from_comment).unwrap();
+    let first = setup.server.execute(&from_comment).unwrap();
     assert!(
         first["diff"]
             .as_str()
@@ -302,37 +321,47 @@ fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
     );
     assert_eq!(setup.coder.requests().len(), 3);
     assert!(
-        setup
+        !setup
             .server
-            .take_unsolicited()
-            .iter()
-            .any(|m| m["method"] == "window/showMessageRequest"),
+            .received_requests::<ShowMessageRequest>()
+            .is_empty(),
         "the plan was not put up for approval"
     );
+    assert_eq!(setup.server.received_requests::<ShowDocument>().len(), 1);
+    // The open file shows the proposal.
+    assert_eq!(pending_shown(&mut setup), ["proposal-1"]);
 
     // "Develop…" as offered has no request: the error says how a client gives it.
-    let error = execute(&mut setup, &supplied).unwrap_err();
-    let message = error["message"].as_str().unwrap();
+    let error = setup.server.execute(&supplied).unwrap_err();
     assert!(
-        message.contains("no request given") && message.contains("patchwise develop:"),
-        "{error}"
+        error.message.contains("no request given") && error.message.contains("patchwise develop:"),
+        "{error:?}"
     );
     assert_eq!(setup.coder.requests().len(), 3, "a run without a request");
     // The client asks the user, adds the request and runs it.
     let mut asked = supplied.clone();
-    asked["arguments"][0]["request"] = json!(request);
-    let second = execute(&mut setup, &asked).unwrap();
+    asked.arguments.as_mut().unwrap()[0]["request"] = json!(request);
+    let second = setup.server.execute(&asked).unwrap();
     assert_ne!(second["id"], first["id"]);
     assert_eq!(setup.coder.requests().len(), 6);
     assert_eq!(tree(&setup.root), before, "develop wrote to the workspace");
+    assert_eq!(
+        setup.server.received_requests::<ShowMessageRequest>().len(),
+        1
+    );
+    assert_eq!(setup.server.received_requests::<ShowDocument>().len(), 1);
+    assert_eq!(pending_shown(&mut setup), ["proposal-1", "proposal-2"]);
 
-    let changes = accept(&mut setup, &second["id"]);
+    let edit = accept(&mut setup, &second["id"]);
+    // Accepted, the second proposal leaves the file; the first one still shows.
+    assert_eq!(pending_shown(&mut setup), ["proposal-1"]);
     // The open buffer is edited at the version the run saw.
     assert!(
-        changes
+        document_edits(&edit)
             .iter()
-            .any(|c| c["textDocument"]["uri"] == uri.as_str() && c["textDocument"]["version"] == 1),
-        "{changes:?}"
+            .any(|e| e.text_document.uri == uri && e.text_document.version == Some(1)),
+        "{edit:?}"
     );
-    assert_creates(&changes, &setup.root.join("tests/counts.rs"));
+    assert_creates(&edit, &setup.root.join("tests/counts.rs"));
+    setup.server.shutdown();
 }

@@ -1,6 +1,6 @@
 //! Edit in the editor, end to end: the real binary over stdio, a local server speaking the
 //! OpenAI chat-completions SSE format scripted from `fixtures/lsp/edit/scenarios.json`, and
-//! the client side played by the harness (progress tokens, `workspace/applyEdit`).
+//! the client side played by the typed test client (progress tokens, `workspace/applyEdit`).
 //!
 //! Every test also checks that nothing was written to the workspace on disk: proposals reach
 //! the editor only through `workspace/applyEdit`.
@@ -8,34 +8,50 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use patchwise::model::replay::{ReplayServer, Reply};
 use serde_json::{Value, json};
-use support::{Options, Server, file_uri, openai_sse as sse, snapshot};
+use support::client::{
+    CodeActions, ProposalContent, ProposalContentParams, ResponseError, RunFinished,
+    TaggedCodeAction, TestServer, path_uri, progress_message, ranged, text_edits, whole,
+};
+use support::{edit_scenario, openai_sse as sse, snapshot};
+use tower_lsp_server::ls_types::notification::{
+    Progress, PublishDiagnostics, ShowMessage, WorkDoneProgressCancel,
+};
+use tower_lsp_server::ls_types::request::{
+    ApplyWorkspaceEdit, CodeLensRefresh, CodeLensRequest, ExecuteCommand, HoverRequest,
+    ShowDocument, WorkDoneProgressCreate,
+};
+use tower_lsp_server::ls_types::{
+    ApplyWorkspaceEditParams, CodeActionContext, CodeActionParams, CodeLens, CodeLensParams,
+    Diagnostic, DiagnosticSeverity, DocumentChangeOperation, DocumentChanges, ExecuteCommandParams,
+    Hover, HoverContents, HoverParams, MarkupContent, MarkupKind, PartialResultParams, Position,
+    Range, TextDocumentEdit, TextDocumentIdentifier, TextDocumentPositionParams, TextEdit, Uri,
+    WorkDoneProgress, WorkDoneProgressCancelParams, WorkDoneProgressParams,
+};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lsp/edit")
 }
 
 fn scenario(name: &str) -> Value {
-    let all: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("scenarios.json")).unwrap())
-            .unwrap();
-    all[name].clone()
+    edit_scenario(name).0
 }
 
 struct Setup {
+    server: TestServer,
     _runtime: tokio::runtime::Runtime,
     model: ReplayServer,
     _dir: tempfile::TempDir,
     root: PathBuf,
     file: PathBuf,
-    uri: String,
-    server: Server,
+    uri: Uri,
     disk_before: String,
 }
 
+/// The capabilities of VS Code with the patchwise extension, as JSON: they include the LSP 3.18
+/// code action tags `ls_types` has no field for.
 fn capabilities(annotations: bool) -> Value {
     let mut edit = json!({ "documentChanges": true, "resourceOperations": ["create"] });
     if annotations {
@@ -79,15 +95,15 @@ fn setup_for(answers: Vec<Reply>, tools: &str, caps: Value, open_text: Option<&s
     let file = root.join("src/lib.rs");
     let disk_before = std::fs::read_to_string(&file).unwrap();
     let server = start_server(dir.path(), &root, &model, tools, caps);
-    let uri = file_uri(&file);
+    let uri = path_uri(&file);
     let mut setup = Setup {
+        server,
         _runtime: runtime,
         model,
         _dir: dir,
         root,
         file,
         uri,
-        server,
         disk_before,
     };
     let text = open_text.map_or_else(|| setup.disk_before.clone(), str::to_owned);
@@ -97,7 +113,16 @@ fn setup_for(answers: Vec<Reply>, tools: &str, caps: Value, open_text: Option<&s
 
 /// A server on the workspace `root`, its data (configuration, database) under `dir`,
 /// initialized.
-fn start_server(dir: &Path, root: &Path, model: &ReplayServer, tools: &str, caps: Value) -> Server {
+///
+/// Every run reports progress and every change of the proposals asks the client to refresh its
+/// code lenses; the tests about them read them, the others let them be.
+fn start_server(
+    dir: &Path,
+    root: &Path,
+    model: &ReplayServer,
+    tools: &str,
+    caps: Value,
+) -> TestServer {
     let init = json!({
         "providers": { "fake": { "kind": "openai", "base_url": format!("{}/v1", model.url()), "api_key_env": "", "tools": tools } },
         "roles": { "coder": "fake/test-model" },
@@ -105,30 +130,20 @@ fn start_server(dir: &Path, root: &Path, model: &ReplayServer, tools: &str, caps
         "retry": { "max_attempts": 1 },
         "data_dir": dir.join("data"),
     });
-    let mut server = Server::spawn(Options {
-        env: vec![("XDG_CONFIG_HOME", dir.join("config").display().to_string())],
-        ..Options::default()
-    });
-    server
-        .request(
-            "initialize",
-            json!({
-                "processId": null,
-                "rootUri": file_uri(root),
-                "capabilities": caps,
-                "initializationOptions": init,
-            }),
-        )
-        .unwrap();
-    server.notify("initialized", json!({}));
+    let (mut server, _) = TestServer::builder()
+        .config_home(&dir.join("config"))
+        .capabilities_json(caps)
+        .root(root)
+        .initialization_options(init)
+        .start();
+    server.ignore_request::<WorkDoneProgressCreate>();
+    server.ignore::<Progress>();
+    server.ignore_request::<CodeLensRefresh>();
     server
 }
 
 fn open_doc(setup: &mut Setup, text: &str) {
-    setup.server.notify(
-        "textDocument/didOpen",
-        json!({ "textDocument": { "uri": setup.uri, "languageId": "rust", "version": 1, "text": text } }),
-    );
+    setup.server.open(&setup.uri, "rust", text, 1);
 }
 
 /// Stops the server and starts another on the same workspace and data (nothing open).
@@ -136,12 +151,6 @@ fn restart(setup: &mut Setup, caps: Value) {
     let next = start_server(setup._dir.path(), &setup.root, &setup.model, "native", caps);
     let old = std::mem::replace(&mut setup.server, next);
     old.shutdown();
-}
-
-fn script(name: &str) -> (Value, Vec<Reply>) {
-    let s = scenario(name);
-    let replies = s["coder"].as_array().unwrap().iter().map(sse).collect();
-    (s, replies)
 }
 
 fn lines_range(s: &Value) -> Value {
@@ -153,33 +162,46 @@ fn lines_range(s: &Value) -> Value {
     json!({ "start": { "line": first, "character": 0 }, "end": { "line": last, "character": 200 } })
 }
 
-/// `patchwise.edit` with `wait: true`: the answer is the proposal.
-fn edit(setup: &mut Setup, s: &Value) -> Result<Value, Value> {
+/// `patchwise.edit` with `wait: true`: the answer is the proposal, and the run's
+/// `patchwise/runFinished` (sent before it) says the same.
+fn edit(setup: &mut Setup, s: &Value) -> Result<Value, ResponseError> {
     let args = json!({ "uri": setup.uri, "range": lines_range(s), "instruction": s["instruction"], "wait": true });
-    setup.server.request(
-        "workspace/executeCommand",
-        json!({ "command": "patchwise.edit", "arguments": [args] }),
-    )
+    let answer = setup.server.command("patchwise.edit", args);
+    let finished = setup.server.notification::<RunFinished>();
+    assert_eq!(finished.kind, "edit", "{finished:?}");
+    match &answer {
+        Ok(proposal) => {
+            assert!(finished.ok, "{finished:?}");
+            assert_eq!(finished.proposal.as_ref(), Some(proposal));
+        }
+        Err(e) => {
+            assert!(!finished.ok, "{finished:?}");
+            assert_eq!(finished.error.as_deref(), Some(e.message.as_str()));
+        }
+    }
+    answer
 }
 
-/// Applies a `workspace/applyEdit` the way a client would, returning the new text.
-fn apply_text_edits(text: &str, edits: &[Value]) -> String {
+/// Applies the edits of a `workspace/applyEdit` the way a client would, returning the new text.
+fn apply_text_edits(text: &str, edits: &[TextEdit]) -> String {
     // UTF-16 positions; the fixtures are ASCII, so columns are bytes.
     let line_starts: Vec<usize> = std::iter::once(0)
         .chain(text.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
-    let offset = |p: &Value| {
-        let line = p["line"].as_u64().unwrap() as usize;
-        let start = line_starts.get(line).copied().unwrap_or(text.len());
-        (start + p["character"].as_u64().unwrap() as usize).min(text.len())
+    let offset = |p: Position| {
+        let start = line_starts
+            .get(p.line as usize)
+            .copied()
+            .unwrap_or(text.len());
+        (start + p.character as usize).min(text.len())
     };
     let mut ranges: Vec<(usize, usize, String)> = edits
         .iter()
         .map(|e| {
             (
-                offset(&e["range"]["start"]),
-                offset(&e["range"]["end"]),
-                e["newText"].as_str().unwrap().to_owned(),
+                offset(e.range.start),
+                offset(e.range.end),
+                e.new_text.clone(),
             )
         })
         .collect();
@@ -191,21 +213,70 @@ fn apply_text_edits(text: &str, edits: &[Value]) -> String {
     out
 }
 
-fn command(setup: &mut Setup, name: &str, argument: Value) -> Result<Value, Value> {
-    setup.server.request(
-        "workspace/executeCommand",
-        json!({ "command": name, "arguments": [argument] }),
-    )
+/// The first of the `documentChanges` of an applied edit, which must edit a text document.
+fn first_document_edit(params: &ApplyWorkspaceEditParams) -> &TextDocumentEdit {
+    match &params.edit.document_changes {
+        Some(DocumentChanges::Edits(edits)) => &edits[0],
+        Some(DocumentChanges::Operations(operations)) => match &operations[0] {
+            DocumentChangeOperation::Edit(edit) => edit,
+            other => panic!("the first change is not a text edit: {other:?}"),
+        },
+        None => panic!("an edit without documentChanges: {params:?}"),
+    }
 }
 
-fn code_lenses(setup: &mut Setup) -> Value {
+fn command(setup: &mut Setup, name: &str, argument: Value) -> Result<Value, ResponseError> {
+    setup.server.command(name, argument)
+}
+
+fn code_lenses(setup: &mut Setup) -> Vec<CodeLens> {
     setup
         .server
-        .request(
-            "textDocument/codeLens",
-            json!({ "textDocument": { "uri": setup.uri } }),
-        )
-        .unwrap()
+        .request::<CodeLensRequest>(CodeLensParams {
+            text_document: TextDocumentIdentifier::new(setup.uri.clone()),
+            work_done_progress_params: WorkDoneProgressParams::default(),
+            partial_result_params: PartialResultParams::default(),
+        })
+        .expect("a list of code lenses")
+}
+
+fn lens_titles(lenses: &[CodeLens]) -> Vec<&str> {
+    lenses
+        .iter()
+        .map(|l| l.command.as_ref().unwrap().title.as_str())
+        .collect()
+}
+
+/// The first argument of a lens's command.
+fn lens_argument(lens: &CodeLens) -> &Value {
+    &lens.command.as_ref().unwrap().arguments.as_ref().unwrap()[0]
+}
+
+fn hover(setup: &mut Setup, line: u32, character: u32) -> Option<Hover> {
+    setup.server.request::<HoverRequest>(HoverParams {
+        text_document_position_params: TextDocumentPositionParams::new(
+            TextDocumentIdentifier::new(setup.uri.clone()),
+            Position::new(line, character),
+        ),
+        work_done_progress_params: WorkDoneProgressParams::default(),
+    })
+}
+
+fn markup(hover: &Hover) -> &MarkupContent {
+    match &hover.contents {
+        HoverContents::Markup(markup) => markup,
+        other => panic!("a hover that is not markup content: {other:?}"),
+    }
+}
+
+/// The last diagnostics published for a document, read as they came before the last answer.
+fn last_diagnostics(setup: &mut Setup) -> Vec<Diagnostic> {
+    setup
+        .server
+        .received::<PublishDiagnostics>()
+        .pop()
+        .expect("diagnostics were published")
+        .diagnostics
 }
 
 fn assert_disk_untouched(setup: &Setup) {
@@ -228,49 +299,47 @@ fn assert_disk_untouched(setup: &Setup) {
 }
 
 fn view(setup: &mut Setup) -> String {
-    setup
-        .server
-        .request("patchwise/viewFileText", json!({ "uri": setup.uri }))
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .to_owned()
+    let uri = setup.uri.clone();
+    setup.server.view(&uri).unwrap()
 }
 
-/// Accepts proposal `id`, checks the `workspace/applyEdit`, plays the client applying it, and
-/// returns the document text afterwards.
-fn accept(setup: &mut Setup, id: &Value, version: i64) -> String {
+/// Accepts proposal `id`, checks the `workspace/applyEdit` and that the proposal's diagnostics
+/// were cleared, plays the client applying it, and returns the document text afterwards.
+fn accept(setup: &mut Setup, id: &Value, version: i32) -> String {
     let result = command(setup, "patchwise.proposal.accept", json!({ "id": id })).unwrap();
     assert_eq!(result, json!({ "applied": true }));
-    let request = setup
+    let params = setup
         .server
-        .take_unsolicited()
-        .into_iter()
-        .rev()
-        .find(|m| m["method"] == "workspace/applyEdit")
+        .received_requests::<ApplyWorkspaceEdit>()
+        .pop()
         .expect("the server sent workspace/applyEdit");
-    let params = &request["params"];
     assert!(
-        params["label"].as_str().unwrap().starts_with("patchwise: "),
-        "{params}"
+        params
+            .label
+            .as_deref()
+            .is_some_and(|l| l.starts_with("patchwise: ")),
+        "{params:?}"
     );
-    let change = &params["edit"]["documentChanges"][0];
-    assert_eq!(change["textDocument"]["uri"], setup.uri.as_str());
-    assert_eq!(change["textDocument"]["version"], version - 1);
-    let edits = change["edits"].as_array().unwrap();
+    let change = first_document_edit(&params);
+    assert_eq!(change.text_document.uri, setup.uri);
+    assert_eq!(change.text_document.version, Some(version - 1));
+    let edits = text_edits(change);
+    assert_eq!(
+        last_diagnostics(setup),
+        [],
+        "the accepted proposal still shows"
+    );
     let before = view(setup);
-    let after = apply_text_edits(&before, edits);
-    setup.server.notify(
-        "textDocument/didChange",
-        json!({ "textDocument": { "uri": setup.uri, "version": version }, "contentChanges": [{ "text": after }] }),
-    );
+    let after = apply_text_edits(&before, &edits);
+    let uri = setup.uri.clone();
+    setup.server.change(&uri, version, vec![whole(&after)]);
     assert_eq!(view(setup), after);
     after
 }
 
 #[test]
 fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_applies() {
-    let (s, replies) = script("misindented");
+    let (s, replies) = edit_scenario("misindented");
     let mut setup = setup(replies, "native", true, None);
     let result = edit(&mut setup, &s).unwrap();
     let id = result["id"].clone();
@@ -293,103 +362,88 @@ fn misindented_edit_becomes_a_proposal_with_hover_lens_and_diagnostic_then_appli
     );
 
     // Progress: created, begun, reported, ended.
-    let messages = setup.server.take_unsolicited();
     assert!(
-        messages
+        !setup
+            .server
+            .received_requests::<WorkDoneProgressCreate>()
+            .is_empty()
+    );
+    let progress = setup.server.received_progress();
+    assert!(
+        matches!(progress.first(), Some(WorkDoneProgress::Begin(_))),
+        "{progress:?}"
+    );
+    assert!(
+        matches!(progress.last(), Some(WorkDoneProgress::End(_))),
+        "{progress:?}"
+    );
+    assert!(
+        progress
             .iter()
-            .any(|m| m["method"] == "window/workDoneProgress/create")
+            .any(|p| progress_message(p).is_some_and(|m| m.contains("asking")))
     );
-    let progress: Vec<&Value> = messages
-        .iter()
-        .filter(|m| m["method"] == "$/progress")
-        .collect();
-    assert_eq!(
-        progress.first().unwrap()["params"]["value"]["kind"],
-        "begin"
-    );
-    assert_eq!(progress.last().unwrap()["params"]["value"]["kind"], "end");
-    assert!(progress.iter().any(|p| {
-        p["params"]["value"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("asking"))
-    }));
-    let diagnostics = messages
-        .iter()
-        .rev()
-        .find(|m| m["method"] == "textDocument/publishDiagnostics")
+    let diagnostics = setup
+        .server
+        .received::<PublishDiagnostics>()
+        .pop()
         .expect("diagnostics for the proposal");
-    let diagnostic = &diagnostics["params"]["diagnostics"][0];
-    assert_eq!(diagnostic["source"], "patchwise");
-    assert_eq!(diagnostic["severity"], 3);
-    assert_eq!(diagnostic["range"]["start"]["line"], 13);
+    let diagnostic = &diagnostics.diagnostics[0];
+    assert_eq!(diagnostic.source.as_deref(), Some("patchwise"));
+    assert_eq!(diagnostic.severity, Some(DiagnosticSeverity::INFORMATION));
+    assert_eq!(diagnostic.range.start.line, 13);
 
     // Hover on the changed line shows the diff, the model, attempts and the matching pass.
-    let hover = setup
-        .server
-        .request(
-            "textDocument/hover",
-            json!({ "textDocument": { "uri": setup.uri }, "position": { "line": 13, "character": 10 } }),
-        )
-        .unwrap();
-    let markdown = hover["contents"]["value"].as_str().unwrap();
+    let shown = hover(&mut setup, 13, 10).expect("a hover on the changed line");
+    let markdown = markup(&shown).value.as_str();
     assert!(markdown.contains("```diff\n"), "{markdown}");
     assert!(markdown.contains("fake/test-model"), "{markdown}");
     assert!(markdown.contains("1 attempt"), "{markdown}");
     assert!(markdown.contains("indentation(+4)"), "{markdown}");
     // No hover away from the proposal.
-    let none = setup
-        .server
-        .request(
-            "textDocument/hover",
-            json!({ "textDocument": { "uri": setup.uri }, "position": { "line": 2, "character": 0 } }),
-        )
-        .unwrap();
-    assert_eq!(none, Value::Null);
+    assert_eq!(hover(&mut setup, 2, 0), None);
 
     let lenses = code_lenses(&mut setup);
-    let titles: Vec<&str> = lenses
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["command"]["title"].as_str().unwrap())
-        .collect();
-    assert_eq!(titles, ["Accept", "Reject", "Diff"]);
-    assert_eq!(lenses[0]["command"]["arguments"][0]["id"], id);
+    assert_eq!(lens_titles(&lenses), ["Accept", "Reject", "Diff"]);
+    assert_eq!(lens_argument(&lenses[0])["id"], id);
 
-    let shown = command(&mut setup, "patchwise.proposal.diff", json!({ "id": id })).unwrap();
-    assert_eq!(shown.as_str().unwrap(), diff);
+    let shown_diff = command(&mut setup, "patchwise.proposal.diff", json!({ "id": id })).unwrap();
+    assert_eq!(shown_diff.as_str().unwrap(), diff);
+    // This client opens documents: the diff is shown as one.
+    let opened = setup.server.server_request::<ShowDocument>();
+    assert!(opened.uri.as_str().ends_with(".diff"), "{:?}", opened.uri);
 
     // What the user sees, as snapshots (temporary paths replaced by $WS).
-    let ws = file_uri(&setup.root);
-    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap().replace(&ws, "$WS") + "\n";
+    let ws = path_uri(&setup.root).as_str().to_owned();
+    let pretty = |v: Value| {
+        serde_json::to_string_pretty(&v)
+            .unwrap()
+            .replace(&ws, "$WS")
+            + "\n"
+    };
     snapshot("lsp/edit/snapshots/hover.md", &format!("{markdown}\n"));
-    snapshot("lsp/edit/snapshots/code_lens.json", &pretty(&lenses));
+    snapshot(
+        "lsp/edit/snapshots/code_lens.json",
+        &pretty(serde_json::to_value(&lenses).unwrap()),
+    );
     snapshot(
         "lsp/edit/snapshots/diagnostics.json",
-        &pretty(&diagnostics["params"]),
+        &pretty(serde_json::to_value(&diagnostics).unwrap()),
     );
 
     assert_disk_untouched(&setup);
     let after = accept(&mut setup, &id, 2);
     assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
     // Accepted: the lens, hover and diagnostic are gone, and it cannot be accepted twice.
-    let lenses = code_lenses(&mut setup);
-    assert_eq!(lenses, json!([]));
+    assert_eq!(code_lenses(&mut setup), []);
     let again = command(&mut setup, "patchwise.proposal.accept", json!({ "id": id })).unwrap_err();
-    assert!(
-        again["message"]
-            .as_str()
-            .unwrap()
-            .contains("no pending proposal"),
-        "{again}"
-    );
+    assert!(again.message.contains("no pending proposal"), "{again:?}");
     assert_disk_untouched(&setup);
     setup.server.shutdown();
 }
 
 #[test]
 fn ambiguous_edit_is_refused_then_retried_with_more_context() {
-    let (s, replies) = script("ambiguous_then_context");
+    let (s, replies) = edit_scenario("ambiguous_then_context");
     let mut setup = setup(replies, "native", false, None);
     let result = edit(&mut setup, &s).unwrap();
     // The refusal went back to the model, naming both places.
@@ -398,6 +452,7 @@ fn ambiguous_edit_is_refused_then_retried_with_more_context() {
     let second = requests[1].json().to_string();
     assert!(second.contains("14") && second.contains("19"), "{second}");
     let id = result["id"].clone();
+    let _ = last_diagnostics(&mut setup);
     let after = accept(&mut setup, &id, 2);
     assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
     assert_disk_untouched(&setup);
@@ -406,34 +461,33 @@ fn ambiguous_edit_is_refused_then_retried_with_more_context() {
 
 #[test]
 fn when_every_attempt_fails_the_user_is_told_and_nothing_changes() {
-    let (s, replies) = script("every_attempt_fails");
+    let (s, replies) = edit_scenario("every_attempt_fails");
     let mut setup = setup(replies, "native", false, None);
     let before = view(&mut setup);
     let err = edit(&mut setup, &s).unwrap_err();
-    let message = err["message"].as_str().unwrap();
-    assert!(message.contains("no proposal"), "{message}");
-    assert!(message.contains("3 attempts"), "{message}");
+    assert!(err.message.contains("no proposal"), "{}", err.message);
+    assert!(err.message.contains("3 attempts"), "{}", err.message);
     assert_eq!(view(&mut setup), before);
-    let messages = setup.server.take_unsolicited();
     assert!(
-        !messages
-            .iter()
-            .any(|m| m["method"] == "workspace/applyEdit")
+        setup
+            .server
+            .received_requests::<ApplyWorkspaceEdit>()
+            .is_empty()
     );
-    let lenses = code_lenses(&mut setup);
-    assert_eq!(lenses, json!([]));
+    assert_eq!(code_lenses(&mut setup), []);
     assert_disk_untouched(&setup);
     setup.server.shutdown();
 }
 
 #[test]
 fn a_model_without_tool_support_uses_the_text_format() {
-    let (s, replies) = script("text_tools");
+    let (s, replies) = edit_scenario("text_tools");
     let mut setup = setup(replies, "text", false, None);
     let result = edit(&mut setup, &s).unwrap();
     // No native tools were offered to this model.
     let first = setup.model.requests()[0].json();
     assert!(first.get("tools").is_none(), "{first}");
+    let _ = last_diagnostics(&mut setup);
     let after = accept(&mut setup, &result["id"], 2);
     assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
     setup.server.shutdown();
@@ -445,18 +499,22 @@ fn a_hung_model_is_cancelled_by_the_user() {
         let mut setup = setup(vec![Reply::Hang], "native", false, None);
         let s = scenario("misindented");
         let args = json!({ "uri": setup.uri, "range": lines_range(&s), "instruction": "anything", "wait": true });
-        let id = setup.server.request_async(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.edit", "arguments": [args] }),
-        );
-        // Wait until the run has asked the model, then cancel it.
-        let created = setup
+        let id = setup
             .server
-            .wait_for(|m| m["method"] == "window/workDoneProgress/create");
-        let token = created["params"]["token"].clone();
-        while setup.model.requests().is_empty() {
-            setup.server.drain(Duration::from_millis(50));
-        }
+            .send_request::<ExecuteCommand>(ExecuteCommandParams {
+                command: "patchwise.edit".to_owned(),
+                arguments: vec![args],
+                work_done_progress_params: WorkDoneProgressParams::default(),
+            });
+        // Wait until the run has asked the model, then cancel it.
+        let token = setup
+            .server
+            .server_request::<WorkDoneProgressCreate>()
+            .token;
+        let model = &setup.model;
+        setup
+            .server
+            .wait_until("the model to be asked", || !model.requests().is_empty());
         match how {
             "command" => {
                 let cancelled =
@@ -465,13 +523,12 @@ fn a_hung_model_is_cancelled_by_the_user() {
             }
             _ => setup
                 .server
-                .notify("window/workDoneProgress/cancel", json!({ "token": token })),
+                .notify::<WorkDoneProgressCancel>(WorkDoneProgressCancelParams { token }),
         }
-        let err = setup.server.response(json!(id)).unwrap_err();
-        assert!(
-            err["message"].as_str().unwrap().contains("cancelled"),
-            "{how}: {err}"
-        );
+        let err = setup.server.response::<ExecuteCommand>(id).unwrap_err();
+        assert!(err.message.contains("cancelled"), "{how}: {err:?}");
+        let finished = setup.server.notification::<RunFinished>();
+        assert_eq!(finished.cancelled, Some(true), "{how}: {finished:?}");
         assert_disk_untouched(&setup);
         setup.server.shutdown();
     }
@@ -479,50 +536,72 @@ fn a_hung_model_is_cancelled_by_the_user() {
 
 #[test]
 fn a_user_edit_elsewhere_moves_the_proposal_and_one_on_the_target_makes_it_stale() {
-    let (s, replies) = script("misindented");
+    let (s, replies) = edit_scenario("misindented");
     let mut setup = setup(replies, "native", false, None);
     let id = edit(&mut setup, &s).unwrap()["id"].clone();
+    let _ = last_diagnostics(&mut setup);
     // Two lines inserted at the top: the proposal follows.
-    setup.server.notify(
-        "textDocument/didChange",
-        json!({ "textDocument": { "uri": setup.uri, "version": 2 }, "contentChanges": [
-            { "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 0, "character": 0 } }, "text": "// one\n// two\n" }
-        ] }),
-    );
+    let uri = setup.uri.clone();
+    setup
+        .server
+        .change(&uri, 2, vec![ranged((0, 0), (0, 0), "// one\n// two\n")]);
     let lenses = code_lenses(&mut setup);
-    assert_eq!(lenses[0]["range"]["start"]["line"], 15, "{lenses}");
+    assert_eq!(lenses[0].range.start.line, 15, "{lenses:?}");
     let after = accept(&mut setup, &id, 3);
     assert!(after.starts_with("// one\n// two\n//! Geometry"), "{after}");
     assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
     setup.server.shutdown();
 
     // Now a change on the very lines the proposal replaces.
-    let (s, replies) = script("misindented");
+    let (s, replies) = edit_scenario("misindented");
     let mut setup = self::setup(replies, "native", false, None);
     let id = edit(&mut setup, &s).unwrap()["id"].clone();
-    setup.server.notify(
-        "textDocument/didChange",
-        json!({ "textDocument": { "uri": setup.uri, "version": 2 }, "contentChanges": [
-            { "range": { "start": { "line": 13, "character": 12 }, "end": { "line": 13, "character": 17 } }, "text": "sum" }
-        ] }),
-    );
+    let _ = last_diagnostics(&mut setup);
+    let uri = setup.uri.clone();
+    setup
+        .server
+        .change(&uri, 2, vec![ranged((13, 12), (13, 17), "sum")]);
     let err = command(&mut setup, "patchwise.proposal.accept", json!({ "id": id })).unwrap_err();
-    assert!(err["message"].as_str().unwrap().contains("stale"), "{err}");
+    assert!(err.message.contains("stale"), "{err:?}");
+    // The user is told, once the edit made it stale.
+    let told = setup.server.notification::<ShowMessage>();
+    assert!(told.message.contains("is stale"), "{}", told.message);
+    let cleared = setup.server.notification::<PublishDiagnostics>();
+    assert_eq!(cleared.diagnostics, [], "a stale proposal still shows");
     let text = view(&mut setup);
     assert!(text.contains("let sum = self.x.abs()"), "{text}");
     assert!(
-        !setup
+        setup
             .server
-            .take_unsolicited()
-            .iter()
-            .any(|m| m["method"] == "workspace/applyEdit")
+            .received_requests::<ApplyWorkspaceEdit>()
+            .is_empty()
     );
     setup.server.shutdown();
 }
 
+fn code_actions(
+    setup: &mut Setup,
+    line: u32,
+    diagnostics: Vec<Diagnostic>,
+) -> Vec<TaggedCodeAction> {
+    setup
+        .server
+        .request::<CodeActions>(CodeActionParams {
+            text_document: TextDocumentIdentifier::new(setup.uri.clone()),
+            range: Range::new(Position::new(line, 0), Position::new(line, 0)),
+            context: CodeActionContext {
+                diagnostics,
+                ..CodeActionContext::default()
+            },
+            work_done_progress_params: WorkDoneProgressParams::default(),
+            partial_result_params: PartialResultParams::default(),
+        })
+        .expect("a list of code actions")
+}
+
 #[test]
 fn code_actions_offer_commands_and_never_call_the_model() {
-    let (s, replies) = script("instruction_comment");
+    let (s, replies) = edit_scenario("instruction_comment");
     let disk = std::fs::read_to_string(fixtures().join("workspace/src/lib.rs")).unwrap();
     let with_comment = disk.replacen(
         "    pub fn norm1",
@@ -530,29 +609,16 @@ fn code_actions_offer_commands_and_never_call_the_model() {
         1,
     );
     let mut setup = setup(replies, "native", false, Some(&with_comment));
-    let diagnostic = json!({
-        "range": { "start": { "line": 14, "character": 8 }, "end": { "line": 14, "character": 13 } },
-        "severity": 2, "source": "rust-analyzer", "message": "unused variable: `total`"
-    });
-    let actions = setup
-        .server
-        .request(
-            "textDocument/codeAction",
-            json!({
-                "textDocument": { "uri": setup.uri },
-                "range": { "start": { "line": 12, "character": 0 }, "end": { "line": 12, "character": 0 } },
-                "context": { "diagnostics": [diagnostic] }
-            }),
-        )
-        .unwrap();
-    let titles: Vec<&str> = actions
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["title"].as_str().unwrap())
-        .collect();
+    let diagnostic = Diagnostic {
+        range: Range::new(Position::new(14, 8), Position::new(14, 13)),
+        severity: Some(DiagnosticSeverity::WARNING),
+        source: Some("rust-analyzer".to_owned()),
+        message: "unused variable: `total`".to_owned(),
+        ..Diagnostic::default()
+    };
+    let actions = code_actions(&mut setup, 12, vec![diagnostic]);
     assert_eq!(
-        titles,
+        titles(&actions),
         [
             "Apply instruction: document norm1",
             "Fix with model: unused variable: `total`",
@@ -565,33 +631,36 @@ fn code_actions_offer_commands_and_never_call_the_model() {
         "a code action called the model"
     );
     // Each of them starts a model run: tagged LLMGenerated for this client (LSP 3.18).
-    for action in actions.as_array().unwrap() {
-        assert_eq!(action["tags"], json!([1]), "{action}");
-        assert!(action.get("data").is_none(), "{action}");
+    for action in &actions {
+        assert_eq!(action.tags, Some(vec![1]), "{action:?}");
+        assert!(action.action.data.is_none(), "{action:?}");
     }
     // "Edit selection…" leaves the instruction to the client.
-    assert_eq!(actions[2]["command"]["command"], "patchwise.editSelection");
+    let edit_selection = actions[2].action.command.as_ref().unwrap();
+    assert_eq!(edit_selection.command, "patchwise.editSelection");
     assert!(
-        actions[2]["command"]["arguments"][0]
+        edit_selection.arguments.as_ref().unwrap()[0]
             .get("instruction")
             .is_none()
     );
     assert_eq!(
-        actions[1]["command"]["arguments"][0]["instruction"],
+        actions[1]
+            .action
+            .command
+            .as_ref()
+            .unwrap()
+            .arguments
+            .as_ref()
+            .unwrap()[0]["instruction"],
         "Fix this problem reported by rust-analyzer: unused variable: `total`"
     );
 
     // Apply the instruction: the proposal documents norm1 and removes the comment.
-    let command = actions[0]["command"].clone();
-    let mut arguments = command["arguments"].clone();
-    arguments[0]["wait"] = json!(true);
-    let result = setup
-        .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": command["command"], "arguments": arguments }),
-        )
-        .unwrap();
+    let mut command = actions[0].action.command.clone().unwrap();
+    command.arguments.as_mut().unwrap()[0]["wait"] = json!(true);
+    let result = setup.server.execute(&command).unwrap();
+    assert!(setup.server.notification::<RunFinished>().ok);
+    let _ = last_diagnostics(&mut setup);
     let after = accept(&mut setup, &result["id"], 2);
     assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
     assert!(!after.contains("patchwise:"), "{after}");
@@ -609,40 +678,31 @@ fn an_edit_without_instruction_or_on_an_unsaved_buffer_is_a_clear_error() {
         json!({ "uri": uri, "range": lines_range(&scenario("misindented")) }),
     )
     .unwrap_err();
-    assert!(
-        err["message"].as_str().unwrap().contains("no instruction"),
-        "{err}"
-    );
+    assert!(err.message.contains("no instruction"), "{err:?}");
     let err = command(&mut setup, "patchwise.edit", json!({ "uri": "untitled:Untitled-1", "range": lines_range(&scenario("misindented")), "instruction": "x" }))
         .unwrap_err();
-    assert!(
-        err["message"].as_str().unwrap().contains("save it first"),
-        "{err}"
-    );
+    assert!(err.message.contains("save it first"), "{err:?}");
     let err = setup
         .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.proposal.accept", "arguments": [] }),
-        )
-        .unwrap_err();
-    assert_eq!(err["code"], -32602);
+        .request_err::<ExecuteCommand>(ExecuteCommandParams {
+            command: "patchwise.proposal.accept".to_owned(),
+            arguments: vec![],
+            work_done_progress_params: WorkDoneProgressParams::default(),
+        });
+    assert_eq!(err.code, -32602);
     let err = setup
         .server
-        .request(
-            "workspace/executeCommand",
-            json!({ "command": "patchwise.nope" }),
-        )
-        .unwrap_err();
-    assert!(
-        err["message"].as_str().unwrap().contains("unknown command"),
-        "{err}"
-    );
+        .request_err::<ExecuteCommand>(ExecuteCommandParams {
+            command: "patchwise.nope".to_owned(),
+            ..ExecuteCommandParams::default()
+        });
+    assert!(err.message.contains("unknown command"), "{err:?}");
     assert!(setup.model.requests().is_empty());
     setup.server.shutdown();
 }
 
-/// The capabilities of a client that is not ours (`fixtures/lsp/clients/eglot.json`).
+/// The capabilities of a client that is not ours (`fixtures/lsp/clients/eglot.json`), as it
+/// sends them.
 fn eglot() -> Value {
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lsp/clients/eglot.json"),
@@ -651,47 +711,27 @@ fn eglot() -> Value {
     serde_json::from_str::<Value>(&text).unwrap()["capabilities"].clone()
 }
 
-fn code_actions_at(setup: &mut Setup, line: u64) -> Value {
-    setup
-        .server
-        .request(
-            "textDocument/codeAction",
-            json!({
-                "textDocument": { "uri": setup.uri },
-                "range": { "start": { "line": line, "character": 0 }, "end": { "line": line, "character": 0 } },
-                "context": { "diagnostics": [] }
-            }),
-        )
-        .unwrap()
+fn titles(actions: &[TaggedCodeAction]) -> Vec<&str> {
+    actions.iter().map(|a| a.action.title.as_str()).collect()
 }
 
-fn titles(actions: &Value) -> Vec<String> {
-    actions
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["title"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-fn run_action(setup: &mut Setup, actions: &Value, title_starts: &str) -> Result<Value, Value> {
+fn run_action(
+    setup: &mut Setup,
+    actions: &[TaggedCodeAction],
+    title_starts: &str,
+) -> Result<Value, ResponseError> {
     let action = actions
-        .as_array()
-        .unwrap()
         .iter()
-        .find(|a| a["title"].as_str().unwrap().starts_with(title_starts))
-        .unwrap_or_else(|| panic!("no action {title_starts:?} in {actions}"))
-        .clone();
-    setup.server.request(
-        "workspace/executeCommand",
-        json!({ "command": action["command"]["command"], "arguments": action["command"]["arguments"] }),
-    )
+        .find(|a| a.action.title.starts_with(title_starts))
+        .unwrap_or_else(|| panic!("no action {title_starts:?} in {:?}", titles(actions)));
+    let command = action.action.command.clone().expect("the action's command");
+    setup.server.execute(&command)
 }
 
 /// A client that is not ours: the instruction-comment flow as Emacs + eglot runs it.
 #[test]
 fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words() {
-    let (s, replies) = script("instruction_comment");
+    let (s, replies) = edit_scenario("instruction_comment");
     let disk = std::fs::read_to_string(fixtures().join("workspace/src/lib.rs")).unwrap();
     let with_comment = disk.replacen(
         "    pub fn norm1",
@@ -699,29 +739,26 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
         1,
     );
     let mut setup = setup_for(replies, "native", eglot(), Some(&with_comment));
-    let actions = code_actions_at(&mut setup, 12);
+    let actions = code_actions(&mut setup, 12, vec![]);
     // No dead "Edit selection…" or "Develop…": this client cannot ask for an instruction.
     assert_eq!(titles(&actions), ["Apply instruction: document norm1"]);
     // No tags for a client that did not declare them, and no trace of the mark.
-    assert!(actions[0].get("tags").is_none(), "{actions}");
-    assert!(actions[0].get("data").is_none(), "{actions}");
+    assert!(actions[0].tags.is_none(), "{actions:?}");
+    assert!(actions[0].action.data.is_none(), "{actions:?}");
 
     // The command answers at once with the run id; the rest comes as notifications.
     let answer = run_action(&mut setup, &actions, "Apply instruction").unwrap();
     let run_id = answer["runId"].as_str().unwrap().to_owned();
     assert_eq!(answer.as_object().unwrap().len(), 1, "{answer}");
-    let finished = setup
+    let finished = setup.server.notification::<RunFinished>();
+    assert_eq!(finished.run_id, run_id);
+    assert!(finished.ok, "{finished:?}");
+    let id = finished.proposal.as_ref().expect("the proposal")["id"].clone();
+    let shown: Vec<String> = setup
         .server
-        .wait_for(|m| m["method"] == "patchwise/runFinished");
-    let params = &finished["params"];
-    assert_eq!(params["runId"], run_id.as_str());
-    assert_eq!(params["ok"], true, "{params}");
-    let id = params["proposal"]["id"].clone();
-    let messages = setup.server.take_unsolicited();
-    let shown: Vec<&str> = messages
-        .iter()
-        .filter(|m| m["method"] == "window/showMessage")
-        .map(|m| m["params"]["message"].as_str().unwrap())
+        .received::<ShowMessage>()
+        .into_iter()
+        .map(|m| m.message)
         .collect();
     assert!(
         shown
@@ -731,62 +768,48 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
     );
     // Without progress support, a message says the run started (it came before the answer).
     assert!(shown[0].contains("working on: document norm1"), "{shown:?}");
-    let diagnostics = messages
-        .iter()
-        .rev()
-        .find(|m| m["method"] == "textDocument/publishDiagnostics")
-        .expect("diagnostics for the proposal");
-    let message = diagnostics["params"]["diagnostics"][0]["message"]
-        .as_str()
-        .unwrap();
+    let diagnostics = last_diagnostics(&mut setup);
+    let message = &diagnostics[0].message;
     assert!(
         message.contains(&format!("\"Accept proposal {id}\"")) && !message.contains("code lens"),
         "{message}"
     );
 
     // Plain-text hover, as declared.
-    let hover = setup
-        .server
-        .request(
-            "textDocument/hover",
-            json!({ "textDocument": { "uri": setup.uri }, "position": { "line": 12, "character": 4 } }),
-        )
-        .unwrap();
-    assert_eq!(hover["contents"]["kind"], "plaintext", "{hover}");
-    let text = hover["contents"]["value"].as_str().unwrap();
+    let shown_hover = hover(&mut setup, 12, 4).expect("a hover on the proposal");
+    let content = markup(&shown_hover);
+    assert_eq!(content.kind, MarkupKind::PlainText, "{shown_hover:?}");
+    let text = &content.value;
     assert!(!text.contains("```") && !text.contains("**"), "{text}");
     assert!(text.contains("+    /// "), "{text}");
 
     // "Show diff" shows it: this client cannot open documents, so as a message, before the
     // command's answer.
-    let actions = code_actions_at(&mut setup, 12);
+    let actions = code_actions(&mut setup, 12, vec![]);
     let diff = run_action(&mut setup, &actions, "Show diff of proposal").unwrap();
-    let shown = setup.server.take_unsolicited();
+    let shown = setup.server.received::<ShowMessage>();
     assert!(
-        shown.iter().any(|m| m["method"] == "window/showMessage"
-            && m["params"]["message"]
-                .as_str()
-                .unwrap()
-                .contains(diff.as_str().unwrap())),
+        shown
+            .iter()
+            .any(|m| m.message.contains(diff.as_str().unwrap())),
         "{shown:?}"
     );
 
     // Accept: the cleared diagnostics arrive before the answer.
     let answer = run_action(&mut setup, &actions, "Accept proposal").unwrap();
     assert_eq!(answer, json!({ "applied": true }));
-    let before_answer = setup.server.take_unsolicited();
-    let edit = before_answer
-        .iter()
-        .find(|m| m["method"] == "workspace/applyEdit")
+    let edit = setup
+        .server
+        .received_requests::<ApplyWorkspaceEdit>()
+        .into_iter()
+        .next()
         .expect("the edit");
-    let cleared = before_answer.iter().position(|m| {
-        m["method"] == "textDocument/publishDiagnostics" && m["params"]["diagnostics"] == json!([])
-    });
-    assert!(cleared.is_some(), "{before_answer:?}");
-    let edits = edit["params"]["edit"]["documentChanges"][0]["edits"]
-        .as_array()
-        .unwrap()
-        .clone();
+    let published = setup.server.received::<PublishDiagnostics>();
+    assert!(
+        published.iter().any(|p| p.diagnostics.is_empty()),
+        "{published:?}"
+    );
+    let edits = text_edits(first_document_edit(&edit));
     let after = apply_text_edits(&with_comment, &edits);
     assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
     assert_disk_untouched(&setup);
@@ -796,20 +819,19 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
 /// A proposal with two hunks is reviewed hunk by hunk.
 #[test]
 fn hunks_are_accepted_and_rejected_one_by_one() {
-    let (s, replies) = script("two_hunks");
+    let (s, replies) = edit_scenario("two_hunks");
     let mut setup = setup(replies, "native", false, None);
     let result = edit(&mut setup, &s).unwrap();
     let id = result["id"].clone();
+    let _ = last_diagnostics(&mut setup);
     let lenses = code_lenses(&mut setup);
-    let shown: Vec<(u64, &str, Value)> = lenses
-        .as_array()
-        .unwrap()
+    let shown: Vec<(u32, &str, Value)> = lenses
         .iter()
         .map(|l| {
             (
-                l["range"]["start"]["line"].as_u64().unwrap(),
-                l["command"]["title"].as_str().unwrap(),
-                l["command"]["arguments"][0]["hunk"].clone(),
+                l.range.start.line,
+                l.command.as_ref().unwrap().title.as_str(),
+                lens_argument(l)["hunk"].clone(),
             )
         })
         .collect();
@@ -824,7 +846,7 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
             (14, "Accept hunk", json!(2)),
             (14, "Reject hunk", json!(2)),
         ],
-        "{lenses}"
+        "{lenses:?}"
     );
     let list = command(&mut setup, "patchwise.proposal.list", json!({})).unwrap();
     assert_eq!(list[0]["id"], id);
@@ -843,41 +865,38 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     assert_eq!(answer, json!({ "applied": true }));
     let request = setup
         .server
-        .take_unsolicited()
+        .received_requests::<ApplyWorkspaceEdit>()
         .into_iter()
-        .find(|m| m["method"] == "workspace/applyEdit")
+        .next()
         .unwrap();
-    let edits = request["params"]["edit"]["documentChanges"][0]["edits"]
-        .as_array()
-        .unwrap()
-        .clone();
+    let edits = text_edits(first_document_edit(&request));
     assert_eq!(edits.len(), 1);
+    assert_eq!(
+        last_diagnostics(&mut setup).len(),
+        1,
+        "the first hunk still shows"
+    );
     let before = view(&mut setup);
     let after = apply_text_edits(&before, &edits);
     assert!(after.contains("        total.max(0)\n"), "{after}");
     assert!(!after.contains("/// The L1 norm."), "{after}");
-    setup.server.notify(
-        "textDocument/didChange",
-        json!({ "textDocument": { "uri": setup.uri, "version": 2 }, "contentChanges": [{ "text": after }] }),
-    );
+    let uri = setup.uri.clone();
+    setup.server.change(&uri, 2, vec![whole(&after)]);
     let lenses = code_lenses(&mut setup);
-    let titles: Vec<&str> = lenses
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["command"]["title"].as_str().unwrap())
-        .collect();
-    assert_eq!(titles, ["Accept", "Reject", "Diff"], "{lenses}");
+    assert_eq!(
+        lens_titles(&lenses),
+        ["Accept", "Reject", "Diff"],
+        "{lenses:?}"
+    );
     // The proposed text of the file is the document with the remaining hunk.
     let proposed = setup
         .server
-        .request(
-            "patchwise/proposalContent",
-            json!({ "id": id, "uri": setup.uri }),
-        )
-        .unwrap();
+        .request::<ProposalContent>(ProposalContentParams {
+            id: id.clone(),
+            uri: uri.clone(),
+        });
     assert_eq!(
-        proposed.as_str().unwrap(),
+        proposed,
         after.replace("    pub fn norm1", "    /// The L1 norm.\n    pub fn norm1")
     );
     let diff = command(
@@ -899,7 +918,12 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
         json!({ "id": id, "hunk": 1 }),
     )
     .unwrap();
-    assert_eq!(code_lenses(&mut setup), json!([]));
+    assert_eq!(
+        last_diagnostics(&mut setup),
+        [],
+        "the rejected proposal still shows"
+    );
+    assert_eq!(code_lenses(&mut setup), []);
     assert_eq!(
         command(&mut setup, "patchwise.proposal.list", json!({})).unwrap(),
         json!([])
@@ -910,13 +934,7 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
         json!({ "id": id, "hunk": 1 }),
     )
     .unwrap_err();
-    assert!(
-        err["message"]
-            .as_str()
-            .unwrap()
-            .contains("no pending proposal"),
-        "{err}"
-    );
+    assert!(err.message.contains("no pending proposal"), "{err:?}");
     assert_disk_untouched(&setup);
     setup.server.shutdown();
 }
@@ -924,9 +942,10 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
 /// Pending proposals survive a restart, and come back stale when their target changed.
 #[test]
 fn proposals_survive_a_restart_and_go_stale_when_the_file_changed() {
-    let (s, replies) = script("misindented");
+    let (s, replies) = edit_scenario("misindented");
     let mut setup = setup(replies, "native", false, None);
     let id = edit(&mut setup, &s).unwrap()["id"].clone();
+    let _ = last_diagnostics(&mut setup);
     let diff = command(
         &mut setup,
         "patchwise.proposal.diff",
@@ -945,10 +964,11 @@ fn proposals_survive_a_restart_and_go_stale_when_the_file_changed() {
     // Opening the document shows it again, with its diagnostic, and it applies.
     let text = setup.disk_before.clone();
     open_doc(&mut setup, &text);
-    let published = setup
-        .server
-        .wait_for(|m| m["method"] == "textDocument/publishDiagnostics");
-    assert_eq!(published["params"]["diagnostics"][0]["source"], "patchwise");
+    let published = setup.server.notification::<PublishDiagnostics>();
+    assert_eq!(
+        published.diagnostics[0].source.as_deref(),
+        Some("patchwise")
+    );
     let again = command(
         &mut setup,
         "patchwise.proposal.diff",
@@ -966,9 +986,10 @@ fn proposals_survive_a_restart_and_go_stale_when_the_file_changed() {
     setup.server.shutdown();
 
     // A proposal whose target was edited on disk while the server was away is stale.
-    let (s, replies) = script("misindented");
+    let (s, replies) = edit_scenario("misindented");
     let mut setup = self::setup(replies, "native", false, None);
     let id = edit(&mut setup, &s).unwrap()["id"].clone();
+    let _ = last_diagnostics(&mut setup);
     let edited = setup.disk_before.replace(
         "        let total = self.x.abs() + self.y.abs();\n        total\n    }\n\n    pub fn manhattan",
         "        (self.x + self.y).abs()\n    }\n\n    pub fn manhattan",
@@ -979,7 +1000,7 @@ fn proposals_survive_a_restart_and_go_stale_when_the_file_changed() {
     let stale = list[0]["stale"].as_str().unwrap_or_default();
     assert!(stale.contains("changed since"), "{list}");
     let err = command(&mut setup, "patchwise.proposal.accept", json!({ "id": id })).unwrap_err();
-    assert!(err["message"].as_str().unwrap().contains("stale"), "{err}");
+    assert!(err.message.contains("stale"), "{err:?}");
     // Rejected, it is forgotten.
     command(&mut setup, "patchwise.proposal.reject", json!({ "id": id })).unwrap();
     restart(&mut setup, capabilities(false));
@@ -998,7 +1019,7 @@ fn proposals_survive_a_restart_and_go_stale_when_the_file_changed() {
 fn proposals_show_on_the_lines_they_touch_at_both_ends_of_a_file() {
     const TEXT: &str = "// first\nfn a() {}\n\nfn b() {}\n// last\n";
     // (case, target lines, old, new, lines a hover must answer on)
-    type Case<'a> = (&'a str, [u64; 2], &'a str, &'a str, &'a [u64]);
+    type Case<'a> = (&'a str, [u64; 2], &'a str, &'a str, &'a [u32]);
     let cases: [Case; 7] = [
         (
             "insert_first",
@@ -1041,31 +1062,16 @@ fn proposals_show_on_the_lines_they_touch_at_both_ends_of_a_file() {
         ];
         let mut setup = setup(replies, "native", false, Some(TEXT));
         let s = json!({ "lines": lines, "instruction": case });
-        let result = edit(&mut setup, &s).unwrap_or_else(|e| panic!("{case}: {e}"));
-        let diagnostics = setup
-            .server
-            .take_unsolicited()
-            .into_iter()
-            .rev()
-            .find(|m| m["method"] == "textDocument/publishDiagnostics")
-            .expect("diagnostics");
-        let answered: Vec<u64> = (0..6)
-            .filter(|line| {
-                let hover = setup
-                    .server
-                    .request(
-                        "textDocument/hover",
-                        json!({ "textDocument": { "uri": setup.uri }, "position": { "line": line, "character": 0 } }),
-                    )
-                    .unwrap();
-                !hover.is_null()
-            })
+        let result = edit(&mut setup, &s).unwrap_or_else(|e| panic!("{case}: {e:?}"));
+        let diagnostics = last_diagnostics(&mut setup);
+        let answered: Vec<u32> = (0..6)
+            .filter(|&line| hover(&mut setup, line, 0).is_some())
             .collect();
         assert_eq!(answered, hover_lines, "{case}: hover lines");
-        let range = &diagnostics["params"]["diagnostics"][0]["range"];
-        assert_eq!(range["start"]["character"], 0, "{case}: {range}");
+        let range = diagnostics[0].range;
+        assert_eq!(range.start.character, 0, "{case}: {range:?}");
         assert_ne!(
-            range["start"], range["end"],
+            range.start, range.end,
             "{case}: an empty range is drawn by no one"
         );
         let lenses = code_lenses(&mut setup);
@@ -1075,7 +1081,7 @@ fn proposals_show_on_the_lines_they_touch_at_both_ends_of_a_file() {
                 "diff": result["diff"],
                 "hover_lines": answered,
                 "diagnostic_range": range,
-                "lens_lines": lenses.as_array().unwrap().iter().map(|l| l["range"]["start"]["line"].clone()).collect::<Vec<_>>(),
+                "lens_lines": lenses.iter().map(|l| l.range.start.line).collect::<Vec<_>>(),
             }),
         );
         setup.server.shutdown();

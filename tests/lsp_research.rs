@@ -7,11 +7,9 @@ mod support;
 
 use patchwise::model::replay::ReplayServer;
 use serde_json::json;
-use support::client::{TestServer, showing_client};
-use support::{Options, openai_sse};
-use tower_lsp_server::ls_types::notification::Progress;
+use support::client::{TestServer, progress_message, showing_client};
+use support::openai_sse;
 use tower_lsp_server::ls_types::request::{ShowDocument, WorkDoneProgressCreate};
-use tower_lsp_server::ls_types::{ProgressParamsValue, WorkDoneProgress};
 
 #[test]
 fn research_runs_offline_saves_lists_searches_and_reopens() {
@@ -48,13 +46,7 @@ fn research_runs_offline_saves_lists_searches_and_reopens() {
         }
     });
     let (mut server, _) = TestServer::builder()
-        .options(Options {
-            env: vec![(
-                "XDG_CONFIG_HOME",
-                dir.path().join("config").display().to_string(),
-            )],
-            ..Options::default()
-        })
+        .config_home(&dir.path().join("config"))
         .capabilities(showing_client())
         .root(&ws)
         .initialization_options(init)
@@ -81,13 +73,9 @@ fn research_runs_offline_saves_lists_searches_and_reopens() {
 
     // Progress went through the phases and the report was shown.
     let phases: Vec<String> = server
-        .received::<Progress>()
-        .into_iter()
-        .filter_map(|p| match p.value {
-            ProgressParamsValue::WorkDone(WorkDoneProgress::Begin(b)) => b.message,
-            ProgressParamsValue::WorkDone(WorkDoneProgress::Report(r)) => r.message,
-            ProgressParamsValue::WorkDone(WorkDoneProgress::End(e)) => e.message,
-        })
+        .received_progress()
+        .iter()
+        .filter_map(|p| progress_message(p).map(str::to_owned))
         .collect();
     for phase in ["sources", "synthesis", "saved"] {
         assert!(

@@ -35,7 +35,7 @@ pub struct DoctorArgs {
 
 /// The whole report (also the `--json` output).
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub struct DoctorReport {
     pub config_files: Vec<FileReport>,
     pub problems: Vec<ConfigProblem>,
     /// True when no provider is configured and the built-in local servers are used.
@@ -143,7 +143,11 @@ pub fn run(args: &DoctorArgs) -> ExitCode {
 
 /// Loads the configuration at `paths` and, if `online`, probes every role's server; with a
 /// `workspace` that exists, says what `patchwise develop` would run in it.
-pub async fn build_report(paths: &ConfigPaths, workspace: Option<&Path>, online: bool) -> Report {
+pub async fn build_report(
+    paths: &ConfigPaths,
+    workspace: Option<&Path>,
+    online: bool,
+) -> DoctorReport {
     let (config, problems) = Config::load_from(paths);
     tracing::debug!(
         providers = ?config.providers.keys().collect::<Vec<_>>(),
@@ -303,7 +307,7 @@ pub async fn build_report(paths: &ConfigPaths, workspace: Option<&Path>, online:
     });
     let data_dir = config.data_dir();
     let problems_have_errors = problems.iter().any(|p| p.severity == Severity::Error);
-    Report {
+    DoctorReport {
         config_files,
         problems,
         builtin_providers: config.providers.is_empty(),
@@ -348,7 +352,7 @@ fn provider_report(config: &Config, name: &str, provider: &ProviderConfig) -> Pr
 }
 
 /// The human-readable report.
-pub fn render_text(report: &Report) -> String {
+pub fn render_text(report: &DoctorReport) -> String {
     let mut out = String::new();
     out.push_str("configuration files\n");
     for file in &report.config_files {

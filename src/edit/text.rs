@@ -392,7 +392,8 @@ pub struct Fenced {
 /// A fence line (```` ``` ```` or `~~~`, three or more, spaces around allowed): its character,
 /// its length and its info string. A line of backticks whose info string holds a backtick is an
 /// inline code span, not a fence. This is the one fence reader of the crate: answers, edit
-/// formats, snippets and streamed content all use it (directly or through [`fence_at`]).
+/// formats, snippets, streamed content, research text and plans all use it (directly or through
+/// [`fence_at`] and [`Fences`]).
 pub fn fence_line(line: &str) -> Option<(char, usize, &str)> {
     let t = line.trim();
     let ch = t.chars().next().filter(|c| *c == '`' || *c == '~')?;
@@ -411,6 +412,53 @@ pub fn fence_line(line: &str) -> Option<(char, usize, &str)> {
 /// at least as many, and no info string.
 pub fn closes_fence(line: &str, ch: char, len: usize) -> bool {
     fence_line(line).is_some_and(|(c, n, info)| c == ch && n >= len && info.is_empty())
+}
+
+/// What a line is to a reader going through a text line by line (see [`Fences`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FenceLine {
+    /// Not in a code block.
+    Outside,
+    /// The fence that opens a block.
+    Open,
+    /// A line inside a block.
+    Inside,
+    /// The fence that closes the block.
+    Close,
+}
+
+/// Whether a line-by-line reader is inside a code block, with the rules of [`fence_line`] and
+/// [`closes_fence`], for readers that look at the lines around code blocks (prose, plans,
+/// passages) rather than at the blocks themselves (those use [`fenced_blocks`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fences {
+    /// The character and length of the fence that opened the current block.
+    open: Option<(char, usize)>,
+}
+
+impl Fences {
+    /// Reads the next line.
+    pub fn line(&mut self, line: &str) -> FenceLine {
+        match self.open {
+            Some((ch, len)) if closes_fence(line, ch, len) => {
+                self.open = None;
+                FenceLine::Close
+            }
+            Some(_) => FenceLine::Inside,
+            None => match fence_line(line) {
+                Some((ch, len, _)) => {
+                    self.open = Some((ch, len));
+                    FenceLine::Open
+                }
+                None => FenceLine::Outside,
+            },
+        }
+    }
+
+    /// Whether the lines read so far leave a block open.
+    pub fn is_open(&self) -> bool {
+        self.open.is_some()
+    }
 }
 
 /// The code block whose opening fence is `lines[i]` (lines as `split_inclusive('\n')` gives
@@ -448,6 +496,26 @@ pub fn fenced_blocks(text: &str) -> Vec<Fenced> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fences_track_blocks_line_by_line() {
+        let text = "prose\n````md\n```rust\n```\n````\n~~~\nx\n~~~\nafter";
+        let mut fences = Fences::default();
+        let seen: Vec<FenceLine> = text.lines().map(|l| fences.line(l)).collect();
+        use FenceLine::*;
+        assert_eq!(
+            seen,
+            [
+                Outside, Open, Inside, Inside, Close, Open, Inside, Close, Outside
+            ]
+        );
+        assert!(!fences.is_open());
+        // An inline code span is no fence; an unclosed block stays open.
+        let mut fences = Fences::default();
+        assert_eq!(fences.line("```a` b```"), Outside);
+        assert_eq!(fences.line("  ~~~ "), Open);
+        assert!(fences.is_open());
+    }
 
     #[test]
     fn splits_lines_with_mixed_endings() {

@@ -78,7 +78,7 @@ pub use self::server::Backend;
 
 /// How the server stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
+pub enum ServerExit {
     /// `shutdown` then `exit`, as the protocol asks.
     Clean,
     /// `exit` without `shutdown`, or the client closed stdin: the protocol asks for exit code 1.
@@ -86,7 +86,7 @@ pub enum Exit {
 }
 
 /// Serves LSP over stdin/stdout until the client sends `exit` or closes stdin.
-pub fn run_stdio() -> anyhow::Result<Exit> {
+pub fn run_stdio() -> anyhow::Result<ServerExit> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -96,7 +96,7 @@ pub fn run_stdio() -> anyhow::Result<Exit> {
     let shut_down = Arc::new(AtomicBool::new(false));
     let flag = shut_down.clone();
     runtime.block_on(async move {
-        let wire = Arc::new(transport::Wire::default());
+        let wire = Arc::new(transport::TransportState::default());
         let (service, socket) = server::build(flag, Some(wire.clone()));
         let service = guard::Guard::new(service);
         // The server talks to pipes; `transport` sits between them and the real stdio.
@@ -126,9 +126,9 @@ pub fn run_stdio() -> anyhow::Result<Exit> {
     // when the client closes stdin (`docs/architecture.md`, "Dependencies worth knowing").
     runtime.shutdown_timeout(Duration::from_millis(200));
     Ok(if shut_down.load(Ordering::SeqCst) {
-        Exit::Clean
+        ServerExit::Clean
     } else {
-        Exit::WithoutShutdown
+        ServerExit::WithoutShutdown
     })
 }
 

@@ -18,7 +18,7 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService};
 
-use super::transport::{FLUSH_METHOD, Wire};
+use super::transport::{FLUSH_METHOD, TransportState};
 use super::{from_proto, proposals, to_proto};
 use crate::config::{Config, ConfigProblem};
 use crate::document::{Document, PositionEncoding};
@@ -28,7 +28,7 @@ use crate::workflow::Proposals;
 use crate::workflow::session::{ClientAbilities, Command, Runs};
 use crate::workspace;
 
-/// The marker notification of [`Wire`]'s flush (sent to ourselves through the output writer).
+/// The marker notification of [`TransportState`]'s flush (sent to ourselves through the output writer).
 enum Flushed {}
 
 impl tower_lsp_server::ls_types::notification::Notification for Flushed {
@@ -164,12 +164,12 @@ pub struct Backend {
     state: Arc<Mutex<State>>,
     shut_down: Arc<AtomicBool>,
     /// The stdio transport's shared state (`None` without it, e.g. in-process).
-    wire: Option<Arc<Wire>>,
+    wire: Option<Arc<TransportState>>,
 }
 
 pub fn build(
     shut_down: Arc<AtomicBool>,
-    wire: Option<Arc<Wire>>,
+    wire: Option<Arc<TransportState>>,
 ) -> (LspService<Backend>, tower_lsp_server::ClientSocket) {
     let mut builder = LspService::build(|client| Backend {
         client,

@@ -46,13 +46,13 @@ const LLM_GENERATED: u64 = 1;
 /// releases a waiting handler when its marker comes through) and what the client declared that
 /// the typed capabilities drop.
 #[derive(Debug, Default)]
-pub struct Wire {
+pub struct TransportState {
     next: AtomicU64,
     waiting: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<()>>>,
     llm_tag: AtomicBool,
 }
 
-impl Wire {
+impl TransportState {
     /// A fresh marker id and the receiver that fires when the writer has passed it.
     pub fn register(&self) -> (u64, tokio::sync::oneshot::Receiver<()>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
@@ -315,7 +315,7 @@ pub async fn filter_input<R, W>(
     input: R,
     mut to_server: W,
     errors: mpsc::Sender<Vec<u8>>,
-    wire: std::sync::Arc<Wire>,
+    wire: std::sync::Arc<TransportState>,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -352,7 +352,7 @@ pub async fn merge_output<R, W>(
     from_server: R,
     mut errors: mpsc::Receiver<Vec<u8>>,
     mut output: W,
-    wire: std::sync::Arc<Wire>,
+    wire: std::sync::Arc<TransportState>,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,

@@ -1,6 +1,6 @@
 //! What an MCP client's calls do, without the protocol: one [`Agent`] per MCP session owns a
 //! `tools::Session` (the workspace sandbox and the read-before-edit ledger keyed on content
-//! hashes, exactly as the editor workflows use them) and answers every call with a [`Reply`]:
+//! hashes, exactly as the editor workflows use them) and answers every call with a [`CallReply`]:
 //! text for the model, and whether it is an error the model should act on.
 //!
 //! Unlike an editor run, an agent has no proposal to accept: an edit that the engine applies is
@@ -33,22 +33,22 @@ pub const MAX_ARGUMENT_BYTES: usize = 4 * 1024 * 1024;
 
 /// The answer to one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
+pub struct CallReply {
     pub text: String,
     /// The call failed or was refused; `text` says what to do next.
     pub is_error: bool,
 }
 
-impl Reply {
-    pub fn ok(text: impl Into<String>) -> Reply {
-        Reply {
+impl CallReply {
+    pub fn ok(text: impl Into<String>) -> CallReply {
+        CallReply {
             text: text.into(),
             is_error: false,
         }
     }
 
-    pub fn error(text: impl Into<String>) -> Reply {
-        Reply {
+    pub fn error(text: impl Into<String>) -> CallReply {
+        CallReply {
             text: text.into(),
             is_error: true,
         }
@@ -84,7 +84,7 @@ impl Agent {
 
     /// Runs a tool other than `research` (blocking: file I/O). `name` must be one of
     /// [`catalog::NAMES`]; the caller answers unknown names as a protocol error.
-    pub fn call(&self, name: &str, mut args: Map<String, Value>) -> Reply {
+    pub fn call(&self, name: &str, mut args: Map<String, Value>) -> CallReply {
         if let Some(reply) = too_large(name, &args) {
             return reply;
         }
@@ -95,7 +95,7 @@ impl Agent {
                     None | Some(Value::Null) => false,
                     Some(Value::Bool(b)) => b,
                     Some(other) => {
-                        return Reply::error(format!(
+                        return CallReply::error(format!(
                             "invalid arguments for {name}: expected `dry_run` to be true or \
                              false, found {other}"
                         ));
@@ -105,8 +105,8 @@ impl Agent {
             }
             "context" => self.context(&args),
             "research_search" => self.research_search(&args),
-            "research" => Reply::error("research runs asynchronously; call Agent::research"),
-            other => Reply::error(format!(
+            "research" => CallReply::error("research runs asynchronously; call Agent::research"),
+            other => CallReply::error(format!(
                 "unknown tool `{other}`; the tools are: {}",
                 catalog::NAMES.join(", ")
             )),
@@ -118,22 +118,22 @@ impl Agent {
         self.session.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn registry(&self, name: &str, args: Map<String, Value>) -> Reply {
+    fn registry(&self, name: &str, args: Map<String, Value>) -> CallReply {
         let outcome = self.session().execute(&tool_call(name, args));
-        Reply {
+        CallReply {
             is_error: outcome.is_error(),
             text: outcome.content,
         }
     }
 
-    fn edit(&self, name: &str, args: Map<String, Value>, dry_run: bool) -> Reply {
+    fn edit(&self, name: &str, args: Map<String, Value>, dry_run: bool) -> CallReply {
         let mut session = self.session();
         let ledger = session.ledger.clone();
         let outcome = session.execute(&tool_call(name, args));
         let changes = session.copy.changes();
         session.copy.reset();
         let Status::Edited { .. } = outcome.status else {
-            return Reply {
+            return CallReply {
                 is_error: outcome.is_error(),
                 text: outcome.content,
             };
@@ -158,7 +158,7 @@ impl Agent {
         if dry_run {
             session.ledger = ledger;
             let summary = summary.strip_prefix("edited ").unwrap_or(&summary);
-            return Reply::ok(format!(
+            return CallReply::ok(format!(
                 "dry run, nothing written: would edit {summary}\n{diff}"
             ));
         }
@@ -169,14 +169,14 @@ impl Agent {
                 message =
                     message.replace(&change.path.display().to_string(), &self.rel(&change.path));
             }
-            return Reply::error(message);
+            return CallReply::error(message);
         }
-        Reply::ok(format!("{summary}\n{diff}"))
+        CallReply::ok(format!("{summary}\n{diff}"))
     }
 
-    fn context(&self, args: &Map<String, Value>) -> Reply {
+    fn context(&self, args: &Map<String, Value>) -> CallReply {
         let invalid =
-            |message: String| Reply::error(format!("invalid arguments for context: {message}"));
+            |message: String| CallReply::error(format!("invalid arguments for context: {message}"));
         let Some(path) = args.get("path").and_then(Value::as_str) else {
             return invalid("expected `path` to be a string".to_owned());
         };
@@ -203,11 +203,11 @@ impl Agent {
         let fs = session.fs.clone();
         let resolved = match session.sandbox.resolve(path, fs.as_ref()) {
             Ok(r) => r,
-            Err(e) => return Reply::error(e.to_string()),
+            Err(e) => return CallReply::error(e.to_string()),
         };
         let text = match fs.read_text(&resolved.abs) {
             Ok(t) => t,
-            Err(e) => return Reply::error(read_error(&e, &resolved.rel)),
+            Err(e) => return CallReply::error(read_error(&e, &resolved.rel)),
         };
         let context_args = ContextArgs {
             target: resolved.rel.clone(),
@@ -226,7 +226,7 @@ impl Agent {
         ) {
             Ok((out, found)) => {
                 session.ledger.record_read(resolved.abs, &text);
-                Reply {
+                CallReply {
                     text: out,
                     is_error: !found,
                 }
@@ -235,38 +235,40 @@ impl Agent {
         }
     }
 
-    fn research_search(&self, args: &Map<String, Value>) -> Reply {
+    fn research_search(&self, args: &Map<String, Value>) -> CallReply {
         let Some(text) = args
             .get("text")
             .and_then(Value::as_str)
             .map(str::trim)
             .filter(|t| !t.is_empty())
         else {
-            return Reply::error(
+            return CallReply::error(
                 "invalid arguments for research_search: expected `text` to be a non-empty \
                  string (words to find, or a research id)",
             );
         };
         let library = match research::open_library(&self.config) {
             Ok(l) => l,
-            Err(e) => return Reply::error(format!("cannot open the research library: {e}")),
+            Err(e) => return CallReply::error(format!("cannot open the research library: {e}")),
         };
         // A single word that names a record (an id or a unique prefix of one) shows it.
         if !text.contains(char::is_whitespace) && text.len() >= 4 {
             match library.get(text) {
                 Ok(record) => {
-                    return Reply::ok(format!(
+                    return CallReply::ok(format!(
                         "{}\nlibrary id: {}\n",
                         research::report::render(&record).trim_end(),
                         record.id
                     ));
                 }
                 Err(StoreError::NotFound(_) | StoreError::Ambiguous { .. }) => {}
-                Err(e) => return Reply::error(format!("cannot read the research library: {e}")),
+                Err(e) => {
+                    return CallReply::error(format!("cannot read the research library: {e}"));
+                }
             }
         }
         match library.search(text, 20) {
-            Ok(found) if found.is_empty() => Reply::ok(format!(
+            Ok(found) if found.is_empty() => CallReply::ok(format!(
                 "no earlier research mentions every word of `{text}`; run research to start one"
             )),
             Ok(found) => {
@@ -278,9 +280,9 @@ impl Agent {
                 for s in found {
                     out.push_str(&format!("{}  {}  {}\n", s.id, s.created_at, s.query));
                 }
-                Reply::ok(out)
+                CallReply::ok(out)
             }
-            Err(e) => Reply::error(format!("cannot search the research library: {e}")),
+            Err(e) => CallReply::error(format!("cannot search the research library: {e}")),
         }
     }
 
@@ -291,12 +293,12 @@ impl Agent {
         args: &Map<String, Value>,
         progress: impl Fn(u8, String) + Send + Sync,
         cancel: CancellationToken,
-    ) -> Reply {
+    ) -> CallReply {
         if let Some(reply) = too_large("research", args) {
             return reply;
         }
         let invalid =
-            |message: &str| Reply::error(format!("invalid arguments for research: {message}"));
+            |message: &str| CallReply::error(format!("invalid arguments for research: {message}"));
         let Some(question) = args
             .get("question")
             .and_then(Value::as_str)
@@ -342,16 +344,16 @@ impl Agent {
             progress(percent.min(100), format!("{}: {message}", phase.name()));
         };
         match research::run(&self.config, question, options, report, cancel).await {
-            Ok(run) => Reply::ok(format!(
+            Ok(run) => CallReply::ok(format!(
                 "{}\nlibrary id: {}\nreport file: {}\n",
                 research::report::render(&run.record).trim_end(),
                 run.record.id,
                 run.report.display()
             )),
             Err(research::ResearchError::Cancelled) => {
-                Reply::error("research cancelled; nothing was saved")
+                CallReply::error("research cancelled; nothing was saved")
             }
-            Err(e) => Reply::error(format!("research failed: {e}")),
+            Err(e) => CallReply::error(format!("research failed: {e}")),
         }
     }
 
@@ -375,10 +377,10 @@ fn tool_call(name: &str, args: Map<String, Value>) -> ToolCall {
     }
 }
 
-fn too_large(name: &str, args: &Map<String, Value>) -> Option<Reply> {
+fn too_large(name: &str, args: &Map<String, Value>) -> Option<CallReply> {
     let size: usize = args.iter().map(|(k, v)| k.len() + value_size(v)).sum();
     (size > MAX_ARGUMENT_BYTES).then(|| {
-        Reply::error(format!(
+        CallReply::error(format!(
             "{name} refused: its arguments hold {size} bytes, more than the {} MiB a call may \
              carry; split the change into smaller edits",
             MAX_ARGUMENT_BYTES / (1024 * 1024)

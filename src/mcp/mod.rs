@@ -20,7 +20,7 @@ use rmcp::ServiceExt;
 
 use crate::config::{Config, ConfigPaths, Severity};
 
-pub use agent::{Agent, Reply};
+pub use agent::{Agent, CallReply};
 
 /// Serves one MCP session on stdin/stdout until the client closes stdin.
 pub fn run_stdio(roots: Vec<PathBuf>) -> anyhow::Result<()> {

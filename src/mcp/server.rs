@@ -15,7 +15,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
-use super::agent::{Agent, Reply};
+use super::agent::{Agent, CallReply};
 use super::catalog::{self, ToolDef};
 
 /// What the server tells a client about itself (clients may show it to their model).
@@ -54,7 +54,7 @@ fn to_tool(def: &ToolDef) -> Tool {
     Tool::new(def.name, def.description.clone(), Arc::new(schema)).annotate(annotations)
 }
 
-fn to_result(reply: Reply) -> CallToolResponse {
+fn to_result(reply: CallReply) -> CallToolResponse {
     let content = vec![ContentBlock::text(reply.text)];
     if reply.is_error {
         CallToolResult::error(content).into()
@@ -105,7 +105,7 @@ impl ServerHandler for Server {
             .await
             .unwrap_or_else(|e| {
                 tracing::error!("a tool call failed: {e}");
-                Reply::error(format!(
+                CallReply::error(format!(
                     "the tool failed unexpectedly ({e}); nothing was written. Try again or use \
                      another tool"
                 ))
@@ -129,7 +129,7 @@ impl Server {
         args: Map<String, Value>,
         meta: &Option<rmcp::model::RequestMetaObject>,
         context: RequestContext<RoleServer>,
-    ) -> Reply {
+    ) -> CallReply {
         let token = meta
             .as_ref()
             .and_then(|m| m.get_progress_token())

@@ -13,26 +13,15 @@ use std::sync::OnceLock;
 
 use regex::{Captures, Regex};
 
+use crate::edit::text::{FenceLine, Fences};
+
 /// Applies `f` to the prose of Markdown `text` — everything outside fenced code blocks and
 /// inline code spans — and returns the text with everything else as written.
 pub fn map_prose(text: &str, mut f: impl FnMut(&str) -> String) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut fence: Option<&'static str> = None;
+    let mut fences = Fences::default();
     for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        if let Some(marker) = fence {
-            if trimmed.starts_with(marker) {
-                fence = None;
-            }
-            out.push_str(line);
-            continue;
-        }
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            fence = Some(if trimmed.starts_with("```") {
-                "```"
-            } else {
-                "~~~"
-            });
+        if fences.line(line) != FenceLine::Outside {
             out.push_str(line);
             continue;
         }

@@ -17,6 +17,8 @@ const MIN_CHARS: usize = 300;
 
 pub use crate::store::Passage;
 
+use crate::edit::text::Fences;
+
 /// Whether `path` is prose (headings are Markdown `#` lines) rather than code.
 pub fn is_prose(path: &str) -> bool {
     let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
@@ -101,7 +103,7 @@ fn blocks(lines: &[&str], prose: bool) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut headings: Vec<(usize, String)> = Vec::new(); // level, text
     let mut definition = String::new();
-    let mut fence: Option<&str> = None;
+    let mut fences = Fences::default();
     let mut open: Option<Block> = None;
     let heading_of = |headings: &[(usize, String)], definition: &str| {
         if prose {
@@ -116,22 +118,17 @@ fn blocks(lines: &[&str], prose: bool) -> Vec<Block> {
     };
     for (i, line) in lines.iter().enumerate() {
         let trimmed = line.trim();
-        if let Some(marker) = fence {
-            if trimmed.starts_with(marker) {
-                fence = None;
-            }
+        if fences.is_open() {
+            fences.line(line);
             if let Some(b) = &mut open {
                 b.end = i;
                 b.chars += line.len() + 1;
             }
             continue;
         }
-        if prose && (trimmed.starts_with("```") || trimmed.starts_with("~~~")) {
-            fence = Some(if trimmed.starts_with("```") {
-                "```"
-            } else {
-                "~~~"
-            });
+        if prose {
+            // A fence opens here, or the line is outside any block.
+            fences.line(line);
         }
         if prose && let Some((level, title)) = markdown_heading(trimmed) {
             if let Some(b) = open.take() {

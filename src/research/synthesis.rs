@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+use crate::edit::text::{FenceLine, Fences};
 use crate::research::{citations, passages, plural, support};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens, truncate_to_tokens};
@@ -123,26 +124,28 @@ fn list_prefix(line: &str) -> Option<usize> {
 
 fn blocks(text: &str) -> Vec<Block> {
     let mut out: Vec<Block> = Vec::new();
-    let mut fence: Option<(String, &'static str)> = None;
+    let mut fences = Fences::default();
+    // The code block being read, from its opening fence.
+    let mut code: Option<String> = None;
     for line in text.lines() {
         let trimmed = line.trim_start();
-        if let Some((code, marker)) = &mut fence {
-            code.push('\n');
-            code.push_str(line);
-            let closed = trimmed.starts_with(*marker);
-            if closed && let Some((code, _)) = fence.take() {
-                out.push(Block::Code(code));
+        match fences.line(line) {
+            FenceLine::Open => {
+                code = Some(line.to_owned());
+                continue;
             }
-            continue;
-        }
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            let marker = if trimmed.starts_with("```") {
-                "```"
-            } else {
-                "~~~"
-            };
-            fence = Some((line.to_owned(), marker));
-            continue;
+            at @ (FenceLine::Inside | FenceLine::Close) => {
+                let block = code.get_or_insert_with(String::new);
+                block.push('\n');
+                block.push_str(line);
+                if at == FenceLine::Close
+                    && let Some(block) = code.take()
+                {
+                    out.push(Block::Code(block));
+                }
+                continue;
+            }
+            FenceLine::Outside => {}
         }
         if trimmed.is_empty() {
             out.push(Block::Blank);
@@ -163,7 +166,7 @@ fn blocks(text: &str) -> Vec<Block> {
             });
         }
     }
-    if let Some((code, _)) = fence {
+    if let Some(code) = code {
         out.push(Block::Code(code));
     }
     out
@@ -629,7 +632,7 @@ fn readable_paragraphs(s: &SourceRecord) -> Vec<String> {
         .is_some_and(|path| !passages::is_prose(path));
     let mut paragraphs = Vec::new();
     let mut current = String::new();
-    let mut fence = false;
+    let mut fences = Fences::default();
     let mut flush = |current: &mut String| {
         if !current.trim().is_empty() {
             paragraphs.push(current.trim().to_owned());
@@ -638,12 +641,12 @@ fn readable_paragraphs(s: &SourceRecord) -> Vec<String> {
     };
     for line in s.snippet.lines() {
         let t = line.trim();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            fence = !fence;
+        let at = fences.line(line);
+        if matches!(at, FenceLine::Open | FenceLine::Close) {
             flush(&mut current);
             continue;
         }
-        let text = if fence {
+        let text = if at == FenceLine::Inside {
             None
         } else if code {
             COMMENT_MARKERS

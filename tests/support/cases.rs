@@ -1,6 +1,8 @@
 //! Fixture corpora as named tests: each case file under `fixtures/` becomes one `libtest-mimic`
 //! trial named after its path (`elision::go-1-new-drops-marker`), so a failure names its case and
-//! `cargo test --test edit_fixtures -- elision::go-1` runs only the cases it matches.
+//! `cargo test --test edit_fixtures -- elision::go-1` runs only the cases it matches. A corpus
+//! kept as one JSON list of small cases gives a trial per entry, named after the entry's `name`
+//! (`positions::emoji_utf-16_after`).
 //!
 //! A target built on this sets `harness = false` in Cargo.toml and calls [`main`] from its own
 //! `main`; a `#[test]` in such a file would never run, which `tests/architecture.rs`
@@ -13,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub use libtest_mimic::Trial;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// Every file under `root` (recursively) whose name ends in `.{extension}`, sorted by path.
 pub fn files(root: &Path, extension: &str) -> Vec<PathBuf> {
@@ -62,6 +66,61 @@ pub fn per_file(
             })
         })
         .collect()
+}
+
+/// One trial per entry of the JSON list in `file`, each entry an object with a `name`: the trial
+/// `{group}::{name}` (the name lowercased, each run of characters other than letters, digits and
+/// `-` made one `_`) runs `check` on the entry read as `T`. Two entries whose names give the
+/// same trial name are refused, so every case stays reachable by name.
+pub fn per_entry<T: DeserializeOwned + Send + 'static>(
+    group: &str,
+    file: &Path,
+    check: impl Fn(T) + Send + Sync + Clone + 'static,
+) -> Vec<Trial> {
+    let text = std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("cannot read the case list {}: {e}", file.display()));
+    let entries: Vec<Value> = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not a JSON list of cases: {e}", file.display()));
+    let mut seen = std::collections::BTreeMap::new();
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let name = entry["name"]
+                .as_str()
+                .unwrap_or_else(|| panic!("case {i} of {} has no `name` string", file.display()))
+                .to_owned();
+            let trial = format!("{group}::{}", trial_name(&name));
+            if let Some(other) = seen.insert(trial.clone(), name.clone()) {
+                panic!(
+                    "{}: the cases {other:?} and {name:?} are both named {trial}; rename one",
+                    file.display()
+                );
+            }
+            let case: T = serde_json::from_value(entry).unwrap_or_else(|e| {
+                panic!("case {name:?} of {} does not parse: {e}", file.display())
+            });
+            let check = check.clone();
+            Trial::test(trial, move || {
+                check(case);
+                Ok(())
+            })
+        })
+        .collect()
+}
+
+/// A case's name as a trial name: lowercase, with `_` for each run of characters other than
+/// letters, digits and `-` (`"Emoji UTF-16 after"` → `emoji_utf-16_after`).
+fn trial_name(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if c.is_alphanumeric() || c == '-' {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_end_matches('_').to_owned()
 }
 
 /// A plain test in a case-driven target (the corpus checks beside the cases).

@@ -6,29 +6,35 @@
 //! server starts sending one.
 //!
 //! It sits on the untyped [`Server`](super::Server), which owns framing, stderr and the answers
-//! to server-to-client requests; [`TestServer::raw`] reaches it for what a typed client cannot
-//! send (malformed frames, params of the wrong shape).
+//! to server-to-client requests (set them with [`TestServer::reply`]); [`TestServer::raw`]
+//! reaches it for what a typed client cannot send (malformed frames, params of the wrong shape).
+//! Where `ls_types` lacks a part of the protocol the server speaks (LSP 3.18 code action tags,
+//! patchwise's own methods), the type is declared here, next to the client that reads it.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::str::FromStr;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tower_lsp_server::ls_types::notification::{
     DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Initialized, Notification,
+    Progress,
 };
 use tower_lsp_server::ls_types::request::{ExecuteCommand, Initialize, Request, Shutdown};
 use tower_lsp_server::ls_types::{
-    ClientCapabilities, DidChangeTextDocumentParams, DidCloseTextDocumentParams,
-    DidOpenTextDocumentParams, ExecuteCommandParams, InitializeParams, InitializeResult,
-    ShowDocumentClientCapabilities, TextDocumentContentChangeEvent, TextDocumentIdentifier,
-    TextDocumentItem, Uri, VersionedTextDocumentIdentifier, WindowClientCapabilities,
-    WorkDoneProgressParams,
+    ClientCapabilities, CodeAction, CodeActionParams, Command, CreateFile,
+    DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
+    DocumentChangeOperation, DocumentChanges, ExecuteCommandParams, InitializeParams,
+    InitializeResult, OneOf, Position, ProgressParamsValue, Range, ResourceOp,
+    ShowDocumentClientCapabilities, TextDocumentContentChangeEvent, TextDocumentEdit,
+    TextDocumentIdentifier, TextDocumentItem, TextEdit, Uri, VersionedTextDocumentIdentifier,
+    WindowClientCapabilities, WorkDoneProgress, WorkDoneProgressParams, WorkspaceEdit,
 };
 
-use super::{Options, Server};
+use super::{Options, PATIENCE, Server};
 
 /// An error response, as the client sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -52,6 +58,133 @@ impl Request for ViewFileText {
     type Params = ViewFileTextParams;
     type Result = String;
     const METHOD: &'static str = "patchwise/viewFileText";
+}
+
+/// `patchwise/proposalContent`: the full text of one file as a pending proposal would leave it.
+pub enum ProposalContent {}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProposalContentParams {
+    pub id: Value,
+    pub uri: Uri,
+}
+
+impl Request for ProposalContent {
+    type Params = ProposalContentParams;
+    type Result = String;
+    const METHOD: &'static str = "patchwise/proposalContent";
+}
+
+/// `patchwise/runFinished` (server → client): how a run that answered at once ended.
+pub enum RunFinished {}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunFinishedParams {
+    pub run_id: String,
+    pub kind: String,
+    pub ok: bool,
+    /// The proposal, as `patchwise.edit` with `wait` answers it.
+    #[serde(default)]
+    pub proposal: Option<Value>,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub cancelled: Option<bool>,
+}
+
+impl Notification for RunFinished {
+    type Params = RunFinishedParams;
+    const METHOD: &'static str = "patchwise/runFinished";
+}
+
+/// `textDocument/codeAction` read with the LSP 3.18 `tags` that `ls_types` lacks (the server
+/// adds them on the wire, see `src/lsp/transport.rs`).
+pub enum CodeActions {}
+
+/// A code action and its tags (`1` is `LLMGenerated`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaggedCodeAction {
+    #[serde(flatten)]
+    pub action: CodeAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<u32>>,
+}
+
+impl Request for CodeActions {
+    type Params = CodeActionParams;
+    type Result = Option<Vec<TaggedCodeAction>>;
+    const METHOD: &'static str = "textDocument/codeAction";
+}
+
+/// A change of the whole text.
+pub fn whole(text: &str) -> TextDocumentContentChangeEvent {
+    TextDocumentContentChangeEvent {
+        range: None,
+        range_length: None,
+        text: text.to_owned(),
+    }
+}
+
+/// A change of the range from `start` to `end`, each `(line, character)`.
+pub fn ranged(start: (u32, u32), end: (u32, u32), text: &str) -> TextDocumentContentChangeEvent {
+    TextDocumentContentChangeEvent {
+        range: Some(Range::new(
+            Position::new(start.0, start.1),
+            Position::new(end.0, end.1),
+        )),
+        range_length: None,
+        text: text.to_owned(),
+    }
+}
+
+/// The message of a work-done progress notification (begin, report or end), if it has one.
+pub fn progress_message(progress: &WorkDoneProgress) -> Option<&str> {
+    match progress {
+        WorkDoneProgress::Begin(b) => b.message.as_deref(),
+        WorkDoneProgress::Report(r) => r.message.as_deref(),
+        WorkDoneProgress::End(e) => e.message.as_deref(),
+    }
+}
+
+/// The text document edits of a workspace edit, in order, whichever form it takes.
+pub fn document_edits(edit: &WorkspaceEdit) -> Vec<&TextDocumentEdit> {
+    match &edit.document_changes {
+        Some(DocumentChanges::Edits(edits)) => edits.iter().collect(),
+        Some(DocumentChanges::Operations(operations)) => operations
+            .iter()
+            .filter_map(|o| match o {
+                DocumentChangeOperation::Edit(edit) => Some(edit),
+                DocumentChangeOperation::Op(_) => None,
+            })
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The files a workspace edit creates.
+pub fn created_files(edit: &WorkspaceEdit) -> Vec<&CreateFile> {
+    match &edit.document_changes {
+        Some(DocumentChanges::Operations(operations)) => operations
+            .iter()
+            .filter_map(|o| match o {
+                DocumentChangeOperation::Op(ResourceOp::Create(create)) => Some(create),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The edits of one document, annotated or not.
+pub fn text_edits(edit: &TextDocumentEdit) -> Vec<TextEdit> {
+    edit.edits
+        .iter()
+        .map(|e| match e {
+            OneOf::Left(plain) => plain.clone(),
+            OneOf::Right(annotated) => annotated.text_edit.clone(),
+        })
+        .collect()
 }
 
 /// A URI the test names as text (`file:///…`, `untitled:…`).
@@ -81,9 +214,11 @@ pub fn showing_client() -> ClientCapabilities {
 #[derive(Default)]
 pub struct Builder<'a> {
     options: Options<'a>,
-    capabilities: ClientCapabilities,
+    /// JSON, so that a client's capabilities can hold what `ls_types` lacks.
+    capabilities: Value,
     root: Option<Uri>,
     initialization_options: Option<Value>,
+    replies: Vec<(&'static str, Value)>,
 }
 
 impl<'a> Builder<'a> {
@@ -94,13 +229,36 @@ impl<'a> Builder<'a> {
     }
 
     pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities = serde_json::to_value(capabilities).unwrap();
+        self
+    }
+
+    /// Capabilities as a client sends them, for those `ls_types` cannot express (LSP 3.18
+    /// `codeAction.tagSupport`, a recorded client's `fixtures/lsp/clients/*.json`).
+    pub fn capabilities_json(mut self, capabilities: Value) -> Self {
         self.capabilities = capabilities;
+        self
+    }
+
+    /// What the client answers to the server's requests `R` (instead of the default).
+    pub fn reply<R: Request>(mut self, result: R::Result) -> Self {
+        self.replies
+            .push((R::METHOD, serde_json::to_value(result).unwrap()));
         self
     }
 
     /// The workspace root (`rootUri`).
     pub fn root(mut self, root: &Path) -> Self {
         self.root = Some(path_uri(root));
+        self
+    }
+
+    /// The user configuration directory (`XDG_CONFIG_HOME`), so that the configuration of
+    /// whoever runs the tests never reaches the server.
+    pub fn config_home(mut self, dir: &Path) -> Self {
+        self.options
+            .env
+            .push(("XDG_CONFIG_HOME", dir.display().to_string()));
         self
     }
 
@@ -113,17 +271,25 @@ impl<'a> Builder<'a> {
     /// Spawns the server and completes `initialize` / `initialized`.
     pub fn start(self) -> (TestServer, InitializeResult) {
         let mut server = Server::spawn(self.options);
+        for (method, result) in self.replies {
+            server.replies.insert(method.to_owned(), result);
+        }
         // `rootUri` is deprecated in favour of workspace folders, but it is what most clients
         // still send, and the server reads both.
         #[allow(deprecated)]
         let params = InitializeParams {
-            capabilities: self.capabilities,
             root_uri: self.root,
             initialization_options: self.initialization_options,
             ..InitializeParams::default()
         };
+        let mut params = serde_json::to_value(params).unwrap();
+        params["capabilities"] = if self.capabilities.is_null() {
+            json!({})
+        } else {
+            self.capabilities
+        };
         let result = server
-            .request(Initialize::METHOD, serde_json::to_value(params).unwrap())
+            .request(Initialize::METHOD, params)
             .unwrap_or_else(|e| panic!("initialize failed: {e}\nstderr:\n{}", server.stderr()));
         server.notify(Initialized::METHOD, json!({}));
         let typed = serde_json::from_value(result.clone())
@@ -246,6 +412,34 @@ impl TestServer {
             .collect()
     }
 
+    /// The server-to-client requests `R` read so far (and answered from
+    /// [`Server::replies`](super::Server)), oldest first.
+    pub fn received_requests<R: Request>(&mut self) -> Vec<R::Params> {
+        self.raw()
+            .take_method(R::METHOD)
+            .into_iter()
+            .map(|m| {
+                serde_json::from_value(m["params"].clone())
+                    .unwrap_or_else(|e| panic!("{} does not parse ({e}): {m}", R::METHOD))
+            })
+            .collect()
+    }
+
+    /// Reads what the server sends (answering its requests) until `done` holds, for a state
+    /// the test observes elsewhere (a model server that got its request); fails after
+    /// [`PATIENCE`] naming `what` it waited for.
+    pub fn wait_until(&mut self, what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        while !done() {
+            assert!(
+                Instant::now() < deadline,
+                "waited in vain for {what}\nstderr:\n{}",
+                self.stderr()
+            );
+            self.raw().drain(Duration::from_millis(50));
+        }
+    }
+
     /// Waits for the next server-to-client request `R` (already answered from
     /// [`Server::replies`](super::Server)) and reads its params.
     pub fn server_request<R: Request>(&mut self) -> R::Params {
@@ -254,6 +448,16 @@ impl TestServer {
             .wait_for(|m| m["method"] == R::METHOD && m.get("id").is_some());
         serde_json::from_value(message["params"].clone())
             .unwrap_or_else(|e| panic!("{} does not parse ({e}): {message}", R::METHOD))
+    }
+
+    /// The work-done progress (`$/progress`) read so far, oldest first.
+    pub fn received_progress(&mut self) -> Vec<WorkDoneProgress> {
+        self.received::<Progress>()
+            .into_iter()
+            .map(|p| match p.value {
+                ProgressParamsValue::WorkDone(progress) => progress,
+            })
+            .collect()
     }
 
     /// Notifications `N` are not reported as unread.
@@ -345,9 +549,19 @@ impl TestServer {
 
     /// `workspace/executeCommand` with one argument object, as patchwise's commands take.
     pub fn command(&mut self, name: &str, argument: Value) -> Result<Value, ResponseError> {
+        self.execute(&Command::new(
+            String::new(),
+            name.to_owned(),
+            Some(vec![argument]),
+        ))
+    }
+
+    /// Runs a command as a client runs one it was offered (by a code action or a code lens):
+    /// its name and arguments exactly as given.
+    pub fn execute(&mut self, command: &Command) -> Result<Value, ResponseError> {
         let result = self.try_request::<ExecuteCommand>(ExecuteCommandParams {
-            command: name.to_owned(),
-            arguments: vec![argument],
+            command: command.command.clone(),
+            arguments: command.arguments.clone().unwrap_or_default(),
             work_done_progress_params: WorkDoneProgressParams::default(),
         })?;
         Ok(result.unwrap_or(Value::Null))

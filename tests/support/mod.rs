@@ -120,27 +120,6 @@ impl Server {
         }
     }
 
-    /// Spawns and completes `initialize` / `initialized`; returns the initialize result.
-    pub fn initialized(capabilities: Value) -> (Self, Value) {
-        Self::initialized_with(Options::default(), capabilities, Value::Null)
-    }
-
-    pub fn initialized_with(
-        options: Options<'_>,
-        capabilities: Value,
-        root_uri: Value,
-    ) -> (Self, Value) {
-        let mut server = Self::spawn(options);
-        let result = server
-            .request(
-                "initialize",
-                json!({ "processId": null, "rootUri": root_uri, "capabilities": capabilities }),
-            )
-            .expect("initialize succeeds");
-        server.notify("initialized", json!({}));
-        (server, result)
-    }
-
     pub fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
@@ -260,25 +239,6 @@ impl Server {
             .partition(|m| m["method"].as_str() == Some(method));
         self.unsolicited = kept;
         taken.into()
-    }
-
-    /// Notifications and server-to-client requests received so far and not yet consumed.
-    pub fn take_unsolicited(&mut self) -> Vec<Value> {
-        self.unsolicited.drain(..).collect()
-    }
-
-    /// `shutdown`, `exit`, and the process's exit status. Fails if a response was left unread.
-    pub fn shutdown(mut self) -> ExitStatus {
-        let result = self.request("shutdown", Value::Null);
-        assert_eq!(result, Ok(Value::Null));
-        self.notify("exit", Value::Null);
-        let status = self.wait_exit();
-        assert!(
-            self.responses.is_empty(),
-            "responses left unread: {:?}",
-            self.responses
-        );
-        status
     }
 
     /// Every message not consumed yet, once the process has ended: those kept while waiting for
@@ -447,11 +407,6 @@ impl Rng {
     pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
-}
-
-pub fn file_uri(path: &Path) -> String {
-    let path = path.to_str().expect("utf-8 temp path");
-    format!("file://{path}")
 }
 
 // ---- scripted model answers ----

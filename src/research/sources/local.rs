@@ -15,7 +15,7 @@ use crate::research::sources::{Source, SourceContext, SourceError, SourceQuery, 
 use crate::store::{Library, SourceRecord, now_rfc3339};
 
 /// The workspace folder.
-pub struct Workspace {
+pub struct WorkspaceSource {
     name: String,
     root: PathBuf,
     timeout: Duration,
@@ -23,9 +23,9 @@ pub struct Workspace {
     exclude: Vec<PathBuf>,
 }
 
-impl Workspace {
-    pub fn new(settings: &SourceSettings, root: &Path, exclude: &[PathBuf]) -> Workspace {
-        Workspace {
+impl WorkspaceSource {
+    pub fn new(settings: &SourceSettings, root: &Path, exclude: &[PathBuf]) -> WorkspaceSource {
+        WorkspaceSource {
             name: settings.name.clone(),
             root: root.to_path_buf(),
             timeout: settings.timeout,
@@ -34,7 +34,7 @@ impl Workspace {
     }
 }
 
-impl Source for Workspace {
+impl Source for WorkspaceSource {
     fn name(&self) -> &str {
         &self.name
     }

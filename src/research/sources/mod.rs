@@ -571,7 +571,7 @@ pub fn build(
             }
             SourceKind::Feeds => Ok(Arc::new(web::Feeds::new(s))),
             SourceKind::Workspace => match workspace {
-                Some(root) => Ok(Arc::new(local::Workspace::new(s, root, exclude))),
+                Some(root) => Ok(Arc::new(local::WorkspaceSource::new(s, root, exclude))),
                 None => Err("no workspace folder".to_owned()),
             },
             SourceKind::Library => Ok(Arc::new(local::LibrarySource::new(s))),

@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::edit::text::{FenceLine, Fences};
+
 /// One step of a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Step {
@@ -113,13 +115,14 @@ pub const MAX_STEPS: usize = 12;
 /// as `main.rs` count as files. A last step that is not verification gets one appended.
 pub fn parse(answer: &str, known: &dyn Fn(&str) -> Option<String>) -> Result<Plan, PlanError> {
     let mut raw: Vec<(usize, String)> = Vec::new();
-    let mut in_fence = false;
+    let mut fences = Fences::default();
     for line in answer.lines() {
         let t = line.trim();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            in_fence = !in_fence;
+        let at = fences.line(line);
+        if matches!(at, FenceLine::Open | FenceLine::Close) {
             continue;
         }
+        let in_fence = at == FenceLine::Inside;
         if let Some((n, rest)) = numbered(t) {
             raw.push((n, rest.to_owned()));
         } else if let Some((_, text)) = raw.last_mut()
