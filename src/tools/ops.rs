@@ -761,17 +761,22 @@ fn refused(r: &Resolved, refusal: Refusal) -> ToolError {
     }
 }
 
-/// TOML and YAML, which tree-sitter does not check here, parsed like a write session's content
-/// (`docs/editing.md`, "Write sessions"): refused only when the change makes a file that parsed
-/// (or did not exist) fail to parse.
-fn check_data(r: &Resolved, before: &str, after: &str) -> Result<(), ToolError> {
-    let Some(format @ (Format::Toml | Format::Yaml)) = Format::of(&r.rel) else {
-        return Ok(());
-    };
-    if !before.trim().is_empty() && !validate::validate(format, before).is_empty() {
+fn check_syntax(
+    session: &Session,
+    r: &Resolved,
+    before: &str,
+    after: &str,
+) -> Result<(), ToolError> {
+    if !session.options.parse_check {
         return Ok(());
     }
-    let problems = validate::validate(format, after);
+    let problems: Vec<String> = match Language::from_path(&r.rel) {
+        Some(language) => introduced_problems(language, before, after)
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        None => data_problems(&r.rel, before, after),
+    };
     if problems.is_empty() {
         return Ok(());
     }
@@ -782,27 +787,20 @@ fn check_data(r: &Resolved, before: &str, after: &str) -> Result<(), ToolError> 
     })
 }
 
-fn check_syntax(
-    session: &Session,
-    r: &Resolved,
-    before: &str,
-    after: &str,
-) -> Result<(), ToolError> {
-    if !session.options.parse_check {
-        return Ok(());
-    }
-    let Some(language) = Language::from_path(&r.rel) else {
-        return check_data(r, before, after);
+/// TOML and YAML, which tree-sitter does not check here, parsed like a write session's content
+/// (`docs/editing.md`, "Write sessions"): problems only when the change makes a file that parsed
+/// (or did not exist) fail to parse.
+fn data_problems(rel: &str, before: &str, after: &str) -> Vec<String> {
+    let Some(format @ (Format::Toml | Format::Yaml)) = Format::of(rel) else {
+        return Vec::new();
     };
-    let problems = introduced_problems(language, before, after);
-    if problems.is_empty() {
-        return Ok(());
+    if !before.trim().is_empty() && !validate::validate(format, before).is_empty() {
+        return Vec::new();
     }
-    let listed: Vec<String> = problems.iter().take(5).map(|p| format!("  {p}")).collect();
-    Err(ToolError::Syntax {
-        path: r.rel.clone(),
-        problems: listed.join("\n"),
-    })
+    validate::validate(format, after)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 fn summary_lines(lines: &[usize], count: usize) -> String {
