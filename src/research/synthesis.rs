@@ -831,7 +831,7 @@ fn example_sentences() -> Vec<String> {
 /// with "The passages do not say how long the dough rises.").
 fn is_example_sentence(sentence: &str) -> bool {
     let words = words_of(sentence);
-    !words.is_empty() && example_sentences().iter().any(|e| *e == words)
+    !words.is_empty() && example_sentences().contains(&words)
 }
 
 /// Whether `answer` is the system prompt's example rather than an answer: two of its three
