@@ -1,10 +1,15 @@
 //! Citations by construction: the model is shown numbered passages (with a short example
 //! answer) and may cite only `[n]`; its answer is then checked — the forms small models write
-//! are normalised (`citations.rs`), markers outside the list are removed and reported, uncited
-//! sentences are kept only when connective, attributed to the passage they overlap strongly
-//! (marked "(attributed)") or dropped and counted, and sources are renumbered by first
-//! appearance — so a cited source is always one that was retrieved. Also the prompt and the
-//! extractive synthesis used when no model answers or its answer is not kept.
+//! are normalised (`citations.rs`), markers outside the list are removed and reported, and
+//! every sentence is checked against the passages before anything is shown: a cited sentence
+//! keeps the citations whose passage supports it, is re-cited to the passage that does (marked
+//! "(re-cited)") or is dropped and counted; uncited sentences are kept only when connective,
+//! cited with a marker the model wrote at the end of their paragraph, attributed to the passage
+//! they overlap strongly (marked "(attributed)") or dropped and counted; sources are renumbered
+//! by first appearance — so a cited source is always one that was retrieved and, by the overlap
+//! measure, one that supports its sentence (docs/research.md). It must never re-cite a sentence
+//! to a passage that does not support it. Also the prompt and the extractive synthesis used when
+//! no model answers or its answer is not kept.
 //!
 //! Pure functions: no I/O, no model calls.
 
