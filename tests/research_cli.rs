@@ -192,7 +192,7 @@ mailto = "you@example.org"
     let id = run["id"].as_str().unwrap().to_owned();
     assert_eq!(id.len(), 12);
     assert_eq!(run["query"], "transformer attention");
-    assert_eq!(run["model"], "test/scripted");
+    assert_eq!(run["model"], "test/scripted", "{run:#}");
     assert_eq!(run["synthesis_kind"], "model");
     let synthesis = run["synthesis"].as_str().unwrap();
     assert!(
@@ -240,14 +240,23 @@ mailto = "you@example.org"
     assert_eq!(claims.len(), 2, "{claims:?}");
     assert_eq!(
         claims[0]["text"],
-        "The Transformer replaced recurrence with attention."
+        "The Transformer is a network architecture based solely on attention mechanisms."
     );
     for claim in claims {
         assert!(!claim["checks"].as_array().unwrap().is_empty(), "{claim}");
     }
     let support = &run["support"];
     assert_eq!(support["method"], "overlap");
-    assert!(support["citations"].as_u64().unwrap() >= 3, "{support}");
+    assert_eq!(support["share"].as_f64(), Some(1.0), "{support}");
+    // The model's own citations as it wrote them: [2], then [1] and [2] (the range); the
+    // check removed the [2] that does not support its sentence.
+    let model_support = &run["model_support"];
+    assert_eq!(model_support["citations"], 3, "{model_support}");
+    assert_eq!(model_support["supported"], 2, "{model_support}");
+    assert!(
+        notes.contains("removed 1 citation of a passage that does not support"),
+        "{notes}"
+    );
     assert_eq!(run["input_tokens"], 812);
     // The model saw numbered passages and the question.
     let request = model.requests()[0].json();

@@ -1,8 +1,9 @@
 //! Deep research: a question fans out to every configured source at once; what comes back is
 //! de-duplicated, scored for credibility with an explained breakdown, handed to a model as
-//! numbered passages it may cite only by number, checked (citation forms normalised, numbers
-//! outside the list removed, uncited claims attributed or dropped, each citation's support
-//! measured), corroborated by counting independent origins per claim, and saved in the library
+//! numbered passages it may cite only by number, checked and repaired (citation forms
+//! normalised, numbers outside the list removed, sentences re-cited to the passage that supports
+//! them or dropped, uncited claims attributed or dropped, each citation's support measured, and
+//! the model's own citations measured before the repair), corroborated by counting independent origins per claim, and saved in the library
 //! with a Markdown report. See `docs/research.md`.
 //!
 //! The editor, the terminal and the MCP tool call the same [`Research::run`] (or [`run`]), which

@@ -164,8 +164,26 @@ pub fn render(r: &ResearchRecord) -> String {
     out
 }
 
-/// The footer line on support: the share of citations whose source supports the sentence.
+/// The footer line on support: the share of citations whose source supports the sentence, and
+/// — when a model wrote citations — the share of its own citations as it wrote them, before the
+/// check re-cited or dropped sentences (the check uses the same overlap measure, so the first
+/// share alone would flatter the model).
 pub fn support_line(r: &ResearchRecord) -> String {
+    let mut line = final_support(r);
+    if let Some(raw) = &r.model_support
+        && let Some(share) = raw.share
+    {
+        line.push_str(&format!(
+            " The model's own citations, before the check: {:.0}% supported ({} of {}).",
+            share * 100.0,
+            raw.supported,
+            raw.citations
+        ));
+    }
+    line
+}
+
+fn final_support(r: &ResearchRecord) -> String {
     let s = &r.support;
     match s.share {
         None => "Supported citations: none to check (the synthesis cites no source).".to_owned(),
@@ -268,6 +286,14 @@ mod tests {
         };
         let record = ResearchRecord {
             support: SupportSummary::of(&record.claims),
+            model_support: Some(SupportSummary {
+                citations: 4,
+                supported: 1,
+                unsupported: 3,
+                share: Some(0.25),
+                method: "overlap".into(),
+                ..Default::default()
+            }),
             ..record
         };
         let text = render(&record);
@@ -276,7 +302,7 @@ mod tests {
             "1. Pipes matter *(attributed)* — cites [1] (1 independent source); [1] supported (50% word overlap)"
         ));
         assert!(text.contains(
-            "*Supported citations: 100% (1 of 1, by content-word overlap with the cited source).*"
+            "*Supported citations: 100% (1 of 1, by content-word overlap with the cited source). The model's own citations, before the check: 25% supported (1 of 4).*"
         ));
         assert!(text.contains("| [1] | [A \\| B](https://example.org/a) — **RETRACTED** | brave | 0.00 | retracted → 0 |"));
         assert!(text.contains("- removed citation marker [7]"));

@@ -54,6 +54,8 @@ struct Checked {
     output_tokens: u64,
     /// The model that wrote the synthesis, for the verifying pass.
     writer: Option<Arc<dyn ChatModel>>,
+    /// The support of the model's own citations before the check repaired them.
+    model_support: Option<SupportSummary>,
 }
 
 impl Research {
@@ -117,6 +119,7 @@ impl Research {
             outcomes,
             notes: checked.notes,
             support,
+            model_support: checked.model_support,
         };
         if cancel.is_cancelled() {
             return Err(ResearchError::Cancelled);
@@ -294,6 +297,7 @@ impl Research {
         let mut notes = std::mem::take(&mut synthesis.notes);
         let mut partial = synthesis.budget_cut;
         let mut model = synthesis.model.clone();
+        let mut model_support = None;
         let (validated, kind) = match synthesis.extractive_claims.take() {
             Some(claims) => (
                 synthesis::number_extractive(&synthesis.text, claims),
@@ -303,6 +307,7 @@ impl Research {
                 let shown = &candidates[..synthesis.shown.min(candidates.len())];
                 let v = synthesis::validate_citations(&synthesis.text, shown);
                 notes.extend(v.notes.iter().cloned());
+                model_support = v.raw.clone();
                 match v.fallback_reason() {
                     None => (v, "model"),
                     Some(reason) => {
@@ -352,6 +357,7 @@ impl Research {
             input_tokens: synthesis.usage.input_tokens,
             output_tokens: synthesis.usage.output_tokens,
             writer: synthesis.writer,
+            model_support,
         }
     }
 

@@ -101,13 +101,30 @@ pub fn overlap(claim: &[String], passage: &HashSet<String>) -> (f64, usize) {
     (shared as f64 / claim.len() as f64, shared)
 }
 
+/// Numbers written as words: a sentence's "seven days" needs a passage that says seven, as
+/// "7 days" needs a 7 (Qwen2.5-Coder-1.5B joined "eight times" from one passage with "seven
+/// days" from another in one sentence).
+const NUMBER_WORDS: [&str; 22] = [
+    "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "fifteen", "twenty", "thirty", "forty", "fifty", "sixty", "hundred", "thousand", "million",
+    "twice", "thrice",
+];
+
+/// Whether a stem is a number: digits, or a number word.
+fn is_number(stem: &str) -> bool {
+    stem.chars().any(|c| c.is_ascii_digit())
+        || NUMBER_WORDS
+            .iter()
+            .any(|w| crate::research::passages::stem(w) == stem)
+}
+
 /// The verdict of the overlap measure for `sentence` against a passage.
 pub fn verdict(sentence: &str, passage: &HashSet<String>) -> (f64, &'static str) {
     let stems = claim_stems(sentence);
     let (share, _) = overlap(&stems, passage);
     let numbers_missing = stems
         .iter()
-        .filter(|s| s.chars().any(|c| c.is_ascii_digit()))
+        .filter(|s| is_number(s))
         .any(|s| !passage.contains(s));
     let verdict = if share >= SUPPORTED && !numbers_missing {
         "supported"
@@ -151,18 +168,57 @@ pub fn is_connective(sentence: &str) -> bool {
     stems.len() <= 2
 }
 
-/// The passage an uncited sentence is attributed to: the one holding the largest share of its
-/// content words, when that share is at least [`ATTRIBUTE`]. `passages[i]` is passage `i + 1`.
-pub fn attribute(sentence: &str, passages: &[HashSet<String>]) -> Option<u32> {
+/// Whether `passage` supports `sentence` well enough to cite it there: the verdict is
+/// `supported`, and no clause of the sentence (split at `,` and `;`) with three content words
+/// or more is missing from the passage — less than [`PARTLY`] of its words in it. The second
+/// rule catches a sentence that joins two passages: "jobs that fail eight times are moved to
+/// the dead-letter queue, where they stay for seven days" took its second clause from another
+/// passage than the one that holds most of its words.
+pub fn supports(sentence: &str, passage: &HashSet<String>) -> bool {
+    verdict(sentence, passage).1 == "supported"
+        && sentence.split([',', ';']).all(|clause| {
+            let stems = claim_stems(clause);
+            stems.len() < 3 || overlap(&stems, passage).0 >= PARTLY
+        })
+}
+
+/// The passage an uncited sentence is attributed to, and a sentence whose cited passages do not
+/// support it is re-cited to: the one holding the largest share of its content words, when that
+/// share is at least [`ATTRIBUTE`], at least [`ATTRIBUTE_MIN_WORDS`] words are shared and the
+/// passage [`supports`] it. `passages[i]` is passage `i + 1`; `prose[i]` says whether it is
+/// prose (documentation, a web page, a paper) rather than code. On equal shares prose comes
+/// first, then the better-ranked passage: a sentence found word for word in a test's string
+/// literal and in the documentation is cited to the documentation.
+pub fn attribute(sentence: &str, passages: &[HashSet<String>], prose: &[bool]) -> Option<u32> {
     let stems = claim_stems(sentence);
     let need = ATTRIBUTE_MIN_WORDS.min(stems.len()).max(2);
+    let is_prose = |i: usize| prose.get(i).copied().unwrap_or(true);
     passages
         .iter()
         .enumerate()
         .map(|(i, p)| (i, overlap(&stems, p)))
-        .filter(|(_, (share, shared))| *share >= ATTRIBUTE && *shared >= need)
-        .max_by(|a, b| a.1.0.total_cmp(&b.1.0).then(b.0.cmp(&a.0)))
+        .filter(|(i, (share, shared))| {
+            *share >= ATTRIBUTE && *shared >= need && supports(sentence, &passages[*i])
+        })
+        .max_by(|a, b| {
+            a.1.0
+                .total_cmp(&b.1.0)
+                .then(is_prose(a.0).cmp(&is_prose(b.0)))
+                .then(b.0.cmp(&a.0))
+        })
         .map(|(i, _)| i as u32 + 1)
+}
+
+/// Whether a sentence (its markers removed) only names passages ("This process is described in
+/// [1] and [2].", or a line of bare markers): it holds at most two content words, and words
+/// about the sources themselves or nothing at all. Its citations belong to the sentences
+/// before it (docs/research.md, "Citations by construction").
+pub fn names_only_sources(sentence: &str) -> bool {
+    let claim = claim_stems(sentence);
+    if claim.is_empty() {
+        return true;
+    }
+    claim.len() <= 2 && content_stems(sentence).len() > claim.len()
 }
 
 /// The second model pass: the prompt asking whether `passage` supports `statement`.
@@ -277,14 +333,16 @@ mod tests {
         assert_eq!(
             attribute(
                 "When full, the cache evicts the least recently used entry.",
-                &passages
+                &passages,
+                &[]
             ),
             Some(2)
         );
         assert_eq!(
             attribute(
                 "The store keeps a write-ahead log for crash recovery.",
-                &passages
+                &passages,
+                &[]
             ),
             None
         );

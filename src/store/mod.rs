@@ -468,6 +468,11 @@ CREATE TABLE proposal (
     files TEXT NOT NULL
 );
 "#,
+    // 4: the support of the model's own citations as it wrote them, before the check repaired
+    // them (`SupportSummary` as JSON; NULL when the model cited nothing or no model answered).
+    r#"
+ALTER TABLE research ADD COLUMN model_support TEXT;
+"#,
 ];
 
 fn write_record(tx: &Transaction<'_>, r: &ResearchRecord) -> Result<(), StoreError> {
@@ -482,8 +487,8 @@ fn write_record(tx: &Transaction<'_>, r: &ResearchRecord) -> Result<(), StoreErr
     }
     tx.execute(
         "INSERT INTO research(id, query, created_at, status, synthesis, synthesis_kind, model,
-             duration_ms, input_tokens, output_tokens, outcomes, notes)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             duration_ms, input_tokens, output_tokens, outcomes, notes, model_support)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         params![
             r.id,
             r.query,
@@ -497,6 +502,7 @@ fn write_record(tx: &Transaction<'_>, r: &ResearchRecord) -> Result<(), StoreErr
             r.output_tokens as i64,
             to_json(&r.outcomes),
             to_json(&r.notes),
+            r.model_support.as_ref().map(to_json),
         ],
     )?;
     tx.execute(
@@ -605,11 +611,13 @@ fn read_record(conn: &Connection, id: &str) -> Result<ResearchRecord, StoreError
         i64,
         String,
         String,
+        Option<String>,
     );
     let head: Option<Head> = conn
         .query_row(
             "SELECT query, created_at, status, synthesis, synthesis_kind, model, duration_ms,
-                 input_tokens, output_tokens, outcomes, notes FROM research WHERE id = ?1",
+                 input_tokens, output_tokens, outcomes, notes, model_support FROM research
+                 WHERE id = ?1",
             [id],
             |r| {
                 Ok((
@@ -624,12 +632,25 @@ fn read_record(conn: &Connection, id: &str) -> Result<ResearchRecord, StoreError
                     r.get(8)?,
                     r.get(9)?,
                     r.get(10)?,
+                    r.get(11)?,
                 ))
             },
         )
         .optional()?;
-    let Some((query, created_at, status, synthesis, kind, model, ms, tin, tout, outcomes, notes)) =
-        head
+    let Some((
+        query,
+        created_at,
+        status,
+        synthesis,
+        kind,
+        model,
+        ms,
+        tin,
+        tout,
+        outcomes,
+        notes,
+        model_support,
+    )) = head
     else {
         return Err(StoreError::NotFound(id.to_owned()));
     };
@@ -646,6 +667,10 @@ fn read_record(conn: &Connection, id: &str) -> Result<ResearchRecord, StoreError
         output_tokens: tout.max(0) as u64,
         outcomes: from_json("outcomes", &outcomes)?,
         notes: from_json("notes", &notes)?,
+        model_support: model_support
+            .map(|json| from_json::<Option<SupportSummary>>("model_support", &json))
+            .transpose()?
+            .flatten(),
         ..ResearchRecord::default()
     };
     let keys: Vec<String> = {

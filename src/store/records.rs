@@ -181,6 +181,11 @@ pub struct ResearchRecord {
     /// The support checks of the claims, counted (derived from `claims`).
     #[serde(default)]
     pub support: SupportSummary,
+    /// The support of the model's own citations as it wrote them, before the check re-cited
+    /// or dropped sentences (`None` when the model cited nothing or no model answered): the
+    /// "before" of `support` (docs/research.md, "Is it right?").
+    #[serde(default)]
+    pub model_support: Option<SupportSummary>,
 }
 
 /// One line of `list` and `search`.

@@ -59,6 +59,14 @@ fn record(id: &str, query: &str, synthesis: &str) -> ResearchRecord {
             message: None,
         }],
         notes: vec!["a note".to_owned()],
+        model_support: Some(SupportSummary {
+            citations: 2,
+            supported: 1,
+            partly: 1,
+            share: Some(0.5),
+            method: "overlap".to_owned(),
+            ..SupportSummary::default()
+        }),
     }
 }
 
