@@ -974,7 +974,7 @@ impl Run<'_> {
 
     fn time_spent(&self) -> BudgetSpent {
         let limit = self.ctx.options.max_duration;
-        let limit = if limit.as_secs() % 60 == 0 && limit.as_secs() > 0 {
+        let limit = if limit.as_secs().is_multiple_of(60) && limit.as_secs() > 0 {
             let m = limit.as_secs() / 60;
             format!("{m} minute{}", if m == 1 { "" } else { "s" })
         } else {
@@ -1439,5 +1439,48 @@ mod tests {
         assert_eq!(o.approve, ApproveMode::Auto);
         assert_eq!((o.fix_rounds, o.judge_min_lines, o.max_attempts), (1, 5, 2));
         assert_eq!(o.risky, ["billing"]);
+        // The budget: the shipped defaults, and what a file sets.
+        assert_eq!(o.max_duration, Duration::from_secs(600));
+        assert_eq!(o.max_model_calls, 40);
+        let (config, problems) = Config::from_toml_str(
+            "[develop]\nmax_minutes = 3\nmax_model_calls = 7\n",
+            crate::config::ValueSource::Default,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let o = DevelopOptions::from_config(&config);
+        assert_eq!(
+            (o.max_duration, o.max_model_calls),
+            (Duration::from_secs(180), 7)
+        );
+        // Out of range: reported, and the default kept.
+        let (config, problems) = Config::from_toml_str(
+            "[develop]\nmax_model_calls = 0\n",
+            crate::config::ValueSource::Default,
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(DevelopOptions::from_config(&config).max_model_calls, 40);
+    }
+
+    #[test]
+    fn a_stopped_run_says_why_and_what_was_not_done() {
+        let mut report = Report::new("add a flag");
+        report.stopped = Some(BudgetSpent::ModelCalls { limit: 40 }.to_string());
+        report.not_done = vec!["step 3: print it".to_owned()];
+        let summary = report.summary();
+        assert!(
+            summary.contains(
+                "Stopped early: the run used all of its 40 model calls (raise \
+                 `[develop] max_model_calls` to allow more)\n  not done: step 3: print it\n"
+            ),
+            "{summary}"
+        );
+        let failure = DevelopFailure::Budget(BudgetSpent::Time {
+            limit: "10 minutes".to_owned(),
+        });
+        assert_eq!(
+            failure.to_string(),
+            "the run reached its time limit of 10 minutes (raise `[develop] max_minutes` to \
+             allow more) before any step was done; nothing was changed"
+        );
     }
 }
