@@ -162,6 +162,8 @@ fn request_texts(server: &ReplayServer) -> Vec<String> {
 
 struct Run {
     outcome: Outcome,
+    /// Each role's replay server, kept for what it saw after the run.
+    servers: std::collections::HashMap<String, Arc<ReplayServer>>,
     requests: std::collections::HashMap<String, Vec<String>>,
     progress: Vec<Progress>,
     /// Bytes of the models' answers reported as they streamed in (`on_stream`).
@@ -254,6 +256,10 @@ async fn scenario(name: &str) -> (Run, Value) {
         vec![ws.clone()],
         Snapshot::new(),
     );
+    if let Some(ms) = spec["max_duration_ms"].as_u64() {
+        // `[develop] max_minutes` counts whole minutes; a test's budget is shorter.
+        ctx.options.max_duration = Duration::from_millis(ms);
+    }
     let streamed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     ctx.on_stream = Some({
         let streamed = streamed.clone();
@@ -305,6 +311,7 @@ async fn scenario(name: &str) -> (Run, Value) {
         .collect();
     let run = Run {
         outcome,
+        servers,
         requests,
         progress: seen.lock().unwrap().clone(),
         streamed: streamed.load(std::sync::atomic::Ordering::Relaxed),
@@ -365,6 +372,7 @@ fn check_expectations(name: &str, run: &Run, expect: &Value) {
             .map(|s| match s.status {
                 StepStatus::Done => "done",
                 StepStatus::Failed => "failed",
+                StepStatus::Stopped => "stopped",
             })
             .collect();
         let want: Vec<&str> = want.iter().map(|v| v.as_str().unwrap()).collect();
@@ -391,6 +399,19 @@ fn check_expectations(name: &str, run: &Run, expect: &Value) {
             summary.contains(needle.as_str().unwrap()),
             "{ctx}\nmissing: {needle}"
         );
+    }
+    for needle in expect["stopped_contains"].as_array().into_iter().flatten() {
+        let stopped = report.stopped.clone().unwrap_or_default();
+        assert!(
+            stopped.contains(needle.as_str().unwrap()),
+            "{ctx}\nstopped: {stopped}"
+        );
+    }
+    if let Some(want) = expect["not_done"].as_array() {
+        assert_eq!(report.not_done.len(), want.len(), "{ctx}");
+        for (got, needle) in report.not_done.iter().zip(want) {
+            assert!(got.starts_with(needle.as_str().unwrap()), "{ctx}\n{got}");
+        }
     }
     for needle in expect["failure_contains"].as_array().into_iter().flatten() {
         let failure = report.failure.clone().unwrap_or_default();
@@ -487,6 +508,11 @@ async fn real_small_model_answers_a_looping_plan_and_an_empty_old_string() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_text_calls_are_repaired_or_explained() {
+    scenario("qwen_text_calls_repaired_or_explained").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_error_is_fed_back_and_fixed() {
     scenario("rust_check_error_fed_back").await;
 }
@@ -556,6 +582,53 @@ async fn plan_that_does_not_parse_is_retried_once_then_explained() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_step_failing_changes_nothing() {
     scenario("every_step_fails").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_failed_steps_in_a_row_stop_the_run() {
+    scenario("failed_steps_in_a_row_stop_the_run").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_fix_round_ends_the_fix_rounds() {
+    scenario("failed_fix_round_ends_the_fix_rounds").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_call_budget_keeps_the_done_steps_and_says_what_was_not_done() {
+    let (run, _) = scenario("budget_model_calls_keeps_done_steps").await;
+    let messages: Vec<&str> = run.progress.iter().map(|p| p.message.as_str()).collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("stopping: the run used all of its 4 model calls")),
+        "{messages:?}"
+    );
+    assert!(
+        messages.last().unwrap().contains("stopped early"),
+        "{messages:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_time_budget_walks_away_from_a_hanging_answer() {
+    let (run, _) = scenario("budget_time_drops_a_hanging_answer").await;
+    // The hung answer was abandoned by the run, not by a timeout of the HTTP client.
+    let coder = run.servers.get("coder").unwrap();
+    for _ in 0..100 {
+        if coder.disconnects() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(coder.disconnects(), 1);
+    let step = &run.outcome.report.steps[1];
+    assert!(
+        step.error
+            .as_deref()
+            .is_some_and(|e| e.contains("`[develop] max_minutes`")),
+        "{step:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,7 +2,7 @@
 //! local servers replaying the `rust_happy_path` scenario in the OpenAI SSE format.
 //! `--yes --json` prints one JSON object and writes nothing; `--apply` writes every file in one
 //! transaction, and when a write fails midway (here: a file changed on disk during the run)
-//! every file is left as it was.
+//! every file is left as it was; a proposal whose tests fail is not written at all.
 
 mod support;
 
@@ -153,6 +153,51 @@ fn apply_writes_every_file() {
     let lib = std::fs::read_to_string(setup.ws.join("src/lib.rs")).unwrap();
     assert!(lib.contains("pub fn line_count"), "{lib}");
     assert!(setup.ws.join("tests/counts.rs").exists());
+}
+
+/// A test command that always fails, and no fix round to change that.
+const FAILING_TESTS: &str = "\n[develop]\nfix_rounds = 0\n\n[develop.checks]\ntest = \"sh -c 'echo counts_lines failed; exit 1'\"\n";
+
+#[test]
+fn apply_refuses_a_proposal_whose_tests_fail_and_names_its_files() {
+    // `--apply` is given before anyone has seen the diff: a change whose tests fail is not
+    // written (docs/develop.md, "Results").
+    let (first, second) = (setup(FAILING_TESTS), setup(FAILING_TESTS));
+    let before = tree(&first.ws);
+    let out = develop(&first, &["--yes", "--apply", "--json"]);
+    let json = json_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{json}");
+    assert_eq!(json["status"], "apply_refused", "{json}");
+    assert_eq!(json["report"]["verify"]["status"], "failed", "{json}");
+    let message = json["message"].as_str().unwrap();
+    for needle in [
+        "nothing was written: the tests fail with this change",
+        "src/lib.rs, src/main.rs, tests/counts.rs",
+        "counts_lines failed",
+    ] {
+        assert!(message.contains(needle), "{needle}: {message}");
+    }
+    assert!(
+        json["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+pub fn line_count")
+    );
+    assert_eq!(
+        tree(&first.ws),
+        before,
+        "an unverified proposal was written"
+    );
+    // Without --json the reason goes to stderr with the same exit code.
+    let before = tree(&second.ws);
+    let out = develop(&second, &["--yes", "--apply"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--apply does not write it"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(tree(&second.ws), before);
 }
 
 #[test]

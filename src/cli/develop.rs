@@ -7,6 +7,9 @@
 //! rather than guess. Without `--apply` nothing is written. With `--apply` every file of the
 //! proposal is written as one atomic transaction: if any write fails (or a file changed on disk
 //! during the run), the files already written are restored and nothing is left half-applied.
+//! A proposal whose tests failed in the verify phase is not written at all: `--apply` is asked
+//! without anyone looking at the diff, so a change the run could not verify is named and left
+//! for the user (`docs/develop.md`, "Results").
 //!
 //! Exit codes: 0 a proposal (applied with `--apply`), 1 no proposal or the apply was refused,
 //! 2 a usage or setup error.
@@ -131,16 +134,21 @@ fn execute(args: &DevelopArgs) -> Result<ExitCode> {
 
     let report = &outcome.report;
     let mut applied = None;
+    let mut refused = None;
     if args.apply
         && let Some(proposal) = &outcome.proposal
     {
-        applied = Some(apply(proposal));
+        match unverified(report, proposal) {
+            Some(why) => refused = Some(why),
+            None => applied = Some(apply(proposal)),
+        }
     }
-    let status = match (&outcome.proposal, &applied) {
-        (None, _) => "no_proposal",
-        (Some(_), None) => "proposal",
-        (Some(_), Some(Ok(()))) => "applied",
-        (Some(_), Some(Err(_))) => "apply_failed",
+    let status = match (&outcome.proposal, &applied, &refused) {
+        (None, _, _) => "no_proposal",
+        (Some(_), _, Some(_)) => "apply_refused",
+        (Some(_), None, None) => "proposal",
+        (Some(_), Some(Ok(())), None) => "applied",
+        (Some(_), Some(Err(_)), None) => "apply_failed",
     };
     if args.json {
         let files: Vec<_> = outcome
@@ -151,8 +159,9 @@ fn execute(args: &DevelopArgs) -> Result<ExitCode> {
             .collect();
         let out = json!({
             "status": status,
-            "message": match &applied {
-                Some(Err(e)) => Some(e.clone()),
+            "message": match (&applied, &refused) {
+                (_, Some(why)) => Some(why.clone()),
+                (Some(Err(e)), _) => Some(e.clone()),
                 _ => report.failure.clone(),
             },
             "diff": outcome.proposal.as_ref().map(|p| p.diff.clone()),
@@ -172,6 +181,12 @@ fn execute(args: &DevelopArgs) -> Result<ExitCode> {
                 report.changed.len()
             ),
             Some(Err(e)) => eprintln!("patchwise develop: {e}"),
+            None if refused.is_some() => {
+                eprintln!(
+                    "patchwise develop: {}",
+                    refused.as_deref().unwrap_or_default()
+                )
+            }
             None if outcome.proposal.is_some() => {
                 eprintln!(
                     "patchwise develop: nothing was written; run again with --apply to write the change"
@@ -184,6 +199,31 @@ fn execute(args: &DevelopArgs) -> Result<ExitCode> {
         "proposal" | "applied" => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
     })
+}
+
+/// Why `proposal` must not be written without a person looking at it: its tests failed in the
+/// verify phase. `None` when it may be written (tests passed, or the project has none).
+fn unverified(report: &develop::Report, proposal: &Proposal) -> Option<String> {
+    let develop::VerifyStatus::Failed(failures) = &report.verify else {
+        return None;
+    };
+    let files: Vec<&str> = proposal
+        .files
+        .iter()
+        .map(|f| f.display_path.as_str())
+        .collect();
+    Some(format!(
+        "nothing was written: the tests fail with this change, so --apply does not write it \
+         ({}: {}). Review the diff and apply it by hand if you want it anyway. The \
+         tests: {}",
+        if files.len() == 1 {
+            "the file it would change is"
+        } else {
+            "the files it would change are"
+        },
+        files.join(", "),
+        crate::edit::text::clip(failures.trim(), 300)
+    ))
 }
 
 /// Writes every file of `proposal` as one transaction (all land, or none).

@@ -368,6 +368,15 @@ pub struct DevelopSection {
     pub judge_min_lines: u32,
     /// Changed paths containing one of these always get the judge.
     pub risky: Vec<String>,
+    /// Minutes a run may take from its start to its result (waiting for the plan's approval
+    /// does not count). When they are up the run stops: the steps done so far are tested and
+    /// proposed, and the result says what was not done.
+    #[schemars(range(min = 1, max = 1440))]
+    pub max_minutes: u32,
+    /// Model calls a run may make (planner, coder and judge together); when they are used up
+    /// the run stops as for `max_minutes`.
+    #[schemars(range(min = 1, max = 10_000))]
+    pub max_model_calls: u32,
     /// The commands that check, lint and test the working copy.
     pub checks: DevelopChecks,
 }
@@ -390,6 +399,11 @@ impl Default for DevelopSection {
             ]
             .map(str::to_owned)
             .to_vec(),
+            // Measured with Qwen2.5-Coder-1.5B on the bench tasks (docs/develop.md, "Budget"):
+            // every run that produced a proposal needed at most 30 model calls and 7 minutes;
+            // the runs past 10 minutes or 32 calls ended with nothing, one after 26 minutes.
+            max_minutes: 10,
+            max_model_calls: 40,
             checks: DevelopChecks::default(),
         }
     }

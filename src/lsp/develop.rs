@@ -88,7 +88,10 @@ impl Backend {
             reporter.done().await;
             return Err(request_failed(format!("develop: {}", report.summary())));
         };
-        run.finish("proposal ready");
+        match &report.stopped {
+            Some(why) => run.finish(&format!("proposal ready; stopped early: {why}")),
+            None => run.finish("proposal ready"),
+        }
         reporter.done().await;
         let id = self.add_proposal(proposal.clone()).await;
         tracing::info!(id, files = proposal.files.len(), "develop proposal ready");

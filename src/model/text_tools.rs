@@ -20,6 +20,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod repair;
+
 use serde_json::{Value, json};
 
 use crate::model::{
@@ -100,7 +102,10 @@ pub fn parse_tool_text(text: &str, known: &[&str]) -> ToolText {
                 });
                 prose.extend(lines[i..j].iter().copied());
             }
-            Err(_) => prose.extend(lines[i..j].iter().copied()),
+            Err(err) => match unreadable_call(&body, known, open.explicit, &err.detail) {
+                Some(call) => result.calls.push(call),
+                None => prose.extend(lines[i..j].iter().copied()),
+            },
         }
         i = j;
     }
@@ -122,7 +127,25 @@ pub fn parse_tool_text(text: &str, known: &[&str]) -> ToolText {
                         detail: format!("the JSON call is cut off ({})", err.message),
                     });
                 }
-                Err(_) => {}
+                Err(err) => {
+                    // Calls followed by something else (a stray fence, imagined results).
+                    let calls_at_start = |text: &str| {
+                        let (values, rest) = leading_objects(text)?;
+                        let calls = calls_from_value(&Value::Array(values), known, false);
+                        (!calls.is_empty()).then_some((calls, rest))
+                    };
+                    let leading = calls_at_start(trimmed)
+                        .or_else(|| calls_at_start(&repair::repair_json(trimmed)));
+                    if let Some((calls, rest)) = leading {
+                        result.calls = calls;
+                        prose = rest;
+                    } else if looks_like_call(trimmed)
+                        && let Some(call) = unreadable_call(trimmed, known, false, &err.detail)
+                    {
+                        result.calls.push(call);
+                        prose.clear();
+                    }
+                }
             }
         }
     }
@@ -197,14 +220,7 @@ pub fn parse_arguments(raw: &str) -> (Value, Option<String>) {
             }
         }
         Ok(value) => (value, None),
-        Err(err) => (
-            Value::Null,
-            Some(format!(
-                "the arguments are not valid JSON ({}): {}",
-                err.message,
-                crate::model::http::snippet(raw)
-            )),
-        ),
+        Err(err) => (Value::Null, Some(err.detail)),
     }
 }
 
@@ -214,129 +230,90 @@ pub struct JsonError {
     pub message: String,
     /// The text ended inside a value (it was cut off, rather than wrong).
     pub eof: bool,
+    /// What a model is told: the argument the error is in, what is wrong there and how to
+    /// write it (`repair::explain`).
+    pub detail: String,
 }
 
-/// Parses JSON written by a model: strict JSON first, then again after repairing single-quoted
-/// strings, trailing commas, comments and Python literals.
+/// Parses JSON written by a model: strict JSON first, then again after the repairs of
+/// `repair.rs` (single-quoted strings, trailing commas, comments, Python literals, raw line
+/// breaks and unescaped quotes inside strings, …). Objects written one after the other are
+/// one array.
 pub fn lenient_json(text: &str) -> Result<Value, JsonError> {
     let text = text.trim();
-    match serde_json::from_str::<Value>(text) {
+    let strict = match serde_json::from_str::<Value>(text) {
         Ok(value) => return Ok(value),
-        Err(err) if err.is_eof() => {
-            return Err(JsonError {
-                message: err.to_string(),
-                eof: true,
-            });
-        }
-        Err(_) => {}
+        Err(err) => err,
+    };
+    let repaired = repair::repair_json(text);
+    let err = match serde_json::from_str::<Value>(&repaired) {
+        Ok(value) => return Ok(value),
+        Err(err) => err,
+    };
+    if let Some((values, rest)) = leading_objects(&repaired)
+        && values.len() > 1
+        && rest.trim().is_empty()
+    {
+        return Ok(Value::Array(values));
     }
-    let repaired = repair_json(text);
-    serde_json::from_str::<Value>(&repaired).map_err(|err| JsonError {
-        message: err.to_string(),
-        eof: err.is_eof(),
+    // A text that ended inside a value is cut off, whatever the repair made of it.
+    let (message, eof) = if strict.is_eof() {
+        (strict.to_string(), true)
+    } else {
+        (err.to_string(), err.is_eof())
+    };
+    Err(JsonError {
+        message,
+        eof,
+        detail: repair::explain(&repaired, &err),
     })
 }
 
-fn repair_json(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '"' => {
-                // Copy a double-quoted string verbatim.
-                out.push(c);
-                i += 1;
-                while i < chars.len() {
-                    out.push(chars[i]);
-                    if chars[i] == '\\' && i + 1 < chars.len() {
-                        out.push(chars[i + 1]);
-                        i += 2;
-                        continue;
-                    }
-                    i += 1;
-                    if chars[i - 1] == '"' {
-                        break;
-                    }
-                }
-            }
-            '\'' => {
-                // A single-quoted string becomes a double-quoted one.
-                out.push('"');
-                i += 1;
-                while i < chars.len() && chars[i] != '\'' {
-                    match chars[i] {
-                        '\\' if i + 1 < chars.len() => {
-                            if chars[i + 1] == '\'' {
-                                out.push('\'');
-                            } else {
-                                out.push('\\');
-                                out.push(chars[i + 1]);
-                            }
-                            i += 2;
-                        }
-                        '"' => {
-                            out.push_str("\\\"");
-                            i += 1;
-                        }
-                        '\n' => {
-                            out.push_str("\\n");
-                            i += 1;
-                        }
-                        other => {
-                            out.push(other);
-                            i += 1;
-                        }
-                    }
-                }
-                if i < chars.len() {
-                    out.push('"');
-                    i += 1;
-                }
-            }
-            '/' if chars.get(i + 1) == Some(&'/') => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            '/' if chars.get(i + 1) == Some(&'*') => {
-                i += 2;
-                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
-                    i += 1;
-                }
-                i = (i + 2).min(chars.len());
-            }
-            ',' => {
-                let mut k = i + 1;
-                while k < chars.len() && chars[k].is_whitespace() {
-                    k += 1;
-                }
-                if !matches!(chars.get(k), Some('}') | Some(']')) {
-                    out.push(',');
-                }
-                i += 1;
-            }
-            c if c.is_ascii_alphabetic() => {
-                let start = i;
-                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
-                    i += 1;
-                }
-                let word: String = chars[start..i].iter().collect();
-                out.push_str(match word.as_str() {
-                    "True" => "true",
-                    "False" => "false",
-                    "None" => "null",
-                    other => other,
-                });
-            }
-            other => {
-                out.push(other);
-                i += 1;
-            }
+/// The JSON objects `text` starts with (one or several, one after the other) and the text
+/// after them: `{"name": …}` followed by a stray fence or a second call.
+fn leading_objects(text: &str) -> Option<(Vec<Value>, String)> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let mut values = Vec::new();
+    let mut end = 0;
+    while let Some(Ok(value)) = stream.next() {
+        if !value.is_object() {
+            break;
         }
+        values.push(value);
+        end = stream.byte_offset();
     }
-    out
+    (!values.is_empty()).then(|| (values, text[end..].to_owned()))
+}
+
+/// The tool a block that is not JSON names (`"name": "edit_file"`), when it is one the request
+/// offered (any name in an explicit tool block): the call is answered with why its arguments
+/// could not be read, instead of being lost.
+fn unreadable_call(body: &str, known: &[&str], explicit: bool, detail: &str) -> Option<ToolCall> {
+    let name = ["\"name\"", "'name'", "\"tool\"", "'tool'"]
+        .iter()
+        .filter_map(|key| {
+            let after = &body[body.find(key)? + key.len()..];
+            let after = after.trim_start().strip_prefix(':')?.trim_start();
+            let quote = after.chars().next().filter(|q| matches!(q, '"' | '\''))?;
+            let rest = &after[1..];
+            let name = &rest[..rest.find(quote)?];
+            let word = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            word.then_some(name)
+        })
+        .next()?;
+    if !explicit && !known.contains(&name) {
+        return None;
+    }
+    Some(ToolCall {
+        id: next_call_id(),
+        name: name.to_owned(),
+        arguments: Value::Null,
+        arguments_error: Some(detail.to_owned()),
+        provider_data: None,
+    })
 }
 
 /// How a block opened.

@@ -701,10 +701,9 @@ fn arguments(call: &ToolCall, name: &str) -> Result<Map<String, Value>, ToolErro
         tool: name.to_owned(),
         message,
     };
+    // Written for the model already: which argument, what is wrong, how to write it.
     if let Some(err) = &call.arguments_error {
-        return Err(invalid(format!(
-            "the arguments are not valid JSON ({err}); send one JSON object"
-        )));
+        return Err(invalid(err.clone()));
     }
     let raw = match &call.arguments {
         Value::Object(m) => m.clone(),

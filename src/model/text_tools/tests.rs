@@ -496,3 +496,51 @@ fn bare_arguments_are_the_call_of_the_one_tool_they_fit() {
         .is_empty()
     );
 }
+
+#[test]
+fn calls_as_a_small_model_writes_them_are_read() {
+    // Qwen2.5-Coder-1.5B (develop, rust-add-fn): the call, then an imagined result in a fence.
+    let text = "{\"name\": \"edit_file\", \"arguments\": \"{\\\"path\\\":\\\"src/lib.rs\\\",\\\"old_string\\\":\\\"a\\\",\\\"new_string\\\":\\\"b\\\"}\"}\n```\nobj['tool_response']\n```";
+    let parsed = parse_tool_text(text, KNOWN);
+    assert_eq!(
+        parsed
+            .calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.arguments.clone()))
+            .collect::<Vec<_>>(),
+        [(
+            "edit_file",
+            json!({"path": "src/lib.rs", "old_string": "a", "new_string": "b"})
+        )]
+    );
+    assert_eq!(parsed.prose, "```\nobj['tool_response']\n```");
+    // Two calls one after the other (ts-add-fn), in a fence and bare.
+    let two = "{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}} {\"name\": \"read_file\", \"arguments\": {\"path\": \"b\"}}";
+    assert_eq!(calls(two).len(), 2);
+    assert_eq!(calls(&format!("```json\n{two}\n```")).len(), 2);
+    // Code as it is in the file: raw line breaks and unescaped quotes (rust-flag).
+    let text = "```json\n{\n  \"name\": \"edit_file\",\n  \"arguments\": {\n    \"path\": \"src/cli.rs\",\n    \"old_string\": \"\",\n    \"new_string\": \"if arg == \"--quiet\" {\n\treturn;\n}\"\n  }\n}\n```";
+    assert_eq!(
+        calls(text)[0].1["new_string"],
+        "if arg == \"--quiet\" {\n\treturn;\n}"
+    );
+}
+
+#[test]
+fn a_call_whose_arguments_stay_unreadable_gets_an_error_not_silence() {
+    // The content's string is left open before "path" (rust-add-fn): which quote was meant to
+    // close it is not known, so the call is answered with why.
+    let text = "```json\n{\n  \"name\": \"edit_file\",\n  \"arguments\": {\n    \"new_string\": \"/// Counts.\\n/// ```\n    \"path\": \"tests/lib.rs\"\n  }\n}\n```";
+    let parsed = parse_tool_text(text, KNOWN);
+    assert_eq!(parsed.calls.len(), 1, "{parsed:?}");
+    let call = &parsed.calls[0];
+    assert_eq!(call.name, "edit_file");
+    let error = call.arguments_error.as_deref().unwrap();
+    assert!(
+        error.contains("in the argument \"new_string\": the string is not closed before the next argument \"path\""),
+        "{error}"
+    );
+    // A block naming no offered tool stays prose, broken or not.
+    let text = "```json\n{\"name\": \"my-package\", \"version\": \"1.0\n}\n```";
+    assert!(parse_tool_text(text, KNOWN).calls.is_empty());
+}

@@ -20,6 +20,11 @@
 //!
 //! Nothing here writes to the workspace: edits live in the working copy, commands run in the
 //! overlay. A run that fails reports what it learned and proposes nothing. No protocol types.
+//!
+//! A run ends (`docs/develop.md`): `[develop] max_minutes` and `max_model_calls` bound it, two
+//! plan steps that fail one after the other end the execute phase, a failed fix round ends
+//! the fix rounds. A run stopped early undoes the step in progress, tests what was done once
+//! and proposes it, and its report says what was not done and which setting raises the limit.
 
 pub mod checks;
 mod explore;
@@ -33,7 +38,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde::Serialize;
@@ -99,6 +104,10 @@ pub struct DevelopOptions {
     pub context_budget: usize,
     /// Run the checks once before any change (failures that were already there do not count).
     pub baseline: bool,
+    /// `[develop] max_minutes`: how long a run may take (approval waits do not count).
+    pub max_duration: Duration,
+    /// `[develop] max_model_calls`: how many model calls a run may make.
+    pub max_model_calls: usize,
     pub escalate: bool,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
@@ -126,6 +135,8 @@ impl DevelopOptions {
             explore_rounds: 2,
             context_budget: 2500,
             baseline: true,
+            max_duration: Duration::from_secs(u64::from(d.max_minutes.max(1)) * 60),
+            max_model_calls: (d.max_model_calls as usize).max(1),
         }
     }
 }
@@ -221,6 +232,8 @@ pub struct DevelopRequest {
 pub enum StepStatus {
     Done,
     Failed,
+    /// The run's budget ran out during the step; what it had changed was undone.
+    Stopped,
 }
 
 /// What one step did.
@@ -274,6 +287,11 @@ pub struct Report {
     pub model_calls: usize,
     /// Why the run ended without a proposal.
     pub failure: Option<String>,
+    /// Why the run stopped before doing all it planned: its budget (naming the setting that
+    /// raises it), or steps that failed for good.
+    pub stopped: Option<String>,
+    /// What the run did not do because it stopped (steps, fix rounds, the judge's review).
+    pub not_done: Vec<String>,
 }
 
 impl Report {
@@ -295,6 +313,8 @@ impl Report {
             claimed_unchanged: Vec::new(),
             model_calls: 0,
             failure: None,
+            stopped: None,
+            not_done: Vec::new(),
         }
     }
 
@@ -304,6 +324,12 @@ impl Report {
         if let Some(f) = &self.failure {
             out.push_str(&format!("No proposal: {f}\n"));
         }
+        if let Some(why) = &self.stopped {
+            out.push_str(&format!("Stopped early: {why}\n"));
+            for n in &self.not_done {
+                out.push_str(&format!("  not done: {n}\n"));
+            }
+        }
         for w in &self.warnings {
             out.push_str(&format!("warning: {w}\n"));
         }
@@ -311,6 +337,7 @@ impl Report {
             let status = match s.status {
                 StepStatus::Done => "done",
                 StepStatus::Failed => "FAILED",
+                StepStatus::Stopped => "STOPPED",
             };
             out.push_str(&format!(
                 "{} [{status}, {} attempt{}, {}]: {}\n",
@@ -401,7 +428,31 @@ pub enum DevelopFailure {
     Model(ModelError),
     #[error("cancelled; nothing was changed")]
     Cancelled,
+    /// Also how a phase learns that the budget ran out, and stops (`Run::ask`).
+    #[error("{0} before any step was done; nothing was changed")]
+    Budget(BudgetSpent),
 }
+
+/// Which of the run's limits ran out; the Display names the setting that raises it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetSpent {
+    #[error(
+        "the run used all of its {limit} model calls (raise `[develop] max_model_calls` to \
+         allow more)"
+    )]
+    ModelCalls { limit: usize },
+    #[error(
+        "the run reached its time limit of {limit} (raise `[develop] max_minutes` to allow \
+         more)"
+    )]
+    Time { limit: String },
+}
+
+/// Plan steps that fail for good one after the other before the run stops: the steps after
+/// them build on changes that are not there. Measured (docs/develop.md, "Budget"): no step
+/// succeeded after two failed ones in a row, and the runs that went on spent up to 43 more
+/// model calls on steps that failed the same way.
+const FAILED_STEPS_IN_A_ROW: usize = 2;
 
 /// Runs a develop request. Always returns the report; the proposal only when the run produced
 /// one. See the module docs.
@@ -424,6 +475,9 @@ pub async fn run(
         calls: Arc::new(AtomicUsize::new(0)),
         percent: 0,
         writes: WriteSessions::new(ctx.config.tools.clone()),
+        started: Instant::now(),
+        waited: Duration::ZERO,
+        spent: None,
     };
     let result = run.go().await;
     run.report.model_calls = run.calls.load(Ordering::Relaxed);
@@ -467,6 +521,11 @@ struct Run<'a> {
     percent: u32,
     /// Long new files streamed as plain text (`begin_write`, `docs/editing.md`).
     writes: WriteSessions,
+    /// The budget's clock (`[develop] max_minutes`), less the time spent waiting for the user.
+    started: Instant,
+    waited: Duration,
+    /// Set once the budget ran out: no model is asked again.
+    spent: Option<BudgetSpent>,
 }
 
 /// Percent of the bar where each phase starts.
@@ -530,7 +589,15 @@ impl Run<'_> {
         let work: Vec<plan::Step> = plan.work().cloned().collect();
         let total = work.len().max(1);
         let mut last_error = String::new();
+        let mut failed_in_a_row: Vec<String> = Vec::new();
         for (i, s) in work.iter().enumerate() {
+            let name = format!("step {}", s.number);
+            if self.report.stopped.is_some() {
+                self.report
+                    .not_done
+                    .push(format!("{name}: {}", crate::edit::text::clip(&s.text, 120)));
+                continue;
+            }
             let percent = EXECUTE + (VERIFY - EXECUTE) * i as u32 / total as u32;
             self.report_progress(
                 format!(
@@ -542,7 +609,7 @@ impl Run<'_> {
                 percent,
             );
             let spec = step::StepSpec {
-                name: format!("step {}", s.number),
+                name: name.clone(),
                 text: s.text.clone(),
                 number: Some(s.number),
                 files: s.files.clone(),
@@ -552,14 +619,34 @@ impl Run<'_> {
             if let Some(e) = &report.error {
                 last_error = e.clone();
             }
+            match report.status {
+                StepStatus::Failed => failed_in_a_row.push(name.clone()),
+                StepStatus::Done => failed_in_a_row.clear(),
+                StepStatus::Stopped => {
+                    self.report.not_done.push(format!(
+                        "{name} (started, undone): {}",
+                        crate::edit::text::clip(&s.text, 120)
+                    ));
+                }
+            }
             self.report.steps.push(report);
+            if failed_in_a_row.len() >= FAILED_STEPS_IN_A_ROW && i + 1 < work.len() {
+                self.report.stopped = Some(format!(
+                    "{} failed for good, one after the other; the steps after them build on \
+                     their changes, so they were not started",
+                    failed_in_a_row.join(" and ")
+                ));
+            }
         }
-        if self
+        if !self
             .report
             .steps
             .iter()
-            .all(|s| s.status == StepStatus::Failed)
+            .any(|s| s.status == StepStatus::Done)
         {
+            if let Some(spent) = self.spent.clone() {
+                return Err(DevelopFailure::Budget(spent));
+            }
             return Err(DevelopFailure::AllStepsFailed(crate::edit::text::clip(
                 last_error.trim(),
                 600,
@@ -825,6 +912,7 @@ impl Run<'_> {
         if self.cancel.is_cancelled() {
             return Err(DevelopFailure::Cancelled);
         }
+        let remaining = self.remaining()?;
         self.calls.fetch_add(1, Ordering::Relaxed);
         let request = ChatRequest {
             messages: messages.to_vec(),
@@ -855,11 +943,60 @@ impl Run<'_> {
             }
         };
         let answer = collect_observed(model.chat(request, self.cancel.clone()), &observe);
-        tokio::select! {
+        let answer = tokio::select! {
             biased;
-            _ = self.cancel.cancelled() => Err(DevelopFailure::Cancelled),
-            r = answer => r.map_err(model_failure),
+            _ = self.cancel.cancelled() => return Err(DevelopFailure::Cancelled),
+            // The answer in flight is dropped: the model is not held past the budget.
+            _ = tokio::time::sleep(remaining) => None,
+            r = answer => Some(r),
+        };
+        match answer {
+            Some(r) => r.map_err(model_failure),
+            None => Err(self.spend(self.time_spent())),
         }
+    }
+
+    /// The time left for the next model call, or the budget that ran out.
+    fn remaining(&mut self) -> Result<Duration, DevelopFailure> {
+        if let Some(spent) = &self.spent {
+            return Err(DevelopFailure::Budget(spent.clone()));
+        }
+        let limit = self.ctx.options.max_model_calls;
+        if self.calls.load(Ordering::Relaxed) >= limit {
+            return Err(self.spend(BudgetSpent::ModelCalls { limit }));
+        }
+        let used = self.started.elapsed().saturating_sub(self.waited);
+        match self.ctx.options.max_duration.checked_sub(used) {
+            Some(left) if !left.is_zero() => Ok(left),
+            _ => Err(self.spend(self.time_spent())),
+        }
+    }
+
+    fn time_spent(&self) -> BudgetSpent {
+        let limit = self.ctx.options.max_duration;
+        let limit = if limit.as_secs().is_multiple_of(60) && limit.as_secs() > 0 {
+            let m = limit.as_secs() / 60;
+            format!("{m} minute{}", if m == 1 { "" } else { "s" })
+        } else {
+            format!("{:.1} s", limit.as_secs_f64())
+        };
+        BudgetSpent::Time { limit }
+    }
+
+    /// Records that the budget ran out (once) and says so; the error stops the phase.
+    fn spend(&mut self, spent: BudgetSpent) -> DevelopFailure {
+        if self.spent.is_none() {
+            self.report.stopped = Some(match self.report.stopped.take() {
+                Some(earlier) => format!("{earlier}; then {spent}"),
+                None => spent.to_string(),
+            });
+            self.report_progress(
+                format!("stopping: {spent}; keeping the steps that are done"),
+                self.percent,
+            );
+            self.spent = Some(spent.clone());
+        }
+        DevelopFailure::Budget(spent)
     }
 
     // -- approve --------------------------------------------------------------------------------
@@ -897,11 +1034,14 @@ impl Run<'_> {
             markdown,
             path,
         };
+        // The user's time is not the run's: the budget's clock stops while they read.
+        let asked = Instant::now();
         let approved = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Err(DevelopFailure::Cancelled),
             a = approver.approve(review) => a,
         };
+        self.waited += asked.elapsed();
         if approved {
             Ok(())
         } else {
@@ -983,6 +1123,12 @@ impl Run<'_> {
             if round == rounds {
                 break;
             }
+            if self.spent.is_some() {
+                self.report
+                    .not_done
+                    .push("fix rounds for the failing tests".to_owned());
+                break;
+            }
             // A failing verify is work for the coder, not the end of the run.
             let files = self.changed_rel();
             let spec = step::StepSpec {
@@ -995,7 +1141,35 @@ impl Run<'_> {
                 extra: Some(format!("The tests fail on the changed code:\n{failures}")),
             };
             let report = self.run_step(plan, &spec).await?;
+            let status = report.status;
             self.report.steps.push(report);
+            match status {
+                StepStatus::Done => {}
+                StepStatus::Stopped => {
+                    self.report.not_done.push(format!(
+                        "fix round {} (started, undone) and the rounds after it",
+                        round + 1
+                    ));
+                    break;
+                }
+                // Undone, it leaves the code and the failing tests as they were: the next
+                // round would be asked the same thing (docs/develop.md, "Budget").
+                StepStatus::Failed => {
+                    if round + 1 < rounds {
+                        let skipped = if round + 2 == rounds {
+                            format!("fix round {rounds}")
+                        } else {
+                            format!("fix rounds {}–{rounds}", round + 2)
+                        };
+                        self.report.not_done.push(format!(
+                            "{skipped}: fix round {} failed for good, and the next would start \
+                             from the same code and the same failing tests",
+                            round + 1
+                        ));
+                    }
+                    break;
+                }
+            }
         }
         Ok(())
     }
@@ -1009,6 +1183,10 @@ impl Run<'_> {
         );
         self.report.judge = Some(decision.clone());
         if matches!(decision, Decision::Skip(_)) {
+            return Ok(());
+        }
+        if let Some(spent) = self.spent.clone() {
+            self.judge_not_run(&spent);
             return Ok(());
         }
         self.report_progress("judge: reviewing the diff", JUDGE);
@@ -1051,7 +1229,7 @@ impl Run<'_> {
             },
             crate::edit::text::clip(&diff, 12_000),
         );
-        let response = self
+        let asked = self
             .ask(
                 judge_model.as_ref(),
                 &[Message::system(system), Message::user(user)],
@@ -1059,7 +1237,14 @@ impl Run<'_> {
                 ToolChoice::None,
                 Some(JUDGE_MAX_TOKENS),
             )
-            .await?;
+            .await;
+        let response = match asked {
+            Err(DevelopFailure::Budget(spent)) => {
+                self.judge_not_run(&spent);
+                return Ok(());
+            }
+            other => other?,
+        };
         let verdict = judge::verdict(&response.text);
         self.report.verdict = Some(verdict.clone());
         if let Verdict::Object(objections) = verdict {
@@ -1077,12 +1262,25 @@ impl Run<'_> {
             };
             let report = self.run_step(plan, &spec).await?;
             let fixed = report.status == StepStatus::Done;
+            if report.status == StepStatus::Stopped {
+                self.report
+                    .not_done
+                    .push("the change for the judge's objections (started, undone)".to_owned());
+            }
             self.report.steps.push(report);
             if fixed && self.has_checks(CheckKind::Test) {
                 self.run_tests().await?;
             }
         }
         Ok(())
+    }
+
+    /// The judge was due but the budget had run out.
+    fn judge_not_run(&mut self, spent: &BudgetSpent) {
+        self.report.judge = Some(Decision::Skip(format!("the budget ran out: {spent}")));
+        self.report
+            .not_done
+            .push("the judge's review of the diff".to_owned());
     }
 
     fn change_stats(&mut self) -> Vec<ChangeStat> {
@@ -1174,7 +1372,13 @@ impl Run<'_> {
             attempts,
             "develop",
         );
-        self.report_progress("proposal ready", 100);
+        let ready = match &self.report.stopped {
+            Some(why) => {
+                format!("proposal ready with the steps that were done; stopped early: {why}")
+            }
+            None => "proposal ready".to_owned(),
+        };
+        self.report_progress(ready, 100);
         Ok(proposal)
     }
 }
@@ -1235,5 +1439,48 @@ mod tests {
         assert_eq!(o.approve, ApproveMode::Auto);
         assert_eq!((o.fix_rounds, o.judge_min_lines, o.max_attempts), (1, 5, 2));
         assert_eq!(o.risky, ["billing"]);
+        // The budget: the shipped defaults, and what a file sets.
+        assert_eq!(o.max_duration, Duration::from_secs(600));
+        assert_eq!(o.max_model_calls, 40);
+        let (config, problems) = Config::from_toml_str(
+            "[develop]\nmax_minutes = 3\nmax_model_calls = 7\n",
+            crate::config::ValueSource::Default,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let o = DevelopOptions::from_config(&config);
+        assert_eq!(
+            (o.max_duration, o.max_model_calls),
+            (Duration::from_secs(180), 7)
+        );
+        // Out of range: reported, and the default kept.
+        let (config, problems) = Config::from_toml_str(
+            "[develop]\nmax_model_calls = 0\n",
+            crate::config::ValueSource::Default,
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(DevelopOptions::from_config(&config).max_model_calls, 40);
+    }
+
+    #[test]
+    fn a_stopped_run_says_why_and_what_was_not_done() {
+        let mut report = Report::new("add a flag");
+        report.stopped = Some(BudgetSpent::ModelCalls { limit: 40 }.to_string());
+        report.not_done = vec!["step 3: print it".to_owned()];
+        let summary = report.summary();
+        assert!(
+            summary.contains(
+                "Stopped early: the run used all of its 40 model calls (raise \
+                 `[develop] max_model_calls` to allow more)\n  not done: step 3: print it\n"
+            ),
+            "{summary}"
+        );
+        let failure = DevelopFailure::Budget(BudgetSpent::Time {
+            limit: "10 minutes".to_owned(),
+        });
+        assert_eq!(
+            failure.to_string(),
+            "the run reached its time limit of 10 minutes (raise `[develop] max_minutes` to \
+             allow more) before any step was done; nothing was changed"
+        );
     }
 }

@@ -11,7 +11,8 @@
 //!   from a clean prompt that summarises why the earlier ones failed, and the last attempt goes
 //!   to the `escalation` role when one is configured.
 //!
-//! A step that fails for good leaves the working copy as it was before the step.
+//! A step that fails for good leaves the working copy as it was before the step, and so does
+//! one the run's budget stops (`StepStatus::Stopped`, `docs/develop.md`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use crate::edit::formats;
 use crate::model::{ChatModel, FinishReason, Message, ToolCall, ToolChoice};
 use crate::tools::{self, Status};
 use crate::workflow::tool_loop::{broke_off, empty_session, file_edit_call};
+use crate::workflow::write_session::WriteSessions;
 
 use super::checks::describe_failures;
 use super::plan::Plan;
@@ -93,10 +95,34 @@ impl Run<'_> {
             };
             model_name = model.name().to_owned();
             let mut messages = self.step_prompt(plan, spec, &failures);
-            match self
+            let attempted = self
                 .attempt(spec, model.as_ref(), &mut messages, &mut memory)
-                .await?
-            {
+                .await;
+            let attempted = match attempted {
+                Err(DevelopFailure::Budget(spent)) => {
+                    // The budget ran out mid-step: the step's snapshot, as for a failed attempt,
+                    // and no further attempt.
+                    let s = self.session();
+                    s.copy = before.0.clone();
+                    s.ledger = before.1.clone();
+                    self.writes = WriteSessions::new(self.ctx.config.tools.clone());
+                    memory
+                        .notes
+                        .push(format!("attempt {attempt} was stopped: {spent}"));
+                    return Ok(StepReport {
+                        name: spec.name.clone(),
+                        text: spec.text.clone(),
+                        status: StepStatus::Stopped,
+                        attempts: attempt,
+                        model: model_name,
+                        changed: Vec::new(),
+                        notes: memory.notes,
+                        error: Some(spent.to_string()),
+                    });
+                }
+                other => other?,
+            };
+            match attempted {
                 Attempt::Done => {
                     let after = self.changes();
                     let root = self.root();
