@@ -354,7 +354,10 @@ impl WriteSessions {
         };
         open.received = match open.expect {
             Expect::Content => {
-                if ended && let Some(echo) = begin_arguments(&finished_content(&body)) {
+                if ended
+                    && let Some(echo) =
+                        begin_arguments(&finished_content(&body), &open.target.resolved.rel)
+                {
                     reply.push_str(&format!(
                         "{echo}, not the content of {}; nothing was written.",
                         open.target.resolved.rel
@@ -558,14 +561,21 @@ fn lines_word(n: usize) -> String {
     }
 }
 
-/// Content that is only `begin_write`'s own arguments (`{"path": …, "mode": …}`): a small model
-/// answers the session's first turn with the call it just made. The sentence saying so, or
-/// `None` for real content.
-fn begin_arguments(content: &str) -> Option<String> {
+/// Content that is only `begin_write`'s own arguments for this file (`{"path": "<rel>", "mode":
+/// …}`): a small model answers the session's first turn with the call it just made. The sentence
+/// saying so, or `None` for real content (a JSON file `{"mode": "dark"}`, or one naming another
+/// path, is content).
+fn begin_arguments(content: &str, rel: &str) -> Option<String> {
     let value: Value = serde_json::from_str(content.trim()).ok()?;
     let object = value.as_object()?;
     let known = ["path", "file_path", "mode", "id"];
-    (!object.is_empty() && object.keys().all(|k| known.contains(&k.as_str()))).then(|| {
+    let names_this_file = ["path", "file_path"].iter().any(|k| {
+        object
+            .get(*k)
+            .and_then(Value::as_str)
+            .is_some_and(|p| p.trim_start_matches("./") == rel)
+    });
+    (names_this_file && object.keys().all(|k| known.contains(&k.as_str()))).then(|| {
         format!(
             "That answer is begin_write's arguments again ({})",
             serde_json::to_string(&value).unwrap_or_default()
@@ -651,4 +661,29 @@ fn truncated(open: &Open, why: &str) -> String {
     }
     s.push_str(&continue_instruction(open));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::begin_arguments;
+
+    #[test]
+    fn only_the_call_for_this_file_is_begin_writes_arguments() {
+        let rel = "schema/config.schema.json";
+        // Recorded from Qwen2.5-Coder 1.5B (fixtures/model/write-sessions/session-2-arguments.json).
+        let echo = "{\n  \"mode\": \"create\",\n  \"path\": \"schema/config.schema.json\"\n}\n";
+        assert!(begin_arguments(echo, rel).is_some());
+        assert!(begin_arguments("{\"file_path\": \"./schema/config.schema.json\"}", rel).is_some());
+        // A JSON file whose keys happen to be among the arguments' names is content.
+        assert!(begin_arguments("{\"mode\": \"dark\"}", rel).is_none());
+        assert!(begin_arguments("{\"path\": \"/usr/bin\", \"mode\": \"755\"}", rel).is_none());
+        assert!(
+            begin_arguments(
+                "{\"path\": \"schema/config.schema.json\", \"type\": \"object\"}",
+                rel
+            )
+            .is_none()
+        );
+        assert!(begin_arguments("not json", rel).is_none());
+    }
 }
