@@ -41,8 +41,8 @@ use crate::edit::text::fenced_blocks;
 use crate::model::budget::{self, Budget, UNKNOWN_WINDOW, count_request};
 use crate::model::text_tools::{bare_argument_calls, parse_tool_text};
 use crate::model::{
-    ChatModel, ChatOptions, ChatRequest, ChatResponse, FinishReason, Message, ModelError,
-    ModelRouter, ToolCall, ToolChoice, ToolSpec, complete,
+    ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter, ToolCall,
+    ToolChoice, ToolSpec, complete,
 };
 use crate::syntax::{
     Language, RegionOptions, SyntaxTree, Target, extract_region, introduced_problems,
@@ -1133,7 +1133,6 @@ impl<'a> Run<'a> {
                 }
             }
             self.force_edit = self.ctx.options.force_edit;
-            let said = response.text.trim();
             let way = match self.still_to_create() {
                 Some(new) => format!(
                     "call begin_write with path \"{new}\", then send the file's content as \
@@ -1144,17 +1143,8 @@ impl<'a> Run<'a> {
                     .to_owned(),
             };
             let reason = format!(
-                "the answer contained no tool call and no edit{}; {way}",
-                if response.finish == Some(FinishReason::Length) {
-                    " (the answer was cut at the output-token limit)".to_owned()
-                } else if said.is_empty() {
-                    " (it was empty)".to_owned()
-                } else {
-                    format!(
-                        " (it said: \"{}\")",
-                        crate::edit::text::clip(&said.replace('\n', " "), 200)
-                    )
-                }
+                "the answer contained no tool call and no edit ({}); {way}",
+                tool_loop::what_it_said(response, 200)
             );
             return Ok(Round::Failed {
                 reason,
@@ -1464,27 +1454,15 @@ impl<'a> Run<'a> {
     fn no_block_reason(&self, why: BlockError, response: &ChatResponse) -> (String, bool) {
         match why {
             BlockError::Refused(reason) => (reason, true),
-            BlockError::NoBlock => {
-                let said = response.text.trim();
-                (
-                    format!(
-                        "the answer had no code block{}; reply with the complete rewritten {} in \
-                         one code block",
-                        if response.finish == Some(FinishReason::Length) {
-                            " (it was cut at the output-token limit)".to_owned()
-                        } else if said.is_empty() {
-                            " (it was empty)".to_owned()
-                        } else {
-                            format!(
-                                " (it said: \"{}\")",
-                                crate::edit::text::clip(&said.replace('\n', " "), 200)
-                            )
-                        },
-                        self.target_label()
-                    ),
-                    false,
-                )
-            }
+            BlockError::NoBlock => (
+                format!(
+                    "the answer had no code block ({}); reply with the complete rewritten {} in \
+                     one code block",
+                    tool_loop::what_it_said(response, 200),
+                    self.target_label()
+                ),
+                false,
+            ),
         }
     }
 

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::edit::formats::Action;
 use crate::edit::ops::Operation;
 use crate::model::text_tools::result_block;
-use crate::model::{Message, ModelError, ToolCall};
+use crate::model::{ChatResponse, FinishReason, Message, ModelError, ToolCall};
 use crate::tools::{RealFs, Session, Snapshot, ToolOptions, ToolOutcome};
 
 /// Failures of one answer that another request may not have (a shared server interrupting it,
@@ -104,5 +104,22 @@ where
         biased;
         _ = cancel.cancelled() => Err(Interrupted::Cancelled),
         r = job => r.map_err(|e| Interrupted::Failed(format!("a tool failed unexpectedly: {e}"))),
+    }
+}
+
+/// What an answer with nothing to act on was, for the message that asks again: cut at the
+/// output-token limit, empty, or what it said (on one line, clipped to `max` characters).
+/// Edit's and develop's tool loops and edit's rewrite protocol all tell the model this.
+pub(crate) fn what_it_said(response: &ChatResponse, max: usize) -> String {
+    let said = response.text.trim();
+    if response.finish == Some(FinishReason::Length) {
+        "it was cut at the output-token limit".to_owned()
+    } else if said.is_empty() {
+        "it was empty".to_owned()
+    } else {
+        format!(
+            "it said: \"{}\"",
+            crate::edit::text::clip(&said.replace('\n', " "), max)
+        )
     }
 }

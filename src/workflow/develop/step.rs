@@ -21,7 +21,7 @@ use serde_json::json;
 
 use crate::edit::RefusalKind;
 use crate::edit::formats;
-use crate::model::{ChatModel, FinishReason, Message, ToolCall, ToolChoice};
+use crate::model::{ChatModel, Message, ToolCall, ToolChoice};
 use crate::tools::{self, Status};
 use crate::workflow::tool_loop::{broke_off, empty_session, file_edit_call};
 use crate::workflow::write_session::WriteSessions;
@@ -272,16 +272,10 @@ impl Run<'_> {
                         return Ok(Attempt::Done);
                     }
                     let said = response.text.trim();
-                    let why = if response.finish == Some(FinishReason::Length) {
-                        "the answer was cut at the output-token limit".to_owned()
-                    } else if said.is_empty() {
-                        "the answer was empty".to_owned()
-                    } else {
-                        format!(
-                            "it answered without a tool call: \"{}\"",
-                            crate::edit::text::clip(&said.replace('\n', " "), 160)
-                        )
-                    };
+                    let why = format!(
+                        "no tool call: {}",
+                        crate::workflow::tool_loop::what_it_said(&response, 160)
+                    );
                     if !edited && !coached {
                         coached = true;
                         memory.notes.push(format!("stuck ({why}); coached once"));
