@@ -110,12 +110,12 @@ pub fn strip_unclosed_opening_fence(content: &str) -> &str {
     if unclosed_fence(content) != Some(first + 1) {
         return content;
     }
-    let start: usize = content
-        .split_inclusive('\n')
-        .take(first + 1)
-        .map(str::len)
-        .sum();
-    &content[start..]
+    &content[after_lines(content, first + 1)..]
+}
+
+/// The byte offset right after the first `n` lines of `text` (its length when it has fewer).
+pub fn after_lines(text: &str, n: usize) -> usize {
+    text.split_inclusive('\n').take(n).map(str::len).sum()
 }
 
 /// Whether `part`, added to `received`, closes a fence that wraps all of the content: the model

@@ -298,12 +298,7 @@ impl WriteSessions {
         }
         // An unclosed block keeps its opening fence: the continuation may close it, and the
         // fence that then wraps all of the content is removed.
-        let from: usize = response
-            .text
-            .split_inclusive('\n')
-            .take(block.open)
-            .map(str::len)
-            .sum();
+        let from = streamed::after_lines(&response.text, block.open);
         Ok(self.receive(
             session,
             open,
@@ -390,12 +385,7 @@ impl WriteSessions {
             if length && let Some(found) = streamed::looping_tail(&open.received) {
                 // A model in a loop writes the same block until the limit: keep its first
                 // occurrence and ask for what comes after it.
-                let keep: usize = open
-                    .received
-                    .split_inclusive('\n')
-                    .take(found.keep_lines)
-                    .map(str::len)
-                    .sum();
+                let keep = streamed::after_lines(&open.received, found.keep_lines);
                 open.received.truncate(keep);
                 why = format!(
                     "repeated the same {} over and over ({} times) until it was cut off at the \
