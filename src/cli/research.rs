@@ -52,10 +52,16 @@ pub struct ResearchArgs {
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub budget_secs: Option<u64>,
 
-    /// A second model pass checks that each cited passage supports its sentence (supports /
-    /// partly / contradicts, stored per claim); default: the configuration's `verify`.
-    #[arg(long)]
+    /// The model checks every citation of its synthesis in one more call (supports / partly /
+    /// contradicts / unrelated, stored per claim); the default unless `[research] verify =
+    /// false`.
+    #[arg(long, conflicts_with = "no_verify")]
     pub verify: bool,
+
+    /// No model check of the citations: the overlap measure alone (default: the
+    /// configuration's `verify`).
+    #[arg(long)]
+    pub no_verify: bool,
 
     /// Print JSON on stdout (no progress bar).
     #[arg(long, global = true)]
@@ -165,7 +171,13 @@ fn run_research(
         time_sensitive: args.time_sensitive,
         time_budget: args.budget_secs.map(Duration::from_secs),
         token_budget: None,
-        verify: args.verify.then_some(true),
+        verify: if args.verify {
+            Some(true)
+        } else if args.no_verify {
+            Some(false)
+        } else {
+            None
+        },
     };
     let research = Research::new(config)?;
     // Configuration problems were printed already; the rest concern credibility files.

@@ -297,7 +297,7 @@ impl Default for ResearchSection {
             token_budget: 6000,
             max_output_tokens: 1500,
             heartbeat_secs: 2,
-            verify: false,
+            verify: true,
             sources: BTreeMap::new(),
         }
     }

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::budget::{Budget, count_request};
 use crate::model::{ChatModel, ChatOptions, ChatRequest, Message, StreamEvent, Usage, complete};
-use crate::research::{ModelChoice, Phase, ProgressFn, Research, support, synthesis};
+use crate::research::{ModelChoice, Phase, ProgressFn, Research, extractive, judge, synthesis};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
@@ -45,7 +45,7 @@ impl Synthesis {
         notes: Vec<String>,
         budget_cut: bool,
     ) -> Synthesis {
-        let (text, claims) = synthesis::extractive(query, candidates, reason);
+        let (text, claims) = extractive::extractive(query, candidates, reason);
         Synthesis {
             text,
             shown: candidates.len(),
@@ -314,57 +314,52 @@ impl Research {
         out
     }
 
-    /// The second pass of `--verify`: for each (claim, cited passage) pair, asks `model`
-    /// whether the passage supports the claim. Returns one verdict per pair (`None` where the
-    /// model gave none or the time ran out) and the tokens used.
-    pub(crate) async fn verify(
+    /// The independent check: ONE call asking `model` for a verdict on every (sentence,
+    /// passage) pair (`judge.rs`). Returns the parsed answer (`None` when the call failed or
+    /// the time ran out, with why) and the tokens used.
+    pub(crate) async fn judge(
         &self,
         model: &dyn ChatModel,
-        pairs: &[(String, String)],
+        pairs: &[judge::Pair],
         deadline: Instant,
         progress: ProgressFn<'_>,
         cancel: &CancellationToken,
-    ) -> (Vec<Option<&'static str>>, Usage) {
-        let mut verdicts = Vec::with_capacity(pairs.len());
-        let mut usage = Usage::default();
-        for (i, (claim, passage)) in pairs.iter().enumerate() {
-            if cancel.is_cancelled() || Instant::now() >= deadline {
-                verdicts.push(None);
-                continue;
-            }
-            progress(
-                Phase::Corroboration,
-                90,
-                &format!(
-                    "verifying citation {} of {} with {}",
-                    i + 1,
-                    pairs.len(),
-                    model.name()
-                ),
-            );
-            let (system, user) = support::verify_prompt(claim, passage);
-            let request = ChatRequest {
-                messages: vec![Message::system(system), Message::user(user)],
-                tools: Vec::new(),
-                options: ChatOptions {
-                    temperature: Some(0.0),
-                    max_tokens: Some(8),
-                    ..ChatOptions::default()
-                },
-            };
-            // One word, nothing to show while it comes: the whole answer or none.
-            let left = deadline.saturating_duration_since(Instant::now());
-            let answer =
-                tokio::time::timeout(left, complete(model, request, cancel.child_token())).await;
-            verdicts.push(match answer {
-                Ok(Ok(answer)) => {
-                    usage.input_tokens += answer.usage.input_tokens;
-                    usage.output_tokens += answer.usage.output_tokens;
-                    support::parse_verdict(&answer.text)
-                }
-                _ => None,
-            });
+    ) -> (Result<judge::Judged, String>, Usage) {
+        progress(
+            Phase::Corroboration,
+            90,
+            &format!(
+                "checking {} citation{} with {} in one pass",
+                pairs.len(),
+                crate::research::plural(pairs.len()),
+                model.name()
+            ),
+        );
+        let (system, user) = judge::prompt(pairs);
+        let request = ChatRequest {
+            messages: vec![Message::system(system), Message::user(user)],
+            tools: Vec::new(),
+            options: ChatOptions {
+                temperature: Some(0.0),
+                // "12: CONTRADICTS" is about 6 tokens; room for a model that adds words.
+                max_tokens: Some((12 * pairs.len() as u32 + 16).min(self.settings.max_output_tokens)),
+                ..ChatOptions::default()
+            },
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return (Err("the time budget ran out before the check".to_owned()), Usage::default());
         }
-        (verdicts, usage)
+        match tokio::time::timeout(left, complete(model, request, cancel.child_token())).await {
+            Ok(Ok(answer)) => {
+                tracing::debug!(answer = %answer.text, "judge");
+                (Ok(judge::parse(&answer.text, pairs.len())), answer.usage)
+            }
+            Ok(Err(err)) => (Err(format!("the model failed ({err})")), Usage::default()),
+            Err(_) => (
+                Err("the time budget ran out during the check".to_owned()),
+                Usage::default(),
+            ),
+        }
     }
 }

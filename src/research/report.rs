@@ -31,6 +31,23 @@ pub fn render(r: &ResearchRecord) -> String {
         r.status
     );
     let _ = writeln!(out, "## Synthesis\n\n{}\n", r.synthesis.trim());
+    if r.parts.len() > 1 || r.parts.iter().any(|p| !p.answered) {
+        let _ = writeln!(out, "## Parts of the question\n");
+        for (i, p) in r.parts.iter().enumerate() {
+            let how = if !p.answered {
+                "not answered: no source found says".to_owned()
+            } else {
+                let refs: Vec<String> = p.sources.iter().map(|n| format!("[{n}]")).collect();
+                format!(
+                    "answered{} by {}",
+                    if p.quoted { " (quoted)" } else { "" },
+                    refs.join(", ")
+                )
+            };
+            let _ = writeln!(out, "{}. {} — {how}", i + 1, one_line(&p.part));
+        }
+        out.push('\n');
+    }
     if !r.claims.is_empty() {
         let _ = writeln!(out, "## Claims\n");
         for c in &r.claims {
@@ -156,6 +173,9 @@ pub fn render(r: &ResearchRecord) -> String {
         out.push('\n');
     }
     let _ = writeln!(out, "*{}*\n", support_line(r));
+    if let Some(s) = &r.sentences {
+        let _ = writeln!(out, "*{}*\n", sentences_line(s));
+    }
     let _ = writeln!(
         out,
         "*Token use: {} in, {} out. Reopen with `patchwise research show {}`.*",
@@ -183,13 +203,38 @@ pub fn support_line(r: &ResearchRecord) -> String {
     line
 }
 
+/// What became of the model's sentences: cited by the model, attributed by the server, dropped.
+pub fn sentences_line(s: &crate::store::SentenceCounts) -> String {
+    let mut line = format!(
+        "The model's sentences: {} cited by the model{}, {} attributed to a passage by the server, {} dropped",
+        s.cited,
+        if s.recited > 0 {
+            format!(" ({} re-cited)", s.recited)
+        } else {
+            String::new()
+        },
+        s.attributed,
+        s.dropped
+    );
+    if s.dropped_by_judge > 0 || s.judge_removed > 0 {
+        line.push_str(&format!(
+            " ({} after the model's check, which removed {} citation{})",
+            s.dropped_by_judge,
+            s.judge_removed,
+            plural(s.judge_removed as usize)
+        ));
+    }
+    line.push('.');
+    line
+}
+
 fn final_support(r: &ResearchRecord) -> String {
     let s = &r.support;
     match s.share {
         None => "Supported citations: none to check (the synthesis cites no source).".to_owned(),
         Some(share) => {
             let how = if s.method == "model" {
-                "each checked by a second model pass"
+                "each judged by the model in one pass over all citations"
             } else {
                 "by content-word overlap with the cited source"
             };

@@ -19,10 +19,11 @@ use crate::research::sources::{Source, SourceContext, SourceError, SourceQuery};
 use crate::research::synthesis::{self, ValidClaim};
 use crate::research::{
     Phase, ProgressFn, Research, ResearchError, ResearchRun, RunOptions, config, dedupe,
-    independence_key, plural, report, support,
+    extractive, independence_key, judge, parts, plural, report, support,
 };
 use crate::store::{
-    CitationCheck, Claim, ResearchRecord, SourceOutcome, SourceRecord, StoreError, SupportSummary,
+    CitationCheck, Claim, PartAnswer, ResearchRecord, SentenceCounts, SourceOutcome,
+    SourceRecord, StoreError, SupportSummary,
 };
 
 /// The question and the budgets of one run.
@@ -52,10 +53,11 @@ struct Checked {
     partial: bool,
     input_tokens: u64,
     output_tokens: u64,
-    /// The model that wrote the synthesis, for the verifying pass.
-    writer: Option<Arc<dyn ChatModel>>,
     /// The support of the model's own citations before the check repaired them.
     model_support: Option<SupportSummary>,
+    /// What became of the model's sentences (`None` for an extractive synthesis).
+    sentences: Option<SentenceCounts>,
+    parts: Vec<PartAnswer>,
 }
 
 impl Research {
@@ -90,10 +92,10 @@ impl Research {
         if cancel.is_cancelled() {
             return Err(ResearchError::Cancelled);
         }
-        let mut checked = self.check(&plan, synthesis, &candidates, progress);
-        let checks = self
-            .support(&plan, &mut checked, &candidates, progress, &cancel)
+        let mut checked = self
+            .check(&plan, synthesis, &candidates, progress, &cancel)
             .await;
+        let checks = self.support(&checked, &candidates);
         if cancel.is_cancelled() {
             return Err(ResearchError::Cancelled);
         }
@@ -120,6 +122,8 @@ impl Research {
             notes: checked.notes,
             support,
             model_support: checked.model_support,
+            sentences: checked.sentences,
+            parts: checked.parts,
         };
         if cancel.is_cancelled() {
             return Err(ResearchError::Cancelled);
@@ -285,29 +289,66 @@ impl Research {
         merged
     }
 
-    /// Validates the model's citations; replaces a synthesis that kept fewer than half of its
-    /// claims (or cited nothing) with the extractive one, saying why.
-    fn check(
+    /// Validates the model's citations (the overlap check), has the judge give every kept
+    /// citation a verdict in one call (`verify`), removes the citations it rejects (the
+    /// sentence re-cited, attributed or dropped), and decides: a synthesis with too little
+    /// supported text is replaced by the extractive one, saying why; a part of the question
+    /// the model left without a supported sentence gets quoted sentences, or is said to have
+    /// found nothing.
+    async fn check(
         &self,
         plan: &Plan,
         mut synthesis: Synthesis,
         candidates: &[SourceRecord],
         progress: ProgressFn<'_>,
+        cancel: &CancellationToken,
     ) -> Checked {
         let mut notes = std::mem::take(&mut synthesis.notes);
         let mut partial = synthesis.budget_cut;
         let mut model = synthesis.model.clone();
         let mut model_support = None;
-        let (validated, kind) = match synthesis.extractive_claims.take() {
+        let mut sentences = None;
+        let mut usage = synthesis.usage;
+        let all_parts = parts::parts_of(&plan.query);
+        let (mut validated, kind) = match synthesis.extractive_claims.take() {
             Some(claims) => (
                 synthesis::number_extractive(&synthesis.text, claims),
                 "extractive",
             ),
             None => {
                 let shown = &candidates[..synthesis.shown.min(candidates.len())];
-                let v = synthesis::validate_citations(&synthesis.text, shown);
-                notes.extend(v.notes.iter().cloned());
+                let mut v = synthesis::validate_citations(&synthesis.text, shown);
                 model_support = v.raw.clone();
+                let mut counts = SentenceCounts::default();
+                let mut judge_notes = Vec::new();
+                if plan.verify
+                    && let Some(writer) = synthesis.writer.clone()
+                    && !v.claims.is_empty()
+                {
+                    let (judged, said, used) = self
+                        .judged(
+                            plan,
+                            writer.as_ref(),
+                            &synthesis.text,
+                            shown,
+                            v,
+                            progress,
+                            cancel,
+                            &mut counts,
+                        )
+                        .await;
+                    v = judged;
+                    judge_notes = said;
+                    usage.input_tokens += used.input_tokens;
+                    usage.output_tokens += used.output_tokens;
+                }
+                notes.extend(v.notes.iter().cloned());
+                notes.extend(judge_notes);
+                counts.cited = v.cited as u32;
+                counts.recited = v.recited as u32;
+                counts.attributed = v.attributed as u32;
+                counts.dropped = (v.dropped + v.unsupported) as u32;
+                sentences = Some(counts);
                 match v.fallback_reason() {
                     None => (v, "model"),
                     Some(reason) => {
@@ -337,6 +378,84 @@ impl Research {
                 }
             }
         };
+        // Which parts the kept sentences answer; quoted sentences for the others.
+        let mut answered: Vec<Vec<u32>> = vec![Vec::new(); all_parts.len()];
+        for claim in &validated.claims {
+            for p in parts::answers(&claim.text, &all_parts) {
+                for n in &claim.sources {
+                    if !answered[p].contains(n) {
+                        answered[p].push(*n);
+                    }
+                }
+            }
+        }
+        let mut quoted_parts: Vec<usize> = Vec::new();
+        if kind == "model" {
+            let missing: Vec<usize> = (0..all_parts.len())
+                .filter(|p| answered[*p].is_empty())
+                .collect();
+            if !missing.is_empty() {
+                let quoted = extractive::quote(&plan.query, &all_parts, &missing, candidates);
+                let mut order = validated.order.clone();
+                let mut renumber = |old: u32| match order.iter().position(|o| *o == old) {
+                    Some(i) => i as u32 + 1,
+                    None => {
+                        order.push(old);
+                        order.len() as u32
+                    }
+                };
+                let mut extra = String::new();
+                let mut said_nothing: Vec<String> = Vec::new();
+                for (p, lines) in &quoted.sections {
+                    if lines.is_empty() {
+                        said_nothing.push(format!("\u{201c}{}\u{201d}", all_parts[*p].text));
+                        continue;
+                    }
+                    quoted_parts.push(*p);
+                    extra.push_str(&format!("**{}**\n\n", all_parts[*p].text));
+                    for line in lines {
+                        extra.push_str(&renumber_line(line, &mut renumber));
+                        extra.push('\n');
+                    }
+                    extra.push('\n');
+                }
+                for (text, sources) in quoted.claims {
+                    let sources: Vec<u32> = sources.into_iter().map(&mut renumber).collect();
+                    for p in parts::answers(&text, &all_parts) {
+                        for n in &sources {
+                            if !answered[p].contains(n) {
+                                answered[p].push(*n);
+                            }
+                        }
+                    }
+                    validated.claims.push(ValidClaim {
+                        text,
+                        sources,
+                        attributed: false,
+                        verdicts: Vec::new(),
+                    });
+                }
+                if !extra.is_empty() {
+                    validated.text.push_str(&format!(
+                        "\n\n*The model's answer has no supported sentence about {}; quoted from the sources:*\n\n{}",
+                        quoted_parts.iter().map(|p| format!("\u{201c}{}\u{201d}", all_parts[*p].text)).collect::<Vec<_>>().join(" or "),
+                        extra.trim_end()
+                    ));
+                    notes.push(format!(
+                        "quoted sentences from the sources for {} part{} of the question the model's answer left without a supported sentence",
+                        quoted_parts.len(),
+                        plural(quoted_parts.len())
+                    ));
+                }
+                if !said_nothing.is_empty() {
+                    validated.text.push_str(&format!(
+                        "\n\nNothing in the sources answers {}.",
+                        said_nothing.join(" or ")
+                    ));
+                }
+                validated.order = order;
+            }
+        }
         let numbered: Vec<String> = validated
             .order
             .iter()
@@ -344,6 +463,20 @@ impl Research {
                 candidates
                     .get((*old as usize).wrapping_sub(1))
                     .map(|s| s.key.clone())
+            })
+            .collect();
+        let parts = all_parts
+            .iter()
+            .zip(answered)
+            .enumerate()
+            .map(|(i, (part, mut sources))| {
+                sources.sort_unstable();
+                PartAnswer {
+                    part: part.text.clone(),
+                    answered: !sources.is_empty(),
+                    sources,
+                    quoted: kind == "extractive" || quoted_parts.contains(&i),
+                }
             })
             .collect();
         Checked {
@@ -354,85 +487,82 @@ impl Research {
             numbered,
             notes,
             partial,
-            input_tokens: synthesis.usage.input_tokens,
-            output_tokens: synthesis.usage.output_tokens,
-            writer: synthesis.writer,
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
             model_support,
+            sentences,
+            parts,
         }
     }
 
-    /// Checks each citation: the overlap measure always, the model's verdict with `verify`.
-    /// Returns one list of checks per claim.
-    async fn support(
+    /// The judge's pass over a validated model answer: one call with every kept citation and
+    /// an alternate passage per sentence ([`judge::pairs_for`]), then the answer validated
+    /// again without the pairs it rejected ([`judge::apply`]). Returns the validated answer
+    /// with each claim's verdicts, the notes and the tokens used.
+    #[allow(clippy::too_many_arguments)]
+    async fn judged(
         &self,
         plan: &Plan,
-        checked: &mut Checked,
-        candidates: &[SourceRecord],
+        writer: &dyn ChatModel,
+        answer: &str,
+        shown: &[SourceRecord],
+        first: synthesis::Validated,
         progress: ProgressFn<'_>,
         cancel: &CancellationToken,
-    ) -> Vec<Vec<CitationCheck>> {
+        counts: &mut SentenceCounts,
+    ) -> (synthesis::Validated, Vec<String>, crate::model::Usage) {
+        let asked = judge::pairs_for(&first, shown);
+        let (result, usage) = self
+            .judge(writer, &judge::pairs_of(&asked, shown), plan.deadline, progress, cancel)
+            .await;
+        match result {
+            Ok(judged) => {
+                let (v, notes) = judge::apply(answer, shown, first, &asked, &judged, counts);
+                (v, notes, usage)
+            }
+            Err(why) => (
+                first,
+                vec![format!(
+                    "the model's check of the citations gave no verdict ({why}); the overlap measure stands"
+                )],
+                usage,
+            ),
+        }
+    }
+
+    /// Each citation's checks: the overlap measure always, and the judge's verdict where it
+    /// gave one (it then counts). Returns one list of checks per claim.
+    fn support(&self, checked: &Checked, candidates: &[SourceRecord]) -> Vec<Vec<CitationCheck>> {
         let by_key: HashMap<&str, &SourceRecord> =
             candidates.iter().map(|s| (s.key.as_str(), s)).collect();
-        let mut checks: Vec<Vec<CitationCheck>> = Vec::new();
-        let mut pairs: Vec<(usize, usize, String, String)> = Vec::new();
-        for (ci, claim) in checked.claims.iter().enumerate() {
-            let mut list = Vec::new();
-            for n in &claim.sources {
-                let Some(source) = checked
-                    .numbered
-                    .get((*n as usize).wrapping_sub(1))
-                    .and_then(|k| by_key.get(k.as_str()))
-                else {
-                    continue;
-                };
-                let stems = support::passage_stems(&source.title, &source.snippet);
-                let (overlap, verdict) = support::verdict(&claim.text, &stems);
-                pairs.push((
-                    ci,
-                    list.len(),
-                    claim.text.clone(),
-                    format!("{}\n{}", source.title, source.snippet),
-                ));
-                list.push(CitationCheck {
-                    source_key: source.key.clone(),
-                    overlap,
-                    verdict: verdict.to_owned(),
-                    model_verdict: None,
-                });
-            }
-            checks.push(list);
-        }
-        if plan.verify && checked.kind == "model" && !pairs.is_empty() {
-            match checked.writer.clone() {
-                Some(model) => {
-                    let asked: Vec<(String, String)> = pairs
-                        .iter()
-                        .map(|(_, _, c, p)| (c.clone(), p.clone()))
-                        .collect();
-                    let (verdicts, usage) = self
-                        .verify(model.as_ref(), &asked, plan.deadline, progress, cancel)
-                        .await;
-                    checked.input_tokens += usage.input_tokens;
-                    checked.output_tokens += usage.output_tokens;
-                    let unchecked = verdicts.iter().filter(|v| v.is_none()).count();
-                    if unchecked > 0 {
-                        checked.notes.push(format!(
-                            "the verifying pass gave no verdict for {unchecked} of {} citations (time budget or unclear answer); the overlap measure stands for those",
-                            verdicts.len()
-                        ));
-                    }
-                    for ((ci, k, _, _), verdict) in pairs.iter().zip(verdicts) {
-                        if let Some(v) = verdict {
-                            let check = &mut checks[*ci][*k];
-                            check.model_verdict = Some(v.to_owned());
-                            check.verdict = support::from_model(v).to_owned();
-                        }
-                    }
-                }
-                None => tracing::debug!("no model to verify with"),
-            }
-        }
-        checks
+        checked
+            .claims
+            .iter()
+            .map(|claim| {
+                claim
+                    .sources
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, n)| {
+                        let source = checked
+                            .numbered
+                            .get((*n as usize).wrapping_sub(1))
+                            .and_then(|k| by_key.get(k.as_str()))?;
+                        let stems = support::passage_stems(&source.title, &source.snippet);
+                        let (overlap, verdict) = support::verdict(&claim.text, &stems);
+                        let model_verdict = claim.verdicts.get(i).copied().flatten();
+                        Some(CitationCheck {
+                            source_key: source.key.clone(),
+                            overlap,
+                            verdict: model_verdict
+                                .map_or(verdict, support::from_model)
+                                .to_owned(),
+                            model_verdict: model_verdict.map(str::to_owned),
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// Independent origins per claim, the sources numbered as cited and scored again with
@@ -548,6 +678,23 @@ impl Research {
         }
         progress(Phase::Saved, 100, &format!("saved as {}", record.id));
         Ok(ResearchRun { record, report })
+    }
+}
+
+/// `line` (a quoted sentence ending in ` [n]`, maybe followed by its code example) with its
+/// number renumbered; the code is left alone.
+fn renumber_line(line: &str, renumber: &mut impl FnMut(u32) -> u32) -> String {
+    let (first, rest) = line.split_once('\n').map_or((line, None), |(a, b)| (a, Some(b)));
+    let first = match first.rsplit_once(" [") {
+        Some((body, tail)) => match tail.strip_suffix(']').and_then(|n| n.parse::<u32>().ok()) {
+            Some(n) => format!("{body} [{}]", renumber(n)),
+            None => first.to_owned(),
+        },
+        None => first.to_owned(),
+    };
+    match rest {
+        Some(rest) => format!("{first}\n{rest}"),
+        None => first,
     }
 }
 

@@ -265,6 +265,7 @@ pub fn from_model(model: &str) -> &'static str {
     match model {
         "supports" => "supported",
         "partly" => "partly",
+        "unrelated" => "unsupported",
         _ => "contradicted",
     }
 }

@@ -32,6 +32,8 @@ pub struct ValidClaim {
     pub sources: Vec<u32>,
     /// Written without a citation and attributed to the passage it overlaps most.
     pub attributed: bool,
+    /// The judge's verdict per source (in the order of `sources`), when it judged the pair.
+    pub verdicts: Vec<Option<&'static str>>,
 }
 
 /// A model answer after validation.
@@ -77,27 +79,23 @@ impl Validated {
         self.cited + self.attributed + self.dropped + self.unsupported
     }
 
-    /// Why the synthesis should be replaced by the extractive one, if it should: the model
-    /// cited no passage at all, none of the sentences it cited holds up, or fewer than half of
-    /// its claims were kept.
+    /// Why the synthesis should be replaced by the extractive one, if it should: too little of
+    /// it holds up — no sentence is supported by a passage, or fewer than half of its claims
+    /// and fewer than [`ENOUGH_CLAIMS`] are. How the model marked its citations does not count:
+    /// an uncited sentence the server attributes to a passage that supports it is as good as a
+    /// cited one. (A part of the question without a supported sentence gets quoted sentences;
+    /// see `run.rs`.)
     pub fn fallback_reason(&self) -> Option<String> {
         let total = self.total_claims();
         let kept = self.cited + self.attributed;
-        if self.marked == 0 {
-            Some(if total == 0 {
-                "the model's answer made no claim".to_owned()
-            } else {
-                format!(
-                    "the model cited none of the passages it was given ({total} uncited claim{})",
-                    plural(total)
-                )
-            })
-        } else if self.cited == 0 {
+        if total == 0 {
+            Some("the model's answer made no claim".to_owned())
+        } else if kept == 0 {
             Some(format!(
-                "no passage supports any sentence the model cited ({} dropped, {} of its other claims attributed)",
-                self.unsupported, self.attributed
+                "no passage supports any of the {total} claim{} of the model's answer",
+                plural(total)
             ))
-        } else if kept * 2 < total {
+        } else if kept * 2 < total && kept < ENOUGH_CLAIMS {
             let mut why = Vec::new();
             if self.dropped > 0 {
                 why.push(format!(
@@ -117,6 +115,9 @@ impl Validated {
         }
     }
 }
+
+/// Supported claims that make an answer whatever else the model wrote.
+pub const ENOUGH_CLAIMS: usize = 3;
 
 fn marker_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
@@ -279,6 +280,15 @@ struct Item {
 /// then renumbered by first appearance. The model's own citations, as written, are measured
 /// before any repair ([`Validated::raw`]).
 pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
+    validate_judged(answer, shown, &[])
+}
+
+/// [`validate_citations`] after the judge: a (sentence, passage) pair in `rejected` — the
+/// sentence as a claim's text, the passage by its number in the prompt — does not support the
+/// sentence whatever the overlap says, so the sentence keeps its other citations, is re-cited
+/// or attributed to another passage that supports it, or is dropped (docs/research.md, "Is it
+/// right?").
+pub fn validate_judged(answer: &str, shown: &[SourceRecord], rejected: &[(String, u32)]) -> Validated {
     let n_sources = shown.len();
     let stems: Vec<_> = shown
         .iter()
@@ -294,6 +304,26 @@ pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
         })
         .collect();
     let passage = |n: u32| &stems[n as usize - 1];
+    let is_rejected = |clean: &str, n: u32| rejected.iter().any(|(t, m)| *m == n && t == clean);
+    let holds = |clean: &str, n: u32| !is_rejected(clean, n) && support::supports(clean, passage(n));
+    let attribute = |clean: &str| -> Option<u32> {
+        if rejected.iter().any(|(t, _)| t == clean) {
+            let masked: Vec<_> = stems
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    if is_rejected(clean, i as u32 + 1) {
+                        Default::default()
+                    } else {
+                        p.clone()
+                    }
+                })
+                .collect();
+            support::attribute(clean, &masked, &prose)
+        } else {
+            support::attribute(clean, &stems, &prose)
+        }
+    };
     let normalized = citations::normalize(answer);
     let (body, claims_section) = match claims_heading().find(&normalized) {
         Some(m) => (
@@ -360,12 +390,12 @@ pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
                     .markers
                     .iter()
                     .copied()
-                    .filter(|n| support::supports(clean, passage(*n)))
+                    .filter(|n| holds(clean, *n))
                     .collect();
                 if !holding.is_empty() {
                     v.uncited_markers += item.markers.len() - holding.len();
                     Outcome::Cited(holding, Cite::Own)
-                } else if let Some(n) = support::attribute(clean, &stems, &prose) {
+                } else if let Some(n) = attribute(clean) {
                     Outcome::Cited(vec![n], Cite::Recited)
                 } else {
                     Outcome::Unsupported
@@ -380,7 +410,7 @@ pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
             let best = later
                 .iter()
                 .copied()
-                .filter(|n| support::supports(clean, passage(*n)))
+                .filter(|n| holds(clean, *n))
                 .max_by(|a, b| {
                     let words = support::claim_stems(clean);
                     let share = |n: u32| support::overlap(&words, passage(n)).0;
@@ -388,7 +418,7 @@ pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
                 });
             match best {
                 Some(n) => Outcome::Cited(vec![n], Cite::Paragraph),
-                None => match support::attribute(clean, &stems, &prose) {
+                None => match attribute(clean) {
                     Some(n) => Outcome::Attributed(n),
                     None => Outcome::Dropped,
                 },
@@ -487,6 +517,7 @@ pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
                 .filter_map(|n| renumber.get(n).copied())
                 .collect(),
             attributed,
+            verdicts: Vec::new(),
         })
         .collect();
     v.order = order;
@@ -653,6 +684,7 @@ pub fn number_extractive(text: &str, claims: Vec<(String, Vec<u32>)>) -> Validat
                 .filter_map(|n| renumber.get(n).copied())
                 .collect(),
             attributed: false,
+            verdicts: Vec::new(),
         })
         .collect();
     Validated {
@@ -715,7 +747,7 @@ fn markers_in(text: &str) -> Vec<u32> {
     out
 }
 
-fn strip_markers(text: &str) -> String {
+pub(crate) fn strip_markers(text: &str) -> String {
     let stripped = marker_regex().replace_all(text, |caps: &regex::Captures<'_>| {
         if caps[0].ends_with('(') {
             caps[0].to_owned()
@@ -921,129 +953,6 @@ pub fn prompt(
     (SYSTEM.to_owned(), user, shown)
 }
 
-/// Comment markers whose text a reader would quote from a code file.
-const COMMENT_MARKERS: [&str; 11] = [
-    "//!",
-    "///",
-    "//",
-    "/**",
-    "/*",
-    "*/",
-    "* ",
-    "#",
-    "--",
-    "\"\"\"",
-    "\x27\x27\x27",
-];
-
-/// The text a reader would quote from a source: prose paragraphs (list markers and headings
-/// removed, fenced code skipped); in a code file, its comments.
-fn readable_paragraphs(s: &SourceRecord) -> Vec<String> {
-    let code = s
-        .key
-        .strip_prefix("file:")
-        .and_then(|k| k.split('#').next())
-        .is_some_and(|path| !passages::is_prose(path));
-    let mut paragraphs = Vec::new();
-    let mut current = String::new();
-    let mut fences = Fences::default();
-    let mut flush = |current: &mut String| {
-        if !current.trim().is_empty() {
-            paragraphs.push(current.trim().to_owned());
-        }
-        current.clear();
-    };
-    for line in s.snippet.lines() {
-        let t = line.trim();
-        let at = fences.line(line);
-        if matches!(at, FenceLine::Open | FenceLine::Close) {
-            flush(&mut current);
-            continue;
-        }
-        let text = if at == FenceLine::Inside {
-            None
-        } else if code {
-            COMMENT_MARKERS
-                .iter()
-                .find_map(|p| t.strip_prefix(p))
-                .map(|rest| {
-                    rest.trim()
-                        .trim_end_matches("*/")
-                        .trim_end_matches("\"\"\"")
-                        .trim_end_matches("\x27\x27\x27")
-                        .trim()
-                })
-                .filter(|rest| !rest.starts_with('[') && !rest.starts_with('!'))
-        } else if t.starts_with('#') || t.starts_with('|') {
-            None
-        } else {
-            let at = list_prefix(t).unwrap_or(0);
-            Some(t[at..].trim_start_matches('>').trim())
-        };
-        match text {
-            Some(text) if !text.is_empty() => {
-                if list_prefix(t).is_some() && !code {
-                    flush(&mut current);
-                }
-                current.push(' ');
-                current.push_str(text);
-            }
-            _ => flush(&mut current),
-        }
-    }
-    flush(&mut current);
-    paragraphs
-}
-
-/// The answer when no model answers (or its answer was not kept): the sentence of each source
-/// (in the given order: the best passage of each part of the question first) that shares most
-/// words with the question, each cited, labelled as extractive. Returns the text and its claims
-/// (numbered against `sources`, 1-based).
-pub fn extractive(
-    question: &str,
-    sources: &[SourceRecord],
-    reason: &str,
-) -> (String, Vec<(String, Vec<u32>)>) {
-    let wanted = passages::content_stems(question);
-    let limit = 6.max(2 * passages::question_parts(question).len());
-    let mut lines = Vec::new();
-    let mut claims: Vec<(String, Vec<u32>)> = Vec::new();
-    for (i, s) in sources.iter().enumerate() {
-        if lines.len() >= limit || s.retracted || s.credibility.score <= 0.0 {
-            continue;
-        }
-        let best = readable_paragraphs(s)
-            .iter()
-            .flat_map(|p| sentences(p))
-            .filter(|x| x.len() >= 20 && x.len() <= 600)
-            .map(|x| {
-                let have = passages::content_stems(&x);
-                let hits = wanted.iter().filter(|w| have.contains(w)).count();
-                (hits, x)
-            })
-            .filter(|(hits, _)| *hits > 0)
-            .max_by_key(|(hits, x)| (*hits, std::cmp::Reverse(x.len())));
-        if let Some((_, sentence)) = best {
-            let n = i as u32 + 1;
-            let clean = strip_markers(&sentence);
-            if claims.iter().any(|(c, _)| *c == clean) {
-                continue;
-            }
-            lines.push(format!("- {clean} [{n}]"));
-            claims.push((clean, vec![n]));
-        }
-    }
-    let mut text = format!(
-        "*Extractive synthesis — {reason}. These are the most relevant sentences of the most credible sources, quoted as found; no model wrote or checked them.*\n\n"
-    );
-    if lines.is_empty() {
-        text.push_str("None of the retrieved sources has a sentence about the question.");
-    } else {
-        text.push_str(&lines.join("\n"));
-    }
-    (text, claims)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1082,7 +991,8 @@ mod tests {
             vec![ValidClaim {
                 text: "Close-in planets lock quickly.".to_owned(),
                 sources: vec![1, 2],
-                attributed: false
+                attributed: false,
+                verdicts: Vec::new(),
             }]
         );
         assert!(
@@ -1368,43 +1278,6 @@ mod tests {
         ));
         let (_, _, fitted) = prompt("q", &sources, 12, Encoding::Cl100k);
         assert_eq!(fitted, 1, "the budget decides how many passages are shown");
-    }
-
-    #[test]
-    fn extractive_cites_each_sentence() {
-        let sources = vec![
-            SourceRecord {
-                snippet: "Unrelated opening words here. Tidal locking happens when a moon's rotation matches its orbit.".into(),
-                credibility: crate::store::Credibility {
-                    score: 0.8,
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-            SourceRecord {
-                snippet: "Retracted claims about tidal locking are all wrong here.".into(),
-                retracted: true,
-                ..Default::default()
-            },
-            source(
-                "src/cache.rs",
-                "/// Evicts the least recently used entry when the cache is full.\npub fn evict(&mut self) {\n    self.entries.pop_lru();\n}",
-            ),
-        ];
-        let (text, claims) = extractive(
-            "what is tidal locking, and when does the cache evict",
-            &sources,
-            "no model was reachable",
-        );
-        assert!(text.starts_with("*Extractive synthesis — no model was reachable."));
-        assert!(
-            text.contains("- Tidal locking happens when a moon's rotation matches its orbit. [1]")
-        );
-        assert!(
-            text.contains("- Evicts the least recently used entry when the cache is full. [3]"),
-            "{text}"
-        );
-        assert_eq!(claims.len(), 2);
     }
 
     #[test]

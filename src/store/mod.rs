@@ -25,8 +25,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 pub use passages::{Passage, PassageHit};
 pub use records::{
-    CitationCheck, Claim, Credibility, ResearchRecord, ResearchSummary, SourceOutcome,
-    SourceRecord, SupportSummary,
+    CitationCheck, Claim, Credibility, PartAnswer, ResearchRecord, ResearchSummary,
+    SentenceCounts, SourceOutcome, SourceRecord, SupportSummary,
 };
 
 /// The schema version this build writes.
@@ -473,7 +473,21 @@ CREATE TABLE proposal (
     r#"
 ALTER TABLE research ADD COLUMN model_support TEXT;
 "#,
+    // 5: what became of the model's sentences and the parts of the question (`Answered` as
+    // JSON: `sentences`, `parts`; NULL for records saved before).
+    r#"
+ALTER TABLE research ADD COLUMN answered TEXT;
+"#,
 ];
+
+/// The `answered` column: what became of the model's sentences and the parts of the question.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Answered {
+    #[serde(default)]
+    sentences: Option<SentenceCounts>,
+    #[serde(default)]
+    parts: Vec<PartAnswer>,
+}
 
 fn write_record(tx: &Transaction<'_>, r: &ResearchRecord) -> Result<(), StoreError> {
     // `research_id` is not indexed in the FTS table (a scan), so only look when replacing.
@@ -487,8 +501,8 @@ fn write_record(tx: &Transaction<'_>, r: &ResearchRecord) -> Result<(), StoreErr
     }
     tx.execute(
         "INSERT INTO research(id, query, created_at, status, synthesis, synthesis_kind, model,
-             duration_ms, input_tokens, output_tokens, outcomes, notes, model_support)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+             duration_ms, input_tokens, output_tokens, outcomes, notes, model_support, answered)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         params![
             r.id,
             r.query,
@@ -503,6 +517,10 @@ fn write_record(tx: &Transaction<'_>, r: &ResearchRecord) -> Result<(), StoreErr
             to_json(&r.outcomes),
             to_json(&r.notes),
             r.model_support.as_ref().map(to_json),
+            to_json(&Answered {
+                sentences: r.sentences.clone(),
+                parts: r.parts.clone(),
+            }),
         ],
     )?;
     tx.execute(
@@ -612,11 +630,12 @@ fn read_record(conn: &Connection, id: &str) -> Result<ResearchRecord, StoreError
         String,
         String,
         Option<String>,
+        Option<String>,
     );
     let head: Option<Head> = conn
         .query_row(
             "SELECT query, created_at, status, synthesis, synthesis_kind, model, duration_ms,
-                 input_tokens, output_tokens, outcomes, notes, model_support FROM research
+                 input_tokens, output_tokens, outcomes, notes, model_support, answered FROM research
                  WHERE id = ?1",
             [id],
             |r| {
@@ -633,6 +652,7 @@ fn read_record(conn: &Connection, id: &str) -> Result<ResearchRecord, StoreError
                     r.get(9)?,
                     r.get(10)?,
                     r.get(11)?,
+                    r.get(12)?,
                 ))
             },
         )
@@ -650,6 +670,7 @@ fn read_record(conn: &Connection, id: &str) -> Result<ResearchRecord, StoreError
         outcomes,
         notes,
         model_support,
+        answered,
     )) = head
     else {
         return Err(StoreError::NotFound(id.to_owned()));
@@ -673,6 +694,11 @@ fn read_record(conn: &Connection, id: &str) -> Result<ResearchRecord, StoreError
             .flatten(),
         ..ResearchRecord::default()
     };
+    if let Some(json) = answered {
+        let answered: Answered = from_json("answered", &json)?;
+        record.sentences = answered.sentences;
+        record.parts = answered.parts;
+    }
     let keys: Vec<String> = {
         let mut stmt = conn.prepare_cached(
             "SELECT source_key FROM source WHERE research_id = ?1 ORDER BY position",

@@ -139,6 +139,38 @@ impl SupportSummary {
     }
 }
 
+/// What became of the sentences of a model's synthesis (docs/research.md, "Citations by
+/// construction"): per report, how many the model cited itself, how many the server attributed
+/// to a passage, and how many were dropped.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SentenceCounts {
+    /// Kept with a citation the model wrote (its own markers, a marker at the end of the
+    /// paragraph, or re-cited to the passage that supports the sentence).
+    pub cited: u32,
+    /// Of `cited`: re-cited to another passage than the model named.
+    pub recited: u32,
+    /// Kept without a citation of the model's: the server attributed them to a passage.
+    pub attributed: u32,
+    /// Dropped: no passage supports them (by overlap, or by the judge's verdict).
+    pub dropped: u32,
+    /// Of `dropped`: dropped because the judge found every passage they could cite unrelated
+    /// or contradicting.
+    pub dropped_by_judge: u32,
+    /// Citations the judge removed (contradicts / unrelated).
+    pub judge_removed: u32,
+}
+
+/// Whether one part of the question was answered, and by which sources.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PartAnswer {
+    pub part: String,
+    pub answered: bool,
+    /// The numbers of the sources its sentences cite.
+    pub sources: Vec<u32>,
+    /// Answered by sentences quoted from the sources (not written by the model).
+    pub quoted: bool,
+}
+
 /// What one provider did during a run.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SourceOutcome {
@@ -186,6 +218,12 @@ pub struct ResearchRecord {
     /// "before" of `support` (docs/research.md, "Is it right?").
     #[serde(default)]
     pub model_support: Option<SupportSummary>,
+    /// What became of the model's sentences (`None` for an extractive synthesis).
+    #[serde(default)]
+    pub sentences: Option<SentenceCounts>,
+    /// The parts of the question, each answered or not (docs/research.md).
+    #[serde(default)]
+    pub parts: Vec<PartAnswer>,
 }
 
 /// One line of `list` and `search`.

@@ -67,6 +67,18 @@ fn record(id: &str, query: &str, synthesis: &str) -> ResearchRecord {
             method: "overlap".to_owned(),
             ..SupportSummary::default()
         }),
+        sentences: Some(SentenceCounts {
+            cited: 2,
+            attributed: 1,
+            dropped: 1,
+            ..SentenceCounts::default()
+        }),
+        parts: vec![PartAnswer {
+            part: "how do pipes work".to_owned(),
+            answered: true,
+            sources: vec![1],
+            quoted: false,
+        }],
     }
 }
 

@@ -1,0 +1,522 @@
+//! The extractive synthesis: what a report says when no model answered or its answer was not
+//! kept, and the quoted sentences a kept model synthesis gets for a part of the question it left
+//! without a supported sentence. It reads as an answer: complete declarative sentences only (no
+//! questions, no fragment ending in `:` unless the short code example it introduces is kept, no
+//! link lists or navigation), at least one per part of the question when a source has one,
+//! ordered by part, each cited; a part that found nothing says so (docs/research.md).
+//!
+//! Pure functions: no I/O, no model calls.
+
+use crate::edit::text::{FenceLine, Fences};
+use crate::research::parts::{self, Part};
+use crate::research::passages::{self, content_stems};
+use crate::research::synthesis::sentences;
+use crate::store::SourceRecord;
+
+/// A code block longer than this (lines, characters) is not quoted as an example.
+const CODE_LINES: usize = 15;
+const CODE_CHARS: usize = 700;
+
+/// A paragraph (or list item) of a passage and the short code block right after it, if any.
+#[derive(Debug, Clone, PartialEq)]
+struct Unit {
+    text: String,
+    code: Option<String>,
+}
+
+/// Comment markers whose text a reader would quote from a code file.
+const COMMENT_MARKERS: [&str; 11] = [
+    "//!",
+    "///",
+    "//",
+    "/**",
+    "/*",
+    "*/",
+    "* ",
+    "#",
+    "--",
+    "\"\"\"",
+    "\x27\x27\x27",
+];
+
+fn list_prefix(t: &str) -> Option<usize> {
+    for bullet in ["- ", "* ", "+ ", "• "] {
+        if t.starts_with(bullet) {
+            return Some(bullet.len());
+        }
+    }
+    let digits = t.chars().take_while(|c| c.is_ascii_digit()).count();
+    if digits > 0 && digits < 4 && (t[digits..].starts_with(". ") || t[digits..].starts_with(") "))
+    {
+        return Some(digits + 2);
+    }
+    None
+}
+
+/// The text a reader would quote from a source: prose paragraphs (list markers and headings
+/// removed) with the fenced code block that follows a paragraph; in a code file, its comments.
+fn units(s: &SourceRecord) -> Vec<Unit> {
+    let code_file = s
+        .key
+        .strip_prefix("file:")
+        .and_then(|k| k.split('#').next())
+        .is_some_and(|path| !passages::is_prose(path));
+    let mut out: Vec<Unit> = Vec::new();
+    let mut current = String::new();
+    // The unit a code block may attach to: the last one, when only blank lines came between.
+    let mut attachable = false;
+    let mut block: Option<String> = None;
+    let mut fences = Fences::default();
+    let flush = |current: &mut String, out: &mut Vec<Unit>, attachable: &mut bool| {
+        if !current.trim().is_empty() {
+            out.push(Unit {
+                text: current.trim().to_owned(),
+                code: None,
+            });
+            *attachable = true;
+        }
+        current.clear();
+    };
+    for line in s.snippet.lines() {
+        let t = line.trim();
+        match fences.line(line) {
+            FenceLine::Open => {
+                flush(&mut current, &mut out, &mut attachable);
+                block = Some(format!("{t}\n"));
+                continue;
+            }
+            FenceLine::Inside => {
+                if let Some(b) = &mut block {
+                    b.push_str(line);
+                    b.push('\n');
+                }
+                continue;
+            }
+            FenceLine::Close => {
+                if let Some(mut b) = block.take() {
+                    b.push_str(t);
+                    let lines = b.lines().count();
+                    if attachable
+                        && !code_file
+                        && lines <= CODE_LINES + 2
+                        && b.len() <= CODE_CHARS
+                        && let Some(last) = out.last_mut()
+                        && last.code.is_none()
+                    {
+                        last.code = Some(b);
+                    }
+                }
+                attachable = false;
+                continue;
+            }
+            FenceLine::Outside => {}
+        }
+        if t.is_empty() {
+            flush(&mut current, &mut out, &mut attachable);
+            continue;
+        }
+        let text = if code_file {
+            COMMENT_MARKERS
+                .iter()
+                .find_map(|p| t.strip_prefix(p))
+                .map(|rest| {
+                    rest.trim()
+                        .trim_end_matches("*/")
+                        .trim_end_matches("\"\"\"")
+                        .trim_end_matches("\x27\x27\x27")
+                        .trim()
+                })
+                .filter(|rest| !rest.starts_with('[') && !rest.starts_with('!'))
+        } else if t.starts_with('#') || t.starts_with('|') || t.starts_with("<") {
+            None
+        } else {
+            let at = list_prefix(t).unwrap_or(0);
+            Some(t[at..].trim_start_matches('>').trim())
+        };
+        match text {
+            Some(text) if !text.is_empty() => {
+                if list_prefix(t).is_some() && !code_file {
+                    flush(&mut current, &mut out, &mut attachable);
+                }
+                current.push(' ');
+                current.push_str(text);
+            }
+            _ => {
+                flush(&mut current, &mut out, &mut attachable);
+                attachable = false;
+            }
+        }
+    }
+    flush(&mut current, &mut out, &mut attachable);
+    out
+}
+
+/// Phrases of navigation and lead-ins rather than statements about the topic.
+const NAVIGATION: [&str; 22] = [
+    "good place to start",
+    "good places to start",
+    "see the ",
+    "see also",
+    "refer to",
+    "read more",
+    "learn more",
+    "click ",
+    "next section",
+    "previous section",
+    "next chapter",
+    "previous chapter",
+    "table of contents",
+    "in this tutorial",
+    "in this guide",
+    "in this section",
+    "in this chapter",
+    "this page",
+    "let's",
+    "let us",
+    "you'll learn",
+    "we'll ",
+];
+
+/// The words of `text` outside Markdown links (`[text](url)`), and the words inside them.
+fn words_outside_links(text: &str) -> (usize, usize) {
+    let mut outside = String::new();
+    let mut inside = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        let after = &rest[open + 1..];
+        match after.find("](").and_then(|mid| {
+            after[mid + 2..]
+                .find(')')
+                .map(|close| (mid, mid + 2 + close))
+        }) {
+            Some((mid, close)) => {
+                outside.push_str(&rest[..open]);
+                inside.push(' ');
+                inside.push_str(&after[..mid]);
+                outside.push(' ');
+                rest = &after[close + 1..];
+            }
+            None => {
+                outside.push_str(&rest[..=open]);
+                rest = after;
+            }
+        }
+    }
+    outside.push_str(rest);
+    let count = |t: &str| t.split_whitespace().filter(|w| w.chars().any(char::is_alphanumeric)).count();
+    (count(&outside), count(&inside))
+}
+
+/// Whether `sentence` (quoted from a passage) reads as part of an answer: a complete
+/// declarative sentence of five words or more that starts like a sentence and ends with `.` or
+/// `!` — or with `:` when `code_follows` (the short code example it introduces is quoted with
+/// it) — and is not a question, a link list or navigation ("… are good places to start.").
+pub fn is_answer_sentence(sentence: &str, code_follows: bool) -> bool {
+    let t = sentence.trim();
+    let core = t.trim_end_matches(['*', '_', '"', '\'', ')', ' ']);
+    let words = t.split_whitespace().count();
+    if !(5..=80).contains(&words) || t.len() < 25 {
+        return false;
+    }
+    if t.contains('?') {
+        return false;
+    }
+    let ends = if core.ends_with(':') {
+        code_follows
+    } else {
+        core.ends_with('.') || core.ends_with('!') || t.ends_with(".)")
+    };
+    if !ends {
+        return false;
+    }
+    let first = t
+        .trim_start_matches(['*', '_', '"', '\'', '('])
+        .chars()
+        .next()
+        .unwrap_or(' ');
+    if !(first.is_uppercase() || first.is_ascii_digit() || first == '`') {
+        return false;
+    }
+    // A sentence whose last word is cut ("…, such as.") or that continues a list ("…, and so
+    // on.") is fine; one that is mostly links is not.
+    let (outside, inside) = words_outside_links(t);
+    if inside > 0 && inside * 2 >= outside {
+        return false;
+    }
+    let lower = t.to_lowercase();
+    if lower.starts_with("see ") || NAVIGATION.iter().any(|n| lower.contains(n)) {
+        return false;
+    }
+    // "For example:" / "Like this." — no content of its own.
+    content_stems(t).len() >= 3
+}
+
+/// A quoted sentence with where it comes from.
+#[derive(Debug, Clone)]
+struct Candidate {
+    /// 1-based, against the candidates.
+    n: u32,
+    sentence: String,
+    code: Option<String>,
+}
+
+/// Every sentence of `sources` that reads as an answer, in source order.
+fn candidates(sources: &[SourceRecord]) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        if s.retracted || s.credibility.score <= 0.0 {
+            continue;
+        }
+        for unit in units(s) {
+            let list = sentences(&unit.text);
+            let last = list.len().saturating_sub(1);
+            for (k, sentence) in list.into_iter().enumerate() {
+                let code = if k == last { unit.code.clone() } else { None };
+                let sentence = crate::research::synthesis::strip_markers(&sentence);
+                let keep_code = code.is_some() && sentence.trim_end().ends_with(':');
+                if is_answer_sentence(&sentence, keep_code) {
+                    out.push(Candidate {
+                        n: i as u32 + 1,
+                        sentence,
+                        code: if keep_code { code } else { None },
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The quoted sentences for `parts` (indices into `all`), each part's best first.
+pub struct Quoted {
+    /// (part index, lines of Markdown) in the order of the parts.
+    pub sections: Vec<(usize, Vec<String>)>,
+    /// The sentences quoted, numbered against the sources (1-based).
+    pub claims: Vec<(String, Vec<u32>)>,
+    /// Parts no sentence was found for.
+    pub unanswered: Vec<usize>,
+}
+
+/// The best sentences for each of `wanted` (indices of `all`): for a question of several parts
+/// the one or two sentences holding most of the part's own words (at least half of them), for a
+/// question of one part the best sentence of up to four sources.
+pub fn quote(question: &str, all: &[Part], wanted: &[usize], sources: &[SourceRecord]) -> Quoted {
+    let pool = candidates(sources);
+    let question_stems = content_stems(question);
+    let mut used: Vec<String> = Vec::new();
+    let mut out = Quoted {
+        sections: Vec::new(),
+        claims: Vec::new(),
+        unanswered: Vec::new(),
+    };
+    let per_part = if all.len() <= 1 { 4 } else { 2 };
+    for &p in wanted {
+        let part = &all[p];
+        let mut scored: Vec<(usize, usize, &Candidate)> = pool
+            .iter()
+            .filter(|c| parts::enough_for(&c.sentence, part))
+            .map(|c| {
+                let words = content_stems(&c.sentence);
+                let q = question_stems.iter().filter(|w| words.contains(w)).count();
+                (parts::hits(&c.sentence, part), q, c)
+            })
+            .collect();
+        // Most of the part's words, then of the question's, then the better-ranked source,
+        // then the shorter sentence.
+        scored.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(b.1.cmp(&a.1))
+                .then(a.2.n.cmp(&b.2.n))
+                .then(a.2.sentence.len().cmp(&b.2.sentence.len()))
+        });
+        let mut lines = Vec::new();
+        let mut sources_used: Vec<u32> = Vec::new();
+        let best = scored.first().map(|s| (s.0, s.1));
+        for (h, q, c) in scored {
+            if lines.len() >= per_part {
+                break;
+            }
+            if used.contains(&c.sentence) || sources_used.contains(&c.n) {
+                continue;
+            }
+            // A second sentence only when it is as good as the first.
+            if !lines.is_empty() && all.len() > 1 && best.is_some_and(|b| (h, q) < b) {
+                break;
+            }
+            let mut line = format!("- {} [{}]", c.sentence, c.n);
+            if let Some(code) = &c.code {
+                line.push_str("\n\n");
+                for l in code.lines() {
+                    line.push_str("  ");
+                    line.push_str(l);
+                    line.push('\n');
+                }
+                line = line.trim_end().to_owned();
+            }
+            lines.push(line);
+            used.push(c.sentence.clone());
+            sources_used.push(c.n);
+            out.claims.push((c.sentence.clone(), vec![c.n]));
+        }
+        if lines.is_empty() {
+            out.unanswered.push(p);
+        }
+        out.sections.push((p, lines));
+    }
+    out
+}
+
+/// The text of `quoted`: under a bold line per part when the question has several, and a
+/// sentence saying so for a part that found nothing.
+pub fn render(all: &[Part], quoted: &Quoted) -> String {
+    let mut text = String::new();
+    for (p, lines) in &quoted.sections {
+        if all.len() > 1 {
+            text.push_str(&format!("**{}. {}**\n\n", p + 1, all[*p].text));
+        }
+        if lines.is_empty() {
+            text.push_str("No source found has a sentence that answers this part.\n\n");
+        } else {
+            text.push_str(&lines.join("\n"));
+            text.push_str("\n\n");
+        }
+    }
+    text.trim_end().to_owned()
+}
+
+/// The answer when no model answers (or its answer was not kept): the quoted sentences of
+/// [`quote`] for every part, labelled as extractive with `reason`. Returns the text and its
+/// claims (numbered against `sources`, 1-based).
+pub fn extractive(
+    question: &str,
+    sources: &[SourceRecord],
+    reason: &str,
+) -> (String, Vec<(String, Vec<u32>)>) {
+    let all = parts::parts_of(question);
+    let wanted: Vec<usize> = (0..all.len()).collect();
+    let quoted = quote(question, &all, &wanted, sources);
+    let mut text = format!(
+        "*Extractive synthesis — {reason}. These are sentences quoted from the sources, the best for each part of the question; no model wrote them.*\n\n"
+    );
+    if quoted.claims.is_empty() {
+        text.push_str("None of the retrieved sources has a sentence about the question.");
+    } else {
+        text.push_str(&render(&all, &quoted));
+        let missing: Vec<String> = quoted
+            .unanswered
+            .iter()
+            .map(|p| format!("\u{201c}{}\u{201d}", all[*p].text))
+            .collect();
+        if !missing.is_empty() {
+            text.push_str(&format!(
+                "\n\nNothing in the sources answers {}.",
+                missing.join(" or ")
+            ));
+        }
+    }
+    (text, quoted.claims)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(title: &str, snippet: &str) -> SourceRecord {
+        SourceRecord {
+            key: format!("file:{title}"),
+            title: title.into(),
+            snippet: snippet.into(),
+            venue_type: "workspace".into(),
+            credibility: crate::store::Credibility {
+                score: 0.5,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_filter_keeps_statements_and_leaves_out_fragments_questions_and_links() {
+        // Quoted in issue 23 from a Python tutorial's fallback: none reads as an answer.
+        for bad in [
+            "Like other collection types (_dictionaries, lists, tuples_), `sets` support:",
+            "You can create a generator expression like this:",
+            "With so many options, how do you decide what to reach for when formatting Python strings?",
+            "The [official documentation](https://docs.python.org/3/) and [PEP 498](https://peps.python.org/pep-0498/) are good places to start.",
+            "See [Sets](sets.md) for more.",
+            "In this tutorial, you'll learn about sets.",
+            "sets support membership tests and are unordered.",
+            "Sets are unordered",
+            "For example:",
+        ] {
+            assert!(!is_answer_sentence(bad, false), "{bad}");
+        }
+        for good in [
+            "A set is an unordered collection with no duplicate elements.",
+            "Membership testing with `in` is much faster on a set than on a list.",
+            "Generator expressions produce items one at a time, so they use far less memory than a list comprehension.",
+            "`str.format()` replaces the fields in braces with its arguments.",
+        ] {
+            assert!(is_answer_sentence(good, false), "{good}");
+        }
+        // A lead-in is kept only with the code it introduces.
+        let lead = "To send a GET request, call `httpx.get()` with the URL:";
+        assert!(!is_answer_sentence(lead, false));
+        assert!(is_answer_sentence(lead, true));
+    }
+
+    #[test]
+    fn one_sentence_per_part_in_the_order_of_the_parts_with_its_code() {
+        let sources = vec![
+            source(
+                "docs/sets.md",
+                "# Sets\n\nLike other collection types (_dictionaries, lists, tuples_), `sets` support:\n\n- membership\n\nA set is an unordered collection, so it keeps no insertion order.\n\nMembership tests on a set take constant time, faster than on a list.",
+            ),
+            source(
+                "docs/generators.md",
+                "# Generators\n\nYou can create a generator expression like this:\n\n```python\nsquares = (x * x for x in range(10))\n```\n\nA generator yields items one at a time and uses little memory.",
+            ),
+            source(
+                "docs/quickstart.md",
+                "## Requests\n\nTo make a request with a timeout, pass `timeout` to the call:\n\n```python\nhttpx.get(url, timeout=5.0)\n```\n",
+            ),
+        ];
+        let (text, claims) = extractive(
+            "how fast are membership tests on a set, which collection keeps insertion order, and how do I set a request timeout",
+            &sources,
+            "no model was reachable",
+        );
+        assert!(text.starts_with("*Extractive synthesis — no model was reachable."));
+        let membership = text.find("Membership tests on a set").expect(&text);
+        let order = text.find("A set is an unordered collection").expect(&text);
+        let timeout = text.find("To make a request with a timeout").expect(&text);
+        assert!(membership < order && order < timeout, "{text}");
+        assert!(
+            text.contains("pass `timeout` to the call: [3]\n\n  ```python\n  httpx.get(url, timeout=5.0)\n  ```"),
+            "{text}"
+        );
+        assert!(!text.contains("support:"), "{text}");
+        assert!(!text.contains("like this"), "{text}");
+        assert_eq!(claims.len(), 3);
+        assert_eq!(claims[0].1, vec![1]);
+    }
+
+    #[test]
+    fn a_part_with_nothing_is_said_so() {
+        let sources = vec![source(
+            "docs/sets.md",
+            "A set is an unordered collection with no duplicate elements.",
+        )];
+        let (text, claims) = extractive(
+            "what is a set, and how are generators written",
+            &sources,
+            "the model's answer was not kept",
+        );
+        assert_eq!(claims.len(), 1);
+        assert!(
+            text.contains("**2. how are generators written**\n\nNo source found has a sentence that answers this part."),
+            "{text}"
+        );
+        assert!(text.ends_with("Nothing in the sources answers \u{201c}how are generators written\u{201d}."));
+    }
+}
