@@ -3,6 +3,7 @@
 //! The crate is laid out as `docs/architecture.md` describes: a pure core that speaks byte offsets
 //! (`document`), and a protocol edge (`lsp`) that is the only place LSP types are known.
 
+pub mod acp;
 pub mod cli;
 pub mod config;
 pub mod document;

@@ -29,6 +29,9 @@ struct Cli {
 enum Command {
     /// Speak the Language Server Protocol over stdin/stdout (the default).
     Serve,
+    /// Speak the Agent Client Protocol over stdin/stdout: develop, edit and research in the
+    /// agent panels of Zed, JetBrains IDEs, Neovim (CodeCompanion) and Emacs (agent-shell).
+    Acp(patchwise::cli::acp::AcpArgs),
     /// Print what a model would be shown of a file for a target, then a one-line summary.
     Context(patchwise::cli::context::ContextArgs),
     /// Carry a request through the workspace: plan, steps with checks, tests, review; prints
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         eprintln!("patchwise: {line}");
     }
     match cli.command.unwrap_or(Command::Serve) {
+        Command::Acp(args) => patchwise::cli::acp::run(&args),
         Command::Context(args) => patchwise::cli::context::run(&args),
         Command::Develop(args) => patchwise::cli::develop::run(&args),
         Command::Doctor(args) => patchwise::cli::doctor::run(&args),

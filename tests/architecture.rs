@@ -1,9 +1,11 @@
 //! Architecture invariants (`docs/architecture.md`), checked by reading the source tree.
 //!
 //! 1. Only `src/lsp/` knows the protocol: nothing else names `tower_lsp_server`, `ls_types` or
-//!    `lsp_types`; likewise only `src/mcp/` names `rmcp`.
+//!    `lsp_types`; likewise only `src/mcp/` names `rmcp`, and only `src/acp/` names
+//!    `agent_client_protocol`.
 //! 2. The pure core (`document/`, `edit/`, `syntax/`) does no I/O.
-//! 3. Nothing in `src/lsp/` or `src/mcp/` prints to stdout, which carries the protocol.
+//! 3. Nothing in `src/lsp/`, `src/mcp/` or `src/acp/` prints to stdout, which carries the
+//!    protocol.
 //! 4. A type name declared in `src/` means one thing (`docs/style.md`, "Distinct names").
 
 use std::collections::BTreeMap;
@@ -187,6 +189,16 @@ fn only_mcp_knows_rmcp() {
 }
 
 #[test]
+fn only_acp_knows_the_agent_client_protocol() {
+    let found = violations("src", Some("src/acp"), &["agent_client_protocol"]);
+    assert!(
+        found.is_empty(),
+        "agent_client_protocol outside src/acp/:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
 fn the_pure_core_does_no_io() {
     let io = [
         "std::fs",
@@ -219,7 +231,7 @@ fn the_pure_core_does_no_io() {
 
 #[test]
 fn stdout_belongs_to_the_protocol() {
-    for dir in ["src/lsp", "src/mcp"] {
+    for dir in ["src/lsp", "src/mcp", "src/acp"] {
         let found = violations(
             dir,
             None,

@@ -1,6 +1,7 @@
 //! Subcommands of the `patchwise` binary that are more than a call into the core: argument
 //! types and the code around them, kept out of `main.rs`.
 
+pub mod acp;
 pub mod context;
 pub mod develop;
 pub mod doctor;

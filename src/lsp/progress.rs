@@ -57,6 +57,8 @@ impl Reporter {
                         }))
                         .await;
                     }
+                    // The plan is its own document in an editor (`lsp/develop.rs`).
+                    Some(RunEvent::Plan { .. }) => {}
                     Some(RunEvent::Finished { message }) => break message,
                     None => break "stopped".to_owned(),
                 }

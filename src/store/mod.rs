@@ -16,6 +16,7 @@
 pub mod passages;
 pub mod proposals;
 pub mod records;
+pub mod sessions;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -477,6 +478,18 @@ ALTER TABLE research ADD COLUMN model_support TEXT;
     // JSON: `sentences`, `parts`; NULL for records saved before).
     r#"
 ALTER TABLE research ADD COLUMN answered TEXT;
+"#,
+    // 6: agent sessions (`patchwise acp`): the folder, the mode, and the conversation as JSON
+    // (`sessions::SessionTurn`s), so `session/load` can show it again after a restart.
+    r#"
+CREATE TABLE agent_session (
+    id TEXT PRIMARY KEY,
+    cwd TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    turns TEXT NOT NULL
+);
 "#,
 ];
 

@@ -40,6 +40,7 @@
 //! in byte offsets; the edge renders them.
 
 pub mod choices;
+pub mod develop;
 pub mod edit;
 pub mod research;
 mod runs;

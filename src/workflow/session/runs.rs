@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::develop::PlanItem;
+
 /// What kind of long work a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RunKind {
@@ -40,6 +42,8 @@ impl RunKind {
 pub enum RunEvent {
     /// A phase message and an overall percentage (0..=100).
     Progress { percent: u32, message: String },
+    /// A develop run's plan with where each entry stands (`develop::run`), whole each time.
+    Plan { items: Vec<PlanItem> },
     /// The run ended; `message` says how (shown as the end of the progress).
     Finished { message: String },
 }
@@ -154,6 +158,11 @@ impl RunHandle {
     /// The run's events, for the edge to forward; `None` after the first call.
     pub fn take_events(&mut self) -> Option<mpsc::UnboundedReceiver<RunEvent>> {
         self.events.take()
+    }
+
+    /// Where the run's typed events go (for the session's own adapters, `develop::run`).
+    pub(super) fn sender(&self) -> mpsc::UnboundedSender<RunEvent> {
+        self.tx.clone()
     }
 
     /// Reports progress (callable from any thread, never blocks).

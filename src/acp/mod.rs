@@ -1,0 +1,152 @@
+//! `patchwise acp`: the Agent Client Protocol (version 1) over stdio, so the agent panels of Zed,
+//! the JetBrains IDEs, Neovim (CodeCompanion) and Emacs (agent-shell) run develop, edit and
+//! research. It is the third edge beside `lsp/` and `mcp/`, and the only module that knows the
+//! `agent_client_protocol` crate: it converts requests into `workflow::session` calls and the
+//! runs' typed events into `session/update`s, and holds no workflow logic.
+//!
+//! Layout: `agent` (state and the requests that answer at once), `turn` (one prompt: the run,
+//! its updates, the permission to write, the writes), `target` (what an edit prompt names).
+//! stdout carries the protocol (one JSON message per line) and nothing else; logs go to stderr.
+//!
+//! Long work never blocks the connection's dispatch loop (the crate runs one handler at a time):
+//! a prompt is spawned, so `session/cancel` and other requests are read while it runs.
+
+mod agent;
+mod target;
+mod turn;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{
+    AuthenticateRequest, AuthenticateResponse, CancelNotification, InitializeRequest,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, PromptRequest, PromptResponse,
+    SessionNotification, SetSessionModeRequest,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Stdio};
+use anyhow::Context;
+
+use agent::AcpState;
+pub use agent::Mode;
+
+/// Serves ACP on stdin/stdout until the client closes stdin. Sessions may work in `roots` and
+/// the folders below them.
+pub fn run_stdio(roots: Vec<PathBuf>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    tracing::info!(roots = ?roots, "serving ACP on stdio");
+    let state = AcpState::new(roots);
+    let result = runtime.block_on(serve(state.clone()));
+    state.cancel_all();
+    // A blocking stdin read may still be pending; do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    result
+}
+
+async fn serve(state: Arc<AcpState>) -> anyhow::Result<()> {
+    let s_init = state.clone();
+    let s_new = state.clone();
+    let s_load = state.clone();
+    let s_mode = state.clone();
+    let s_prompt = state.clone();
+    let s_cancel = state.clone();
+    Agent
+        .v1()
+        .name("patchwise")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                responder.respond(s_init.initialize(&request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |_request: AuthenticateRequest, responder, _cx| {
+                // No authentication methods are offered; models are configured in files.
+                responder.respond(AuthenticateResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, _cx| {
+                responder
+                    .respond_with_result(s_new.new_session(&request).map_err(|r| r.into_error()))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest,
+                        responder: Responder<LoadSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                match s_load.load_session(&request) {
+                    Ok((response, replay)) => {
+                        // The conversation is shown again before the answer, as ACP asks.
+                        for update in replay {
+                            let sent = cx.send_notification(SessionNotification::new(
+                                request.session_id.clone(),
+                                update,
+                            ));
+                            if let Err(err) = sent {
+                                tracing::warn!("the session's conversation was not sent: {err}");
+                            }
+                        }
+                        responder.respond(response)
+                    }
+                    Err(refusal) => responder.respond_with_error(refusal.into_error()),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| {
+                responder.respond_with_result(s_mode.set_mode(&request).map_err(|r| r.into_error()))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest,
+                        responder: Responder<PromptResponse>,
+                        cx: ConnectionTo<Client>| {
+                let (cancel, session) = match s_prompt.begin_prompt(&request.session_id) {
+                    Ok(started) => started,
+                    Err(refusal) => return responder.respond_with_error(refusal.into_error()),
+                };
+                let state = s_prompt.clone();
+                let peer = turn::Peer {
+                    cx: cx.clone(),
+                    session: request.session_id.clone(),
+                    abilities: state.client(),
+                };
+                let prompt = request.prompt;
+                cx.spawn(async move {
+                    let id = session.id.clone();
+                    let user = turn::user_turn(&prompt);
+                    let end = turn::run(peer, session, prompt, cancel, state.runs.clone()).await;
+                    state.end_prompt(
+                        &id,
+                        vec![user, turn::agent_turn(end.said)],
+                        end.always_allow,
+                    );
+                    if let Err(err) = responder.respond(PromptResponse::new(end.stop)) {
+                        tracing::warn!("the prompt's answer could not be sent: {err}");
+                    }
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                s_cancel.cancel(&notification.session_id);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await
+        .map_err(|e| anyhow::anyhow!("the ACP connection failed: {e}"))
+}

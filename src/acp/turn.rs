@@ -1,0 +1,812 @@
+//! One prompt turn: the session's mode decides the run (develop, edit or research, each through
+//! `workflow::session`), the run's typed events become `session/update`s as they happen, and a
+//! proposal is shown as `edit` tool calls with diffs and written only when the user allows it
+//! (`session/request_permission`) — through the client (`fs/write_text_file`) when it offers
+//! that, else atomically on disk as `patchwise develop --apply` does.
+//!
+//! A cancelled turn ends with `cancelled` and writes nothing; a run that fails ends the turn
+//! with a message that says why, never a hung prompt.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, Diff, PermissionOption, PermissionOptionId, PermissionOptionKind,
+    Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, ReadTextFileRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, ResourceLink, SessionId,
+    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent,
+    ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    WriteTextFileRequest,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::agent::{ClientAbilities, Mode, SessionView};
+use super::target;
+use crate::research::RunOptions;
+use crate::store::sessions::{SessionTurn, Speaker};
+use crate::tools::{OpenBuffer, Snapshot};
+use crate::workflow::Proposal;
+use crate::workflow::develop::{DevelopContext, DevelopModels, DevelopRequest, StepStatus};
+use crate::workflow::session::develop::{ItemStatus, PlanItem};
+use crate::workflow::session::edit::{RequestedEdit, Workspace};
+use crate::workflow::session::{self, RunEvent, RunHandle, RunKind, Runs};
+
+const ALLOW_ONCE: &str = "allow-once";
+const ALLOW_ALWAYS: &str = "allow-always";
+const REJECT: &str = "reject";
+
+/// The client side of a turn: notifications out, requests to the client.
+#[derive(Clone)]
+pub struct Peer {
+    pub cx: ConnectionTo<Client>,
+    pub session: SessionId,
+    pub abilities: ClientAbilities,
+}
+
+impl Peer {
+    pub fn update(&self, update: SessionUpdate) {
+        if let Err(err) = self
+            .cx
+            .send_notification(SessionNotification::new(self.session.clone(), update))
+        {
+            tracing::warn!("a session/update could not be sent: {err}");
+        }
+    }
+
+    fn say(&self, text: impl Into<String>) {
+        self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+            ContentBlock::Text(TextContent::new(text.into())),
+        )));
+    }
+
+    fn think(&self, text: impl Into<String>) {
+        self.update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+            ContentBlock::Text(TextContent::new(text.into())),
+        )));
+    }
+
+    /// The client's text of `path` (unsaved edits included) when it offers reading, else the
+    /// disk's.
+    async fn read(&self, path: &Path) -> Option<String> {
+        if self.abilities.read_text_file {
+            match self
+                .cx
+                .send_request(ReadTextFileRequest::new(
+                    self.session.clone(),
+                    path.to_path_buf(),
+                ))
+                .block_task()
+                .await
+            {
+                Ok(r) => return Some(r.content),
+                Err(err) => {
+                    tracing::debug!(path = %path.display(), "the client did not read: {err}")
+                }
+            }
+        }
+        crate::workspace::read_text(path).ok()
+    }
+}
+
+/// How the turn ended, and what it said (kept as the session's conversation).
+pub struct TurnEnd {
+    pub stop: StopReason,
+    pub said: String,
+    pub always_allow: bool,
+}
+
+/// Runs the prompt `prompt` of `session`; never fails (a failure is a message and `end_turn`).
+pub async fn run(
+    peer: Peer,
+    session: SessionView,
+    prompt: Vec<ContentBlock>,
+    cancel: CancellationToken,
+    runs: Arc<Runs>,
+) -> TurnEnd {
+    let mut turn = Turn {
+        peer,
+        session,
+        cancel,
+        runs,
+        said: String::new(),
+        always_allow: false,
+    };
+    let stop = turn.go(prompt).await;
+    TurnEnd {
+        stop,
+        said: turn.said,
+        always_allow: turn.always_allow,
+    }
+}
+
+/// The user's prompt as the conversation keeps it.
+pub fn prompt_text(prompt: &[ContentBlock]) -> String {
+    let mut out = Vec::new();
+    for block in prompt {
+        match block {
+            ContentBlock::Text(t) => out.push(t.text.clone()),
+            ContentBlock::ResourceLink(link) => out.push(format!("@{}", link.uri)),
+            ContentBlock::Resource(r) => out.push(format!("@{}", resource_uri(r))),
+            _ => {}
+        }
+    }
+    out.join(" ")
+}
+
+pub fn user_turn(prompt: &[ContentBlock]) -> SessionTurn {
+    SessionTurn {
+        speaker: Speaker::User,
+        text: prompt_text(prompt),
+    }
+}
+
+pub fn agent_turn(text: String) -> SessionTurn {
+    SessionTurn {
+        speaker: Speaker::Agent,
+        text,
+    }
+}
+
+struct Turn {
+    peer: Peer,
+    session: SessionView,
+    cancel: CancellationToken,
+    runs: Arc<Runs>,
+    said: String,
+    always_allow: bool,
+}
+
+/// A file the prompt brought along: a resource link (read through the client) or an embedded
+/// resource (its text as the client has it).
+struct Attached {
+    path: PathBuf,
+    lines: Option<(usize, usize)>,
+    text: Option<String>,
+}
+
+impl Turn {
+    fn say(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        self.said.push_str(&text);
+        self.peer.say(text);
+    }
+
+    async fn go(&mut self, prompt: Vec<ContentBlock>) -> StopReason {
+        let text = prompt
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let attached: Vec<Attached> = prompt.iter().filter_map(attached).collect();
+        match self.session.mode {
+            Mode::Develop => self.develop(text, attached).await,
+            Mode::Edit => self.edit(text, attached).await,
+            Mode::Research => self.research(text).await,
+        }
+    }
+
+    /// The open texts of the attached files inside the session's folder.
+    async fn snapshot(&self, attached: &[Attached]) -> Snapshot {
+        let mut snapshot = Snapshot::new();
+        for a in attached {
+            if !a.path.starts_with(&self.session.cwd) {
+                continue;
+            }
+            let text = match &a.text {
+                Some(t) => Some(t.clone()),
+                None => self.peer.read(&a.path).await,
+            };
+            if let Some(text) = text {
+                snapshot.insert(a.path.clone(), OpenBuffer { text, version: 0 });
+            }
+        }
+        snapshot
+    }
+
+    fn start(&self, kind: RunKind, label: &str) -> (RunHandle, tokio::task::JoinHandle<()>) {
+        let mut run = self.runs.start_run(kind, label);
+        let events = run.take_events();
+        let forward = tokio::spawn(forward(self.peer.clone(), run.id().to_owned(), events));
+        // `session/cancel` cancels the run's token.
+        let token = run.cancel_token();
+        let cancel = self.cancel.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = cancel.cancelled() => token.cancel(),
+                _ = token.cancelled() => {}
+            }
+        });
+        (run, forward)
+    }
+
+    // -- develop ------------------------------------------------------------------------------
+
+    async fn develop(&mut self, request: String, attached: Vec<Attached>) -> StopReason {
+        if request.trim().is_empty() {
+            self.say("Say what to build or change (the develop mode plans, changes and checks the workspace).");
+            return StopReason::EndTurn;
+        }
+        let focus = attached
+            .iter()
+            .map(|a| a.path.clone())
+            .find(|p| p.starts_with(&self.session.cwd));
+        let snapshot = self.snapshot(&attached).await;
+        let ctx = DevelopContext::new(
+            (*self.session.config).clone(),
+            DevelopModels::Router(self.session.router.clone()),
+            vec![self.session.cwd.clone()],
+            snapshot,
+        );
+        let (run, forward) = self.start(RunKind::Develop, &request);
+        let id = run.id().to_owned();
+        let outcome = session::develop::run(ctx, DevelopRequest { request, focus }, &run).await;
+        run.finish("develop finished");
+        let _ = forward.await;
+        if self.cancel.is_cancelled() {
+            return StopReason::Cancelled;
+        }
+        let report = &outcome.report;
+        // Each step's files as the proposal changes them, on the step that changed them last.
+        let mut shown: Vec<String> = Vec::new();
+        for (i, step) in report.steps.iter().enumerate().rev() {
+            let number = step_number(&step.name);
+            let call = ToolCallId::new(match number {
+                Some(n) => format!("{id}-step-{n}"),
+                None => format!("{id}-extra-{i}"),
+            });
+            let mut content = Vec::new();
+            for path in &step.changed {
+                if shown.contains(path) {
+                    continue;
+                }
+                if let Some(f) = outcome
+                    .proposal
+                    .iter()
+                    .flat_map(|p| &p.files)
+                    .find(|f| &f.display_path == path)
+                {
+                    content.push(diff(f));
+                    shown.push(path.clone());
+                }
+            }
+            if let Some(e) = &step.error {
+                content.push(text_content(&crate::edit::text::clip(e.trim(), 600)));
+            }
+            let status = match step.status {
+                StepStatus::Done => ToolCallStatus::Completed,
+                _ => ToolCallStatus::Failed,
+            };
+            if number.is_none() {
+                // Fix rounds and the judge's objections had no plan entry: a call of their own.
+                self.peer.update(SessionUpdate::ToolCall(
+                    ToolCall::new(call, format!("{}: {}", step.name, step.text))
+                        .kind(ToolKind::Edit)
+                        .status(status)
+                        .content(content),
+                ));
+            } else {
+                self.peer
+                    .update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        call,
+                        ToolCallUpdateFields::new().status(status).content(content),
+                    )));
+            }
+        }
+        for (i, check) in report.checks.iter().enumerate() {
+            self.peer.update(SessionUpdate::ToolCall(
+                ToolCall::new(
+                    ToolCallId::new(format!("{id}-check-{i}")),
+                    format!("{}: {}", check.kind.name(), check.line),
+                )
+                .kind(ToolKind::Execute)
+                .status(if check.passed {
+                    ToolCallStatus::Completed
+                } else {
+                    ToolCallStatus::Failed
+                })
+                .content(vec![text_content(&format!(
+                    "```\n{}\n```",
+                    check.output.trim_end()
+                ))]),
+            ));
+        }
+        self.say(report.summary());
+        let Some(proposal) = outcome.proposal else {
+            return StopReason::EndTurn;
+        };
+        let mut note = String::new();
+        if let crate::workflow::develop::VerifyStatus::Failed(_) = &report.verify {
+            note = " The tests FAIL with this change.".to_owned();
+        }
+        self.offer(&id, proposal, &note).await
+    }
+
+    // -- edit ---------------------------------------------------------------------------------
+
+    async fn edit(&mut self, text: String, attached: Vec<Attached>) -> StopReason {
+        let named = attached
+            .iter()
+            .find(|a| a.lines.is_some())
+            .or(attached.first())
+            .map(|a| (a.path.clone(), a.lines, text.clone()));
+        let named = named.or_else(|| {
+            target::from_text(&text, &self.session.cwd).map(|(t, rest)| (t.path, t.lines, rest))
+        });
+        let Some((path, lines, instruction)) = named else {
+            self.say(
+                "Name the file and lines to edit: `@src/lib.rs:10-20 make it iterative`, or \
+                 attach a selection, then say what to change.",
+            );
+            return StopReason::EndTurn;
+        };
+        let path = std::fs::canonicalize(&path).unwrap_or(path);
+        if !path.starts_with(&self.session.cwd) {
+            self.say(format!(
+                "{} is outside this session's folder {}; nothing was edited.",
+                path.display(),
+                self.session.cwd.display()
+            ));
+            return StopReason::EndTurn;
+        }
+        let mut snapshot = self.snapshot(&attached).await;
+        let text_now = match snapshot.get(&path) {
+            Some(b) => Some(b.text.clone()),
+            None => self.peer.read(&path).await,
+        };
+        let Some(current) = text_now else {
+            self.say(format!(
+                "Cannot read {}; nothing was edited.",
+                path.display()
+            ));
+            return StopReason::EndTurn;
+        };
+        snapshot.insert(
+            path.clone(),
+            OpenBuffer {
+                text: current.clone(),
+                version: 0,
+            },
+        );
+        let range = target::byte_range(&current, lines);
+        let prepared = session::edit::prepare(
+            RequestedEdit {
+                path: path.clone(),
+                range,
+                instruction: Some(instruction),
+                remove_instruction_comment: false,
+            },
+            Workspace {
+                roots: vec![self.session.cwd.clone()],
+                snapshot,
+                config: self.session.config.clone(),
+                router: self.session.router.clone(),
+            },
+        );
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(_) => {
+                self.say("Say what to change in the named lines (the instruction is empty).");
+                return StopReason::EndTurn;
+            }
+        };
+        let (run, forward) = self.start(RunKind::Edit, &path.display().to_string());
+        let id = run.id().to_owned();
+        let result = prepared.run(&run).await;
+        run.finish("edit finished");
+        let _ = forward.await;
+        if self.cancel.is_cancelled() {
+            return StopReason::Cancelled;
+        }
+        match result {
+            Ok(proposal) => {
+                self.say(format!(
+                    "Proposed by {} ({} attempt{}).",
+                    proposal.model,
+                    proposal.attempts,
+                    if proposal.attempts == 1 { "" } else { "s" }
+                ));
+                self.offer(&id, proposal, "").await
+            }
+            Err(err) => {
+                self.say(format!("The edit failed; nothing was changed: {err}"));
+                StopReason::EndTurn
+            }
+        }
+    }
+
+    // -- research -----------------------------------------------------------------------------
+
+    async fn research(&mut self, query: String) -> StopReason {
+        if query.trim().is_empty() {
+            self.say("Ask a question to research.");
+            return StopReason::EndTurn;
+        }
+        let (run, forward) = self.start(RunKind::Research, &query);
+        let options = RunOptions {
+            workspace: Some(self.session.cwd.clone()),
+            ..RunOptions::default()
+        };
+        let result = session::research::run(&self.session.config, &query, options, &run).await;
+        run.finish("research finished");
+        let _ = forward.await;
+        if self.cancel.is_cancelled() {
+            return StopReason::Cancelled;
+        }
+        let done = match result {
+            Ok(done) => done,
+            Err(err) => {
+                self.say(format!("The research failed: {err}"));
+                return StopReason::EndTurn;
+            }
+        };
+        let record = &done.record;
+        self.say(record.synthesis.trim_end().to_owned());
+        let cited: Vec<_> = record.sources.iter().filter(|s| s.n.is_some()).collect();
+        if !cited.is_empty() {
+            self.say("\n\nSources:\n");
+        }
+        for s in &cited {
+            let n = s.n.unwrap_or_default();
+            let uri = source_uri(s, &self.session.cwd);
+            self.said.push_str(&format!("[{n}] {} {uri}\n", s.title));
+            self.peer
+                .update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                    ContentBlock::ResourceLink(
+                        ResourceLink::new(format!("[{n}] {}", s.title), uri).title(s.title.clone()),
+                    ),
+                )));
+        }
+        for note in &record.notes {
+            self.say(format!("\nnote: {note}"));
+        }
+        let report = file_uri(&done.report);
+        self.say(format!(
+            "\n\nSaved in the library as {} ({}).",
+            record.id, report
+        ));
+        self.peer
+            .update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                ContentBlock::ResourceLink(
+                    ResourceLink::new(format!("research {}", record.id), report)
+                        .title(record.query.clone()),
+                ),
+            )));
+        StopReason::EndTurn
+    }
+
+    // -- proposal: show, ask, write -----------------------------------------------------------
+
+    /// Shows `proposal` as one `edit` tool call with a diff per file, asks before writing, and
+    /// writes on allow.
+    async fn offer(&mut self, id: &str, proposal: Proposal, note: &str) -> StopReason {
+        let call = ToolCallId::new(format!("{id}-write"));
+        let files: Vec<&str> = proposal
+            .files
+            .iter()
+            .map(|f| f.display_path.as_str())
+            .collect();
+        let title = format!("Write {}", files.join(", "));
+        let content: Vec<ToolCallContent> = proposal.files.iter().map(diff).collect();
+        self.peer.update(SessionUpdate::ToolCall(
+            ToolCall::new(call.clone(), title.clone())
+                .kind(ToolKind::Edit)
+                .status(ToolCallStatus::Pending)
+                .content(content.clone())
+                .locations(
+                    proposal
+                        .files
+                        .iter()
+                        .map(|f| {
+                            agent_client_protocol::v1::schema::ToolCallLocation::new(f.path.clone())
+                        })
+                        .collect(),
+                ),
+        ));
+        let allowed = if self.session.always_allow || self.always_allow {
+            true
+        } else {
+            let ask = RequestPermissionRequest::new(
+                self.peer.session.clone(),
+                ToolCallUpdate::new(
+                    call.clone(),
+                    ToolCallUpdateFields::new()
+                        .title(format!("{title}?{note}"))
+                        .kind(ToolKind::Edit)
+                        .content(content),
+                ),
+                vec![
+                    PermissionOption::new(
+                        PermissionOptionId::new(ALLOW_ONCE),
+                        "Write the change",
+                        PermissionOptionKind::AllowOnce,
+                    ),
+                    PermissionOption::new(
+                        PermissionOptionId::new(ALLOW_ALWAYS),
+                        "Always write changes in this session",
+                        PermissionOptionKind::AllowAlways,
+                    ),
+                    PermissionOption::new(
+                        PermissionOptionId::new(REJECT),
+                        "Don't write it",
+                        PermissionOptionKind::RejectOnce,
+                    ),
+                ],
+            );
+            let asked = self.peer.cx.send_request(ask).block_task();
+            let answer = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => None,
+                a = asked => Some(a),
+            };
+            match answer {
+                None => {
+                    self.finish_call(
+                        &call,
+                        ToolCallStatus::Failed,
+                        "Cancelled; nothing was written.",
+                    );
+                    return StopReason::Cancelled;
+                }
+                Some(Err(err)) => {
+                    self.finish_call(&call, ToolCallStatus::Failed, "Nothing was written.");
+                    self.say(format!("\nThe client did not answer the permission request ({err}); nothing was written."));
+                    return StopReason::EndTurn;
+                }
+                Some(Ok(answer)) => match answer.outcome {
+                    RequestPermissionOutcome::Cancelled => {
+                        self.finish_call(
+                            &call,
+                            ToolCallStatus::Failed,
+                            "Cancelled; nothing was written.",
+                        );
+                        return StopReason::Cancelled;
+                    }
+                    RequestPermissionOutcome::Selected(selected) => {
+                        let option = selected.option_id.0.to_string();
+                        if option == ALLOW_ALWAYS {
+                            self.always_allow = true;
+                        }
+                        option == ALLOW_ONCE || option == ALLOW_ALWAYS
+                    }
+                    _ => false,
+                },
+            }
+        };
+        if self.cancel.is_cancelled() {
+            self.finish_call(
+                &call,
+                ToolCallStatus::Failed,
+                "Cancelled; nothing was written.",
+            );
+            return StopReason::Cancelled;
+        }
+        if !allowed {
+            self.finish_call(
+                &call,
+                ToolCallStatus::Failed,
+                "Rejected; nothing was written.",
+            );
+            self.say("\nNot written: the change was rejected.");
+            return StopReason::EndTurn;
+        }
+        match self.write(&proposal).await {
+            Ok(through) => {
+                self.finish_call(
+                    &call,
+                    ToolCallStatus::Completed,
+                    &format!("Written {through}."),
+                );
+                self.say(format!(
+                    "\nWrote {} file{} ({through}).",
+                    files.len(),
+                    if files.len() == 1 { "" } else { "s" }
+                ));
+            }
+            Err(err) => {
+                self.finish_call(&call, ToolCallStatus::Failed, &err);
+                self.say(format!("\n{err}"));
+            }
+        }
+        StopReason::EndTurn
+    }
+
+    fn finish_call(&self, call: &ToolCallId, status: ToolCallStatus, text: &str) {
+        self.peer
+            .update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                call.clone(),
+                ToolCallUpdateFields::new()
+                    .status(status)
+                    .raw_output(serde_json::json!({ "message": text })),
+            )));
+    }
+
+    /// Writes every file: through the client when it offers it (after checking each file is
+    /// still as the run read it), else as one atomic transaction on disk.
+    async fn write(&self, proposal: &Proposal) -> Result<&'static str, String> {
+        for f in &proposal.files {
+            let now = self.peer.read(&f.path).await;
+            let unchanged = match (&now, f.created) {
+                (None, true) => true,
+                (Some(text), false) => *text == f.original,
+                (Some(text), true) => text.is_empty(),
+                (None, false) => false,
+            };
+            if !unchanged {
+                return Err(format!(
+                    "Nothing was written: {} changed since the run read it; run the prompt again.",
+                    f.display_path
+                ));
+            }
+        }
+        if self.peer.abilities.write_text_file {
+            for f in &proposal.files {
+                self.peer
+                    .cx
+                    .send_request(WriteTextFileRequest::new(
+                        self.peer.session.clone(),
+                        f.path.clone(),
+                        f.new_text.clone(),
+                    ))
+                    .block_task()
+                    .await
+                    .map_err(|e| format!("The client did not write {}: {e}", f.display_path))?;
+            }
+            return Ok("through the editor");
+        }
+        let mut tx = crate::tools::transaction::Transaction::new();
+        for f in &proposal.files {
+            if f.created {
+                tx.create(&f.path, f.new_text.clone());
+            } else {
+                tx.replace(&f.path, &f.original, f.new_text.clone());
+            }
+        }
+        tx.commit()
+            .map(|_| "on disk")
+            .map_err(|e| format!("Nothing was written: {e}"))
+    }
+}
+
+/// Forwards a run's events as they happen: progress as thoughts (each phase once), the plan
+/// as `plan` updates, and each step as an `edit` tool call that starts when the step does.
+async fn forward(peer: Peer, run: String, events: Option<mpsc::UnboundedReceiver<RunEvent>>) {
+    let Some(mut events) = events else { return };
+    let mut last_phase = String::new();
+    let mut started: Vec<usize> = Vec::new();
+    while let Some(event) = events.recv().await {
+        match event {
+            RunEvent::Progress { message, .. } => {
+                let phase = message.split(':').next().unwrap_or_default().to_owned();
+                if message != last_phase && !message.is_empty() {
+                    if phase != last_phase.split(':').next().unwrap_or_default()
+                        || message.starts_with("step ")
+                    {
+                        peer.think(format!("{message}\n"));
+                    }
+                    last_phase = message;
+                }
+            }
+            RunEvent::Plan { items } => {
+                peer.update(SessionUpdate::Plan(Plan::new(
+                    items.iter().map(plan_entry).collect(),
+                )));
+                for item in items.iter().filter(|i| !i.verify) {
+                    if item.status == ItemStatus::Pending || started.contains(&item.number) {
+                        continue;
+                    }
+                    started.push(item.number);
+                    peer.update(SessionUpdate::ToolCall(
+                        ToolCall::new(
+                            ToolCallId::new(format!("{run}-step-{}", item.number)),
+                            format!("Step {}: {}", item.number, item.text),
+                        )
+                        .kind(ToolKind::Edit)
+                        .status(ToolCallStatus::InProgress)
+                        .locations(Vec::new()),
+                    ));
+                }
+            }
+            RunEvent::Finished { .. } => break,
+        }
+    }
+}
+
+fn plan_entry(item: &PlanItem) -> PlanEntry {
+    let (status, prefix) = match item.status {
+        ItemStatus::Pending => (PlanEntryStatus::Pending, ""),
+        ItemStatus::Running => (PlanEntryStatus::InProgress, ""),
+        ItemStatus::Done => (PlanEntryStatus::Completed, ""),
+        // ACP has no failed entry: completed, and the text says it failed.
+        ItemStatus::Failed => (PlanEntryStatus::Completed, "FAILED: "),
+    };
+    PlanEntry::new(
+        format!("{prefix}{}", item.text),
+        PlanEntryPriority::Medium,
+        status,
+    )
+}
+
+fn step_number(name: &str) -> Option<usize> {
+    name.strip_prefix("step ")?.parse().ok()
+}
+
+fn diff(f: &crate::workflow::ProposalFile) -> ToolCallContent {
+    ToolCallContent::Diff(
+        Diff::new(f.path.clone(), f.new_text.clone())
+            .old_text((!f.created).then(|| f.original.clone())),
+    )
+}
+
+fn text_content(text: &str) -> ToolCallContent {
+    ToolCallContent::Content(agent_client_protocol::v1::schema::Content::new(
+        ContentBlock::Text(TextContent::new(text.to_owned())),
+    ))
+}
+
+fn attached(block: &ContentBlock) -> Option<Attached> {
+    match block {
+        ContentBlock::ResourceLink(link) => {
+            let t = target::from_uri(&link.uri)?;
+            Some(Attached {
+                path: t.path,
+                lines: t.lines,
+                text: None,
+            })
+        }
+        ContentBlock::Resource(r) => {
+            let uri = resource_uri(r);
+            let t = target::from_uri(&uri)?;
+            let text = match &r.resource {
+                agent_client_protocol::v1::schema::EmbeddedResourceResource::TextResourceContents(
+                    c,
+                ) => Some(c.text.clone()),
+                _ => None,
+            };
+            Some(Attached {
+                path: t.path,
+                lines: t.lines,
+                // Only a whole file's text stands for the file.
+                text: text.filter(|_| t.lines.is_none()),
+            })
+        }
+        _ => None,
+    }
+}
+
+fn resource_uri(r: &agent_client_protocol::v1::schema::EmbeddedResource) -> String {
+    match &r.resource {
+        agent_client_protocol::v1::schema::EmbeddedResourceResource::TextResourceContents(c) => {
+            c.uri.clone()
+        }
+        agent_client_protocol::v1::schema::EmbeddedResourceResource::BlobResourceContents(c) => {
+            c.uri.clone()
+        }
+        _ => String::new(),
+    }
+}
+
+fn file_uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+/// Where a source can be opened: its URL, or the workspace file it names.
+fn source_uri(s: &crate::store::SourceRecord, cwd: &Path) -> String {
+    if let Some(url) = &s.url {
+        return url.clone();
+    }
+    if let Some(doi) = &s.doi {
+        return format!("https://doi.org/{doi}");
+    }
+    let path = Path::new(&s.provider_id);
+    if path.is_absolute() {
+        file_uri(path)
+    } else {
+        file_uri(&cwd.join(path))
+    }
+}

@@ -1,0 +1,609 @@
+//! `patchwise acp` end to end, driven by a real ACP client nobody here wrote: the official
+//! TypeScript SDK (`@agentclientprotocol/sdk` 2.4, its `client()` app over `ndJsonStream`) in
+//! `tests/acp/client.mjs`, which spawns the real binary and reports what it saw. The models are
+//! local servers replaying scripted answers in the OpenAI SSE format (the develop scenario
+//! `rust_happy_path`, the edit scenario `misindented`); the check and test commands really run.
+//!
+//! Covered: initialize (the client's real `initialize` is kept in `fixtures/acp/`), a develop
+//! prompt with plan updates, step tool calls with diffs, execute tool calls, the permission
+//! asked, and the files written through the client with the exact new text; the change
+//! rejected (nothing written) and allowed without client fs (written on disk); cancel mid-run;
+//! a second prompt while one runs; research with its sources as resource links and the session
+//! loaded again by a new agent process; edit mode on a named range of a file the editor has open
+//! with unsaved text; and malformed input answered with JSON-RPC errors while the agent keeps
+//! serving.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use patchwise::model::replay::{ReplayServer, Reply};
+use serde_json::{Value, json};
+use support::{copy_dir, openai_sse, tree};
+
+const BIN: &str = env!("CARGO_BIN_EXE_patchwise");
+
+/// The Node client; its packages come from `npm ci` in `tests/acp` (scripts/test runs it).
+fn client_script() -> PathBuf {
+    let dir = support::expect::repo_path("tests/acp");
+    assert!(
+        dir.join("node_modules/@agentclientprotocol/sdk").exists(),
+        "run `npm ci` in tests/acp first (scripts/test does)"
+    );
+    dir.join("client.mjs")
+}
+
+struct Setup {
+    /// Drives the replay servers.
+    _runtime: tokio::runtime::Runtime,
+    servers: Vec<ReplayServer>,
+    dir: tempfile::TempDir,
+    ws: PathBuf,
+}
+
+impl Setup {
+    /// A copy of `fixtures/<workspace>` and a user configuration naming `planner` and `coder`
+    /// servers that answer `planner` and `coder` in turn (`extra` is appended to the config).
+    fn new(workspace: &str, planner: Vec<Reply>, coder: Vec<Reply>, extra: &str) -> Setup {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let planner = runtime.block_on(ReplayServer::start(planner)).unwrap();
+        let coder = runtime.block_on(ReplayServer::start(coder)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        copy_dir(&support::fixture(workspace), &ws);
+        let config = dir.path().join("config/patchwise");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(
+            config.join("config.toml"),
+            format!(
+                "data_dir = \"{}\"\n\n[providers.plan]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"\"\n\n\
+                 [providers.code]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"\"\n\n\
+                 [roles]\nplanner = \"plan/planner-model\"\ncoder = \"code/coder-model\"\n\n\
+                 [retry]\nmax_attempts = 1\n\n[timeouts]\nconnect = 5\nfirst_token = 60\ntotal = 120\n{extra}",
+                dir.path().join("data").display(),
+                planner.url(),
+                coder.url(),
+            ),
+        )
+        .unwrap();
+        Setup {
+            _runtime: runtime,
+            servers: vec![planner, coder],
+            dir,
+            ws: std::fs::canonicalize(&ws).unwrap(),
+        }
+    }
+
+    /// The develop scenario `name`'s planner and coder answers, `runs` times over.
+    fn develop(name: &str, runs: usize, extra: &str) -> Setup {
+        let path = support::fixture("develop/scenarios").join(format!("{name}.json"));
+        let scenario: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let replies = |role: &str| -> Vec<Reply> {
+            let answers = scenario[role].as_array().unwrap();
+            std::iter::repeat_n(answers, runs)
+                .flatten()
+                .map(openai_sse)
+                .collect()
+        };
+        let workspace = format!("develop/{}", scenario["workspace"].as_str().unwrap());
+        Setup::new(&workspace, replies("planner"), replies("coder"), extra)
+    }
+
+    fn coder(&self) -> &ReplayServer {
+        &self.servers[1]
+    }
+
+    /// Runs the Node client with `scenario` (the agent command and the workspace filled in)
+    /// and returns what it saw.
+    fn client(&self, mut scenario: Value) -> Value {
+        scenario["agent"] = json!([BIN, "acp", "--workspace", self.ws]);
+        let out = Command::new("node")
+            .arg(client_script())
+            .arg(scenario.to_string())
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .env("RUST_LOG", "patchwise=debug")
+            .current_dir(&self.ws)
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let seen: Value = serde_json::from_str(text.trim())
+            .unwrap_or_else(|e| panic!("the client printed no JSON ({e}): {text}"));
+        assert!(seen.get("error").is_none(), "client failed: {seen:#}");
+        assert_eq!(
+            seen["exit"], 0,
+            "the agent did not exit cleanly: {}",
+            seen["stderr"]
+        );
+        seen
+    }
+}
+
+fn text(block: &str) -> Value {
+    json!({ "type": "text", "text": block })
+}
+
+/// The results of the client's requests, by method, in order.
+fn results<'a>(seen: &'a Value, method: &str) -> Vec<&'a Value> {
+    seen["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["method"] == method)
+        .collect()
+}
+
+/// The updates of one kind (`plan`, `tool_call`, …), in order.
+fn updates<'a>(seen: &'a Value, kind: &str) -> Vec<&'a Value> {
+    seen["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| &u["update"])
+        .filter(|u| u["sessionUpdate"] == kind)
+        .collect()
+}
+
+/// The agent's message chunks' text, joined.
+fn agent_text(seen: &Value) -> String {
+    updates(seen, "agent_message_chunk")
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect()
+}
+
+fn stop_reason(seen: &Value, index: usize) -> Value {
+    let prompts = results(seen, "session/prompt");
+    let r = prompts[index];
+    assert!(r.get("error").is_none(), "{r:#}");
+    r["result"]["stopReason"].clone()
+}
+
+fn develop_prompt() -> Value {
+    text("add a line_count function, print it in main, and add an integration test for it")
+}
+
+#[test]
+fn develop_shows_plan_steps_diffs_and_checks_and_writes_through_the_client_when_allowed() {
+    let setup = Setup::develop("rust_happy_path", 1, "");
+    let before = tree(&setup.ws);
+    let seen = setup.client(json!({
+        "fs": { "readTextFile": true, "writeTextFile": true },
+        "permission": "allow_once",
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "prompt", "prompt": [develop_prompt()] },
+        ],
+    }));
+    // The client's real initialize, as it went over the wire.
+    let mut initialize = seen["sent"][0].clone();
+    assert_eq!(initialize["method"], "initialize");
+    initialize["id"] = json!(0);
+    support::expect::expect_file(
+        "fixtures/acp/initialize.json",
+        &format!("{}\n", serde_json::to_string_pretty(&initialize).unwrap()),
+    );
+    let init = &results(&seen, "initialize")[0]["result"];
+    assert_eq!(init["protocolVersion"], 1, "{init}");
+    assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
+    assert_eq!(init["agentInfo"]["name"], "patchwise", "{init}");
+    let session = &results(&seen, "session/new")[0]["result"];
+    assert_eq!(session["modes"]["currentModeId"], "develop", "{session}");
+    let modes: Vec<&str> = session["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["develop", "edit", "research"]);
+    assert_eq!(stop_reason(&seen, 0), "end_turn", "{}", agent_text(&seen));
+
+    // The plan: four entries, first all pending, updated as steps run, all done at the end.
+    let plans = updates(&seen, "plan");
+    assert!(plans.len() >= 4, "{plans:#?}");
+    let statuses = |p: &Value| -> Vec<String> {
+        p["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["status"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(statuses(plans[0]), ["pending"; 4]);
+    assert!(
+        plans
+            .iter()
+            .any(|p| statuses(p)[..2] == ["completed", "in_progress"]),
+        "{plans:#?}"
+    );
+    assert_eq!(statuses(plans.last().unwrap()), ["completed"; 4]);
+    assert!(
+        plans[0]["entries"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("line_count")
+    );
+
+    // Each step is an edit tool call, started as it runs and completed with its diff.
+    let calls = updates(&seen, "tool_call");
+    let steps: Vec<&&Value> = calls
+        .iter()
+        .filter(|c| c["title"].as_str().unwrap().starts_with("Step "))
+        .collect();
+    assert_eq!(steps.len(), 3, "{calls:#?}");
+    assert!(
+        steps
+            .iter()
+            .all(|c| c["kind"] == "edit" && c["status"] == "in_progress")
+    );
+    let done = updates(&seen, "tool_call_update");
+    let step1 = done
+        .iter()
+        .find(|u| u["toolCallId"] == steps[0]["toolCallId"])
+        .unwrap();
+    assert_eq!(step1["status"], "completed", "{step1:#}");
+    let lib = setup.ws.join("src/lib.rs");
+    let lib_diff = &step1["content"][0];
+    assert_eq!(lib_diff["type"], "diff", "{step1:#}");
+    assert_eq!(lib_diff["path"], lib.display().to_string());
+    assert_eq!(
+        lib_diff["oldText"].as_str().unwrap(),
+        std::fs::read_to_string(&lib).unwrap()
+    );
+    let new_lib = lib_diff["newText"].as_str().unwrap().to_owned();
+    assert!(new_lib.contains("pub fn line_count"), "{new_lib}");
+    // Checks and tests ran as execute tool calls with their output.
+    let executes: Vec<&&Value> = calls.iter().filter(|c| c["kind"] == "execute").collect();
+    assert!(!executes.is_empty(), "{calls:#?}");
+    assert!(
+        executes
+            .iter()
+            .any(|c| c["title"].as_str().unwrap().contains("cargo test"))
+    );
+    assert!(executes.iter().all(|c| c["status"] == "completed"));
+    assert!(
+        agent_text(&seen).contains("verify: tests passed"),
+        "{}",
+        agent_text(&seen)
+    );
+
+    // Asked before writing, with the three choices, about the whole change.
+    let asked = seen["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    let kinds: Vec<&str> = asked[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["allow_once", "allow_always", "reject_once"]);
+    assert_eq!(asked[0]["toolCall"]["content"].as_array().unwrap().len(), 3);
+
+    // Written through the client, with exactly the new texts; the disk is the client's job.
+    let writes = seen["writes"].as_array().unwrap();
+    let written: Vec<(&str, &str)> = writes
+        .iter()
+        .map(|w| (w["path"].as_str().unwrap(), w["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(written.len(), 3, "{writes:#?}");
+    assert!(written.contains(&(lib.to_str().unwrap(), new_lib.as_str())));
+    let test_file = setup.ws.join("tests/counts.rs");
+    assert!(
+        written
+            .iter()
+            .any(|(p, c)| *p == test_file.to_str().unwrap()
+                && c.contains("fn counts_lines_and_words"))
+    );
+    assert!(
+        !seen["reads"].as_array().unwrap().is_empty(),
+        "the files were read through the client before writing"
+    );
+    assert_eq!(tree(&setup.ws), before, "the agent wrote to disk itself");
+    assert!(agent_text(&seen).contains("Wrote 3 files (through the editor)"));
+}
+
+#[test]
+fn a_rejected_change_writes_nothing_and_an_allowed_one_without_client_fs_lands_on_disk() {
+    let setup = Setup::develop("rust_happy_path", 2, "");
+    let before = tree(&setup.ws);
+    let seen = setup.client(json!({
+        "permission": ["reject_once", "allow_once"],
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "prompt", "prompt": [develop_prompt()] },
+            { "op": "prompt", "prompt": [develop_prompt()] },
+        ],
+    }));
+    assert_eq!(stop_reason(&seen, 0), "end_turn");
+    assert_eq!(stop_reason(&seen, 1), "end_turn");
+    assert_eq!(seen["permissions"].as_array().unwrap().len(), 2);
+    assert!(seen["writes"].as_array().unwrap().is_empty());
+    let said = agent_text(&seen);
+    assert!(
+        said.contains("Not written: the change was rejected"),
+        "{said}"
+    );
+    assert!(said.contains("Wrote 3 files (on disk)"), "{said}");
+    assert_ne!(tree(&setup.ws), before);
+    let lib = std::fs::read_to_string(setup.ws.join("src/lib.rs")).unwrap();
+    assert!(lib.contains("pub fn line_count"), "{lib}");
+    assert!(setup.ws.join("tests/counts.rs").exists());
+}
+
+#[test]
+fn cancel_ends_the_run_with_cancelled_and_writes_nothing_and_a_second_prompt_is_refused() {
+    let path = support::fixture("develop/scenarios/rust_happy_path.json");
+    let scenario: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let plan: Vec<Reply> = std::iter::repeat_n(openai_sse(&scenario["planner"][0]), 2).collect();
+    // The coder never answers: only the cancel can end the run.
+    let setup = Setup::new("develop/rust", plan, vec![Reply::Hang, Reply::Hang], "");
+    let before = tree(&setup.ws);
+    let seen = setup.client(json!({
+        "fs": { "readTextFile": true, "writeTextFile": true },
+        "permission": "allow_once",
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "prompt", "prompt": [develop_prompt()], "cancelOn": "tool_call" },
+            { "op": "prompt_twice", "prompt": [develop_prompt()] },
+            { "op": "mode", "mode": "research" },
+        ],
+    }));
+    let prompts = results(&seen, "session/prompt");
+    assert_eq!(
+        prompts[0]["result"]["stopReason"], "cancelled",
+        "{:#}",
+        prompts[0]
+    );
+    // The second prompt of `prompt_twice` came while the first ran: refused, then the first
+    // was cancelled.
+    assert_eq!(prompts.len(), 3, "{prompts:#?}");
+    let refused = prompts.iter().find(|p| p.get("error").is_some()).unwrap();
+    assert!(
+        refused["error"]["data"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("already running a prompt"),
+        "{refused:#}"
+    );
+    assert!(
+        prompts
+            .iter()
+            .filter(|p| p["result"]["stopReason"] == "cancelled")
+            .count()
+            == 2
+    );
+    // The agent still serves.
+    assert!(results(&seen, "session/set_mode")[0].get("error").is_none());
+    assert!(seen["permissions"].as_array().unwrap().is_empty());
+    assert!(seen["writes"].as_array().unwrap().is_empty());
+    assert_eq!(tree(&setup.ws), before);
+    assert!(!setup.coder().requests().is_empty());
+}
+
+#[test]
+fn research_cites_sources_as_links_saves_the_session_and_a_new_agent_loads_it() {
+    let answer = json!({ "text": "Ropes keep edits cheap on large buffers [1]. Positions past the end of a line clamp [2].\n\nClaims:\n- Ropes make edits on large buffers cheap [1]\n" });
+    let dead = "http://127.0.0.1:9";
+    let extra = format!(
+        "\n[research.sources.openalex]\nbase_url = \"{dead}\"\n[research.sources.arxiv]\nbase_url = \"{dead}\"\n[research.sources.crossref]\nbase_url = \"{dead}\"\n"
+    );
+    let setup = Setup::new(
+        "lsp/edit/workspace",
+        Vec::new(),
+        vec![openai_sse(&answer)],
+        &extra,
+    );
+    std::fs::create_dir_all(setup.ws.join("docs")).unwrap();
+    std::fs::write(
+        setup.ws.join("docs/ropes.md"),
+        "# Ropes\n\nA rope keeps edits cheap on large buffers: inserting in the middle of a 50 MB file costs a few tree nodes.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        setup.ws.join("docs/positions.md"),
+        "# Positions\n\nA position past the end of a line clamps to the line end; ropes make that cheap to compute.\n",
+    )
+    .unwrap();
+    let query = "why do editors keep buffers in ropes";
+    let seen = setup.client(json!({
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "mode", "mode": "research" },
+            { "op": "prompt", "prompt": [text(query)] },
+        ],
+    }));
+    assert_eq!(stop_reason(&seen, 0), "end_turn");
+    let said = agent_text(&seen);
+    assert!(
+        said.contains("Ropes keep edits cheap on large buffers [1]"),
+        "{said}"
+    );
+    assert!(said.contains("Saved in the library as"), "{said}");
+    let links: Vec<&Value> = updates(&seen, "agent_message_chunk")
+        .into_iter()
+        .filter(|u| u["content"]["type"] == "resource_link")
+        .collect();
+    assert!(
+        links.iter().any(|l| l["content"]["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("docs/ropes.md")),
+        "{links:#?}"
+    );
+    assert!(links.iter().any(|l| {
+        l["content"]["uri"].as_str().unwrap().ends_with(".md")
+            && l["content"]["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("research ")
+    }));
+    assert!(
+        !updates(&seen, "agent_thought_chunk").is_empty(),
+        "progress streams as thoughts"
+    );
+
+    // A new agent process loads the session from the library and shows the conversation again.
+    let id = results(&seen, "session/new")[0]["result"]["sessionId"].clone();
+    let again = setup.client(json!({
+        "steps": [
+            { "op": "initialize" },
+            { "op": "load", "sessionId": id, "cwd": setup.ws },
+            { "op": "load", "sessionId": "nope", "cwd": setup.ws },
+        ],
+    }));
+    let loads = results(&again, "session/load");
+    assert_eq!(
+        loads[0]["result"]["modes"]["currentModeId"], "research",
+        "{:#}",
+        loads[0]
+    );
+    assert!(loads[1].get("error").is_some(), "{:#}", loads[1]);
+    let user: Vec<&str> = updates(&again, "user_message_chunk")
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert_eq!(user, [query]);
+    assert!(agent_text(&again).contains("Ropes keep edits cheap"));
+}
+
+#[test]
+fn edit_mode_edits_the_named_lines_of_the_open_text_and_writes_it_through_the_client() {
+    let (s, replies) = support::edit_scenario("misindented");
+    let setup = Setup::new("lsp/edit/workspace", Vec::new(), replies, "");
+    let lib = setup.ws.join("src/lib.rs");
+    let on_disk = std::fs::read_to_string(&lib).unwrap();
+    // The editor has the file open with an unsaved line at the top.
+    let open = format!("// unsaved note\n{on_disk}");
+    let (first, last) = (
+        s["lines"][0].as_u64().unwrap() + 1,
+        s["lines"][1].as_u64().unwrap() + 1,
+    );
+    let seen = setup.client(json!({
+        "fs": { "readTextFile": true, "writeTextFile": true },
+        "permission": "allow_once",
+        "open": { lib.to_str().unwrap(): open },
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "mode", "mode": "edit" },
+            { "op": "prompt", "prompt": [text(&format!("@src/lib.rs:{first}-{last} {}", s["instruction"].as_str().unwrap()))] },
+        ],
+    }));
+    assert_eq!(stop_reason(&seen, 0), "end_turn", "{}", agent_text(&seen));
+    let writes = seen["writes"].as_array().unwrap();
+    assert_eq!(writes.len(), 1, "{:#}", seen);
+    let written = writes[0]["content"].as_str().unwrap();
+    assert!(written.starts_with("// unsaved note\n"), "{written}");
+    assert!(
+        written.contains(s["expected"].as_str().unwrap()),
+        "{written}"
+    );
+    let call = updates(&seen, "tool_call")
+        .into_iter()
+        .find(|c| c["kind"] == "edit")
+        .unwrap();
+    assert_eq!(call["content"][0]["oldText"].as_str().unwrap(), open);
+    assert_eq!(call["content"][0]["newText"].as_str().unwrap(), written);
+    assert_eq!(std::fs::read_to_string(&lib).unwrap(), on_disk);
+}
+
+/// One JSON-RPC exchange with the agent over raw lines.
+struct Raw {
+    child: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+impl Raw {
+    fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn answer(&mut self) -> Value {
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+}
+
+#[test]
+fn malformed_input_gets_errors_and_the_agent_keeps_serving() {
+    let setup = Setup::new("lsp/edit/workspace", Vec::new(), Vec::new(), "");
+    let outside = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["acp", "--workspace"])
+        .arg(&setup.ws)
+        .env("XDG_CONFIG_HOME", setup.dir.path().join("config"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let mut raw = Raw { child, out };
+    raw.send("this is not json");
+    let parse = raw.answer();
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#);
+    assert_eq!(raw.answer()["result"]["protocolVersion"], 1);
+    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"no/such/method","params":{}}"#);
+    let unknown = raw.answer();
+    assert_eq!(
+        (unknown["id"].clone(), unknown["error"]["code"].clone()),
+        (json!(2), json!(-32601)),
+        "{unknown}"
+    );
+    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"nope","prompt":[{"type":"text","text":"hi"}]}}"#);
+    let early = raw.answer();
+    assert_eq!(early["id"], 3);
+    assert!(
+        early["error"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("session/new"),
+        "{early}"
+    );
+    raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"session/new","params":{"cwd":42}}"#);
+    let bad = raw.answer();
+    assert_eq!(
+        (bad["id"].clone(), bad["error"]["code"].clone()),
+        (json!(4), json!(-32602)),
+        "{bad}"
+    );
+    raw.send(&json!({"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd": outside.path(), "mcpServers": []}}).to_string());
+    let outside_answer = raw.answer();
+    assert!(
+        outside_answer["error"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("outside the folders"),
+        "{outside_answer}"
+    );
+    raw.send(&json!({"jsonrpc":"2.0","id":6,"method":"session/new","params":{"cwd": setup.ws.join("src"), "mcpServers": []}}).to_string());
+    let ok = raw.answer();
+    assert!(ok["result"]["sessionId"].is_string(), "{ok}");
+    raw.send(&json!({"jsonrpc":"2.0","id":7,"method":"session/set_mode","params":{"sessionId": ok["result"]["sessionId"], "modeId": "yolo"}}).to_string());
+    let mode = raw.answer();
+    assert!(
+        mode["error"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("develop, edit, research"),
+        "{mode}"
+    );
+    drop(raw.child.stdin.take());
+    let status = raw.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
