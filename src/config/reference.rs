@@ -23,8 +23,28 @@ pub fn schema() -> &'static Value {
     static SCHEMA: OnceLock<Value> = OnceLock::new();
     SCHEMA.get_or_init(|| {
         let schema = schemars::schema_for!(ConfigFile);
-        serde_json::to_value(schema).unwrap_or(Value::Bool(true))
+        sorted_keys(serde_json::to_value(schema).unwrap_or(Value::Bool(true)))
     })
+}
+
+/// The value with every object's keys in alphabetical order, so the checked-in schema and the
+/// reference built from it do not depend on whether a crate in the build turned on serde_json's
+/// `preserve_order` (then maps keep schemars' declaration order).
+fn sorted_keys(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, sorted_keys(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted_keys).collect()),
+        other => other,
+    }
 }
 
 /// The schema as it is checked in: pretty JSON with a final newline.

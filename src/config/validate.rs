@@ -266,9 +266,12 @@ impl<'a> Validator<'a> {
             );
             return;
         }
-        let allowed: Vec<&str> = properties
+        // Sorted: a JSON map keeps the schema's declaration order when any crate in the build
+        // turns on serde_json's `preserve_order`; the reader scans an alphabetical list faster.
+        let mut allowed: Vec<&str> = properties
             .map(|p| p.keys().map(String::as_str).collect())
             .unwrap_or_default();
+        allowed.sort_unstable();
         let message = match did_you_mean(key, allowed.iter().copied()) {
             Some(best) => format!(
                 "unknown key, ignored; did you mean {best:?}? allowed here: {}",
