@@ -254,6 +254,30 @@ pub(super) fn trim_number(x: f64) -> String {
     }
 }
 
+/// The default of the configuration key at `path` (`"research.time_budget_secs"`) as the
+/// reference page writes it; `None` when the key is unknown or unset by default. A help text
+/// that names a configuration default takes it from here ([`help_with_default`]), so it says
+/// what the configuration does.
+pub fn default_of(path: &str) -> Option<String> {
+    let root = schema();
+    let mut field = root;
+    for part in path.split('.') {
+        field = struct_schema(root, field)?.get("properties")?.get(part)?;
+    }
+    field
+        .get("default")
+        .filter(|d| !d.is_null())
+        .map(toml_value)
+}
+
+/// `what`, then the configuration key its default comes from and that default:
+/// `"Time budget … (default: the configuration's `[research] time_budget_secs`, 300)"`.
+pub fn help_with_default(what: &str, path: &str) -> String {
+    let (table, key) = path.rsplit_once('.').unwrap_or(("", path));
+    let value = default_of(path).unwrap_or_else(|| "unset".to_owned());
+    format!("{what} (default: the configuration's `[{table}] {key}`, {value})")
+}
+
 /// A value as it is written in TOML.
 fn toml_value(value: &Value) -> String {
     match value {
