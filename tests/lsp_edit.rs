@@ -838,13 +838,13 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     assert_eq!(
         shown,
         [
-            (11, "Accept all", Value::Null),
-            (11, "Reject all", Value::Null),
-            (11, "Diff", Value::Null),
-            (11, "Accept hunk", json!(1)),
-            (11, "Reject hunk", json!(1)),
-            (14, "Accept hunk", json!(2)),
-            (14, "Reject hunk", json!(2)),
+            (7, "Accept all", Value::Null),
+            (7, "Reject all", Value::Null),
+            (7, "Diff", Value::Null),
+            (7, "Accept hunk", json!(1)),
+            (7, "Reject hunk", json!(1)),
+            (19, "Accept hunk", json!(2)),
+            (19, "Reject hunk", json!(2)),
         ],
         "{lenses:?}"
     );
@@ -879,7 +879,7 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     let before = view(&mut setup);
     let after = apply_text_edits(&before, &edits);
     assert!(after.contains("        total.max(0)\n"), "{after}");
-    assert!(!after.contains("/// The L1 norm."), "{after}");
+    assert!(!after.contains("/// A point at (x, y)."), "{after}");
     let uri = setup.uri.clone();
     setup.server.change(&uri, 2, vec![whole(&after)]);
     let lenses = code_lenses(&mut setup);
@@ -897,7 +897,10 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
         });
     assert_eq!(
         proposed,
-        after.replace("    pub fn norm1", "    /// The L1 norm.\n    pub fn norm1")
+        after.replace(
+            "    pub fn new",
+            "    /// A point at (x, y).\n    pub fn new"
+        )
     );
     let diff = command(
         &mut setup,
@@ -907,7 +910,7 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     .unwrap();
     let diff = diff.as_str().unwrap();
     assert!(
-        diff.contains("+    /// The L1 norm.") && !diff.contains("+        total.max"),
+        diff.contains("+    /// A point at (x, y).") && !diff.contains("+        total.max"),
         "{diff}"
     );
 
@@ -937,6 +940,85 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     assert!(err.message.contains("no pending proposal"), "{err:?}");
     assert_disk_untouched(&setup);
     setup.server.shutdown();
+}
+
+/// Changes a line apart are one hunk, as in a unified diff: an instruction comment removed
+/// above `norm1` and a line of its body changed make one hunk whose hover shows the function as
+/// it will be (the comment gone, `pub fn norm1` kept as context, the new body line after it),
+/// with one set of lenses, and which accepts as one.
+#[test]
+fn changes_a_line_apart_are_one_hunk_whose_hover_shows_the_result() {
+    let disk = std::fs::read_to_string(fixtures().join("workspace/src/lib.rs")).unwrap();
+    let comment = "    // patchwise: add the absolute values without overflow\n";
+    let with_comment = disk.replacen("    pub fn norm1", &format!("{comment}    pub fn norm1"), 1);
+    let replies = vec![
+        sse(&json!({ "calls": [{ "name": "edit_file", "arguments": {
+            "path": "src/lib.rs",
+            "old_string": "    pub fn norm1(&self) -> i32 {\n        let total = self.x.abs() + self.y.abs();",
+            "new_string": "    pub fn norm1(&self) -> i32 {\n        let total = self.x.abs().saturating_add(self.y.abs());" } }] })),
+        sse(&json!({ "text": "Done." })),
+    ];
+    let mut setup = setup(replies, "native", false, Some(&with_comment));
+    let actions = code_actions(&mut setup, 12, vec![]);
+    let mut apply = actions
+        .iter()
+        .find(|a| a.action.title.starts_with("Apply instruction"))
+        .and_then(|a| a.action.command.clone())
+        .expect("Apply instruction");
+    apply.arguments.as_mut().unwrap()[0]["wait"] = json!(true);
+    let result = setup.server.execute(&apply).unwrap();
+    assert!(setup.server.notification::<RunFinished>().ok);
+    let id = result["id"].clone();
+    let _ = last_diagnostics(&mut setup);
+
+    let list = command_list(&mut setup);
+    assert_eq!(
+        list[0]["files"][0]["hunks"].as_array().unwrap().len(),
+        1,
+        "{list}"
+    );
+    let lenses = code_lenses(&mut setup);
+    assert_eq!(
+        lens_titles(&lenses),
+        ["Accept", "Reject", "Diff"],
+        "{lenses:?}"
+    );
+    // The hover on the instruction line, where the cursor and the diagnostic are, shows the
+    // function as it will be.
+    let shown = hover(&mut setup, 12, 4).expect("a hover on the instruction line");
+    let text = &markup(&shown).value;
+    let expected = "-    // patchwise: add the absolute values without overflow\n     pub fn norm1(&self) -> i32 {\n-        let total = self.x.abs() + self.y.abs();\n+        let total = self.x.abs().saturating_add(self.y.abs());\n";
+    assert!(text.contains(expected), "{text}");
+
+    // The one hunk accepts as one.
+    let answer = command(
+        &mut setup,
+        "patchwise.proposal.accept",
+        json!({ "id": id, "hunk": 1 }),
+    )
+    .unwrap();
+    assert_eq!(answer, json!({ "applied": true }));
+    let request = setup
+        .server
+        .received_requests::<ApplyWorkspaceEdit>()
+        .pop()
+        .unwrap();
+    let edits = text_edits(first_document_edit(&request));
+    let after = apply_text_edits(&with_comment, &edits);
+    assert_eq!(
+        after,
+        disk.replacen(
+            "self.x.abs() + self.y.abs();",
+            "self.x.abs().saturating_add(self.y.abs());",
+            1
+        )
+    );
+    assert_eq!(last_diagnostics(&mut setup), []);
+    setup.server.shutdown();
+}
+
+fn command_list(setup: &mut Setup) -> Value {
+    command(setup, "patchwise.proposal.list", json!({})).unwrap()
 }
 
 /// Pending proposals survive a restart, and come back stale when their target changed.

@@ -131,8 +131,11 @@ impl Proposal {
     }
 }
 
-/// The minimal line-level edit from `before` to `after`: one replacement per changed run of
-/// lines (whole lines, so hunks read well in diffs and code lenses).
+/// The line-level edit from `before` to `after`, one replacement per hunk, built as a unified
+/// diff builds its hunks: changes with at most 2 × [`CONTEXT_LINES`] unchanged lines between
+/// them are one hunk (the unchanged lines inside it are replaced by themselves), so a hunk's
+/// context never shows another hunk's lines as they were, and a hunk is a change that reads
+/// on its own (whole lines, for diffs and code lenses).
 pub fn edit_between(before: &str, after: &str) -> TextEdit {
     if before == after {
         return TextEdit::default();
@@ -140,7 +143,8 @@ pub fn edit_between(before: &str, after: &str) -> TextEdit {
     let old_starts = line_starts(before);
     let new_starts = line_starts(after);
     let diff = TextDiff::from_lines(before, after);
-    let mut out: Vec<Replacement> = Vec::new();
+    // Line ranges (old, new) of each hunk.
+    let mut hunks: Vec<(Range<usize>, Range<usize>)> = Vec::new();
     for op in diff.ops() {
         let (old, new) = match *op {
             DiffOp::Equal { .. } => continue,
@@ -164,16 +168,23 @@ pub fn edit_between(before: &str, after: &str) -> TextEdit {
                 new_index..new_index + new_len,
             ),
         };
-        let range = old_starts[old.start]..old_starts[old.end];
-        let text = &after[new_starts[new.start]..new_starts[new.end]];
-        match out.last_mut() {
-            Some(last) if last.range.end == range.start => {
-                last.range.end = range.end;
-                last.text.push_str(text);
+        match hunks.last_mut() {
+            Some((last_old, last_new)) if old.start - last_old.end <= 2 * CONTEXT_LINES => {
+                last_old.end = old.end;
+                last_new.end = new.end;
             }
-            _ => out.push(Replacement::new(range, text)),
+            _ => hunks.push((old, new)),
         }
     }
+    let out = hunks
+        .into_iter()
+        .map(|(old, new)| {
+            Replacement::new(
+                old_starts[old.start]..old_starts[old.end],
+                &after[new_starts[new.start]..new_starts[new.end]],
+            )
+        })
+        .collect();
     // Sorted and disjoint by construction; an empty edit is the fallback that cannot happen.
     TextEdit::new(out).unwrap_or_default()
 }
@@ -1135,11 +1146,9 @@ fn hunk_view(id: ProposalId, f: &TrackedFile, h: &TrackedHunk) -> Hunk {
         + 1;
     let before: Vec<&str> = h.before.split_inclusive('\n').collect();
     let after: Vec<&str> = h.after.split_inclusive('\n').collect();
-    let old: Vec<&str> = h.old.split_inclusive('\n').collect();
-    let new: Vec<&str> = h.new.split_inclusive('\n').collect();
+    let old_count = before.len() + h.old.split_inclusive('\n').count() + after.len();
+    let new_count = before.len() + h.new.split_inclusive('\n').count() + after.len();
     let start = first_line.saturating_sub(before.len()).max(1);
-    let old_count = before.len() + old.len() + after.len();
-    let new_count = before.len() + new.len() + after.len();
     let mut diff = format!("@@ -{},{} +{},{} @@\n", start, old_count, start, new_count);
     let mut push = |prefix: char, line: &str| {
         diff.push(prefix);
@@ -1152,11 +1161,16 @@ fn hunk_view(id: ProposalId, f: &TrackedFile, h: &TrackedHunk) -> Hunk {
     for l in &before {
         push(' ', l);
     }
-    for l in &old {
-        push('-', l);
-    }
-    for l in &new {
-        push('+', l);
+    // Inside the hunk, the lines it keeps are context too: the hunk reads as the text it
+    // makes, each removed line before the line that takes its place.
+    let inner = TextDiff::from_lines(h.old.as_str(), h.new.as_str());
+    for change in inner.iter_all_changes() {
+        let prefix = match change.tag() {
+            similar::ChangeTag::Equal => ' ',
+            similar::ChangeTag::Delete => '-',
+            similar::ChangeTag::Insert => '+',
+        };
+        push(prefix, change.value());
     }
     for l in &after {
         push(' ', l);
