@@ -661,6 +661,18 @@ fn code_actions_offer_commands_and_never_call_the_model() {
     let result = setup.server.execute(&command).unwrap();
     assert!(setup.server.notification::<RunFinished>().ok);
     let _ = last_diagnostics(&mut setup);
+    // While its proposal is pending, the comment offers the proposal, not a second run.
+    let pending = code_actions(&mut setup, 12, vec![]);
+    assert!(
+        !titles(&pending)
+            .iter()
+            .any(|t| t.starts_with("Apply instruction"))
+            && titles(&pending)
+                .iter()
+                .any(|t| t.starts_with("Accept proposal")),
+        "{:?}",
+        titles(&pending)
+    );
     let after = accept(&mut setup, &result["id"], 2);
     assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
     assert!(!after.contains("patchwise:"), "{after}");
@@ -786,6 +798,14 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
     // "Show diff" shows it: this client cannot open documents, so as a message, before the
     // command's answer.
     let actions = code_actions(&mut setup, 12, vec![]);
+    // The comment's proposal is pending: no second run for the same comment.
+    assert!(
+        !titles(&actions)
+            .iter()
+            .any(|t| t.starts_with("Apply instruction")),
+        "{:?}",
+        titles(&actions)
+    );
     let diff = run_action(&mut setup, &actions, "Show diff of proposal").unwrap();
     let shown = setup.server.received::<ShowMessage>();
     assert!(

@@ -278,10 +278,16 @@ pub fn code_actions(
                 }
                 // Without a request the client asks for it ("Develop…"); the document is the
                 // planner's first look and, with no folder open, the workspace.
-                ChoiceArgument::Develop { request } => {
+                ChoiceArgument::Develop {
+                    request,
+                    remove_comment,
+                } => {
                     let mut arg = json!({ "uri": uri.as_str() });
                     if let Some(request) = request {
                         arg["request"] = Value::String(request.clone());
+                    }
+                    if *remove_comment {
+                        arg["removeInstructionComment"] = Value::Bool(true);
                     }
                     arg
                 }
