@@ -815,23 +815,33 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
         "{shown:?}"
     );
 
-    // Accept: the cleared diagnostics arrive before the answer.
-    let answer = run_action(&mut setup, &actions, "Accept proposal").unwrap();
-    assert_eq!(answer, json!({ "applied": true }));
-    let edit = setup
-        .server
-        .received_requests::<ApplyWorkspaceEdit>()
-        .into_iter()
-        .next()
-        .expect("the edit");
-    let published = setup.server.received::<PublishDiagnostics>();
-    assert!(
-        published.iter().any(|p| p.diagnostics.is_empty()),
-        "{published:?}"
-    );
-    let edits = text_edits(first_document_edit(&edit));
+    // Accept carries its edit: eglot applies a code action's edit without asking (it asks
+    // "Server wants to edit … Proceed?" before a workspace/applyEdit the server sends).
+    let accept = actions
+        .iter()
+        .find(|a| a.action.title.starts_with("Accept proposal"))
+        .expect("Accept");
+    assert!(accept.action.command.is_none(), "{accept:?}");
+    let edit = accept.action.edit.clone().expect("the action's edit");
+    let edits = text_edits(first_document_edit(&ApplyWorkspaceEditParams {
+        label: None,
+        edit,
+    }));
     let after = apply_text_edits(&with_comment, &edits);
     assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
+    // The client applies it and reports the change: the proposal is done, nothing more shows.
+    let uri = setup.uri.clone();
+    setup.server.change(&uri, 2, vec![whole(&after)]);
+    assert_eq!(view(&mut setup), after);
+    let published = setup.server.notification::<PublishDiagnostics>();
+    assert_eq!(published.diagnostics, []);
+    assert_eq!(command_list(&mut setup), json!([]));
+    assert!(
+        setup
+            .server
+            .received_requests::<ApplyWorkspaceEdit>()
+            .is_empty()
+    );
     assert_disk_untouched(&setup);
     setup.server.shutdown();
 }
@@ -1192,4 +1202,73 @@ fn proposals_show_on_the_lines_they_touch_at_both_ends_of_a_file() {
         "lsp/edit/snapshots/edges.json",
         &(serde_json::to_string_pretty(&Value::Object(shown)).unwrap() + "\n"),
     );
+}
+
+/// A client that resolves a code action's `edit` (VS Code, Neovim, …) gets "Accept" actions
+/// without an edit or a command, and the edit from `codeAction/resolve`; applied, it finishes
+/// the hunk it accepts and the other hunk stays pending.
+#[test]
+fn accept_actions_resolve_their_edit_and_the_change_finishes_the_hunk() {
+    let (s, replies) = edit_scenario("two_hunks");
+    let mut caps = capabilities(false);
+    caps["textDocument"]["codeAction"]["resolveSupport"] = json!({ "properties": ["edit"] });
+    let mut setup = setup_for(replies, "native", caps, None);
+    let id = edit(&mut setup, &s).unwrap()["id"].clone();
+    let _ = last_diagnostics(&mut setup);
+    let actions = code_actions(&mut setup, 19, vec![]);
+    let accept = actions
+        .iter()
+        .find(|a| a.action.title.starts_with("Accept hunk 2"))
+        .unwrap_or_else(|| panic!("{:?}", titles(&actions)));
+    assert!(
+        accept.action.command.is_none() && accept.action.edit.is_none(),
+        "{accept:?}"
+    );
+    let resolved = setup
+        .server
+        .request::<tower_lsp_server::ls_types::request::CodeActionResolveRequest>(
+            accept.action.clone(),
+        );
+    let edit = resolved.edit.clone().expect("the resolved edit");
+    assert!(resolved.command.is_none(), "{resolved:?}");
+    let edits = text_edits(first_document_edit(&ApplyWorkspaceEditParams {
+        label: None,
+        edit,
+    }));
+    let before = view(&mut setup);
+    let after = apply_text_edits(&before, &edits);
+    assert!(after.contains("        total.max(0)\n"), "{after}");
+    let uri = setup.uri.clone();
+    setup.server.change(&uri, 2, vec![whole(&after)]);
+    let published = setup.server.notification::<PublishDiagnostics>();
+    assert_eq!(published.diagnostics.len(), 1, "hunk 1 still shows");
+    let list = command_list(&mut setup);
+    assert_eq!(list[0]["id"], id);
+    assert_eq!(list[0]["files"][0]["hunks"][0]["hunk"], 1, "{list}");
+    assert_eq!(
+        list[0]["files"][0]["hunks"].as_array().unwrap().len(),
+        1,
+        "{list}"
+    );
+    // Resolving an action of a proposal that is gone falls back to its command, which says so.
+    command(&mut setup, "patchwise.proposal.reject", json!({ "id": id })).unwrap();
+    assert_eq!(last_diagnostics(&mut setup), []);
+    let resolved = setup
+        .server
+        .request::<tower_lsp_server::ls_types::request::CodeActionResolveRequest>(
+            accept.action.clone(),
+        );
+    assert!(resolved.edit.is_none(), "{resolved:?}");
+    assert_eq!(
+        resolved.command.as_ref().map(|c| c.command.as_str()),
+        Some("patchwise.proposal.accept")
+    );
+    assert!(
+        setup
+            .server
+            .received_requests::<ApplyWorkspaceEdit>()
+            .is_empty()
+    );
+    assert_disk_untouched(&setup);
+    setup.server.shutdown();
 }

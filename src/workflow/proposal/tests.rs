@@ -475,3 +475,36 @@ fn changes_close_together_are_one_hunk_that_reads_as_its_result() {
     let after = apply(original, &files[0]);
     assert_eq!(after, new.replace("    return 33\n", "    return 3\n"));
 }
+
+/// A client that applies an Accept code action's edit itself reports only the change: the
+/// hunks it applied are done, the others stay, and a proposal with none left is finished.
+#[test]
+fn hunks_the_client_applied_itself_are_done() {
+    let new = ORIGINAL
+        .replace("    1\n", "    10\n")
+        .replace("    3\n", "    30\n");
+    let mut store = Proposals::new();
+    let id = store.add(proposal(ORIGINAL, &new));
+    let files = store
+        .accept_replacements(id, Some(2), |_| Some((ORIGINAL.to_owned(), Some(3))))
+        .unwrap();
+    // Nothing is hidden until the change arrives.
+    assert_eq!(store.live_hunks(id), 2);
+    let after = apply(ORIGINAL, &files[0]);
+    assert!(
+        store
+            .on_change(
+                path(),
+                &[Replacement::new(0..ORIGINAL.len(), after.clone())]
+            )
+            .is_empty()
+    );
+    let left = store.hunks(id, path());
+    assert_eq!(left.iter().map(|h| h.n).collect::<Vec<_>>(), [1]);
+    assert!(store.take_finished().is_empty());
+    // The last one typed by the user (the same text) finishes the proposal.
+    let at_one = at(&after, "    1\n");
+    let change = Replacement::new(at_one..at_one + 6, "    10\n");
+    assert!(store.on_change(path(), &[change]).is_empty());
+    assert_eq!(store.take_finished(), [id]);
+}
