@@ -276,3 +276,108 @@ async fn no_configuration_tries_ollama_then_lm_studio() {
     );
     assert_eq!(report["data_dir"]["source"], "default");
 }
+
+/// A Python folder with tests and no manifest (`calc.py`, `calc_test.py`, `tests/test_more.py`)
+/// is a Python project: `doctor` names a check and a test command, and the test commands it
+/// names find both of pytest's file names — run here with the real Python, without pytest.
+/// With pytest installed, the test command is pytest's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_folder_without_a_manifest_gets_a_check_and_its_tests() {
+    // The interpreter itself (`python3` on PATH may be a script that needs more of PATH).
+    let python = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .unwrap_or_else(|| {
+            panic!("python3 is not on PATH; this test runs the test commands doctor names")
+        });
+    let setup = Setup::new(None, None);
+    let ws = setup.path("ws");
+    std::fs::write(ws.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    let case = |name: &str| {
+        format!(
+            "import unittest\n\nimport calc\n\n\nclass {name}(unittest.TestCase):\n    \
+             def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n"
+        )
+    };
+    std::fs::write(ws.join("calc_test.py"), case("CalcTest")).unwrap();
+    std::fs::create_dir_all(ws.join("tests")).unwrap();
+    std::fs::write(ws.join("tests/test_more.py"), case("MoreTest")).unwrap();
+    // A machine with Python and nothing else: no pytest.
+    let bin = setup.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(&python, bin.join("python3")).unwrap();
+    let doctor = |bin: std::path::PathBuf| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_patchwise"));
+        command
+            .args(["doctor", "--offline", "--json", "--workspace"])
+            .arg(&ws)
+            .env("PATH", &bin)
+            .env("XDG_CONFIG_HOME", setup.path("xdg"))
+            .env("HOME", setup.path("home"))
+            .env_remove("RUST_LOG");
+        json(&command.output().unwrap())
+    };
+    let report = doctor(bin.clone());
+    let develop = &report["develop"];
+    assert_eq!(develop["project"], "python", "{develop:#}");
+    let lines = |kind: &str| -> Vec<String> {
+        develop["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["kind"] == kind)
+            .map(|c| c["line"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        lines("check"),
+        ["python3 -m compileall -q ."],
+        "{develop:#}"
+    );
+    let tests = lines("test");
+    assert!(!tests.is_empty(), "{develop:#}");
+    let mut ran = 0;
+    for line in &tests {
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-c", line])
+            .current_dir(&ws)
+            .env("PATH", &bin)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{line}: {stderr}");
+        ran += stderr
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("Ran ")?
+                    .split_whitespace()
+                    .next()?
+                    .parse::<usize>()
+                    .ok()
+            })
+            .sum::<usize>();
+    }
+    assert_eq!(
+        ran, 2,
+        "{tests:?} should run calc_test.py and tests/test_more.py"
+    );
+
+    std::fs::write(bin.join("pytest"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(
+        bin.join("pytest"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let report = doctor(bin);
+    let tests: Vec<&str> = report["develop"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "test")
+        .filter_map(|c| c["line"].as_str())
+        .collect();
+    assert_eq!(tests, ["pytest -q"], "{report:#}");
+}

@@ -1,7 +1,8 @@
 //! A client that is not ours: Emacs 28 + eglot 1.9 in batch mode (`tests/emacs/eglot.el`), used
 //! as docs/editors.md tells its users — an instruction comment, "Apply instruction" from
 //! `eglot-code-actions`, the proposal shown as a message, hover and "Show diff", then the
-//! "Accept" code action; the Emacs buffer must hold the edit and the server's copy must agree.
+//! "Accept" code action, applied without a question; the Emacs buffer must hold the edit and
+//! the server's copy must agree.
 //!
 //! It also keeps `fixtures/lsp/clients/eglot.json` honest: the capabilities there (which the
 //! protocol tests in `tests/lsp_edit.rs` use) must be what this eglot really sends
@@ -174,10 +175,16 @@ fn emacs_eglot_instruction_comment_then_accept() {
     for prefix in ["Accept", "Reject", "Show diff"] {
         assert!(offered.iter().any(|t| t.starts_with(prefix)), "{offered:?}");
     }
-    // eglot asks before it applies an edit the server sends (eglot-confirm-server-initiated-edits).
+    // While the comment's proposal is pending, the comment offers no second run.
+    assert!(
+        !offered.iter().any(|t| t.starts_with("Apply instruction")),
+        "{offered:?}"
+    );
+    // "Accept" carries its edit, which eglot applies without asking (it asks "Server wants to
+    // edit … Proceed?" before a workspace/applyEdit the server sends).
     assert_eq!(
         report["prompts"].as_array().map(Vec::len),
-        Some(1),
+        Some(0),
         "{report:#}"
     );
 

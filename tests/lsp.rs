@@ -73,7 +73,8 @@ fn lifecycle_advertises_only_what_is_implemented() {
             "{command} not advertised"
         );
     }
-    assert_eq!(caps["codeActionProvider"]["resolveProvider"], false);
+    // "Accept" actions fill in their edit in codeAction/resolve.
+    assert_eq!(caps["codeActionProvider"]["resolveProvider"], true);
     let info = result.server_info.expect("serverInfo");
     assert_eq!(info.name, "patchwise");
     assert_eq!(info.version.as_deref(), Some(env!("CARGO_PKG_VERSION")));

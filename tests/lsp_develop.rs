@@ -300,7 +300,9 @@ fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
     assert_eq!(from_comment.command, "patchwise.develop");
     assert_eq!(
         from_comment.arguments,
-        Some(vec![json!({ "uri": uri, "request": request })])
+        Some(vec![
+            json!({ "uri": uri, "request": request, "removeInstructionComment": true })
+        ])
     );
     let supplied = command("Develop…");
     assert_eq!(supplied.command, "patchwise.develop");
@@ -330,6 +332,31 @@ fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
     assert_eq!(setup.server.received_requests::<ShowDocument>().len(), 1);
     // The open file shows the proposal.
     assert_eq!(pending_shown(&mut setup), ["proposal-1"]);
+    // The proposal removes the comment it came from, as "Apply instruction" does ...
+    let comment_line = format!("-// patchwise develop: {request}\n");
+    assert!(
+        first["diff"].as_str().unwrap().contains(&comment_line),
+        "{first}"
+    );
+    // ... and while it is pending, the comment does not offer a second run.
+    let pending = setup
+        .server
+        .request::<CodeActions>(CodeActionParams {
+            text_document: TextDocumentIdentifier::new(uri.clone()),
+            range: Range::new(Position::new(0, 3), Position::new(0, 3)),
+            context: CodeActionContext::default(),
+            work_done_progress_params: WorkDoneProgressParams::default(),
+            partial_result_params: PartialResultParams::default(),
+        })
+        .expect("a list of code actions");
+    assert!(
+        !titles(&pending).contains(&comment_title.as_str())
+            && titles(&pending)
+                .iter()
+                .any(|t| t.starts_with("Accept proposal")),
+        "{:?}",
+        titles(&pending)
+    );
 
     // "Develop…" as offered has no request: the error says how a client gives it.
     let error = setup.server.execute(&supplied).unwrap_err();
@@ -343,6 +370,11 @@ fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
     asked.arguments.as_mut().unwrap()[0]["request"] = json!(request);
     let second = setup.server.execute(&asked).unwrap();
     assert_ne!(second["id"], first["id"]);
+    // A request the client supplied has no comment to remove.
+    assert!(
+        !second["diff"].as_str().unwrap().contains(&comment_line),
+        "{second}"
+    );
     assert_eq!(setup.coder.requests().len(), 6);
     assert_eq!(tree(&setup.root), before, "develop wrote to the workspace");
     assert_eq!(

@@ -661,6 +661,18 @@ fn code_actions_offer_commands_and_never_call_the_model() {
     let result = setup.server.execute(&command).unwrap();
     assert!(setup.server.notification::<RunFinished>().ok);
     let _ = last_diagnostics(&mut setup);
+    // While its proposal is pending, the comment offers the proposal, not a second run.
+    let pending = code_actions(&mut setup, 12, vec![]);
+    assert!(
+        !titles(&pending)
+            .iter()
+            .any(|t| t.starts_with("Apply instruction"))
+            && titles(&pending)
+                .iter()
+                .any(|t| t.starts_with("Accept proposal")),
+        "{:?}",
+        titles(&pending)
+    );
     let after = accept(&mut setup, &result["id"], 2);
     assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
     assert!(!after.contains("patchwise:"), "{after}");
@@ -786,6 +798,14 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
     // "Show diff" shows it: this client cannot open documents, so as a message, before the
     // command's answer.
     let actions = code_actions(&mut setup, 12, vec![]);
+    // The comment's proposal is pending: no second run for the same comment.
+    assert!(
+        !titles(&actions)
+            .iter()
+            .any(|t| t.starts_with("Apply instruction")),
+        "{:?}",
+        titles(&actions)
+    );
     let diff = run_action(&mut setup, &actions, "Show diff of proposal").unwrap();
     let shown = setup.server.received::<ShowMessage>();
     assert!(
@@ -795,23 +815,33 @@ fn a_client_without_lenses_or_markdown_gets_an_immediate_answer_and_plain_words(
         "{shown:?}"
     );
 
-    // Accept: the cleared diagnostics arrive before the answer.
-    let answer = run_action(&mut setup, &actions, "Accept proposal").unwrap();
-    assert_eq!(answer, json!({ "applied": true }));
-    let edit = setup
-        .server
-        .received_requests::<ApplyWorkspaceEdit>()
-        .into_iter()
-        .next()
-        .expect("the edit");
-    let published = setup.server.received::<PublishDiagnostics>();
-    assert!(
-        published.iter().any(|p| p.diagnostics.is_empty()),
-        "{published:?}"
-    );
-    let edits = text_edits(first_document_edit(&edit));
+    // Accept carries its edit: eglot applies a code action's edit without asking (it asks
+    // "Server wants to edit … Proceed?" before a workspace/applyEdit the server sends).
+    let accept = actions
+        .iter()
+        .find(|a| a.action.title.starts_with("Accept proposal"))
+        .expect("Accept");
+    assert!(accept.action.command.is_none(), "{accept:?}");
+    let edit = accept.action.edit.clone().expect("the action's edit");
+    let edits = text_edits(first_document_edit(&ApplyWorkspaceEditParams {
+        label: None,
+        edit,
+    }));
     let after = apply_text_edits(&with_comment, &edits);
     assert!(after.contains(s["expected"].as_str().unwrap()), "{after}");
+    // The client applies it and reports the change: the proposal is done, nothing more shows.
+    let uri = setup.uri.clone();
+    setup.server.change(&uri, 2, vec![whole(&after)]);
+    assert_eq!(view(&mut setup), after);
+    let published = setup.server.notification::<PublishDiagnostics>();
+    assert_eq!(published.diagnostics, []);
+    assert_eq!(command_list(&mut setup), json!([]));
+    assert!(
+        setup
+            .server
+            .received_requests::<ApplyWorkspaceEdit>()
+            .is_empty()
+    );
     assert_disk_untouched(&setup);
     setup.server.shutdown();
 }
@@ -838,13 +868,13 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     assert_eq!(
         shown,
         [
-            (11, "Accept all", Value::Null),
-            (11, "Reject all", Value::Null),
-            (11, "Diff", Value::Null),
-            (11, "Accept hunk", json!(1)),
-            (11, "Reject hunk", json!(1)),
-            (14, "Accept hunk", json!(2)),
-            (14, "Reject hunk", json!(2)),
+            (7, "Accept all", Value::Null),
+            (7, "Reject all", Value::Null),
+            (7, "Diff", Value::Null),
+            (7, "Accept hunk", json!(1)),
+            (7, "Reject hunk", json!(1)),
+            (19, "Accept hunk", json!(2)),
+            (19, "Reject hunk", json!(2)),
         ],
         "{lenses:?}"
     );
@@ -879,7 +909,7 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     let before = view(&mut setup);
     let after = apply_text_edits(&before, &edits);
     assert!(after.contains("        total.max(0)\n"), "{after}");
-    assert!(!after.contains("/// The L1 norm."), "{after}");
+    assert!(!after.contains("/// A point at (x, y)."), "{after}");
     let uri = setup.uri.clone();
     setup.server.change(&uri, 2, vec![whole(&after)]);
     let lenses = code_lenses(&mut setup);
@@ -897,7 +927,10 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
         });
     assert_eq!(
         proposed,
-        after.replace("    pub fn norm1", "    /// The L1 norm.\n    pub fn norm1")
+        after.replace(
+            "    pub fn new",
+            "    /// A point at (x, y).\n    pub fn new"
+        )
     );
     let diff = command(
         &mut setup,
@@ -907,7 +940,7 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     .unwrap();
     let diff = diff.as_str().unwrap();
     assert!(
-        diff.contains("+    /// The L1 norm.") && !diff.contains("+        total.max"),
+        diff.contains("+    /// A point at (x, y).") && !diff.contains("+        total.max"),
         "{diff}"
     );
 
@@ -937,6 +970,85 @@ fn hunks_are_accepted_and_rejected_one_by_one() {
     assert!(err.message.contains("no pending proposal"), "{err:?}");
     assert_disk_untouched(&setup);
     setup.server.shutdown();
+}
+
+/// Changes a line apart are one hunk, as in a unified diff: an instruction comment removed
+/// above `norm1` and a line of its body changed make one hunk whose hover shows the function as
+/// it will be (the comment gone, `pub fn norm1` kept as context, the new body line after it),
+/// with one set of lenses, and which accepts as one.
+#[test]
+fn changes_a_line_apart_are_one_hunk_whose_hover_shows_the_result() {
+    let disk = std::fs::read_to_string(fixtures().join("workspace/src/lib.rs")).unwrap();
+    let comment = "    // patchwise: add the absolute values without overflow\n";
+    let with_comment = disk.replacen("    pub fn norm1", &format!("{comment}    pub fn norm1"), 1);
+    let replies = vec![
+        sse(&json!({ "calls": [{ "name": "edit_file", "arguments": {
+            "path": "src/lib.rs",
+            "old_string": "    pub fn norm1(&self) -> i32 {\n        let total = self.x.abs() + self.y.abs();",
+            "new_string": "    pub fn norm1(&self) -> i32 {\n        let total = self.x.abs().saturating_add(self.y.abs());" } }] })),
+        sse(&json!({ "text": "Done." })),
+    ];
+    let mut setup = setup(replies, "native", false, Some(&with_comment));
+    let actions = code_actions(&mut setup, 12, vec![]);
+    let mut apply = actions
+        .iter()
+        .find(|a| a.action.title.starts_with("Apply instruction"))
+        .and_then(|a| a.action.command.clone())
+        .expect("Apply instruction");
+    apply.arguments.as_mut().unwrap()[0]["wait"] = json!(true);
+    let result = setup.server.execute(&apply).unwrap();
+    assert!(setup.server.notification::<RunFinished>().ok);
+    let id = result["id"].clone();
+    let _ = last_diagnostics(&mut setup);
+
+    let list = command_list(&mut setup);
+    assert_eq!(
+        list[0]["files"][0]["hunks"].as_array().unwrap().len(),
+        1,
+        "{list}"
+    );
+    let lenses = code_lenses(&mut setup);
+    assert_eq!(
+        lens_titles(&lenses),
+        ["Accept", "Reject", "Diff"],
+        "{lenses:?}"
+    );
+    // The hover on the instruction line, where the cursor and the diagnostic are, shows the
+    // function as it will be.
+    let shown = hover(&mut setup, 12, 4).expect("a hover on the instruction line");
+    let text = &markup(&shown).value;
+    let expected = "-    // patchwise: add the absolute values without overflow\n     pub fn norm1(&self) -> i32 {\n-        let total = self.x.abs() + self.y.abs();\n+        let total = self.x.abs().saturating_add(self.y.abs());\n";
+    assert!(text.contains(expected), "{text}");
+
+    // The one hunk accepts as one.
+    let answer = command(
+        &mut setup,
+        "patchwise.proposal.accept",
+        json!({ "id": id, "hunk": 1 }),
+    )
+    .unwrap();
+    assert_eq!(answer, json!({ "applied": true }));
+    let request = setup
+        .server
+        .received_requests::<ApplyWorkspaceEdit>()
+        .pop()
+        .unwrap();
+    let edits = text_edits(first_document_edit(&request));
+    let after = apply_text_edits(&with_comment, &edits);
+    assert_eq!(
+        after,
+        disk.replacen(
+            "self.x.abs() + self.y.abs();",
+            "self.x.abs().saturating_add(self.y.abs());",
+            1
+        )
+    );
+    assert_eq!(last_diagnostics(&mut setup), []);
+    setup.server.shutdown();
+}
+
+fn command_list(setup: &mut Setup) -> Value {
+    command(setup, "patchwise.proposal.list", json!({})).unwrap()
 }
 
 /// Pending proposals survive a restart, and come back stale when their target changed.
@@ -1090,4 +1202,73 @@ fn proposals_show_on_the_lines_they_touch_at_both_ends_of_a_file() {
         "lsp/edit/snapshots/edges.json",
         &(serde_json::to_string_pretty(&Value::Object(shown)).unwrap() + "\n"),
     );
+}
+
+/// A client that resolves a code action's `edit` (VS Code, Neovim, …) gets "Accept" actions
+/// without an edit or a command, and the edit from `codeAction/resolve`; applied, it finishes
+/// the hunk it accepts and the other hunk stays pending.
+#[test]
+fn accept_actions_resolve_their_edit_and_the_change_finishes_the_hunk() {
+    let (s, replies) = edit_scenario("two_hunks");
+    let mut caps = capabilities(false);
+    caps["textDocument"]["codeAction"]["resolveSupport"] = json!({ "properties": ["edit"] });
+    let mut setup = setup_for(replies, "native", caps, None);
+    let id = edit(&mut setup, &s).unwrap()["id"].clone();
+    let _ = last_diagnostics(&mut setup);
+    let actions = code_actions(&mut setup, 19, vec![]);
+    let accept = actions
+        .iter()
+        .find(|a| a.action.title.starts_with("Accept hunk 2"))
+        .unwrap_or_else(|| panic!("{:?}", titles(&actions)));
+    assert!(
+        accept.action.command.is_none() && accept.action.edit.is_none(),
+        "{accept:?}"
+    );
+    let resolved = setup
+        .server
+        .request::<tower_lsp_server::ls_types::request::CodeActionResolveRequest>(
+            accept.action.clone(),
+        );
+    let edit = resolved.edit.clone().expect("the resolved edit");
+    assert!(resolved.command.is_none(), "{resolved:?}");
+    let edits = text_edits(first_document_edit(&ApplyWorkspaceEditParams {
+        label: None,
+        edit,
+    }));
+    let before = view(&mut setup);
+    let after = apply_text_edits(&before, &edits);
+    assert!(after.contains("        total.max(0)\n"), "{after}");
+    let uri = setup.uri.clone();
+    setup.server.change(&uri, 2, vec![whole(&after)]);
+    let published = setup.server.notification::<PublishDiagnostics>();
+    assert_eq!(published.diagnostics.len(), 1, "hunk 1 still shows");
+    let list = command_list(&mut setup);
+    assert_eq!(list[0]["id"], id);
+    assert_eq!(list[0]["files"][0]["hunks"][0]["hunk"], 1, "{list}");
+    assert_eq!(
+        list[0]["files"][0]["hunks"].as_array().unwrap().len(),
+        1,
+        "{list}"
+    );
+    // Resolving an action of a proposal that is gone falls back to its command, which says so.
+    command(&mut setup, "patchwise.proposal.reject", json!({ "id": id })).unwrap();
+    assert_eq!(last_diagnostics(&mut setup), []);
+    let resolved = setup
+        .server
+        .request::<tower_lsp_server::ls_types::request::CodeActionResolveRequest>(
+            accept.action.clone(),
+        );
+    assert!(resolved.edit.is_none(), "{resolved:?}");
+    assert_eq!(
+        resolved.command.as_ref().map(|c| c.command.as_str()),
+        Some("patchwise.proposal.accept")
+    );
+    assert!(
+        setup
+            .server
+            .received_requests::<ApplyWorkspaceEdit>()
+            .is_empty()
+    );
+    assert_disk_untouched(&setup);
+    setup.server.shutdown();
 }

@@ -1,6 +1,8 @@
 //! `patchwise init`: writes a commented starter `.patchwise/config.toml`, with the first local
-//! model server that answers (Ollama, LM Studio, llama.cpp) as the coder and its first listed
-//! model filled in.
+//! model server that answers (Ollama, LM Studio, llama.cpp, vLLM) as the coder and its first
+//! model filled in — or the servers the user names with `--server`, which are written whatever
+//! the probe says (a busy local server answers late; the outcome is a comment in the file and
+//! a line on stderr, and `patchwise doctor` checks again).
 //!
 //! It never overwrites an existing file without `--force`, and never writes a key: the file it
 //! writes loads without a problem (`patchwise doctor` checks it).
@@ -14,12 +16,20 @@ use crate::config::reference::{Detected, starter_toml};
 use crate::config::{ProviderConfig, ProviderKind, WORKSPACE_CONFIG};
 use crate::model::roles::probe;
 
-/// The local servers looked for, in order: name, label, base URL.
-pub const LOCAL_SERVERS: [(&str, &str, &str); 3] = [
+/// The local servers looked for, in order: name, label, base URL (each one's default port).
+pub const LOCAL_SERVERS: [(&str, &str, &str); 4] = [
     ("ollama", "Ollama", "http://127.0.0.1:11434/v1"),
     ("lmstudio", "LM Studio", "http://127.0.0.1:1234/v1"),
     ("llamacpp", "llama.cpp", "http://127.0.0.1:8080/v1"),
+    ("vllm", "vLLM", "http://127.0.0.1:8000/v1"),
 ];
+
+/// How long the probe waits for a server's model list: a local server busy generating answers
+/// only between two tokens, or after its answer (llama.cpp took 12 s while generating).
+pub const PROBE_PATIENCE: Duration = Duration::from_secs(30);
+
+/// When the probe says that it is waiting (a server that is up and idle answers well before).
+const SAY_WAITING_AFTER: Duration = Duration::from_secs(2);
 
 /// Arguments of `patchwise init`.
 #[derive(Debug, Clone, clap::Args)]
@@ -32,8 +42,9 @@ pub struct InitArgs {
     #[arg(long)]
     pub force: bool,
 
-    /// Look for a model server at this OpenAI-compatible base URL instead of the usual local
-    /// ports (repeatable; the first that lists a model wins).
+    /// Use the model server at this OpenAI-compatible base URL instead of looking on the usual
+    /// local ports (repeatable; the first that lists a model wins). It is written into the
+    /// file even when it does not answer now.
     #[arg(long, value_name = "URL")]
     pub server: Vec<String>,
 
@@ -66,7 +77,8 @@ pub fn run(args: &InitArgs) -> ExitCode {
     let detected = if args.offline {
         None
     } else {
-        let candidates: Vec<(String, String, String)> = if args.server.is_empty() {
+        let named = !args.server.is_empty();
+        let candidates: Vec<(String, String, String)> = if !named {
             LOCAL_SERVERS
                 .iter()
                 .map(|(n, l, u)| ((*n).to_owned(), (*l).to_owned(), (*u).to_owned()))
@@ -89,7 +101,7 @@ pub fn run(args: &InitArgs) -> ExitCode {
                 })
                 .collect()
         };
-        match detect(candidates) {
+        match detect(candidates, named) {
             Ok(found) => found,
             Err(err) => {
                 eprintln!("patchwise init: {err}");
@@ -97,6 +109,15 @@ pub fn run(args: &InitArgs) -> ExitCode {
             }
         }
     };
+    if let Some(found) = &detected
+        && let Some(why) = &found.unanswered
+    {
+        eprintln!(
+            "patchwise init: {} did not answer ({why}); it is written into the configuration as \
+             given — run `patchwise doctor` once the server is up",
+            found.base_url
+        );
+    }
     let text = starter_toml(detected.as_ref());
     let written = path
         .parent()
@@ -109,12 +130,19 @@ pub fn run(args: &InitArgs) -> ExitCode {
     }
     let summary = match &detected {
         Some(found) => format!(
-            "wrote {}: coder = {}/{} ({} at {})\n",
+            "wrote {}: coder = {} ({} at {}{})\n",
             path.display(),
-            found.name,
-            found.model,
+            match &found.model {
+                Some(model) => format!("{}/{model}", found.name),
+                None => found.name.clone(),
+            },
             found.label,
-            found.base_url
+            found.base_url,
+            if found.unanswered.is_some() {
+                ", not answering yet; next: `patchwise doctor`"
+            } else {
+                ""
+            }
         ),
         None => format!(
             "wrote {}: no local model server answered; edit [providers] and [roles] in it\n",
@@ -125,17 +153,52 @@ pub fn run(args: &InitArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The first candidate that answers and lists a model, probed all at once.
-fn detect(candidates: Vec<(String, String, String)>) -> anyhow::Result<Option<Detected>> {
+/// The first candidate that answers and lists a model, probed all at once. When the
+/// candidates are servers the user `named`, the first of them is the answer even when none
+/// answers (with why not). Says on stderr when the servers take a while.
+fn detect(
+    candidates: Vec<(String, String, String)>,
+    named: bool,
+) -> anyhow::Result<Option<Detected>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     Ok(runtime.block_on(async {
-        let probes = candidates.iter().map(|(_, _, url)| async move {
+        let urls: Vec<String> = candidates.iter().map(|(_, _, u)| u.clone()).collect();
+        let probes = urls.iter().map(|url| async move {
             let provider = ProviderConfig::new(ProviderKind::OpenAi, Some(url));
-            probe(&provider, Duration::from_secs(3)).await
+            probe(&provider, PROBE_PATIENCE).await
         });
-        let results = futures::future::join_all(probes).await;
+        let all = futures::future::join_all(probes);
+        tokio::pin!(all);
+        let results = tokio::select! {
+            results = &mut all => results,
+            () = tokio::time::sleep(SAY_WAITING_AFTER) => {
+                eprintln!(
+                    "patchwise init: waiting for {} to answer (a local server busy with a \
+                     request answers late; up to {} s)",
+                    urls.join(", "),
+                    PROBE_PATIENCE.as_secs()
+                );
+                all.await
+            }
+        };
+        let first_named = candidates
+            .first()
+            .zip(results.first())
+            .filter(|_| named)
+            .map(|((name, label, base_url), result)| Detected {
+                name: name.clone(),
+                label: label.clone(),
+                base_url: base_url.clone(),
+                model: None,
+                unanswered: Some(
+                    result
+                        .error
+                        .clone()
+                        .unwrap_or_else(|| "it listed no model".to_owned()),
+                ),
+            });
         candidates
             .into_iter()
             .zip(results)
@@ -145,8 +208,10 @@ fn detect(candidates: Vec<(String, String, String)>) -> anyhow::Result<Option<De
                     name,
                     label,
                     base_url,
-                    model,
+                    model: Some(model),
+                    unanswered: None,
                 })
             })
+            .or(first_named)
     }))
 }

@@ -20,6 +20,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::reference::help_with_default;
 use crate::config::{Config, ConfigPaths, Severity};
 use crate::research::{self, Phase, Research, ResearchError, ResearchRecord, RunOptions};
 use crate::store::StoreError;
@@ -40,26 +41,45 @@ pub struct ResearchArgs {
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     pub sources: Vec<String>,
 
-    /// How deep to look, 1 to 5: results per source = 5 × N (default: the configuration's, 2).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=5))]
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u8).range(1..=5),
+        help = help_with_default(
+            "How deep to look, 1 to 5: results per source = 5 × N",
+            "research.depth",
+        ),
+    )]
     pub depth: Option<u8>,
 
     /// Whether recency counts in credibility (default: guessed from the question).
     #[arg(long, value_name = "BOOL")]
     pub time_sensitive: Option<bool>,
 
-    /// Time budget for the whole run, in seconds (default: the configuration's, 180).
-    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    #[arg(
+        long,
+        value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(1..=86_400),
+        help = help_with_default(
+            "Time budget for the whole run, in seconds",
+            "research.time_budget_secs",
+        ),
+    )]
     pub budget_secs: Option<u64>,
 
-    /// The model checks every citation of its synthesis in one more call (supports / partly /
-    /// contradicts / unrelated, stored per claim); the default unless `[research] verify =
-    /// false`.
-    #[arg(long, conflicts_with = "no_verify")]
+    #[arg(
+        long,
+        conflicts_with = "no_verify",
+        help = help_with_default(
+            "The model checks every citation of its synthesis in one more call (supports / \
+             partly / contradicts / unrelated, stored per claim)",
+            "research.verify",
+        ),
+    )]
     pub verify: bool,
 
-    /// No model check of the citations: the overlap measure alone (default: the
-    /// configuration's `verify`).
+    /// No model check of the citations for this run: the overlap measure alone (overrides
+    /// `[research] verify`).
     #[arg(long)]
     pub no_verify: bool,
 

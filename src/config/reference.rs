@@ -274,6 +274,30 @@ pub(super) fn trim_number(x: f64) -> String {
     }
 }
 
+/// The default of the configuration key at `path` (`"research.time_budget_secs"`) as the
+/// reference page writes it; `None` when the key is unknown or unset by default. A help text
+/// that names a configuration default takes it from here ([`help_with_default`]), so it says
+/// what the configuration does.
+pub fn default_of(path: &str) -> Option<String> {
+    let root = schema();
+    let mut field = root;
+    for part in path.split('.') {
+        field = struct_schema(root, field)?.get("properties")?.get(part)?;
+    }
+    field
+        .get("default")
+        .filter(|d| !d.is_null())
+        .map(toml_value)
+}
+
+/// `what`, then the configuration key its default comes from and that default:
+/// `"Time budget … (default: the configuration's `[research] time_budget_secs`, 300)"`.
+pub fn help_with_default(what: &str, path: &str) -> String {
+    let (table, key) = path.rsplit_once('.').unwrap_or(("", path));
+    let value = default_of(path).unwrap_or_else(|| "unset".to_owned());
+    format!("{what} (default: the configuration's `[{table}] {key}`, {value})")
+}
+
 /// A value as it is written in TOML.
 fn toml_value(value: &Value) -> String {
     match value {
@@ -335,8 +359,11 @@ pub struct Detected {
     /// What it is, for the comment (`Ollama`).
     pub label: String,
     pub base_url: String,
-    /// The first model it lists.
-    pub model: String,
+    /// The first model it lists (`None`: it listed none, or did not answer).
+    pub model: Option<String>,
+    /// Why the server did not answer when the file was written (`None`: it answered). A
+    /// server the user named is written even so.
+    pub unanswered: Option<String>,
 }
 
 /// The commented starter `.patchwise/config.toml`: the detected server as the coder (or
@@ -352,26 +379,56 @@ pub fn starter_toml(detected: Option<&Detected>) -> String {
     );
     match detected {
         Some(found) => {
+            let (label, url, name) = (&found.label, &found.base_url, &found.name);
+            match &found.unanswered {
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "# {label} answered at {url} when this file was written."
+                    );
+                }
+                Some(why) => {
+                    let _ = write!(
+                        out,
+                        "# {label} at {url} did not answer when this file was written\n\
+                         # ({why}); it is configured as given. `patchwise doctor` checks it again.\n",
+                        why = why.replace('\n', " "),
+                    );
+                }
+            }
+            let (coder, example) = match &found.model {
+                Some(model) => {
+                    let model = toml_escape(model);
+                    (
+                        format!(
+                            "\"{name}/{model}\"          # \"{name}\" alone: the first model the server lists"
+                        ),
+                        format!("{name}/{model}"),
+                    )
+                }
+                None => (
+                    format!(
+                        "\"{name}\"          # the first model the server lists; \"{name}/MODEL\" names one"
+                    ),
+                    format!("{name}/MODEL"),
+                ),
+            };
             let _ = write!(
                 out,
-                "# {label} answered at {url} when this file was written.\n\
-                 [providers.{name}]\n\
+                "[providers.{name}]\n\
                  kind = \"openai\"\n\
                  base_url = \"{url}\"\n\n\
                  [roles]\n\
-                 coder = \"{name}/{model}\"          # \"{name}\" alone: the first model the server lists\n\
-                 # planner = \"{name}/{model}\"\n\
-                 # judge = \"{name}/{model}\"\n\
+                 coder = {coder}\n\
+                 # planner = \"{example}\"\n\
+                 # judge = \"{example}\"\n\
                  # escalation = \"hosted/a-stronger-model\"\n",
-                label = found.label,
-                url = found.base_url,
-                name = found.name,
-                model = toml_escape(&found.model),
             );
         }
         None => out.push_str(
             "# No local model server answered (Ollama on :11434, LM Studio on :1234, llama.cpp on\n\
-             # :8080). Without any provider, Ollama then LM Studio are tried. Examples:\n\
+             # :8080, vLLM on :8000). Without any provider, Ollama then LM Studio are tried.\n\
+             # `patchwise init --server URL` writes the server you name. Examples:\n\
              # [providers.local]\n\
              # kind = \"openai\"                       # openai | anthropic | gemini\n\
              # base_url = \"http://127.0.0.1:11434/v1\"\n\

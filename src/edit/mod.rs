@@ -407,19 +407,25 @@ pub(crate) fn realize(
         if matched_by.0.is_empty() {
             matched_by = MatchedBy(o.passes.clone());
         }
-        for part in &o.parts {
+        let last_part = o.parts.len().saturating_sub(1);
+        for (n, part) in o.parts.iter().enumerate() {
             let mut region = part.region.clone();
             if part.new_lines.is_empty() {
                 extend_to_whole_lines(file, &mut region);
             }
+            let new_lines = without_the_files_edge_blanks(
+                file,
+                &region.span,
+                &part.old_lines,
+                &part.new_lines,
+                (n == 0, n == last_part),
+            );
             // At the end of a file without a final newline, NEW does not add one.
             let at_unterminated_end =
                 region.span.end == file.text.len() && !file.text.ends_with('\n');
             let new = NewText {
-                lines: part.new_lines.iter().map(String::as_str).collect(),
-                terminated: !part.new_lines.is_empty()
-                    && part.old_terminated
-                    && !at_unterminated_end,
+                lines: new_lines.iter().map(String::as_str).collect(),
+                terminated: !new_lines.is_empty() && part.old_terminated && !at_unterminated_end,
             };
             let old_refs: Vec<&str> = part.old_lines.iter().map(String::as_str).collect();
             let eol = file.local_eol(&region.span);
@@ -450,6 +456,60 @@ pub(crate) fn realize(
         lines,
         spans,
     })
+}
+
+/// NEW without the blank lines it adds at either end of the match (more than OLD has there)
+/// that the file already has right there: a model that copied a function together with the
+/// blank lines after it (or before it), while its OLD stopped at the function, means the
+/// file's own blank lines, which are written once. `ends` says which ends of the whole match
+/// this part has (the inner ends of an elided match are the model's to space).
+fn without_the_files_edge_blanks<'n>(
+    file: &FileIndex<'_>,
+    span: &Range<usize>,
+    old: &[String],
+    new: &'n [String],
+    ends: (bool, bool),
+) -> &'n [String] {
+    if new.iter().all(|l| text::is_blank(l)) {
+        return new;
+    }
+    let leading = |lines: &[String]| lines.iter().take_while(|l| text::is_blank(l)).count();
+    let trailing = |lines: &[String]| lines.iter().rev().take_while(|l| text::is_blank(l)).count();
+    let lines = file.lines();
+    let blank = |l: &text::Line| text::is_blank(l.content(file.text));
+    // Blank file lines just before the match, when it starts at a line start.
+    let first = lines.partition_point(|l| l.end <= span.start);
+    let before = match lines.get(first) {
+        Some(l) if l.start == span.start => {
+            lines[..first].iter().rev().take_while(|l| blank(l)).count()
+        }
+        None if first > 0 && lines[first - 1].end == span.start => {
+            lines[..first].iter().rev().take_while(|l| blank(l)).count()
+        }
+        _ => 0,
+    };
+    // Blank file lines just after the match, when it ends at a line's end (before or after
+    // its line break).
+    let mut next = lines.partition_point(|l| l.end <= span.end);
+    let after = match lines.get(next) {
+        Some(l) if l.start == span.end => lines[next..].iter().take_while(|l| blank(l)).count(),
+        Some(l) if l.content_end == span.end && l.start < span.end => {
+            next += 1;
+            lines[next..].iter().take_while(|l| blank(l)).count()
+        }
+        _ => 0,
+    };
+    let front = if ends.0 {
+        leading(new).saturating_sub(leading(old)).min(before)
+    } else {
+        0
+    };
+    let back = if ends.1 {
+        trailing(new).saturating_sub(trailing(old)).min(after)
+    } else {
+        0
+    };
+    &new[front..new.len() - back]
 }
 
 /// Deleting whole lines (NEW empty) takes their line break too, so no blank line is left behind.

@@ -23,7 +23,7 @@ use super::server::{Backend, request_failed, show_file};
 use crate::workflow::develop::{
     self, Approver, DevelopContext, DevelopModels, DevelopRequest, PlanReview, Progress,
 };
-use crate::workflow::session::RunKind;
+use crate::workflow::session::{RunKind, edit};
 
 #[derive(Debug, Deserialize)]
 pub struct DevelopCommandArgs {
@@ -31,6 +31,10 @@ pub struct DevelopCommandArgs {
     /// The document the user was in (shown to the planner first; its folder is the workspace
     /// when no folder is open).
     pub uri: Option<Uri>,
+    /// Set by the "Develop: …" code action of a `patchwise develop:` comment in `uri`: the
+    /// proposal also drops that comment.
+    #[serde(default, rename = "removeInstructionComment")]
+    pub remove_instruction_comment: bool,
 }
 
 const APPROVE: &str = "Approve";
@@ -62,27 +66,31 @@ impl Backend {
         let mut ctx = DevelopContext::new(
             (*workspace.config).clone(),
             DevelopModels::Router(workspace.router.clone()),
-            roots,
+            roots.clone(),
             workspace.snapshot,
         );
         ctx.approver = Some(std::sync::Arc::new(EditorApprover {
             client: self.client.clone(),
             show_document: features.show_document,
         }));
+        let asked = request.clone();
         let mut run = self.runs.start_run(RunKind::Develop, &request);
         let reporter = Reporter::start(&self.client, features.work_done_progress, &mut run).await;
         let outcome = {
             let progress = |p: Progress| run.report(p.percent, &p.message);
             develop::run(
                 &ctx,
-                DevelopRequest { request, focus },
+                DevelopRequest {
+                    request,
+                    focus: focus.clone(),
+                },
                 &progress,
                 run.cancel_token(),
             )
             .await
         };
         let report = outcome.report;
-        let Some(proposal) = outcome.proposal else {
+        let Some(mut proposal) = outcome.proposal else {
             let failure = report.failure.clone().unwrap_or_default();
             run.finish(&failure);
             reporter.done().await;
@@ -93,6 +101,23 @@ impl Backend {
             None => run.finish("proposal ready"),
         }
         reporter.done().await;
+        if args.remove_instruction_comment
+            && let Some(path) = &focus
+        {
+            let now = {
+                let state = self.state();
+                state.document_for_path(path).map(|(_, doc)| {
+                    let shown = roots
+                        .iter()
+                        .find_map(|r| path.strip_prefix(r).ok())
+                        .unwrap_or(path)
+                        .display()
+                        .to_string();
+                    (doc.text(), Some(doc.version), shown)
+                })
+            };
+            proposal = edit::without_develop_comment(proposal, path, &asked, now);
+        }
         let id = self.add_proposal(proposal.clone()).await;
         tracing::info!(id, files = proposal.files.len(), "develop proposal ready");
         self.proposals_changed(proposal.files.iter().map(|f| f.path.clone()).collect())

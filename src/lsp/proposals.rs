@@ -224,6 +224,56 @@ pub struct OpenFile<'a> {
     pub encoding: PositionEncoding,
 }
 
+/// How an "Accept" code action applies its proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcceptBy {
+    /// It runs `patchwise.proposal.accept`, which sends `workspace/applyEdit` (clients without
+    /// code action literals; eglot asks before applying such an edit).
+    Command,
+    /// It carries its `edit`, which the client applies by itself: filled in by
+    /// `codeAction/resolve` for clients that resolve `edit`, by the server right away for the
+    /// others. Until then the action holds `data: {"accept": {id, hunk?}}`.
+    Edit,
+}
+
+/// The `data` key of an "Accept" code action whose edit is still to be filled in.
+pub const ACCEPT_DATA: &str = "accept";
+
+/// The proposal and hunk an "Accept" code action's `data` names, if it names one.
+pub fn accept_data(action: &CodeAction) -> Option<(u64, Option<usize>)> {
+    let accept = action.data.as_ref()?.get(ACCEPT_DATA)?;
+    let id = accept.get("id")?.as_u64()?;
+    let hunk = accept
+        .get("hunk")
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok());
+    Some((id, hunk))
+}
+
+/// An "Accept" action whose edit could not be filled in falls back to its command (which says
+/// why when it runs).
+pub fn accept_by_command(action: &mut CodeAction) {
+    let Some((id, hunk)) = accept_data(action) else {
+        return;
+    };
+    let argument = proposal_argument(&ChoiceArgument::Proposal { id, hunk });
+    action.command = Some(Command {
+        title: action.title.clone(),
+        command: SessionCommand::ProposalAccept.name().to_owned(),
+        arguments: Some(vec![argument]),
+    });
+    if let Some(data) = action.data.as_mut().and_then(Value::as_object_mut) {
+        data.remove(ACCEPT_DATA);
+    }
+    if action
+        .data
+        .as_ref()
+        .is_some_and(|d| d.as_object().is_some_and(|o| o.is_empty()))
+    {
+        action.data = None;
+    }
+}
+
 /// The code actions for `request_range`: the session's choices, rendered.
 pub fn code_actions(
     store: &Proposals,
@@ -231,6 +281,7 @@ pub fn code_actions(
     request_range: Range,
     diagnostics: &[Diagnostic],
     abilities: ClientAbilities,
+    accept_by: AcceptBy,
 ) -> Vec<CodeActionOrCommand> {
     let OpenFile {
         path,
@@ -278,10 +329,16 @@ pub fn code_actions(
                 }
                 // Without a request the client asks for it ("Develop…"); the document is the
                 // planner's first look and, with no folder open, the workspace.
-                ChoiceArgument::Develop { request } => {
+                ChoiceArgument::Develop {
+                    request,
+                    remove_comment,
+                } => {
                     let mut arg = json!({ "uri": uri.as_str() });
                     if let Some(request) = request {
                         arg["request"] = Value::String(request.clone());
+                    }
+                    if *remove_comment {
+                        arg["removeInstructionComment"] = Value::Bool(true);
                     }
                     arg
                 }
@@ -300,12 +357,21 @@ pub fn code_actions(
                     | SessionCommand::Develop
                     | SessionCommand::ProposalAccept
             );
+            let mut data = serde_json::Map::new();
+            if model_made {
+                data.insert(super::transport::LLM_MARK.to_owned(), Value::Bool(true));
+            }
+            let by_edit =
+                accept_by == AcceptBy::Edit && choice.command == SessionCommand::ProposalAccept;
+            if by_edit {
+                data.insert(ACCEPT_DATA.to_owned(), argument.clone());
+            }
             CodeActionOrCommand::CodeAction(CodeAction {
                 title: choice.title.clone(),
                 kind: Some(kind),
-                data: model_made.then(|| json!({ super::transport::LLM_MARK: true })),
+                data: (!data.is_empty()).then_some(Value::Object(data)),
                 diagnostics: choice.fixes.map(|i| vec![diagnostics[i].clone()]),
-                command: Some(Command {
+                command: (!by_edit).then(|| Command {
                     title: choice.title,
                     command: choice.command.name().to_owned(),
                     arguments: Some(vec![argument]),

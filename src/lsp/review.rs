@@ -53,6 +53,73 @@ fn apply_error(err: ApplyError) -> tower_lsp_server::jsonrpc::Error {
 }
 
 impl State {
+    /// The workspace edit that accepts proposal `id` (or only hunk `hunk`) and its label;
+    /// `on_disk` holds the texts of the proposal's files that are not open. With `mark` the
+    /// hunks are hidden as being accepted until the editor's change arrives (the command path,
+    /// `Proposals::begin_accept`); without, the edit is only computed — a code action carries
+    /// it and the client applies it itself.
+    pub(super) fn accept_edit(
+        &mut self,
+        id: ProposalId,
+        hunk: Option<usize>,
+        on_disk: &HashMap<PathBuf, Option<String>>,
+        mark: bool,
+    ) -> Result<(WorkspaceEdit, String)> {
+        let mut docs: HashMap<PathBuf, (Uri, Document)> = HashMap::new();
+        let proposal = self
+            .proposals
+            .get(id)
+            .cloned()
+            .ok_or_else(|| apply_error(ApplyError::Unknown { id }))?;
+        for file in &proposal.files {
+            if let Some((uri, doc)) = self.document_for_path(&file.path) {
+                docs.insert(file.path.clone(), (uri.clone(), doc.clone()));
+            } else if let Some(Some(text)) = on_disk.get(&file.path) {
+                let uri = Uri::from_file_path(&file.path).ok_or_else(|| {
+                    request_failed(format!("{} is not a valid file path", file.path.display()))
+                })?;
+                docs.insert(file.path.clone(), (uri, Document::new(text, 0, "")));
+            }
+        }
+        let current = |path: &Path| {
+            docs.get(path).map(|(_, doc)| {
+                let open = !on_disk.contains_key(path);
+                (doc.text(), open.then_some(doc.version))
+            })
+        };
+        let files = if mark {
+            self.proposals.begin_accept(id, hunk, current)
+        } else {
+            self.proposals.accept_replacements(id, hunk, current)
+        }
+        .map_err(apply_error)?;
+        // A created file needs `documentChanges`; a client that can create files takes them.
+        let creates = self.client.create_files && files.iter().any(|f| f.create);
+        let shape = EditShape {
+            document_changes: self.client.document_changes || creates,
+            change_annotations: self.client.change_annotations,
+            encoding: self.encoding,
+        };
+        let edit = match proposals::workspace_edit(&proposal, &files, &docs, shape) {
+            Ok(edit) => edit,
+            Err(err) => {
+                if mark {
+                    self.proposals.abort_accept(id);
+                }
+                return Err(request_failed(err));
+            }
+        };
+        let what = match hunk {
+            Some(n) => format!(" (hunk {n})"),
+            None => String::new(),
+        };
+        let label = format!(
+            "patchwise: {}{what}",
+            proposal.instruction.lines().next().unwrap_or("")
+        );
+        Ok((edit, label))
+    }
+
     /// How this client wants proposals rendered.
     pub(super) fn view(&self) -> View {
         View {
@@ -224,82 +291,8 @@ impl Backend {
     /// Accepts proposal `id`, or one hunk of it: one `workspace/applyEdit`; the other hunks
     /// re-base on the change it makes.
     pub(super) async fn accept(&self, id: ProposalId, hunk: Option<usize>) -> Result<Value> {
-        let paths: Vec<PathBuf> = {
-            let state = self.state();
-            let proposal = state
-                .proposals
-                .get(id)
-                .ok_or_else(|| apply_error(ApplyError::Unknown { id }))?;
-            proposal
-                .files
-                .iter()
-                .filter(|f| state.document_for_path(&f.path).is_none())
-                .map(|f| f.path.clone())
-                .collect()
-        };
-        // Files that are not open are read from disk, outside the lock.
-        let mut on_disk: HashMap<PathBuf, Option<String>> = HashMap::new();
-        for path in paths {
-            let p = path.clone();
-            let text = tokio::task::spawn_blocking(move || crate::workspace::read_text(&p))
-                .await
-                .ok()
-                .and_then(|r| r.ok());
-            on_disk.insert(path, text);
-        }
-        let (edit, label) = {
-            let mut state = self.state();
-            let mut docs: HashMap<PathBuf, (Uri, Document)> = HashMap::new();
-            let proposal = state
-                .proposals
-                .get(id)
-                .cloned()
-                .ok_or_else(|| apply_error(ApplyError::Unknown { id }))?;
-            for file in &proposal.files {
-                if let Some((uri, doc)) = state.document_for_path(&file.path) {
-                    docs.insert(file.path.clone(), (uri.clone(), doc.clone()));
-                } else if let Some(Some(text)) = on_disk.get(&file.path) {
-                    let uri = Uri::from_file_path(&file.path).ok_or_else(|| {
-                        request_failed(format!("{} is not a valid file path", file.path.display()))
-                    })?;
-                    docs.insert(file.path.clone(), (uri, Document::new(text, 0, "")));
-                }
-            }
-            let files = state
-                .proposals
-                .begin_accept(id, hunk, |path| {
-                    docs.get(path).map(|(_, doc)| {
-                        let open = !on_disk.contains_key(path);
-                        (doc.text(), open.then_some(doc.version))
-                    })
-                })
-                .map_err(apply_error)?;
-            // A created file needs `documentChanges`; a client that can create files takes them.
-            let creates = state.client.create_files && files.iter().any(|f| f.create);
-            let shape = EditShape {
-                document_changes: state.client.document_changes || creates,
-                change_annotations: state.client.change_annotations,
-                encoding: state.encoding,
-            };
-            let edit = match proposals::workspace_edit(&proposal, &files, &docs, shape) {
-                Ok(edit) => edit,
-                Err(err) => {
-                    state.proposals.abort_accept(id);
-                    return Err(request_failed(err));
-                }
-            };
-            let what = match hunk {
-                Some(n) => format!(" (hunk {n})"),
-                None => String::new(),
-            };
-            (
-                edit,
-                format!(
-                    "patchwise: {}{what}",
-                    proposal.instruction.lines().next().unwrap_or("")
-                ),
-            )
-        };
+        let on_disk = self.unopened_texts(id).await?;
+        let (edit, label) = self.state().accept_edit(id, hunk, &on_disk, true)?;
         let response = self
             .client
             .send_request::<ApplyWorkspaceEdit>(ApplyWorkspaceEditParams {
@@ -337,6 +330,48 @@ impl Backend {
         self.proposals_changed(paths).await;
         self.flush().await;
         Ok(json!({ "applied": true }))
+    }
+
+    /// The edit of an "Accept" code action, filled in by `codeAction/resolve`: the client
+    /// applies it itself, so it asks nothing (a `workspace/applyEdit` after a command makes
+    /// eglot ask "Server wants to edit … Proceed?"). The hunks stay pending until the change
+    /// that applies them arrives.
+    pub(super) async fn resolve_accept(
+        &self,
+        id: ProposalId,
+        hunk: Option<usize>,
+    ) -> Result<WorkspaceEdit> {
+        let on_disk = self.unopened_texts(id).await?;
+        let (edit, _) = self.state().accept_edit(id, hunk, &on_disk, false)?;
+        Ok(edit)
+    }
+
+    /// The texts on disk of the files of proposal `id` that are not open (`None`: the file does
+    /// not exist), read outside the lock.
+    async fn unopened_texts(&self, id: ProposalId) -> Result<HashMap<PathBuf, Option<String>>> {
+        let paths: Vec<PathBuf> = {
+            let state = self.state();
+            let proposal = state
+                .proposals
+                .get(id)
+                .ok_or_else(|| apply_error(ApplyError::Unknown { id }))?;
+            proposal
+                .files
+                .iter()
+                .filter(|f| state.document_for_path(&f.path).is_none())
+                .map(|f| f.path.clone())
+                .collect()
+        };
+        let mut on_disk: HashMap<PathBuf, Option<String>> = HashMap::new();
+        for path in paths {
+            let p = path.clone();
+            let text = tokio::task::spawn_blocking(move || crate::workspace::read_text(&p))
+                .await
+                .ok()
+                .and_then(|r| r.ok());
+            on_disk.insert(path, text);
+        }
+        Ok(on_disk)
     }
 
     pub(super) async fn reject(&self, id: ProposalId, hunk: Option<usize>) -> Result<()> {

@@ -111,6 +111,11 @@ pub struct ClientFeatures {
     /// `experimental.patchwise.instructionInput`: the client asks the user for the instruction
     /// of `patchwise.editSelection` (else "Edit selection…" is not offered).
     pub instruction_input: bool,
+    /// `codeAction.codeActionLiteralSupport`: code actions may carry an `edit`.
+    pub code_action_literals: bool,
+    /// `codeAction.resolveSupport.properties` holds `edit`: a code action's edit may be left to
+    /// `codeAction/resolve`.
+    pub resolve_edit: bool,
 }
 
 impl ClientFeatures {
@@ -124,7 +129,13 @@ impl ClientFeatures {
             .and_then(|h| h.content_format.as_deref())
             .unwrap_or_default();
         let ours = caps.experimental.as_ref().and_then(|e| e.get("patchwise"));
+        let code_action = text.and_then(|t| t.code_action.as_ref());
         Self {
+            code_action_literals: code_action
+                .is_some_and(|c| c.code_action_literal_support.is_some()),
+            resolve_edit: code_action
+                .and_then(|c| c.resolve_support.as_ref())
+                .is_some_and(|r| r.properties.iter().any(|p| p == "edit")),
             code_lens: text.is_some_and(|t| t.code_lens.is_some()),
             plaintext_hover: hover_formats
                 .iter()
@@ -347,6 +358,43 @@ impl Backend {
     }
 }
 
+/// Fills in the edit of an "Accept" code action when every file of its proposal is open (the
+/// others need the disk, which `codeAction/resolve` reads); else, or when the proposal cannot
+/// apply, the action runs its command.
+fn fill_accept_edit(state: &mut State, action: &mut CodeAction) {
+    let Some((id, hunk)) = proposals::accept_data(action) else {
+        return;
+    };
+    let all_open = state.proposals.get(id).is_some_and(|p| {
+        p.files
+            .iter()
+            .all(|f| state.document_for_path(&f.path).is_some())
+    });
+    let edit = all_open
+        .then(|| state.accept_edit(id, hunk, &HashMap::new(), false).ok())
+        .flatten();
+    match edit {
+        Some((edit, _)) => {
+            action.edit = Some(edit);
+            if let Some(data) = action
+                .data
+                .as_mut()
+                .and_then(serde_json::Value::as_object_mut)
+            {
+                data.remove(proposals::ACCEPT_DATA);
+            }
+            if action
+                .data
+                .as_ref()
+                .is_some_and(|d| d.as_object().is_some_and(|o| o.is_empty()))
+            {
+                action.data = None;
+            }
+        }
+        None => proposals::accept_by_command(action),
+    }
+}
+
 /// Runs blocking work (disk, database) off the async threads. A panic in it comes back as an
 /// error, as the work's own errors do.
 pub(super) async fn blocking<T, E>(
@@ -435,7 +483,8 @@ impl LanguageServer for Backend {
                             CodeActionKind::QUICKFIX,
                             CodeActionKind::REFACTOR_REWRITE,
                         ]),
-                        resolve_provider: Some(false),
+                        // "Accept" actions fill in their edit there (see `code_action_resolve`).
+                        resolve_provider: Some(true),
                         work_done_progress_options: WorkDoneProgressOptions::default(),
                     },
                 )),
@@ -582,7 +631,7 @@ impl LanguageServer for Backend {
         let Some((path, doc, encoding)) = self.open_document(&uri) else {
             return Ok(None);
         };
-        let state = self.state();
+        let mut state = self.state();
         let at = proposals::OpenFile {
             path: &path,
             uri: &uri,
@@ -592,13 +641,53 @@ impl LanguageServer for Backend {
         let abilities = ClientAbilities {
             supplies_instruction: state.client.instruction_input,
         };
-        Ok(Some(proposals::code_actions(
+        // An "Accept" action carries its edit, which the client applies without asking (eglot
+        // asks before a `workspace/applyEdit`): left to `codeAction/resolve` for clients that
+        // resolve edits, filled in now for the others.
+        let accept_by = if state.client.code_action_literals {
+            proposals::AcceptBy::Edit
+        } else {
+            proposals::AcceptBy::Command
+        };
+        let mut actions = proposals::code_actions(
             &state.proposals,
             &at,
             params.range,
             &params.context.diagnostics,
             abilities,
-        )))
+            accept_by,
+        );
+        if !state.client.resolve_edit {
+            for action in &mut actions {
+                if let CodeActionOrCommand::CodeAction(action) = action {
+                    fill_accept_edit(&mut state, action);
+                }
+            }
+        }
+        Ok(Some(actions))
+    }
+
+    async fn code_action_resolve(&self, mut action: CodeAction) -> Result<CodeAction> {
+        let Some((id, hunk)) = proposals::accept_data(&action) else {
+            return Ok(action);
+        };
+        match self.resolve_accept(id, hunk).await {
+            Ok(edit) => {
+                action.edit = Some(edit);
+                if let Some(data) = action
+                    .data
+                    .as_mut()
+                    .and_then(serde_json::Value::as_object_mut)
+                {
+                    data.remove(proposals::ACCEPT_DATA);
+                }
+            }
+            Err(err) => {
+                tracing::info!(id, "the Accept action runs its command: {}", err.message);
+                proposals::accept_by_command(&mut action);
+            }
+        }
+        Ok(action)
     }
 
     async fn execute_command(

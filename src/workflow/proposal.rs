@@ -131,8 +131,11 @@ impl Proposal {
     }
 }
 
-/// The minimal line-level edit from `before` to `after`: one replacement per changed run of
-/// lines (whole lines, so hunks read well in diffs and code lenses).
+/// The line-level edit from `before` to `after`, one replacement per hunk, built as a unified
+/// diff builds its hunks: changes with at most 2 × [`CONTEXT_LINES`] unchanged lines between
+/// them are one hunk (the unchanged lines inside it are replaced by themselves), so a hunk's
+/// context never shows another hunk's lines as they were, and a hunk is a change that reads
+/// on its own (whole lines, for diffs and code lenses).
 pub fn edit_between(before: &str, after: &str) -> TextEdit {
     if before == after {
         return TextEdit::default();
@@ -140,7 +143,8 @@ pub fn edit_between(before: &str, after: &str) -> TextEdit {
     let old_starts = line_starts(before);
     let new_starts = line_starts(after);
     let diff = TextDiff::from_lines(before, after);
-    let mut out: Vec<Replacement> = Vec::new();
+    // Line ranges (old, new) of each hunk.
+    let mut hunks: Vec<(Range<usize>, Range<usize>)> = Vec::new();
     for op in diff.ops() {
         let (old, new) = match *op {
             DiffOp::Equal { .. } => continue,
@@ -164,16 +168,23 @@ pub fn edit_between(before: &str, after: &str) -> TextEdit {
                 new_index..new_index + new_len,
             ),
         };
-        let range = old_starts[old.start]..old_starts[old.end];
-        let text = &after[new_starts[new.start]..new_starts[new.end]];
-        match out.last_mut() {
-            Some(last) if last.range.end == range.start => {
-                last.range.end = range.end;
-                last.text.push_str(text);
+        match hunks.last_mut() {
+            Some((last_old, last_new)) if old.start - last_old.end <= 2 * CONTEXT_LINES => {
+                last_old.end = old.end;
+                last_new.end = new.end;
             }
-            _ => out.push(Replacement::new(range, text)),
+            _ => hunks.push((old, new)),
         }
     }
+    let out = hunks
+        .into_iter()
+        .map(|(old, new)| {
+            Replacement::new(
+                old_starts[old.start]..old_starts[old.end],
+                &after[new_starts[new.start]..new_starts[new.end]],
+            )
+        })
+        .collect();
     // Sorted and disjoint by construction; an empty edit is the fallback that cannot happen.
     TextEdit::new(out).unwrap_or_default()
 }
@@ -576,6 +587,30 @@ impl Proposals {
         hunk: Option<usize>,
         current: impl Fn(&Path) -> Current,
     ) -> Result<Vec<FileApply>, ApplyError> {
+        self.accepting(id, hunk, current, true)
+    }
+
+    /// The replacements that accept proposal `id` (or only hunk `hunk`), as
+    /// [`Proposals::begin_accept`] hands them out, without starting to accept: for an edit the
+    /// client applies by itself when the user picks it (a code action's `edit`). The document
+    /// change that applies it finishes the hunks (see [`Proposals::on_change`]); until then
+    /// they stay pending.
+    pub fn accept_replacements(
+        &mut self,
+        id: ProposalId,
+        hunk: Option<usize>,
+        current: impl Fn(&Path) -> Current,
+    ) -> Result<Vec<FileApply>, ApplyError> {
+        self.accepting(id, hunk, current, false)
+    }
+
+    fn accepting(
+        &mut self,
+        id: ProposalId,
+        hunk: Option<usize>,
+        current: impl Fn(&Path) -> Current,
+        mark: bool,
+    ) -> Result<Vec<FileApply>, ApplyError> {
         let t = self.applicable(id)?;
         let chosen = |h: &TrackedHunk| !h.accepting && hunk.is_none_or(|n| n == h.n);
         if !t.files.iter().flat_map(|f| &f.hunks).any(chosen) {
@@ -602,9 +637,11 @@ impl Proposals {
                 .filter(|h| chosen(h))
                 .map(|h| Replacement::new(h.range.clone(), h.new.clone()))
                 .collect();
-            f.expect = Some(expected(f, &replacements));
-            for h in f.hunks.iter_mut().filter(|h| chosen(h)) {
-                h.accepting = true;
+            if mark {
+                f.expect = Some(expected(f, &replacements));
+                for h in f.hunks.iter_mut().filter(|h| chosen(h)) {
+                    h.accepting = true;
+                }
             }
             out.push(FileApply {
                 path: f.path.clone(),
@@ -806,6 +843,12 @@ impl Proposals {
                 new_text,
             ));
             files.push(f);
+        }
+        if stale.is_none() && files.iter().all(|f| f.hunks.is_empty()) {
+            // Every hunk is in the files already (applied while the server was away).
+            NEXT_ID.fetch_max(id + 1, Ordering::Relaxed);
+            self.finished.push(id);
+            return id;
         }
         let mut proposal = Proposal::new(
             record.instruction.clone(),
@@ -1061,21 +1104,46 @@ fn shift(r: &Range<usize>, delta: isize) -> Range<usize> {
 }
 
 /// Re-locates the moved hunks in the tracked text: the hunk's original text with its context
-/// lines must match exactly one place.
+/// lines must match exactly one place. A hunk whose proposed text stands there instead (with
+/// the same context) was applied — by a code action's edit the client applied itself, or by
+/// the user typing it — and is done: it is dropped.
 fn relocate(f: &mut TrackedFile) -> Result<(), String> {
+    let mut applied = Vec::new();
     for h in f.hunks.iter_mut().filter(|h| h.moved) {
-        h.range = locate_hunk(&f.text, h).ok_or_else(|| {
-            let first = f.text[..h.range.start.min(f.text.len())]
-                .matches('\n')
-                .count()
-                + 1;
-            format!(
-                "the text it replaces was edited (near line {first}) and its original text no \
-                 longer occurs exactly once"
-            )
-        })?;
-        h.moved = false;
+        let done = TrackedHunk {
+            old: h.new.clone(),
+            new: h.old.clone(),
+            ..h.clone()
+        };
+        // With the most context first, either way: with less, the original text could match a
+        // twin elsewhere while the hunk's own place holds its proposed text.
+        let found = (1..=context_depth(h)).rev().find_map(|k| {
+            locate_at(&f.text, h, k)
+                .map(Some)
+                .or_else(|| locate_at(&f.text, &done, k).map(|_| None))
+        });
+        match found {
+            Some(Some(range)) => {
+                h.range = range;
+                h.moved = false;
+                continue;
+            }
+            Some(None) => {
+                applied.push(h.n);
+                continue;
+            }
+            None => {}
+        }
+        let first = f.text[..h.range.start.min(f.text.len())]
+            .matches('\n')
+            .count()
+            + 1;
+        return Err(format!(
+            "the text it replaces was edited (near line {first}) and its original text no \
+             longer occurs exactly once"
+        ));
     }
+    f.hunks.retain(|h| !applied.contains(&h.n));
     let ranges: Vec<Replacement> = f
         .hunks
         .iter()
@@ -1086,20 +1154,25 @@ fn relocate(f: &mut TrackedFile) -> Result<(), String> {
     Ok(())
 }
 
-/// Where hunk `h` is in `text`: `before + old + after` located by the edit engine, accepted only
-/// as a unique exact match; then with fewer context lines, down to one on each side that has
-/// any. Never with none: when the user edited the very lines a hunk replaces, the same lines
-/// elsewhere (a twin function, say) would match without their context, and accepting would
-/// then change a place the model never meant.
-fn locate_hunk(text: &str, h: &TrackedHunk) -> Option<Range<usize>> {
+/// The most context lines hunk `h` has on one side (at least 1).
+fn context_depth(h: &TrackedHunk) -> usize {
+    let before = h.before.split_inclusive('\n').count();
+    let after = h.after.split_inclusive('\n').count();
+    before.max(after).max(1)
+}
+
+/// Where hunk `h` is in `text` with (at most) `k` of its context lines on each side:
+/// `before + old + after` located by the edit engine, accepted only as a unique exact match.
+/// Callers try fewer context lines after more, down to one on each side that has any. Never
+/// with none: when the user edited the very lines a hunk replaces, the same lines elsewhere (a
+/// twin function, say) would match without their context, and accepting would then change a
+/// place the model never meant.
+fn locate_at(text: &str, h: &TrackedHunk, k: usize) -> Option<Range<usize>> {
     let before: Vec<&str> = h.before.split_inclusive('\n').collect();
     let after: Vec<&str> = h.after.split_inclusive('\n').collect();
-    let most = before.len().max(after.len()).max(1);
-    (1..=most).rev().find_map(|k| {
-        let b = before[before.len().saturating_sub(k)..].concat();
-        let a = after[..k.min(after.len())].concat();
-        locate_with(text, h, &b, &a)
-    })
+    let b = before[before.len().saturating_sub(k)..].concat();
+    let a = after[..k.min(after.len())].concat();
+    locate_with(text, h, &b, &a)
 }
 
 fn locate_with(text: &str, h: &TrackedHunk, before: &str, after: &str) -> Option<Range<usize>> {
@@ -1135,11 +1208,9 @@ fn hunk_view(id: ProposalId, f: &TrackedFile, h: &TrackedHunk) -> Hunk {
         + 1;
     let before: Vec<&str> = h.before.split_inclusive('\n').collect();
     let after: Vec<&str> = h.after.split_inclusive('\n').collect();
-    let old: Vec<&str> = h.old.split_inclusive('\n').collect();
-    let new: Vec<&str> = h.new.split_inclusive('\n').collect();
+    let old_count = before.len() + h.old.split_inclusive('\n').count() + after.len();
+    let new_count = before.len() + h.new.split_inclusive('\n').count() + after.len();
     let start = first_line.saturating_sub(before.len()).max(1);
-    let old_count = before.len() + old.len() + after.len();
-    let new_count = before.len() + new.len() + after.len();
     let mut diff = format!("@@ -{},{} +{},{} @@\n", start, old_count, start, new_count);
     let mut push = |prefix: char, line: &str| {
         diff.push(prefix);
@@ -1152,11 +1223,16 @@ fn hunk_view(id: ProposalId, f: &TrackedFile, h: &TrackedHunk) -> Hunk {
     for l in &before {
         push(' ', l);
     }
-    for l in &old {
-        push('-', l);
-    }
-    for l in &new {
-        push('+', l);
+    // Inside the hunk, the lines it keeps are context too: the hunk reads as the text it
+    // makes, each removed line before the line that takes its place.
+    let inner = TextDiff::from_lines(h.old.as_str(), h.new.as_str());
+    for change in inner.iter_all_changes() {
+        let prefix = match change.tag() {
+            similar::ChangeTag::Equal => ' ',
+            similar::ChangeTag::Delete => '-',
+            similar::ChangeTag::Insert => '+',
+        };
+        push(prefix, change.value());
     }
     for l in &after {
         push(' ', l);

@@ -6,8 +6,8 @@
 ;; message, then `M-x eglot-code-actions' → "Accept"; the buffer must hold the edit.
 ;;
 ;; Every action goes through `eglot-code-actions' called as a command; only the user's answers
-;; are scripted (the title picked in its prompt, "y" to eglot's question before a
-;; server-initiated edit).  Nothing waits for a fixed time: each step waits for what the user
+;; are scripted (the title picked in its prompt, "y" to any question eglot asks; the test
+;; expects none).  Nothing waits for a fixed time: each step waits for what the user
 ;; would see, with a generous deadline.  The report is JSON in $PATCHWISE_OUT; every message
 ;; eglot sent the server, as the JSON it wrote, is one line of $PATCHWISE_TRAFFIC.
 
@@ -136,7 +136,8 @@ eglot first sends the changes it still holds, as it does before any deferred req
       (pw-step "diff shown")
       (pw-set 'diff_message (pw-message-matching "\\`\\[eglot\\] Server reports[^\0]*\n@@ "))
 
-      ;; Accept: eglot asks before applying an edit the server sends.
+      ;; Accept: the action carries its edit; eglot would ask only before an edit the server
+      ;; sends on its own (workspace/applyEdit).
       (pw-goto-change)
       (setq pw-prompts nil)
       (pw-run-action "Accept")

@@ -41,7 +41,9 @@ impl ProjectKind {
 }
 
 /// The kind of the project at `root`, from the manifests there (first match wins: Cargo.toml,
-/// go.mod, tsconfig.json, package.json, pyproject.toml/setup.cfg/setup.py/requirements.txt).
+/// go.mod, tsconfig.json, package.json, pyproject.toml/setup.cfg/setup.py/requirements.txt);
+/// without a manifest, Python when Python files are there (a `.py` file at the root, or in a
+/// `tests/` or `test/` folder).
 pub fn detect(root: &Path) -> ProjectKind {
     let has = |name: &str| root.join(name).is_file();
     if has("Cargo.toml") {
@@ -60,11 +62,65 @@ pub fn detect(root: &Path) -> ProjectKind {
     ]
     .iter()
     .any(|m| has(m))
+        || [".", "tests", "test"]
+            .iter()
+            .any(|dir| !python_files(&root.join(dir), |_| true).is_empty())
     {
         ProjectKind::Python
     } else {
         ProjectKind::Unknown
     }
+}
+
+/// The names of the `.py` files directly in `dir` that `wanted` accepts (none when `dir` is
+/// not a readable folder).
+fn python_files(dir: &Path, wanted: impl Fn(&str) -> bool) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".py") && wanted(name))
+        .collect()
+}
+
+/// A test file by pytest's default names: `test_*.py` or `*_test.py`.
+fn is_test_file(name: &str) -> bool {
+    name.starts_with("test_") || name.ends_with("_test.py")
+}
+
+/// The unittest pattern that finds both of pytest's names (`test_*.py`, `*_test.py`);
+/// `unittest discover`'s own default (`test*.py`) misses `x_test.py`.
+const UNITTEST_PATTERN: &str = "*test*.py";
+
+/// `python -m unittest` runs for the tests of `root` when pytest is not installed: discovery
+/// from the root (it enters packages only), and from a `tests/` or `test/` folder that holds
+/// test files but is no package. `python -m` puts the root on the import path, so such a
+/// folder's tests import the root's modules as pytest's would.
+fn unittest_lines(root: &Path, python: &str) -> Vec<String> {
+    let discover = |from: Option<&str>| {
+        let start = from.map(|d| format!(" -s {d}")).unwrap_or_default();
+        format!("{python} -m unittest discover -q{start} -p '{UNITTEST_PATTERN}'")
+    };
+    let folders: Vec<&str> = ["tests", "test"]
+        .into_iter()
+        .filter(|dir| {
+            let dir = root.join(dir);
+            !dir.join("__init__.py").is_file() && !python_files(&dir, is_test_file).is_empty()
+        })
+        .collect();
+    let at_root = !python_files(root, is_test_file).is_empty()
+        || ["tests", "test"]
+            .iter()
+            .any(|d| root.join(d).join("__init__.py").is_file());
+    let mut lines = Vec::new();
+    if at_root || folders.is_empty() {
+        lines.push(discover(None));
+    }
+    lines.extend(folders.into_iter().map(|d| discover(Some(d))));
+    lines
 }
 
 /// Which phase a command belongs to.
@@ -163,8 +219,8 @@ pub fn checks(root: &Path, config: &Config, runner: &dyn ProcessRunner) -> Check
     if kind == ProjectKind::Unknown && commands.is_empty() {
         notes.push(
             "no check or test command: the project kind is unknown (no Cargo.toml, go.mod, \
-             package.json, tsconfig.json or pyproject.toml at the root); set [develop.checks] \
-             check and test"
+             package.json, tsconfig.json or pyproject.toml at the root, and no Python files); \
+             set [develop.checks] check and test"
                 .to_owned(),
         );
     }
@@ -216,7 +272,10 @@ fn defaults(
             if installed("pytest") {
                 vec![("pytest -q".into(), true)]
             } else {
-                vec![(format!("{} -m unittest discover -q", python()), false)]
+                unittest_lines(root, &python())
+                    .into_iter()
+                    .map(|line| (line, false))
+                    .collect()
             }
         }
         (ProjectKind::TypeScript, CheckKind::Check) => vec![("tsc --noEmit".into(), false)],
@@ -290,7 +349,7 @@ mod tests {
             lines(&checks(root, &config, &bare)),
             [
                 "check: python3 -m compileall -q .",
-                "test: python3 -m unittest discover -q"
+                "test: python3 -m unittest discover -q -p '*test*.py'"
             ]
         );
         let rich = Tools(vec!["python3", "ruff", "pytest"]);

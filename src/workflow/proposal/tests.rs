@@ -293,10 +293,10 @@ fn sync_rebases_onto_a_text_typed_during_the_run() {
     assert!(store.hunks(id, path()).is_empty());
 }
 
-/// b and c both change: two hunks.
+/// a and c both change: two hunks (seven unchanged lines apart, more than 2 × 3).
 fn two_hunks() -> (String, Proposal) {
     let new = ORIGINAL
-        .replace("    2\n", "    22\n")
+        .replace("    1\n", "    11\n")
         .replace("    3\n", "    33\n");
     let p = proposal(ORIGINAL, &new);
     (new, p)
@@ -315,7 +315,7 @@ fn accepting_one_hunk_applies_it_and_rebases_the_other() {
         .unwrap();
     assert_eq!(files[0].replacements.len(), 1);
     let after = apply(ORIGINAL, &files[0]);
-    assert_eq!(after, ORIGINAL.replace("    2\n", "    22\n"));
+    assert_eq!(after, ORIGINAL.replace("    1\n", "    11\n"));
     // Hidden while the editor applies it.
     assert_eq!(store.live_hunks(id), 1);
     assert!(!store.accepted(id), "hunk 2 is still pending");
@@ -329,7 +329,7 @@ fn accepting_one_hunk_applies_it_and_rebases_the_other() {
     assert_eq!(&after[left[0].range.clone()], "    3\n");
     assert_eq!(store.proposed_text(id, path()).unwrap(), new);
     assert!(store.current_diff(id).unwrap().contains("+    33"));
-    assert!(!store.current_diff(id).unwrap().contains("+    22"));
+    assert!(!store.current_diff(id).unwrap().contains("+    11"));
     // Accepting the rest finishes the proposal when its change arrives.
     let files = store
         .begin_accept(id, Some(2), |_| Some((after.clone(), Some(4))))
@@ -388,7 +388,7 @@ fn rejecting_hunks_one_by_one_ends_the_proposal() {
     assert!(!done);
     assert_eq!(
         store.proposed_text(id, path()).unwrap(),
-        ORIGINAL.replace("    2\n", "    22\n")
+        ORIGINAL.replace("    1\n", "    11\n")
     );
     // The record keeps what is left.
     let record = store.record(id).unwrap();
@@ -425,7 +425,7 @@ fn a_stored_proposal_comes_back_as_it_was_moved_or_stale() {
         format!("// header\n{new}")
     );
     // The target edited since: stale, and nothing to apply.
-    let edited = ORIGINAL.replace("    2\n", "    7\n");
+    let edited = ORIGINAL.replace("    3\n", "    7\n");
     let mut store = Proposals::new();
     let id = store.restore(&stored, |_| Some((edited.clone(), None)));
     assert!(
@@ -441,4 +441,70 @@ fn a_stored_proposal_comes_back_as_it_was_moved_or_stale() {
     assert!(store.stale(id).unwrap().contains("no longer exists"));
     // New ids never collide with restored ones.
     assert!(next_id() > 41);
+}
+
+/// Changes at most 2 × 3 unchanged lines apart are one hunk (as a unified diff has them), and
+/// the hunk's diff reads as the text it makes: the lines it keeps are context in place.
+#[test]
+fn changes_close_together_are_one_hunk_that_reads_as_its_result() {
+    let original = "import os\n\n\n# patchwise: add a docstring to greet\ndef greet(name):\n    return f\"hi {name}\"\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n\n\ndef c():\n    return 3\n";
+    let new = original
+        .replace("# patchwise: add a docstring to greet\n", "")
+        .replace(
+            "def greet(name):\n",
+            "def greet(name):\n    \"\"\"Greets NAME.\"\"\"\n",
+        )
+        .replace("    return 3\n", "    return 33\n");
+    let mut store = Proposals::new();
+    let id = store.add(proposal(original, &new));
+    let hunks = store.hunks(id, path());
+    assert_eq!(hunks.len(), 2, "{hunks:#?}");
+    assert_eq!(
+        hunks[0].diff,
+        "@@ -1,8 +1,8 @@\n import os\n \n \n-# patchwise: add a docstring to greet\n def greet(name):\n+    \"\"\"Greets NAME.\"\"\"\n     return f\"hi {name}\"\n \n \n"
+    );
+    assert!(
+        hunks[1].diff.contains("-    return 3\n+    return 33\n"),
+        "{}",
+        hunks[1].diff
+    );
+    // Each accepts on its own.
+    let files = store
+        .begin_accept(id, Some(1), |_| Some((original.to_owned(), Some(3))))
+        .unwrap();
+    let after = apply(original, &files[0]);
+    assert_eq!(after, new.replace("    return 33\n", "    return 3\n"));
+}
+
+/// A client that applies an Accept code action's edit itself reports only the change: the
+/// hunks it applied are done, the others stay, and a proposal with none left is finished.
+#[test]
+fn hunks_the_client_applied_itself_are_done() {
+    let new = ORIGINAL
+        .replace("    1\n", "    10\n")
+        .replace("    3\n", "    30\n");
+    let mut store = Proposals::new();
+    let id = store.add(proposal(ORIGINAL, &new));
+    let files = store
+        .accept_replacements(id, Some(2), |_| Some((ORIGINAL.to_owned(), Some(3))))
+        .unwrap();
+    // Nothing is hidden until the change arrives.
+    assert_eq!(store.live_hunks(id), 2);
+    let after = apply(ORIGINAL, &files[0]);
+    assert!(
+        store
+            .on_change(
+                path(),
+                &[Replacement::new(0..ORIGINAL.len(), after.clone())]
+            )
+            .is_empty()
+    );
+    let left = store.hunks(id, path());
+    assert_eq!(left.iter().map(|h| h.n).collect::<Vec<_>>(), [1]);
+    assert!(store.take_finished().is_empty());
+    // The last one typed by the user (the same text) finishes the proposal.
+    let at_one = at(&after, "    1\n");
+    let change = Replacement::new(at_one..at_one + 6, "    10\n");
+    assert!(store.on_change(path(), &[change]).is_empty());
+    assert_eq!(store.take_finished(), [id]);
 }

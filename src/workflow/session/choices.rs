@@ -37,9 +37,14 @@ pub enum ChoiceArgument {
         instruction: Option<String>,
         remove_instruction_comment: bool,
     },
-    /// `{request?, uri}` with the request's document: a develop run over the workspace. Without
-    /// a request the client asks the user for it ("Develop…", as for "Edit selection…").
-    Develop { request: Option<String> },
+    /// `{request?, uri, removeInstructionComment?}` with the request's document: a develop run
+    /// over the workspace. Without a request the client asks the user for it ("Develop…", as
+    /// for "Edit selection…"); `remove_comment` (a request from a `patchwise develop:` comment):
+    /// the proposal also drops that comment, as "Apply instruction" does its own.
+    Develop {
+        request: Option<String>,
+        remove_comment: bool,
+    },
 }
 
 /// One code action.
@@ -152,27 +157,45 @@ pub fn code_actions(
     let start = range.start.min(doc.len_bytes());
     let line = doc.rope.byte_to_line(start);
     let text = doc.rope.line(line).to_string();
+    let line_start = doc.rope.line_to_byte(line);
+    let line_end = line_start + text.trim_end_matches(['\n', '\r']).len();
+    // A comment whose proposal is pending is not offered again: that would be a second run
+    // for the same comment.
+    let pending = |request: &str| {
+        proposals.for_path(path).iter().any(|p| {
+            proposals.stale(p.id).is_none()
+                && (p.instruction.trim() == request
+                    || proposals.hunks(p.id, path).iter().any(|h| {
+                        h.range.start < line_end.max(line_start + 1) && line_start < h.range.end
+                    }))
+        })
+    };
     if let Some(instruction) = instruction_comment(&text) {
-        let line_start = doc.rope.line_to_byte(line);
-        let line_end = line_start + text.trim_end_matches(['\n', '\r']).len();
-        out.push(Choice {
-            title: format!("Apply instruction: {}", one_line(&instruction)),
-            kind: ChoiceKind::RefactorRewrite,
-            command: Command::Edit,
-            argument: ChoiceArgument::Target {
-                range: line_start..line_end,
-                instruction: Some(instruction),
-                remove_instruction_comment: true,
-            },
-            fixes: None,
-        });
-    } else if let Some(request) = develop_comment(&text) {
+        if pending(&instruction) {
+            // Accept, reject or show its proposal instead (offered above).
+        } else {
+            out.push(Choice {
+                title: format!("Apply instruction: {}", one_line(&instruction)),
+                kind: ChoiceKind::RefactorRewrite,
+                command: Command::Edit,
+                argument: ChoiceArgument::Target {
+                    range: line_start..line_end,
+                    instruction: Some(instruction),
+                    remove_instruction_comment: true,
+                },
+                fixes: None,
+            });
+        }
+    } else if let Some(request) = develop_comment(&text)
+        && !pending(&request)
+    {
         out.push(Choice {
             title: format!("Develop: {}", one_line(&request)),
             kind: ChoiceKind::RefactorRewrite,
             command: Command::Develop,
             argument: ChoiceArgument::Develop {
                 request: Some(request),
+                remove_comment: true,
             },
             fixes: None,
         });
@@ -217,7 +240,10 @@ pub fn code_actions(
             title: Command::Develop.title().to_owned(),
             kind: ChoiceKind::RefactorRewrite,
             command: Command::Develop,
-            argument: ChoiceArgument::Develop { request: None },
+            argument: ChoiceArgument::Develop {
+                request: None,
+                remove_comment: false,
+            },
             fixes: None,
         });
     }
@@ -335,8 +361,17 @@ pub fn instruction_comment(line: &str) -> Option<String> {
 /// `line` without its instruction comment: empty when the comment was the whole line, else the
 /// code before it (keeping the line ending).
 pub fn strip_instruction_comment(line: &str) -> String {
+    strip_comment(&INSTRUCTION, line)
+}
+
+/// `line` without its develop comment, as [`strip_instruction_comment`].
+pub fn strip_develop_comment(line: &str) -> String {
+    strip_comment(&DEVELOP, line)
+}
+
+fn strip_comment(pattern: &Regex, line: &str) -> String {
     let ending = &line[line.trim_end_matches(['\n', '\r']).len()..];
-    let Some(found) = INSTRUCTION.find(line.trim_end_matches(['\n', '\r'])) else {
+    let Some(found) = pattern.find(line.trim_end_matches(['\n', '\r'])) else {
         return line.to_owned();
     };
     let code = line[..found.start()].trim_end();
@@ -458,7 +493,10 @@ mod tests {
         assert_eq!(choices[3].command, Command::Develop);
         assert_eq!(
             choices[3].argument,
-            ChoiceArgument::Develop { request: None }
+            ChoiceArgument::Develop {
+                request: None,
+                remove_comment: false
+            }
         );
         let without = code_actions(
             &Proposals::default(),
@@ -497,7 +535,8 @@ mod tests {
                 kind: ChoiceKind::RefactorRewrite,
                 command: Command::Develop,
                 argument: ChoiceArgument::Develop {
-                    request: Some("add a --json flag".into())
+                    request: Some("add a --json flag".into()),
+                    remove_comment: true,
                 },
                 fixes: None,
             }]

@@ -11,7 +11,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::choices::{instruction_comment, strip_instruction_comment};
+use super::choices::{
+    develop_comment, instruction_comment, strip_develop_comment, strip_instruction_comment,
+};
 use super::runs::RunHandle;
 use crate::config::Config;
 use crate::model::ModelRouter;
@@ -151,35 +153,68 @@ pub fn adopt(
 /// Drops the instruction comment line from the proposal's new text of `path`, when it is there
 /// exactly once (the "Apply instruction" action promises the comment goes away).
 pub fn without_instruction_comment(proposal: Proposal, path: &Path, instruction: &str) -> Proposal {
+    let is_it = |l: &str| instruction_comment(l).as_deref() == Some(instruction);
+    without_comment(proposal, path, None, &is_it, strip_instruction_comment)
+}
+
+/// Drops the `patchwise develop: <request>` comment a develop run started from, as "Apply
+/// instruction" drops its comment: from the proposal's new text of `path` when the proposal
+/// changes that file, else as a change of its own to the file's text `now` (the open buffer
+/// the comment is in, with its version and the path shown in diffs). Only when the comment is
+/// there exactly once.
+pub fn without_develop_comment(
+    proposal: Proposal,
+    path: &Path,
+    request: &str,
+    now: Option<(String, Option<i32>, String)>,
+) -> Proposal {
+    let is_it = |l: &str| develop_comment(l).as_deref() == Some(request);
+    without_comment(proposal, path, now, &is_it, strip_develop_comment)
+}
+
+/// `text` with the one line that `is_it` picks stripped by `strip`; `None` when no line or
+/// several lines are picked.
+fn strip_once(
+    text: &str,
+    is_it: &dyn Fn(&str) -> bool,
+    strip: fn(&str) -> String,
+) -> Option<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let hits: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| is_it(l))
+        .map(|(i, _)| i)
+        .collect();
+    let [only] = hits[..] else {
+        return None;
+    };
+    Some(
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| if i == only { strip(l) } else { (*l).to_owned() })
+            .collect(),
+    )
+}
+
+fn without_comment(
+    proposal: Proposal,
+    path: &Path,
+    now: Option<(String, Option<i32>, String)>,
+    is_it: &dyn Fn(&str) -> bool,
+    strip: fn(&str) -> String,
+) -> Proposal {
     let mut files = Vec::new();
     let mut changed = false;
     for file in &proposal.files {
-        if file.path != path {
-            files.push(file.clone());
-            continue;
-        }
-        let lines: Vec<&str> = file.new_text.split_inclusive('\n').collect();
-        let hits: Vec<usize> = lines
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| instruction_comment(l).as_deref() == Some(instruction))
-            .map(|(i, _)| i)
-            .collect();
-        let [only] = hits[..] else {
+        let stripped = (file.path == path)
+            .then(|| strip_once(&file.new_text, is_it, strip))
+            .flatten();
+        let Some(text) = stripped else {
             files.push(file.clone());
             continue;
         };
-        let text: String = lines
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                if i == only {
-                    strip_instruction_comment(l)
-                } else {
-                    (*l).to_owned()
-                }
-            })
-            .collect();
         files.push(ProposalFile::new(
             file.path.clone(),
             file.display_path.clone(),
@@ -187,6 +222,20 @@ pub fn without_instruction_comment(proposal: Proposal, path: &Path, instruction:
             file.created,
             file.original.clone(),
             text,
+        ));
+        changed = true;
+    }
+    if !proposal.files.iter().any(|f| f.path == path)
+        && let Some((text, version, display_path)) = now
+        && let Some(stripped) = strip_once(&text, is_it, strip)
+    {
+        files.push(ProposalFile::new(
+            path.to_path_buf(),
+            display_path,
+            version,
+            false,
+            text,
+            stripped,
         ));
         changed = true;
     }
@@ -258,6 +307,56 @@ mod tests {
         );
         let kept = without_instruction_comment(twice.clone(), Path::new("/w/a.rs"), "add one");
         assert_eq!(kept, twice);
+    }
+
+    #[test]
+    fn the_develop_comment_goes_away_from_the_proposal_or_as_a_change_of_its_own() {
+        let text = "// patchwise develop: add a flag\nfn main() {}\n";
+        let other = ProposalFile::new(
+            PathBuf::from("/w/src/lib.rs"),
+            "src/lib.rs".into(),
+            None,
+            false,
+            "".into(),
+            "pub fn flag() {}\n".into(),
+        );
+        let proposal = Proposal::new("add a flag", vec![other], "m", 1, "develop");
+        let now = Some((text.to_owned(), Some(4), "src/main.rs".to_owned()));
+        let out = without_develop_comment(
+            proposal.clone(),
+            Path::new("/w/src/main.rs"),
+            "add a flag",
+            now.clone(),
+        );
+        assert_eq!(out.files.len(), 2);
+        assert_eq!(out.files[1].new_text, "fn main() {}\n");
+        assert_eq!(out.files[1].base_version, Some(4));
+        assert!(
+            out.diff.contains("-// patchwise develop: add a flag\n"),
+            "{}",
+            out.diff
+        );
+        // The file the proposal changes loses the comment there.
+        let main = ProposalFile::new(
+            PathBuf::from("/w/src/main.rs"),
+            "src/main.rs".into(),
+            Some(4),
+            false,
+            text.into(),
+            text.replace("{}", "{ flag(); }"),
+        );
+        let proposal = Proposal::new("add a flag", vec![main], "m", 1, "develop");
+        let out = without_develop_comment(proposal, Path::new("/w/src/main.rs"), "add a flag", now);
+        assert_eq!(out.files.len(), 1);
+        assert_eq!(out.files[0].new_text, "fn main() { flag(); }\n");
+        // Another request's comment stays.
+        let kept = without_develop_comment(
+            Proposal::new("other", Vec::new(), "m", 1, "develop"),
+            Path::new("/w/src/main.rs"),
+            "something else",
+            Some((text.to_owned(), Some(4), "src/main.rs".to_owned())),
+        );
+        assert!(kept.files.is_empty());
     }
 
     #[test]
