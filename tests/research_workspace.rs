@@ -444,9 +444,11 @@ fn citations_that_do_not_hold_are_repaired_before_the_report() {
     let synthesis = run["synthesis"].as_str().unwrap();
     assert_eq!(run["synthesis_kind"], "model", "{synthesis}");
     assert_eq!(run["status"], "complete");
-    assert_eq!(
-        synthesis,
-        "When the cache is full it evicts the least recently used entry first [1] (re-cited). Every write is first appended to the write-ahead log and flushed with `fsync` before the write is acknowledged [2]. Only then is the in-memory table updated [2]."
+    assert!(
+        synthesis.starts_with(
+        "When the cache is full it evicts the least recently used entry first [1] (re-cited). Every write is first appended to the write-ahead log and flushed with `fsync` before the write is acknowledged [2]. Only then is the in-memory table updated [2].\n\n*The model's answer has no supported sentence about \u{201c}how are requests retried\u{201d}; quoted from the sources:*"
+        ),
+        "{synthesis}"
     );
     assert_eq!(
         run["support"]["share"].as_f64(),
@@ -482,7 +484,7 @@ fn an_answer_no_passage_supports_falls_back_to_an_extractive_answer_per_part() {
     let synthesis = run["synthesis"].as_str().unwrap();
     assert!(
         synthesis.starts_with(
-            "*Extractive synthesis — no passage supports any of the 3 claims of the model's answer"
+            "*Extractive synthesis — no passage supports any of the"
         ),
         "{synthesis}"
     );

@@ -159,10 +159,18 @@ mod tests {
         assert_eq!(parts[1].stems, vec!["keep", "insertion", "order"]);
         assert_eq!(
             answered_by(
-                "Sets are unordered collections with no duplicate elements.",
+                "A set answers membership tests faster than a list.",
                 &parts
             ),
             vec![0]
+        );
+        // `unordered` holds `order`: the sentence answers the second part.
+        assert_eq!(
+            answered_by(
+                "Sets are unordered collections with no duplicate elements.",
+                &parts
+            ),
+            vec![1]
         );
         assert_eq!(
             answered_by(
