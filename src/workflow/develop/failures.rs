@@ -130,6 +130,8 @@ fn unittest(output: &str) -> Option<Vec<TestFailure>> {
         let mut j = i + 1;
         let mut at = None;
         let mut tail: Vec<String> = Vec::new();
+        // The deepest frame outside the tests: where an error (not an assertion) was raised.
+        let mut raised: Option<String> = None;
         if lines.get(j).is_some_and(|l| l.starts_with("-----")) {
             j += 1;
         }
@@ -146,6 +148,13 @@ fn unittest(output: &str) -> Option<Vec<TestFailure>> {
                     .unwrap_or(0);
                 if is_test_path(path) {
                     at = Some((path.to_owned(), n));
+                    raised = None;
+                } else if !path.contains("/unittest/") && !path.contains("site-packages") {
+                    let function = rest.split_once(", in ").map_or("", |(_, f)| f.trim());
+                    let source = lines.get(j + 1).map_or("", |l| l.trim());
+                    raised = Some(format!(
+                        "raised in {path}, line {n}, in {function}: {source}"
+                    ));
                 }
                 tail.clear();
             } else if !t.is_empty()
@@ -163,9 +172,11 @@ fn unittest(output: &str) -> Option<Vec<TestFailure>> {
             .skip_while(|l| l.starts_with("    "))
             .cloned()
             .collect();
+        let mut message = if message.is_empty() { tail } else { message };
+        message.extend(raised);
         out.push(TestFailure {
             name: name.trim().to_owned(),
-            message: if message.is_empty() { tail } else { message },
+            message,
             at,
             source: Vec::new(),
         });
@@ -438,6 +449,16 @@ mod tests {
             })
             .collect();
         let text = describe(&many, &no_files, 2000);
+        let error = "E\n======================================================================\nERROR: test_items_below (tests.test_core.CoreTest.test_items_below)\n----------------------------------------------------------------------\nTraceback (most recent call last):\n  File \"/ws/tests/test_core.py\", line 15, in test_items_below\n    self.assertEqual(items_below(self.items), [\"nut\"])\n                     ^^^^^^^^^^^^^^^^^^^^^^\n  File \"/ws/inventory/core.py\", line 20, in items_below\n    return sorted(item.name for item in items if item.quantity < threshold)\n                                        ^^^^^\nNameError: name 'items' is not defined\n\n----------------------------------------------------------------------\nRan 3 tests in 0.001s\n";
+        let f = parse(error).unwrap();
+        assert_eq!(
+            f[0].message,
+            [
+                "NameError: name 'items' is not defined",
+                "raised in /ws/inventory/core.py, line 20, in items_below: return sorted(item.name for item in items if item.quantity < threshold)"
+            ]
+        );
+        assert_eq!(f[0].at, Some(("/ws/tests/test_core.py".to_owned(), 15)));
         assert!(text.contains("Also failing: t3, t4"), "{text}");
     }
 }
