@@ -645,3 +645,61 @@ async fn typescript_checks_with_tsc_and_verifies_with_npm_test() {
 async fn a_missing_tool_is_a_warning() {
     scenario("typescript_missing_tsc_is_a_warning").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_answered_with_the_whole_file_takes_no_planner_call() {
+    let (run, _) = scenario("rewrite_whole_file_answer").await;
+    let proposal = run.outcome.proposal.as_ref().unwrap();
+    // The stub's first line is kept: the change starts after it.
+    assert!(
+        proposal
+            .diff
+            .contains(" def primes(limit):\n-    pass\n+    found = []"),
+        "{}",
+        proposal.diff
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_files_named_above_their_fences_are_two_minimal_changes() {
+    let (run, _) = scenario("rewrite_two_files_named_above_fences").await;
+    let proposal = run.outcome.proposal.as_ref().unwrap();
+    let core = proposal
+        .files
+        .iter()
+        .find(|f| f.display_path == "inventory/core.py")
+        .unwrap();
+    // Only the renamed line differs from the file.
+    let original = std::fs::read_to_string(fixtures().join("python/inventory/core.py")).unwrap();
+    assert_eq!(core.new_text, original.replace("low_stock", "items_below"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_path_missing_from_the_tree_is_mapped_or_sent_back() {
+    scenario("plan_paths_grounded_in_the_tree").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_whose_check_passes_is_not_done_until_its_test_is_there() {
+    scenario("step_not_done_when_only_the_check_passes").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_tests_are_fed_back_as_assertions_and_test_lines() {
+    scenario("test_failures_fed_back_as_assertions").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_as_text_then_a_block_is_applied() {
+    scenario("rewrite_text_tool_call_then_block").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untouched_stub_and_a_duplicate_definition_are_refused() {
+    scenario("rewrite_stub_left_and_duplicate_refused").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_rewrites_two_files_in_one_answer() {
+    scenario("qwen_whole_files_in_one_answer").await;
+}

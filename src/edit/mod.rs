@@ -20,6 +20,7 @@ mod refusal;
 mod rewrite;
 pub mod streamed;
 pub mod text;
+pub mod whole;
 
 use std::fmt;
 use std::ops::Range;
@@ -34,7 +35,7 @@ pub use self::ledger::Ledger;
 pub use self::locate::Pass;
 pub use self::ops::{Operation, apply, apply_batch};
 pub use self::refusal::{Refusal, RefusalKind};
-pub use self::rewrite::rewrite_lines;
+pub use self::rewrite::{rewrite_lines, rewrite_whole};
 
 /// Options of a replace.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

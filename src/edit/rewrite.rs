@@ -28,6 +28,27 @@ pub fn rewrite_lines(
     lines: RangeInclusive<usize>,
     block: &str,
 ) -> Result<Applied, Refusal> {
+    rewrite(text, lines, block, None)
+}
+
+/// Replaces all of `text` with `block`, the model's complete new version of the file (`path`
+/// names it in refusals), as the smallest change that does it: the answer of a develop step
+/// that rewrites whole files (`docs/develop.md`, "Steps that rewrite"). Unlike
+/// [`rewrite_lines`] the block may be much longer than the file (a stub implemented), but a
+/// block that keeps less than half of a file's lines without starting and ending like it is
+/// still a fragment and refused.
+pub fn rewrite_whole(text: &str, path: &str, block: &str) -> Result<Applied, Refusal> {
+    let n = FileIndex::new(text).lines().len().max(1);
+    rewrite(text, 1..=n, block, Some(path))
+}
+
+/// `whole`: the file's path when `lines` are all of it.
+fn rewrite(
+    text: &str,
+    lines: RangeInclusive<usize>,
+    block: &str,
+    whole: Option<&str>,
+) -> Result<Applied, Refusal> {
     let file = FileIndex::new(text);
     let n = file.lines().len();
     let (start, end) = (*lines.start(), *lines.end());
@@ -42,19 +63,26 @@ pub fn rewrite_lines(
     let block = stripped.as_deref().unwrap_or(block);
     let (raw, _) = text::snippet_lines(block);
     let raw: Vec<&str> = trim_blank_edges(&raw);
-    let raw = trim_echoed_context(&file, start, end, &target, raw);
+    let raw = match whole {
+        Some(_) => raw,
+        None => trim_echoed_context(&file, start, end, &target, raw),
+    };
+    let what = match whole {
+        Some(path) => format!("file {path}"),
+        None => format!("text of lines {start}-{end}"),
+    };
     if raw.iter().all(|l| is_blank(l)) {
         return Err(Refusal::new(
             RefusalKind::Misaligned,
             format!(
-                "the code block is empty; answer with the complete new text of lines \
-                 {start}-{end} in one code block (to delete them, say so in words)"
+                "the code block is empty; answer with the complete new {what} in one code block \
+                 (to delete lines, say so in words)"
             ),
         ));
     }
-    check_elision(&target, &raw, start, end)?;
+    check_elision(&target, &raw, &what)?;
     let (new_lines, delta) = reindent(&file, &target, &raw);
-    check_lines_up(&target, &new_lines, start, end)?;
+    check_lines_up(&target, &new_lines, start, end, whole)?;
 
     // One replacement per run of changed lines; equal lines keep the file's bytes.
     let key = |l: &str| -> String {
@@ -114,8 +142,12 @@ pub fn rewrite_lines(
         return Err(Refusal::new(
             RefusalKind::NoOp,
             format!(
-                "the code block is the same as lines {start}-{end} as they are now, so nothing \
-                 would change; make the change the instruction asks for"
+                "the code block is the same as {} now, so nothing would change; make the \
+                 change the instruction asks for",
+                match whole {
+                    Some(path) => format!("{path} is"),
+                    None => format!("lines {start}-{end} as they are"),
+                }
             ),
         ));
     }
@@ -204,14 +236,14 @@ fn repeats<'a, 'b>(
 
 /// A block with `// ... existing code ...` where the target has none would write the marker
 /// over the code it stands for.
-fn check_elision(target: &[&str], block: &[&str], start: usize, end: usize) -> Result<(), Refusal> {
+fn check_elision(target: &[&str], block: &[&str], what: &str) -> Result<(), Refusal> {
     let had = target.iter().any(|l| text::is_elision_marker(l, false));
     match block.iter().find(|l| text::is_elision_marker(l, false)) {
         Some(marker) if !had => Err(Refusal::new(
             RefusalKind::Elision,
             format!(
                 "the code block leaves code out (`{}`), and writing it would delete that code; \
-                 answer with the complete new text of lines {start}-{end}, every line written out",
+                 answer with the complete new {what}, every line written out",
                 text::clip(marker.trim(), 60)
             ),
         )),
@@ -260,6 +292,7 @@ fn check_lines_up(
     block: &[String],
     start: usize,
     end: usize,
+    whole: Option<&str>,
 ) -> Result<(), Refusal> {
     let t: Vec<&str> = target
         .iter()
@@ -282,7 +315,8 @@ fn check_lines_up(
         .sum();
     let alike = |x: &str, y: &str| x == y || similarity(x, y) >= 0.6;
     let edges = alike(tf, bf) && alike(tl, bl);
-    let superset = b.len() > 3 * t.len() + 10;
+    // A whole file may grow without limit (a stub implemented); a region may not.
+    let superset = whole.is_none() && b.len() > 3 * t.len() + 10;
     let fragment = t.len() >= 3 && b.len() * 2 < t.len() && kept * 2 < t.len();
     let lines_up = (kept * 2 >= t.len() || edges || t.len() <= 2) && !fragment && !superset;
     if lines_up {
@@ -295,6 +329,13 @@ fn check_lines_up(
             b.len(),
             t.len()
         )
+    } else if let Some(path) = whole {
+        format!(
+            "the code block ({} non-blank lines) keeps too little of {path} ({} non-blank \
+             lines): it looks like a part of the file, and writing it would delete the rest",
+            b.len(),
+            t.len()
+        )
     } else {
         format!(
             "the code block ({} non-blank lines) does not line up with lines {start}-{end} ({} \
@@ -303,15 +344,18 @@ fn check_lines_up(
             t.len()
         )
     };
-    Err(Refusal::new(
-        RefusalKind::Misaligned,
-        format!(
+    let whole_text = match whole {
+        Some(path) => format!(
+            "{what}; answer with the complete new file {path}, every line of it, in one code block"
+        ),
+        None => format!(
             "{what}; answer with the complete new text of lines {start}-{end}, from `{}` to `{}`, \
              in one code block",
             text::clip(tf, 60),
             text::clip(tl, 60)
         ),
-    ))
+    };
+    Err(Refusal::new(RefusalKind::Misaligned, whole_text))
 }
 
 #[cfg(test)]
@@ -355,6 +399,36 @@ mod tests {
             a.text
         );
         assert_eq!(a.text.matches("class A:").count(), 1);
+    }
+
+    #[test]
+    fn a_whole_file_may_grow_and_keeps_its_bytes() {
+        let stub = "import math\r\n\r\ndef primes(limit):\r\n    pass\r\n";
+        let block = "import math\n\ndef primes(limit):\n    out = []\n    for n in range(2, limit + 1):\n        if all(n % p for p in out):\n            out.append(n)\n    return out\n";
+        let a = rewrite_whole(stub, "sieve.py", block).unwrap();
+        assert!(
+            a.text
+                .starts_with("import math\r\n\r\ndef primes(limit):\r\n    out = []\r\n"),
+            "{:?}",
+            a.text
+        );
+        assert!(a.text.ends_with("    return out\r\n"), "{:?}", a.text);
+        // The first lines are the file's own bytes: one replacement, after them.
+        assert_eq!(a.located[0].replacements.len(), 1, "{:?}", a.located);
+        let long: String = (0..40).map(|i| format!("x{i} = {i}\n")).collect();
+        let r = rewrite_whole(&long, "big.py", "def only_new():\n    return 1\n").unwrap_err();
+        assert_eq!(r.kind, RefusalKind::Misaligned, "{}", r.message);
+        assert!(
+            r.message.contains("complete new file big.py"),
+            "{}",
+            r.message
+        );
+        let same = rewrite_whole(
+            stub,
+            "sieve.py",
+            "import math\n\ndef primes(limit):\n    pass\n",
+        );
+        assert_eq!(same.unwrap_err().kind, RefusalKind::NoOp);
     }
 
     #[test]

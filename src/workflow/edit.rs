@@ -21,7 +21,7 @@
 //! It never writes: the result is a proposal, and nothing reaches the disk or the editor until
 //! the user accepts it. It never sees protocol types. Cancelling the token ends the run promptly.
 
-mod prompt;
+pub(crate) mod prompt;
 mod target;
 
 use std::collections::HashSet;
@@ -532,15 +532,10 @@ impl<'a> Run<'a> {
     /// The protocol to start with: the run's option, else `[models.X] edit_format` of the
     /// model (`provider/model`, or the model alone), else `auto`.
     fn edit_format(&self, model: &str) -> EditFormat {
-        if let Some(f) = self.ctx.options.edit_format {
-            return f;
+        match self.ctx.options.edit_format {
+            Some(f) => f,
+            None => configured_format(&self.ctx.config, model),
         }
-        let (provider, name) = model.split_once('/').unwrap_or(("", model));
-        self.ctx
-            .config
-            .model_settings(provider, name)
-            .edit_format
-            .unwrap_or_default()
     }
 
     async fn models(
@@ -1571,6 +1566,16 @@ enum BlockError {
     Refused(String),
 }
 
+/// `[models."NAME"] edit_format` of `model` (`provider/model`, or the model alone), else
+/// `auto`: how an edit, and a develop step, asks this model for a change.
+pub(crate) fn configured_format(config: &Config, model: &str) -> EditFormat {
+    let (provider, name) = model.split_once('/').unwrap_or(("", model));
+    config
+        .model_settings(provider, name)
+        .edit_format
+        .unwrap_or_default()
+}
+
 /// Whether an instruction asks for something new to be made (a file it names that does not
 /// exist is then one to create).
 fn asks_to_create(instruction: &str) -> bool {
@@ -1585,7 +1590,7 @@ fn asks_to_create(instruction: &str) -> bool {
 
 /// Words of an instruction that look like file paths: a known extension (`src/big.rs`,
 /// `ci.yml`, `README.md`), quotes and trailing punctuation removed, no URLs.
-fn named_paths(instruction: &str) -> Vec<&str> {
+pub(crate) fn named_paths(instruction: &str) -> Vec<&str> {
     const TEXT_EXTENSIONS: [&str; 10] = [
         "md", "markdown", "txt", "yaml", "yml", "html", "css", "sh", "csv", "xml",
     ];

@@ -2,6 +2,11 @@
 //! the files the request's words point at, may call the read-only tools for a bounded number of
 //! rounds, and answers with a numbered plan; an answer that is not a plan is retried once with the
 //! parse error. Planning never changes a file: any other tool call is answered with an error.
+//!
+//! A plan is grounded in the tree (`docs/develop.md`, "Plans grounded in the workspace"): a
+//! request that names its files, or a workspace with one source file beside its tests, needs no
+//! planner; a path the tree does not have is mapped to the one file with its name, or sent back
+//! once with the tree unless the step says to create it.
 
 use serde_json::json;
 
@@ -13,6 +18,11 @@ use super::{DevelopFailure, EXPLORE, PLAN, Run, push_results};
 
 impl Run<'_> {
     pub(super) async fn plan(&mut self) -> Result<Plan, DevelopFailure> {
+        if let Some((plan, why)) = self.direct_plan() {
+            self.report.planned = Some(why.clone());
+            self.report_progress(format!("plan: {why}"), PLAN);
+            return Ok(plan);
+        }
         self.report_progress("explore: reading the workspace", EXPLORE);
         let first = self.explore_prompt();
         let planner = self.roles().planner.clone();
@@ -77,8 +87,16 @@ impl Run<'_> {
                     // Exploring is over: the retry must be the plan itself.
                     rounds = self.ctx.options.explore_rounds;
                     messages.push(Message::assistant(answer));
+                    // A path not in the tree: the tree again, next to the error.
+                    let tree = match &error {
+                        PlanError::Missing { .. } => format!(
+                            "The files of the workspace:\n{}\n\n",
+                            crate::edit::text::clip(self.workspace_files().join("\n").trim(), 3000)
+                        ),
+                        _ => String::new(),
+                    };
                     messages.push(Message::user(format!(
-                        "Your plan could not be read: {error}.\n\n{}",
+                        "Your plan could not be read: {error}.\n\n{tree}{}",
                         plan::shape()
                     )));
                 }
@@ -92,45 +110,135 @@ impl Run<'_> {
         }
     }
 
-    fn parse_plan(&mut self, answer: &str) -> Result<Plan, PlanError> {
+    /// Workspace-relative paths of the files in the tree (.gitignore-aware, at most 5,000).
+    pub(super) fn workspace_files(&mut self) -> Vec<String> {
         let root = self.root();
         let s = self.session();
-        let files: Vec<String> =
-            s.fs.walk(&root, 5000)
-                .0
-                .into_iter()
-                .filter_map(|e| {
-                    e.path
-                        .strip_prefix(&root)
-                        .ok()
-                        .map(|p| p.to_string_lossy().replace('\\', "/"))
-                })
-                .collect();
-        let known = |w: &str| -> Option<String> {
-            if files.iter().any(|f| f == w) {
-                return Some(w.to_owned());
-            }
-            // A bare name (`lib.rs`) or a path missing its first directories.
-            let suffix = format!("/{w}");
-            let mut matches = files.iter().filter(|f| f.ends_with(&suffix));
-            match (matches.next(), matches.next()) {
-                (Some(only), None) => Some(only.clone()),
-                _ => None,
-            }
-        };
-        let plan = plan::parse(answer, &known)?;
-        // Paths must stay in the workspace.
+        s.fs.walk(&root, 5000)
+            .0
+            .into_iter()
+            .filter_map(|e| {
+                e.path
+                    .strip_prefix(&root)
+                    .ok()
+                    .map(|p| p.to_string_lossy().replace('\\', "/"))
+            })
+            .collect()
+    }
+
+    fn parse_plan(&mut self, answer: &str) -> Result<Plan, PlanError> {
+        let files = self.workspace_files();
+        let known = |w: &str| known_path(&files, w);
+        let mut plan = plan::parse(answer, &known)?;
+        // A step says the path it works on as the tree has it (`src/core.py` was mapped to
+        // `inventory/core.py`): the coder reads the step's text.
+        for step in &mut plan.steps {
+            step.text = ground_text(&step.text, &files);
+        }
+        let request_creates = says_create(&self.request.request);
+        let request = self.request.request.clone();
+        let s = self.session();
         for step in &plan.steps {
             for f in &step.files {
-                if let Err(e) = s.sandbox.resolve(f, s.fs.as_ref()) {
-                    return Err(PlanError::NoFiles {
+                // Paths must stay in the workspace.
+                let resolved = match s.sandbox.resolve(f, s.fs.as_ref()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        return Err(PlanError::NoFiles {
+                            number: step.number,
+                            text: format!("{f}: {e}"),
+                        });
+                    }
+                };
+                // A path the tree does not have is a new file only when asked for
+                // (docs/develop.md, "Plans grounded in the workspace").
+                let exists = files.contains(f) || s.copy.exists(&resolved.abs, s.fs.as_ref());
+                // A new test file for a step that adds a test ("Add an integration test in
+                // `tests/counts.rs`") is a file to create as well.
+                let new_test = is_test_file(f) && super::rewrite::asks_for_test(&step.text);
+                let asked = request_creates
+                    || says_create(&step.text)
+                    || new_test
+                    || names_file(&request, f);
+                if !exists && !f.ends_with('/') && !asked {
+                    return Err(PlanError::Missing {
                         number: step.number,
-                        text: format!("{f}: {e}"),
+                        path: f.clone(),
                     });
                 }
             }
         }
         Ok(plan)
+    }
+
+    /// The plan of a request whose target is plain, without asking the planner
+    /// (`docs/develop.md`, "Plans grounded in the workspace"): one step on the files the
+    /// request names, or on the workspace's one source file beside its tests; then verify.
+    /// Returns the plan and why no planner was asked.
+    fn direct_plan(&mut self) -> Option<(Plan, String)> {
+        let files = self.workspace_files();
+        let creates = says_create(&self.request.request);
+        let mut named: Vec<String> = Vec::new();
+        let mut missing = false;
+        for w in crate::workflow::edit::named_paths(&self.request.request) {
+            let w = w.trim_start_matches("./");
+            if !crate::edit::whole::looks_like_path(w) {
+                continue;
+            }
+            let path = match known_path(&files, w) {
+                Some(p) => p,
+                None if creates && !w.ends_with('/') => w.to_owned(),
+                None => {
+                    missing = true;
+                    continue;
+                }
+            };
+            if !named.contains(&path) {
+                named.push(path);
+            }
+        }
+        let why = if !named.is_empty() && !missing {
+            format!(
+                "the request names its file{} ({}): one step, no planner call",
+                if named.len() == 1 { "" } else { "s" },
+                named.join(", ")
+            )
+        } else {
+            let sources: Vec<&String> = files
+                .iter()
+                .filter(|f| is_source(f) && !is_test_file(f))
+                .collect();
+            let tests = files
+                .iter()
+                .filter(|f| is_source(f) && is_test_file(f))
+                .count();
+            if sources.len() != 1 || tests == 0 {
+                return None;
+            }
+            named.push(sources[0].clone());
+            format!(
+                "the workspace has one source file ({}) beside its tests: one step, no planner \
+                 call",
+                sources[0]
+            )
+        };
+        let plan = Plan {
+            steps: vec![
+                plan::Step {
+                    number: 1,
+                    text: self.request.request.trim().to_owned(),
+                    files: named,
+                    verify: false,
+                },
+                plan::Step {
+                    number: 2,
+                    text: "Verify: run the checks and the tests".to_owned(),
+                    files: Vec::new(),
+                    verify: true,
+                },
+            ],
+        };
+        Some((plan, why))
     }
 
     fn explore_prompt(&mut self) -> Vec<Message> {
@@ -217,6 +325,128 @@ impl Run<'_> {
     }
 }
 
+/// The workspace file `w` names: itself, the one file it is the end of (`lib.rs`,
+/// `core/x.py`), or the one file with its name (`pangram.py` at the root for `src/pangram.py`),
+/// both test files or both not.
+pub(super) fn known_path(files: &[String], w: &str) -> Option<String> {
+    let w = w.trim_start_matches("./");
+    if files.iter().any(|f| f == w) {
+        return Some(w.to_owned());
+    }
+    let only = |mut it: std::vec::IntoIter<&String>| match (it.next(), it.next()) {
+        (Some(one), None) => Some(one.clone()),
+        _ => None,
+    };
+    let suffix = format!("/{w}");
+    let by_suffix: Vec<&String> = files.iter().filter(|f| f.ends_with(&suffix)).collect();
+    if !by_suffix.is_empty() {
+        return only(by_suffix.into_iter());
+    }
+    // By name only between files of the same kind: a new `tests/lib.rs` is not `src/lib.rs`.
+    let name = w.rsplit('/').next().unwrap_or(w);
+    let by_name: Vec<&String> = files
+        .iter()
+        .filter(|f| f.rsplit('/').next() == Some(name) && is_test_file(f) == is_test_file(w))
+        .collect();
+    only(by_name.into_iter())
+}
+
+/// `text` with each path it names that maps to another workspace file (`known_path`) written
+/// as the workspace has it.
+fn ground_text(text: &str, files: &[String]) -> String {
+    let delimiter = |c: char| c.is_whitespace() || "`'\"(),;*".contains(c);
+    let mut out = String::new();
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let core = word.trim_end_matches(['.', ':']);
+        let tail = &word[core.len()..];
+        let w = core.trim_start_matches("./");
+        match known_path(files, w) {
+            Some(real) if crate::edit::whole::looks_like_path(w) && real != w => {
+                out.push_str(&real);
+                out.push_str(tail);
+            }
+            _ => out.push_str(word),
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if delimiter(c) {
+            flush(&mut word, &mut out);
+            out.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+/// Whether the user's request names `path`: the path, its file name, or its stem as a word
+/// ("mention it in the README" names `README.md`). A path the user named is not invented.
+fn names_file(request: &str, path: &str) -> bool {
+    let request = request.to_lowercase();
+    let path = path.to_lowercase();
+    let name = path.rsplit('/').next().unwrap_or(&path);
+    let stem = name.split('.').next().unwrap_or(name);
+    request.contains(&path)
+        || request.contains(name)
+        || (stem.len() >= 3
+            && request
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == stem))
+}
+
+/// Whether a request or step says to create a file.
+pub(super) fn says_create(text: &str) -> bool {
+    let t = text.to_lowercase();
+    t.split(|c: char| !c.is_alphanumeric())
+        .any(|w| matches!(w, "create" | "creates" | "creating"))
+        || [
+            "new file",
+            "new module",
+            "new test file",
+            "new test module",
+            "new package",
+        ]
+        .iter()
+        .any(|p| t.contains(p))
+}
+
+/// A file of a programming language (not a manifest, document or data).
+pub(super) fn is_source(path: &str) -> bool {
+    const CODE: &[&str] = &[
+        "rs", "py", "ts", "tsx", "js", "jsx", "mjs", "cjs", "go", "java", "kt", "c", "h", "cc",
+        "cpp", "cs", "rb", "php", "swift", "lua", "ex", "exs", "zig",
+    ];
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.rsplit_once('.')
+        .is_some_and(|(stem, ext)| !stem.is_empty() && CODE.contains(&ext))
+        && !name.starts_with("__init__.")
+        && !path.starts_with("node_modules/")
+        && !path.contains("/node_modules/")
+        && !name.ends_with(".d.ts")
+        && !name.starts_with("conftest.")
+        && !name.starts_with("setup.")
+}
+
+/// A test file by its name or place (`test_x.py`, `x_test.py`, `x.test.ts`, `tests/…`).
+pub(super) fn is_test_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let stem = name.split('.').next().unwrap_or(name);
+    stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_tests")
+        || stem == "test"
+        || stem == "tests"
+        || name.contains(".test.")
+        || name.contains(".spec.")
+        || path.starts_with("tests/")
+        || path.starts_with("test/")
+        || path.contains("/tests/")
+        || path.contains("/__tests__/")
+}
+
 /// Words of a request worth searching for: identifiers and longer words, not common English.
 fn keywords(request: &str) -> Vec<String> {
     const COMMON: &[&str] = &[
@@ -245,6 +475,50 @@ fn keywords(request: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plan_paths_map_to_the_one_file_with_that_name() {
+        let files: Vec<String> = [
+            "pangram.py",
+            "pangram_test.py",
+            "src/lib.rs",
+            "a/x.py",
+            "b/x.py",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            known_path(&files, "src/pangram.py").as_deref(),
+            Some("pangram.py")
+        );
+        assert_eq!(
+            known_path(&files, "tests/pangram_test.py").as_deref(),
+            Some("pangram_test.py")
+        );
+        assert_eq!(known_path(&files, "lib.rs").as_deref(), Some("src/lib.rs"));
+        assert_eq!(known_path(&files, "x.py"), None);
+        assert_eq!(known_path(&files, "tests/lib.rs"), None);
+        assert_eq!(known_path(&files, "src/other.py"), None);
+        assert_eq!(
+            ground_text("Add `is_pangram` to `src/pangram.py`.", &files),
+            "Add `is_pangram` to `pangram.py`."
+        );
+        assert!(names_file(
+            "add it and mention it in the README",
+            "README.md"
+        ));
+        assert!(names_file(
+            "a helper for the tests in tests/cli.rs",
+            "tests/cli.rs"
+        ));
+        assert!(!names_file("add an item_count function", "src/helpers.py"));
+        assert!(says_create("Create `stats.py` with a mean function"));
+        assert!(!says_create("Add `mean` to `stats.py`"));
+        assert!(is_test_file("pangram_test.py") && is_test_file("tests/test_core.py"));
+        assert!(is_test_file("src/slug.test.ts") && !is_test_file("src/slug.ts"));
+        assert!(is_source("pangram.py") && !is_source("pyproject.toml"));
+    }
 
     #[test]
     fn keywords_prefer_identifiers() {

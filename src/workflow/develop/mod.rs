@@ -28,9 +28,11 @@
 
 pub mod checks;
 mod explore;
+pub mod failures;
 pub mod judge;
 pub mod plan;
 pub mod project;
+mod rewrite;
 mod setup;
 mod step;
 
@@ -111,6 +113,9 @@ pub struct DevelopOptions {
     pub escalate: bool,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// How steps ask for a change; `None` takes `[models."NAME"] edit_format` of the model
+    /// asked (default `auto`: whole files rewritten when they fit, `docs/develop.md`).
+    pub edit_format: Option<crate::config::EditFormat>,
 }
 
 impl DevelopOptions {
@@ -137,6 +142,7 @@ impl DevelopOptions {
             baseline: true,
             max_duration: Duration::from_secs(u64::from(d.max_minutes.max(1)) * 60),
             max_model_calls: (d.max_model_calls as usize).max(1),
+            edit_format: None,
         }
     }
 }
@@ -272,6 +278,8 @@ pub struct Report {
     pub commands: Vec<String>,
     pub warnings: Vec<String>,
     pub plan: Option<Plan>,
+    /// Why the plan was made without asking the planner (a request that names its files).
+    pub planned: Option<String>,
     pub plan_document: Option<PathBuf>,
     pub steps: Vec<StepReport>,
     /// The last run of each check and lint command.
@@ -285,6 +293,9 @@ pub struct Report {
     /// Files the plan said it would change that are unchanged.
     pub claimed_unchanged: Vec<String>,
     pub model_calls: usize,
+    /// The model calls of each phase (`plan`, `steps`, `fix`, `judge`), in the order the
+    /// phases ran.
+    pub calls_by_phase: Vec<(String, usize)>,
     /// Why the run ended without a proposal.
     pub failure: Option<String>,
     /// Why the run stopped before doing all it planned: its budget (naming the setting that
@@ -302,6 +313,7 @@ impl Report {
             commands: Vec::new(),
             warnings: Vec::new(),
             plan: None,
+            planned: None,
             plan_document: None,
             steps: Vec::new(),
             checks: Vec::new(),
@@ -312,6 +324,7 @@ impl Report {
             created: Vec::new(),
             claimed_unchanged: Vec::new(),
             model_calls: 0,
+            calls_by_phase: Vec::new(),
             failure: None,
             stopped: None,
             not_done: Vec::new(),
@@ -332,6 +345,9 @@ impl Report {
         }
         for w in &self.warnings {
             out.push_str(&format!("warning: {w}\n"));
+        }
+        if let Some(why) = &self.planned {
+            out.push_str(&format!("plan: {why}\n"));
         }
         for s in &self.steps {
             let status = match s.status {
@@ -397,7 +413,20 @@ impl Report {
                 self.claimed_unchanged.join(", ")
             ));
         }
-        out.push_str(&format!("model calls: {}\n", self.model_calls));
+        let phases: Vec<String> = self
+            .calls_by_phase
+            .iter()
+            .map(|(phase, n)| format!("{phase} {n}"))
+            .collect();
+        if phases.is_empty() {
+            out.push_str(&format!("model calls: {}\n", self.model_calls));
+        } else {
+            out.push_str(&format!(
+                "model calls: {} ({})\n",
+                self.model_calls,
+                phases.join(", ")
+            ));
+        }
         out
     }
 }
@@ -478,6 +507,7 @@ pub async fn run(
         started: Instant::now(),
         waited: Duration::ZERO,
         spent: None,
+        phase: "plan",
     };
     let result = run.go().await;
     run.report.model_calls = run.calls.load(Ordering::Relaxed);
@@ -526,6 +556,8 @@ struct Run<'a> {
     waited: Duration,
     /// Set once the budget ran out: no model is asked again.
     spent: Option<BudgetSpent>,
+    /// The phase model calls are counted under (`Report::calls_by_phase`).
+    phase: &'static str,
 }
 
 /// Percent of the bar where each phase starts.
@@ -583,7 +615,9 @@ impl Run<'_> {
         }
         self.preflight().await?;
         self.models = Some(self.resolve_models().await?);
+        self.phase = "plan";
         let plan = self.plan().await?;
+        self.phase = "steps";
         self.report.plan = Some(plan.clone());
         self.approve(&plan).await?;
         let work: Vec<plan::Step> = plan.work().cloned().collect();
@@ -608,12 +642,20 @@ impl Run<'_> {
                 ),
                 percent,
             );
+            // What the step must have done besides passing the check: its text, and the
+            // request itself when the plan has one step.
+            let goal = if total == 1 && s.text.trim() != self.request.request.trim() {
+                format!("{}\n{}", s.text, self.request.request.trim())
+            } else {
+                s.text.clone()
+            };
             let spec = step::StepSpec {
                 name: name.clone(),
                 text: s.text.clone(),
                 number: Some(s.number),
                 files: s.files.clone(),
                 extra: None,
+                goal: Some(goal),
             };
             let report = self.run_step(&plan, &spec).await?;
             if let Some(e) = &report.error {
@@ -652,7 +694,9 @@ impl Run<'_> {
                 600,
             )));
         }
+        self.phase = "fix";
         self.verify(&plan).await?;
+        self.phase = "judge";
         self.judge(&plan).await?;
         self.finish(&plan)
     }
@@ -914,6 +958,18 @@ impl Run<'_> {
         }
         let remaining = self.remaining()?;
         self.calls.fetch_add(1, Ordering::Relaxed);
+        match self.report.calls_by_phase.last_mut() {
+            Some((phase, n)) if phase == self.phase => *n += 1,
+            _ => match self
+                .report
+                .calls_by_phase
+                .iter_mut()
+                .find(|(p, _)| p == self.phase)
+            {
+                Some((_, n)) => *n += 1,
+                None => self.report.calls_by_phase.push((self.phase.to_owned(), 1)),
+            },
+        }
         let request = ChatRequest {
             messages: messages.to_vec(),
             tools,
@@ -1097,9 +1153,35 @@ impl Run<'_> {
             self.report.verify = VerifyStatus::Passed;
             return Ok(None);
         }
-        let failures = checks::describe_failures(&runs);
+        let failures = self.test_failures(&runs);
         self.report.verify = VerifyStatus::Failed(failures.clone());
         Ok(Some(failures))
+    }
+
+    /// Failing test runs as the next attempt reads them: each failing test's name, assertion
+    /// and source lines when the runner's output is recognised (`failures.rs`), else the
+    /// output as it is.
+    fn test_failures(&mut self, runs: &[CheckRun]) -> String {
+        let mut out = String::new();
+        for r in runs.iter().filter(|r| !r.passed) {
+            let Some(found) = failures::parse(&r.output) else {
+                out.push_str(&checks::describe_failures(std::slice::from_ref(r)));
+                continue;
+            };
+            let mut texts = std::collections::HashMap::new();
+            for (path, _) in found.iter().filter_map(|f| f.at.as_ref()) {
+                if let Some(text) = self.read_text(path) {
+                    texts.insert(path.clone(), text);
+                }
+            }
+            let read = |p: &str| texts.get(p).cloned();
+            out.push_str(&format!(
+                "`{}` failed: {}",
+                r.line,
+                failures::describe(&found, &read, 2500)
+            ));
+        }
+        out
     }
 
     async fn verify(&mut self, plan: &Plan) -> Result<(), DevelopFailure> {
@@ -1139,6 +1221,7 @@ impl Run<'_> {
                 number: None,
                 files,
                 extra: Some(format!("The tests fail on the changed code:\n{failures}")),
+                goal: None,
             };
             let report = self.run_step(plan, &spec).await?;
             let status = report.status;
@@ -1259,6 +1342,7 @@ impl Run<'_> {
                 number: None,
                 files: self.changed_rel(),
                 extra: Some(format!("A reviewer objected to the change:\n{list}")),
+                goal: None,
             };
             let report = self.run_step(plan, &spec).await?;
             let fixed = report.status == StepStatus::Done;

@@ -1,12 +1,19 @@
-//! One step of a develop run: the `coder` changes the working copy through the tools until the
-//! step's check passes, with the retry rules learned from small models:
+//! One step of a develop run: the `coder` changes the working copy until the step is done, with
+//! the retry rules learned from small models. A step asks in one of edit's two protocols
+//! (`[models."NAME"] edit_format`, `docs/develop.md`, "Steps that rewrite"): **rewrite** — the
+//! step's files shown whole, the answer the complete new file(s), each in a code block under
+//! its path (`rewrite.rs`) — when they fit the window, else **tools**; in `auto` a failed
+//! attempt falls back to the other. Whatever the protocol, an answer is read the same way: a
+//! write session's content, tool calls (native, or written as text), whole files in code blocks.
 //!
-//! - an answer without a tool call or change, or "I cannot…" prose, is **stuck**: one coaching
-//!   message in the same attempt (what to call, with the file's current text), then the attempt
-//!   ends;
+//! - an answer without a change, or "I cannot…" prose, is **stuck**: one coaching message in
+//!   the same attempt (what to answer, with the file's current text), then the attempt ends;
 //! - the check runs after every answer that changed a file; its errors go back to the model,
 //!   and the **same error again** (same fingerprint) is said to be the second or third time, in
 //!   a firmer tone — after the third the attempt ends;
+//! - a passing check does not end a step on its own: when what the step asks for is not there
+//!   yet (a file it names unchanged, a test it asks for, a function it names), the model is
+//!   asked once more, and the step is done when it answers that it is;
 //! - a failed attempt restores the step's snapshot of the working copy; the next attempt starts
 //!   from a clean prompt that summarises why the earlier ones failed, and the last attempt goes
 //!   to the `escalation` role when one is configured.
@@ -19,12 +26,18 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use std::path::PathBuf;
+
+use crate::config::EditFormat;
 use crate::edit::RefusalKind;
 use crate::edit::formats;
 use crate::model::{ChatModel, Message, ToolCall, ToolChoice};
 use crate::tools::{self, Status};
+use crate::workflow::edit::configured_format;
 use crate::workflow::tool_loop::{broke_off, empty_session, file_edit_call};
 use crate::workflow::write_session::WriteSessions;
+
+use super::rewrite::{StepFiles, StepProtocol};
 
 use super::checks::describe_failures;
 use super::plan::Plan;
@@ -48,6 +61,9 @@ pub(super) struct StepSpec {
     pub files: Vec<String>,
     /// Failing test output or objections to fix.
     pub extra: Option<String>,
+    /// What the step must have done besides passing the check (a plan step's text, and the
+    /// request when the plan has one step); `None` for fix and judge rounds.
+    pub goal: Option<String>,
 }
 
 enum Attempt {
@@ -94,9 +110,39 @@ impl Run<'_> {
                 _ => self.roles().coder.clone(),
             };
             model_name = model.name().to_owned();
-            let mut messages = self.step_prompt(plan, spec, &failures);
+            let format = match self.ctx.options.edit_format {
+                Some(f) => f,
+                None => configured_format(&self.ctx.config, model.name()),
+            };
+            let files = self.step_files(spec);
+            let fits = self.rewrite_fits(&files, model.as_ref());
+            let primary = match format {
+                EditFormat::Tools => StepProtocol::Tools,
+                _ if fits => StepProtocol::Rewrite,
+                _ => StepProtocol::Tools,
+            };
+            // In `auto`, a failed attempt falls back to the other protocol (as in an edit).
+            let protocol = if format != EditFormat::Auto || !fits || attempt % 2 == 1 {
+                primary
+            } else if primary == StepProtocol::Rewrite {
+                StepProtocol::Tools
+            } else {
+                StepProtocol::Rewrite
+            };
+            let mut messages = match protocol {
+                StepProtocol::Rewrite => self.rewrite_prompt(plan, spec, &files, &failures, None),
+                StepProtocol::Tools => self.step_prompt(plan, spec, &failures),
+            };
+            let turn = Turn {
+                spec,
+                plan,
+                files: &files,
+                failures: &failures,
+                protocol,
+                before: &before_changes,
+            };
             let attempted = self
-                .attempt(spec, model.as_ref(), &mut messages, &mut memory)
+                .attempt(&turn, model.as_ref(), &mut messages, &mut memory)
                 .await;
             let attempted = match attempted {
                 Err(DevelopFailure::Budget(spent)) => {
@@ -228,16 +274,20 @@ impl Run<'_> {
 
     async fn attempt(
         &mut self,
-        spec: &StepSpec,
+        turn: &Turn<'_>,
         model: &dyn ChatModel,
         messages: &mut Vec<Message>,
         memory: &mut Memory,
     ) -> Result<Attempt, DevelopFailure> {
+        let spec = turn.spec;
+        let rewrite = turn.protocol == StepProtocol::Rewrite;
         let tools = tools::specs();
+        let limit = rewrite.then(|| self.rewrite_answer_tokens(turn.files, model));
         let mut coached = false;
         let mut edited = false;
         let mut check_ok = true;
-        let mut asked_untouched = false;
+        let mut asked_missing = false;
+        let mut refused_in_a_row = 0;
         for _ in 0..self.ctx.options.max_rounds.max(1) {
             // A write session's content comes as plain text.
             let choice = if self.writes.expects_content() {
@@ -245,7 +295,17 @@ impl Run<'_> {
             } else {
                 ToolChoice::Auto
             };
-            let response = match self.ask(model, messages, tools.clone(), choice, None).await {
+            // The rewrite protocol offers no tools: a model that still writes a call is read.
+            let offered = if rewrite { Vec::new() } else { tools.clone() };
+            let asked_limit = if self.writes.expects_content() {
+                None
+            } else {
+                limit
+            };
+            let response = match self
+                .ask(model, messages, offered, choice, asked_limit)
+                .await
+            {
                 Ok(r) => r,
                 Err(DevelopFailure::Model(e)) if broke_off(&e) => {
                     return Ok(Attempt::Failed(format!("the answer broke off ({e})")));
@@ -268,59 +328,131 @@ impl Run<'_> {
                 let native = !response.tool_calls.is_empty();
                 messages.push(response.to_message());
                 if calls.is_empty() {
-                    if edited && check_ok {
-                        return Ok(Attempt::Done);
+                    // Whole files in code blocks, under their paths.
+                    let blocks = crate::edit::whole::file_blocks(&response.text);
+                    let applied = if blocks.is_empty() {
+                        None
+                    } else {
+                        Some(self.apply_blocks(turn, blocks).await?)
+                    };
+                    // Blocks that only repeat the files as they are: the model has no change.
+                    let repeated = applied.as_ref().is_some_and(|a| {
+                        a.changed.is_empty() && a.unchanged && a.problems.is_empty()
+                    });
+                    if let Some(applied) = applied.filter(|_| !repeated) {
+                        if applied.changed.is_empty() {
+                            refused_in_a_row += 1;
+                            let reasons = applied.problems.join("\n");
+                            if refused_in_a_row >= 3 {
+                                return Ok(Attempt::Failed(format!(
+                                    "the answer was not applied, three times: {reasons}"
+                                )));
+                            }
+                            let again = self.answer_again(turn);
+                            self.say(
+                                turn,
+                                messages,
+                                format!("Your answer was not applied:\n{reasons}\n\n{again}"),
+                            );
+                            continue;
+                        }
+                        refused_in_a_row = 0;
+                        if !applied.problems.is_empty() {
+                            written = format!(
+                                "Applied to {}. Not applied:\n{}\n",
+                                applied.changed.join(", "),
+                                applied.problems.join("\n")
+                            );
+                        }
+                    } else {
+                        // No block, or only blocks that repeat the files as they are.
+                        if edited && check_ok {
+                            return Ok(Attempt::Done);
+                        }
+                        let said = response.text.trim();
+                        let why = if repeated {
+                            "its code block left the file as it was".to_owned()
+                        } else if rewrite {
+                            format!(
+                                "no code block: {}",
+                                crate::workflow::tool_loop::what_it_said(&response, 160)
+                            )
+                        } else {
+                            format!(
+                                "no tool call: {}",
+                                crate::workflow::tool_loop::what_it_said(&response, 160)
+                            )
+                        };
+                        if !edited && !coached {
+                            coached = true;
+                            memory.notes.push(format!("stuck ({why}); coached once"));
+                            let coaching = if rewrite {
+                                self.rewrite_coaching(turn, refuses(said))
+                            } else {
+                                self.coaching(spec, refuses(said))
+                            };
+                            self.say(turn, messages, coaching);
+                            continue;
+                        }
+                        if edited && !check_ok {
+                            return Ok(Attempt::Failed(format!(
+                                "the model stopped while the check still failed ({why})"
+                            )));
+                        }
+                        return Ok(Attempt::Failed(format!("no change was made: {why}")));
                     }
-                    let said = response.text.trim();
-                    let why = format!(
-                        "no tool call: {}",
-                        crate::workflow::tool_loop::what_it_said(&response, 160)
-                    );
-                    if !edited && !coached {
-                        coached = true;
-                        memory.notes.push(format!("stuck ({why}); coached once"));
-                        let coaching = self.coaching(spec, refuses(said));
-                        messages.push(Message::user(coaching));
+                } else {
+                    let (calls, notes) = self.as_meant(calls);
+                    let mut outcomes = self.execute(calls).await?;
+                    for o in &mut outcomes {
+                        if let Some(note) = notes.get(&o.call_id) {
+                            o.content = format!("{note}\n{}", o.content);
+                        }
+                    }
+                    push_results(messages, &outcomes, native);
+                    let made = outcomes
+                        .iter()
+                        .filter(|o| matches!(o.status, Status::Edited { .. }))
+                        .count();
+                    if made == 0 {
+                        let no_op = outcomes.iter().all(|o| {
+                            matches!(&o.status, Status::Failed(e)
+                                if matches!(e.refusal_kind(), Some(RefusalKind::NoOp | RefusalKind::AlreadyApplied)))
+                        });
+                        if no_op && edited && check_ok {
+                            // Repeating an edit that went through is the model saying it is done.
+                            return Ok(Attempt::Done);
+                        }
+                        if no_op && !edited && !coached {
+                            coached = true;
+                            memory
+                                .notes
+                                .push("stuck (its edit changed nothing); coached once".to_owned());
+                            let coaching = if rewrite {
+                                self.rewrite_coaching(turn, false)
+                            } else {
+                                self.coaching(spec, false)
+                            };
+                            self.say(turn, messages, coaching);
+                        } else if rewrite {
+                            // The rewrite protocol's way, after a call that did not go through.
+                            let results: Vec<String> = outcomes
+                                .iter()
+                                .map(|o| crate::edit::text::clip(o.content.trim(), 400))
+                                .collect();
+                            let again = self.answer_again(turn);
+                            self.say(
+                                turn,
+                                messages,
+                                format!(
+                                    "Your tool call made no change: {}\n\n{again}",
+                                    results.join("\n")
+                                ),
+                            );
+                        }
+                        // Reads, or refusals the model can read and correct: next round.
                         continue;
                     }
-                    if edited && !check_ok {
-                        return Ok(Attempt::Failed(format!(
-                            "the model stopped while the check still failed ({why})"
-                        )));
-                    }
-                    return Ok(Attempt::Failed(format!("no change was made: {why}")));
-                }
-                let (calls, notes) = self.as_meant(calls);
-                let mut outcomes = self.execute(calls).await?;
-                for o in &mut outcomes {
-                    if let Some(note) = notes.get(&o.call_id) {
-                        o.content = format!("{note}\n{}", o.content);
-                    }
-                }
-                push_results(messages, &outcomes, native);
-                let made = outcomes
-                    .iter()
-                    .filter(|o| matches!(o.status, Status::Edited { .. }))
-                    .count();
-                if made == 0 {
-                    let no_op = outcomes.iter().all(|o| {
-                        matches!(&o.status, Status::Failed(e)
-                            if matches!(e.refusal_kind(), Some(RefusalKind::NoOp | RefusalKind::AlreadyApplied)))
-                    });
-                    if no_op && edited && check_ok {
-                        // Repeating an edit that went through is the model saying it is done.
-                        return Ok(Attempt::Done);
-                    }
-                    if no_op && !edited && !coached {
-                        coached = true;
-                        memory
-                            .notes
-                            .push("stuck (its edit changed nothing); coached once".to_owned());
-                        let coaching = self.coaching(spec, false);
-                        messages.push(Message::user(coaching));
-                    }
-                    // Reads, or refusals the model can read and correct: next round.
-                    continue;
                 }
             }
             edited = true;
@@ -330,16 +462,30 @@ impl Run<'_> {
             }
             check_ok = runs.iter().all(|r| r.passed);
             if check_ok {
-                let untouched = self.untouched(spec);
-                if untouched.is_empty() || asked_untouched {
+                let missing = self.not_done_yet(turn);
+                if missing.is_empty() || asked_missing {
                     return Ok(Attempt::Done);
                 }
-                asked_untouched = true;
-                messages.push(Message::user(format!(
-                    "{written}The check passes. This step also names {}, which you have not \
-                     changed. Change it now if the step needs it; otherwise answer `done`.",
-                    untouched.join(", ")
-                )));
+                asked_missing = true;
+                memory.notes.push(format!(
+                    "the check passed, but the step was not finished ({}); asked once more",
+                    missing.join("; ")
+                ));
+                let way = if rewrite {
+                    "Reply with the complete new file(s) that add it, each in one code block with \
+                     its path on the line above"
+                } else {
+                    "Change the files now"
+                };
+                self.say(
+                    turn,
+                    messages,
+                    format!(
+                        "{written}The check passes, but this step is not finished: {}. {way}; \
+                         if nothing is missing, answer `done`.",
+                        missing.join("; ")
+                    ),
+                );
                 continue;
             }
             let failing: Vec<_> = runs.iter().filter(|r| !r.passed).cloned().collect();
@@ -353,11 +499,14 @@ impl Run<'_> {
                     "the same check error came back a fourth time:\n{text}"
                 )));
             }
+            let fix = if rewrite {
+                "Reply with the complete corrected file(s), each in one code block with its path \
+                 on the line above."
+            } else {
+                "Fix these errors with edit_file (old_string copied from the current file)."
+            };
             let message = match count {
-                1 => format!(
-                    "Your edit was applied, but the check fails now:\n{text}\nFix these errors \
-                     with edit_file (old_string copied from the current file)."
-                ),
+                1 => format!("Your edit was applied, but the check fails now:\n{text}\n{fix}"),
                 2 => {
                     memory
                         .notes
@@ -366,7 +515,8 @@ impl Run<'_> {
                         "This is the SECOND time the check reports the same error: your last \
                          change did not fix it. Read the error message again, line by line, \
                          and read the file where it points before you change anything. Do \
-                         something different this time.\n{text}"
+                         something different this time.\n{text}{}",
+                        if rewrite { fix } else { "" }
                     )
                 }
                 _ => {
@@ -375,13 +525,18 @@ impl Run<'_> {
                         .push("the same check error came back a third time".to_owned());
                     format!(
                         "This is the THIRD time the check reports exactly the same error. Stop \
-                         repeating the same fix. Read the lines the error names with read_file, \
-                         then make the smallest change that removes this error. If your earlier \
-                         edit caused it, undo that edit.\n{text}"
+                         repeating the same fix. {}, then make the smallest change that removes \
+                         this error. If your earlier edit caused it, undo that edit.\n{text}{}",
+                        if rewrite {
+                            "Read the lines the error names in the file above"
+                        } else {
+                            "Read the lines the error names with read_file"
+                        },
+                        if rewrite { fix } else { "" }
                     )
                 }
             };
-            messages.push(Message::user(format!("{written}{message}")));
+            self.say(turn, messages, format!("{written}{message}"));
         }
         Ok(Attempt::Failed(format!(
             "the step was not finished in {} answers{}",
@@ -394,8 +549,20 @@ impl Run<'_> {
         )))
     }
 
+    /// Tells the model `text` for its next answer: in the tools protocol a message after the
+    /// conversation so far; in the rewrite protocol the step's prompt again, with the files as
+    /// they are now and `text` at its end (the files are shown once, never a second copy).
+    fn say(&mut self, turn: &Turn<'_>, messages: &mut Vec<Message>, text: String) {
+        if turn.protocol == StepProtocol::Rewrite && !self.writes.expects_content() {
+            *messages =
+                self.rewrite_prompt(turn.plan, turn.spec, turn.files, turn.failures, Some(&text));
+        } else {
+            messages.push(Message::user(text));
+        }
+    }
+
     /// The files a step names that it has not changed yet.
-    fn untouched(&mut self, spec: &StepSpec) -> Vec<String> {
+    pub(super) fn untouched(&mut self, spec: &StepSpec) -> Vec<String> {
         let changed = self.changed_rel();
         spec.files
             .iter()
@@ -482,6 +649,17 @@ impl Run<'_> {
         ));
         out
     }
+}
+
+/// What one attempt works with.
+pub(super) struct Turn<'t> {
+    pub spec: &'t StepSpec,
+    pub plan: &'t Plan,
+    pub files: &'t StepFiles,
+    pub failures: &'t [String],
+    pub protocol: StepProtocol,
+    /// The run's changed files and their text when the step began.
+    pub before: &'t [(PathBuf, String)],
 }
 
 /// "I cannot…"-style prose.

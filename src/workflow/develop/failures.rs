@@ -1,0 +1,464 @@
+//! Failing tests as the next attempt reads them (`docs/develop.md`, "The tests as the guide"):
+//! for each failing test its name, the assertion and what was expected and got, and the test's
+//! own source lines with the failing line marked — the first failures first, trimmed to fit —
+//! instead of the raw tail of a test run's output, which on a small window is mostly noise
+//! (progress dots, tracebacks through the test framework, the summary line).
+//!
+//! Reads the output of `unittest`, `pytest`, `cargo test` and `node --test` (and runners that
+//! print like them). Output it does not recognise gives `None`, and the caller shows it as it is.
+//! Pure apart from `read`, which the caller gives to look up a test file's text.
+
+/// One failing test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestFailure {
+    pub name: String,
+    /// The assertion or error lines (expected vs got as the runner printed them).
+    pub message: Vec<String>,
+    /// The test file and 1-based line of the failure, when the output names them.
+    pub at: Option<(String, usize)>,
+    /// Source lines the runner itself printed (pytest does).
+    pub source: Vec<String>,
+}
+
+/// Failures shown in detail; the rest are named only.
+const DETAILED: usize = 3;
+/// Source lines of a test shown around its failing line.
+const SOURCE_LINES: usize = 12;
+
+/// The failing tests of a test run's `output`, or `None` when no runner's format is recognised.
+pub fn parse(output: &str) -> Option<Vec<TestFailure>> {
+    let found = unittest(output)
+        .or_else(|| pytest(output))
+        .or_else(|| cargo(output))
+        .or_else(|| node(output))?;
+    (!found.is_empty()).then_some(found)
+}
+
+/// The failures written for the model; `read` gives the text of a file the output names
+/// (workspace-relative or absolute, as printed). At most about `max_chars` characters.
+pub fn describe(
+    failures: &[TestFailure],
+    read: &dyn Fn(&str) -> Option<String>,
+    max_chars: usize,
+) -> String {
+    let mut out = format!(
+        "{} failing test{}:\n",
+        failures.len(),
+        if failures.len() == 1 { "" } else { "s" }
+    );
+    for (i, f) in failures.iter().enumerate() {
+        if i >= DETAILED || out.len() > max_chars {
+            let rest: Vec<&str> = failures[i..].iter().map(|f| f.name.as_str()).collect();
+            out.push_str(&format!("Also failing: {}\n", rest.join(", ")));
+            break;
+        }
+        out.push_str(&format!("\n{}. {}\n", i + 1, f.name));
+        for m in f.message.iter().take(8) {
+            out.push_str(&format!(
+                "   {}\n",
+                crate::edit::text::clip(m.trim_end(), 300)
+            ));
+        }
+        let source = match &f.at {
+            Some((path, line)) => read(path)
+                .map(|text| source_around(&text, *line))
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let source = if source.is_empty() {
+            f.source.clone()
+        } else {
+            source
+        };
+        if !source.is_empty() {
+            let at =
+                f.at.as_ref()
+                    .map(|(p, l)| format!(" ({p}, line {l})"))
+                    .unwrap_or_default();
+            out.push_str(&format!("   The test{at}:\n"));
+            for l in source {
+                out.push_str(&format!("   {l}\n"));
+            }
+        }
+    }
+    out
+}
+
+/// The test function around 1-based `line`: from the function's first line (a `def`, `fn`,
+/// `test(`/`it(` line above it) to the failing line and one more, at most [`SOURCE_LINES`],
+/// the failing line marked with `>`.
+fn source_around(text: &str, line: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    if line == 0 || line > lines.len() {
+        return Vec::new();
+    }
+    let at = line - 1;
+    let starts = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("def ")
+            || t.starts_with("async def ")
+            || t.starts_with("fn ")
+            || t.starts_with("async fn ")
+            || t.starts_with("test(")
+            || t.starts_with("it(")
+            || t.starts_with("func ")
+    };
+    let first = (0..=at)
+        .rev()
+        .take(SOURCE_LINES)
+        .find(|&i| starts(lines[i]))
+        .unwrap_or(at.saturating_sub(4));
+    let last = (at + 1).min(lines.len() - 1);
+    (first..=last)
+        .map(|i| format!("{} {}", if i == at { ">" } else { " " }, lines[i]))
+        .collect()
+}
+
+fn unittest(output: &str) -> Option<Vec<TestFailure>> {
+    let lines: Vec<&str> = output.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i];
+        let name = l
+            .strip_prefix("FAIL: ")
+            .or_else(|| l.strip_prefix("ERROR: "));
+        let Some(name) = name.filter(|_| i > 0 && lines[i - 1].starts_with("=====")) else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + 1;
+        let mut at = None;
+        let mut tail: Vec<String> = Vec::new();
+        // The deepest frame outside the tests: where an error (not an assertion) was raised.
+        let mut raised: Option<String> = None;
+        if lines.get(j).is_some_and(|l| l.starts_with("-----")) {
+            j += 1;
+        }
+        // The traceback: the last frame in a test file, then the exception lines.
+        while j < lines.len() && !lines[j].starts_with("=====") && !lines[j].starts_with("-----") {
+            let t = lines[j].trim_start();
+            if let Some(frame) = t.strip_prefix("File \"")
+                && let Some((path, rest)) = frame.split_once("\", line ")
+            {
+                let n: usize = rest
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .and_then(|d| d.parse().ok())
+                    .unwrap_or(0);
+                if is_test_path(path) {
+                    at = Some((path.to_owned(), n));
+                    raised = None;
+                } else if !path.contains("/unittest/") && !path.contains("site-packages") {
+                    let function = rest.split_once(", in ").map_or("", |(_, f)| f.trim());
+                    let source = lines.get(j + 1).map_or("", |l| l.trim());
+                    raised = Some(format!(
+                        "raised in {path}, line {n}, in {function}: {source}"
+                    ));
+                }
+                tail.clear();
+            } else if !t.is_empty()
+                && !t.starts_with("Traceback")
+                && !t.starts_with('~')
+                && !t.starts_with('^')
+            {
+                tail.push(lines[j].to_owned());
+            }
+            j += 1;
+        }
+        // The frame's source line is printed right after it; the exception lines follow.
+        let message: Vec<String> = tail
+            .iter()
+            .skip_while(|l| l.starts_with("    "))
+            .cloned()
+            .collect();
+        let mut message = if message.is_empty() { tail } else { message };
+        message.extend(raised);
+        out.push(TestFailure {
+            name: name.trim().to_owned(),
+            message,
+            at,
+            source: Vec::new(),
+        });
+        i = j;
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+fn pytest(output: &str) -> Option<Vec<TestFailure>> {
+    let lines: Vec<&str> = output.lines().collect();
+    let header = |l: &str| {
+        let t = l.trim();
+        t.starts_with("___") && t.ends_with("___") && !t.trim_matches('_').trim().is_empty()
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if !header(lines[i]) {
+            i += 1;
+            continue;
+        }
+        let name = lines[i].trim().trim_matches('_').trim().to_owned();
+        let mut j = i + 1;
+        let mut source: Vec<String> = Vec::new();
+        let mut message = Vec::new();
+        let mut at = None;
+        while j < lines.len() && !header(lines[j]) && !lines[j].starts_with("=====") {
+            let l = lines[j];
+            if l.starts_with("E ") {
+                message.push(l[1..].trim().to_owned());
+            } else if let Some((path, rest)) = l.split_once(':')
+                && is_test_path(path)
+                && rest
+                    .split(':')
+                    .next()
+                    .is_some_and(|n| n.parse::<usize>().is_ok())
+            {
+                let n = rest
+                    .split(':')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                at = Some((path.to_owned(), n));
+            } else if message.is_empty() && !l.trim().is_empty() {
+                source.push(l.to_owned());
+            }
+            j += 1;
+        }
+        if source.len() > SOURCE_LINES {
+            source.drain(..source.len() - SOURCE_LINES);
+        }
+        out.push(TestFailure {
+            name,
+            message,
+            at,
+            source,
+        });
+        i = j;
+    }
+    if out.is_empty() {
+        // `-q` with `--tb=line` or `-rf` only: `FAILED path::name - message`.
+        for l in &lines {
+            if let Some(rest) = l.strip_prefix("FAILED ") {
+                let (name, message) = rest.split_once(" - ").unwrap_or((rest, ""));
+                out.push(TestFailure {
+                    name: name.trim().to_owned(),
+                    message: vec![message.to_owned()],
+                    at: None,
+                    source: Vec::new(),
+                });
+            }
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+fn cargo(output: &str) -> Option<Vec<TestFailure>> {
+    let lines: Vec<&str> = output.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(name) = lines[i]
+            .strip_prefix("---- ")
+            .and_then(|r| r.strip_suffix(" stdout ----"))
+        else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + 1;
+        let mut message = Vec::new();
+        let mut at = None;
+        // Up to the next test, the summary, or the backtrace (with RUST_BACKTRACE set).
+        while j < lines.len()
+            && !lines[j].starts_with("---- ")
+            && !lines[j].starts_with("failures:")
+            && !lines[j].starts_with("note: run with")
+            && !lines[j].starts_with("stack backtrace:")
+        {
+            let l = lines[j];
+            if let Some(rest) = l.split_once("panicked at ").map(|(_, r)| r) {
+                let place = rest.trim_end_matches(':');
+                let mut parts = place.split(':');
+                if let (Some(path), Some(n)) = (parts.next(), parts.next())
+                    && let Ok(n) = n.parse()
+                {
+                    at = Some((path.to_owned(), n));
+                }
+            } else if !l.trim().is_empty() {
+                message.push(l.to_owned());
+            }
+            j += 1;
+        }
+        out.push(TestFailure {
+            name: name.to_owned(),
+            message,
+            at,
+            source: Vec::new(),
+        });
+        i = j;
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+fn node(output: &str) -> Option<Vec<TestFailure>> {
+    let lines: Vec<&str> = output.lines().collect();
+    let mut out: Vec<TestFailure> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let t = lines[i].trim_start();
+        let name = t
+            .strip_prefix("✖ ")
+            .or_else(|| t.strip_prefix("not ok "))
+            .map(|n| {
+                let n = n.trim_start_matches(|c: char| c.is_ascii_digit() || c == ' ');
+                let n = n.strip_prefix("- ").unwrap_or(n);
+                n.rsplit_once(" (").map_or(n, |(a, _)| a).trim().to_owned()
+            });
+        let Some(name) = name else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + 1;
+        let mut message = Vec::new();
+        let mut at = None;
+        while j < lines.len() {
+            let l = lines[j].trim();
+            if l.starts_with("✖ ") || l.starts_with("not ok ") || l.starts_with("ℹ ") {
+                break;
+            }
+            if l.starts_with("at ") {
+                if at.is_none()
+                    && let Some(place) = l
+                        .rsplit_once('(')
+                        .map(|(_, p)| p.trim_end_matches(')'))
+                        .or_else(|| l.strip_prefix("at "))
+                {
+                    let place = place.trim_start_matches("file://");
+                    let mut parts = place.rsplitn(3, ':');
+                    let (_col, n, path) = (parts.next(), parts.next(), parts.next());
+                    if let (Some(n), Some(path)) = (n.and_then(|n| n.parse().ok()), path)
+                        && is_test_path(path)
+                    {
+                        at = Some((path.to_owned(), n));
+                    }
+                }
+            } else if !l.is_empty()
+                && !l.starts_with("---")
+                && !l.starts_with("...")
+                && !l.starts_with("duration_ms")
+                && !l.starts_with("failureType")
+                && !l.starts_with("code:")
+                && !l.starts_with("stack:")
+                && message.len() < 8
+            {
+                message.push(l.to_owned());
+            }
+            j += 1;
+        }
+        // A parent suite repeats its failing children: keep the innermost.
+        if !message.is_empty() || at.is_some() {
+            out.push(TestFailure {
+                name,
+                message,
+                at,
+                source: Vec::new(),
+            });
+        }
+        i = j;
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+fn is_test_path(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    (path.contains("test") || path.contains("spec"))
+        && name.contains('.')
+        && !path.contains("/unittest/")
+        && !path.contains("site-packages")
+        && !path.contains("node:")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_files(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn unittest_failures_name_the_test_the_assertion_and_its_lines() {
+        let output = "F.\n======================================================================\nFAIL: test_doubles (tests.test_core.CoreTest.test_doubles)\n----------------------------------------------------------------------\nTraceback (most recent call last):\n  File \"tests/test_core.py\", line 6, in test_doubles\n    self.assertEqual(double(2), 4)\nAssertionError: 3 != 4\n\n----------------------------------------------------------------------\nRan 2 tests in 0.001s\n\nFAILED (failures=1)\n";
+        let found = parse(output).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            found[0].name,
+            "test_doubles (tests.test_core.CoreTest.test_doubles)"
+        );
+        assert_eq!(found[0].message, ["AssertionError: 3 != 4"]);
+        assert_eq!(found[0].at, Some(("tests/test_core.py".to_owned(), 6)));
+        let test = "import unittest\n\n\nclass CoreTest(unittest.TestCase):\n    def test_doubles(self):\n        self.assertEqual(double(2), 4)\n";
+        let read = |p: &str| (p == "tests/test_core.py").then(|| test.to_owned());
+        let text = describe(&found, &read, 2000);
+        assert!(text.contains("1 failing test:\n"), "{text}");
+        assert!(text.contains("AssertionError: 3 != 4"), "{text}");
+        assert!(
+            text.contains(
+                "      def test_doubles(self):\n   >         self.assertEqual(double(2), 4)"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn cargo_and_pytest_and_node_failures_are_read() {
+        let cargo_out = "running 2 tests\ntest tests::doubles ... FAILED\n\nfailures:\n\n---- tests::doubles stdout ----\n\nthread 'tests::doubles' panicked at src/lib.rs:9:9:\nassertion `left == right` failed\n  left: 3\n right: 4\nstack backtrace:\n   0: __rustc::rust_begin_unwind\n\nfailures:\n    tests::doubles\n";
+        let f = parse(cargo_out).unwrap();
+        assert_eq!(f[0].name, "tests::doubles");
+        assert_eq!(f[0].at, Some(("src/lib.rs".to_owned(), 9)));
+        assert_eq!(
+            f[0].message,
+            ["assertion `left == right` failed", "  left: 3", " right: 4"]
+        );
+        let py = "F\n=================================== FAILURES ===================================\n_________________________________ test_doubles _________________________________\n\n    def test_doubles():\n>       assert double(2) == 4\nE       assert 3 == 4\nE        +  where 3 = double(2)\n\ntest_double.py:5: AssertionError\n=========================== short test summary info ============================\nFAILED test_double.py::test_doubles - assert 3 == 4\n1 failed in 0.02s\n";
+        let f = parse(py).unwrap();
+        assert_eq!(f[0].name, "test_doubles");
+        assert_eq!(f[0].message[0], "assert 3 == 4");
+        assert_eq!(f[0].at, Some(("test_double.py".to_owned(), 5)));
+        assert!(
+            f[0].source.iter().any(|l| l.starts_with('>')),
+            "{:?}",
+            f[0].source
+        );
+        let node_out = "✖ wordCount counts words (1.1ms)\n  AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n\n  2 !== 3\n\n      at TestContext.<anonymous> (file:///tmp/ws/dist/slug.test.js:8:10)\n      at Test.runInAsyncScope (node:async_hooks:206:9)\nℹ tests 3\n";
+        let f = parse(node_out).unwrap();
+        assert_eq!(f[0].name, "wordCount counts words");
+        assert_eq!(f[0].at, Some(("/tmp/ws/dist/slug.test.js".to_owned(), 8)));
+        assert!(
+            f[0].message.iter().any(|m| m == "2 !== 3"),
+            "{:?}",
+            f[0].message
+        );
+        assert!(parse("error: could not compile").is_none());
+        let many: Vec<TestFailure> = (0..5)
+            .map(|i| TestFailure {
+                name: format!("t{i}"),
+                message: vec!["boom".to_owned()],
+                at: None,
+                source: Vec::new(),
+            })
+            .collect();
+        let text = describe(&many, &no_files, 2000);
+        let error = "E\n======================================================================\nERROR: test_items_below (tests.test_core.CoreTest.test_items_below)\n----------------------------------------------------------------------\nTraceback (most recent call last):\n  File \"/ws/tests/test_core.py\", line 15, in test_items_below\n    self.assertEqual(items_below(self.items), [\"nut\"])\n                     ^^^^^^^^^^^^^^^^^^^^^^\n  File \"/ws/inventory/core.py\", line 20, in items_below\n    return sorted(item.name for item in items if item.quantity < threshold)\n                                        ^^^^^\nNameError: name 'items' is not defined\n\n----------------------------------------------------------------------\nRan 3 tests in 0.001s\n";
+        let f = parse(error).unwrap();
+        assert_eq!(
+            f[0].message,
+            [
+                "NameError: name 'items' is not defined",
+                "raised in /ws/inventory/core.py, line 20, in items_below: return sorted(item.name for item in items if item.quantity < threshold)"
+            ]
+        );
+        assert_eq!(f[0].at, Some(("/ws/tests/test_core.py".to_owned(), 15)));
+        assert!(text.contains("Also failing: t3, t4"), "{text}");
+    }
+}

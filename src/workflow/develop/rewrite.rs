@@ -1,0 +1,687 @@
+//! Steps that rewrite (`docs/develop.md`, "Steps that rewrite"): the step's files are shown
+//! whole, once, with the tests that exercise them to read, and the answer is the complete new
+//! text of each file it changes in a code block under the file's path (Aider's `whole` format).
+//! Small models rewrite a file far more reliably than they write a tool call (edit's lesson,
+//! `docs/editing.md`, "Edit protocols"), so this is what `auto` asks a step for whenever its
+//! files fit the model's window.
+//!
+//! A block becomes a change through the engine (`edit::rewrite_whole`: unchanged lines keep the
+//! file's bytes, the change is the smallest that does it), never by overwriting the file, and
+//! only after the checks a whole-file answer gets: no syntax errors added, no top-level
+//! definition written twice, no stub the request asked for left as it was beside a new
+//! function. Also here: what a step must have done besides passing the check (`not_done_yet`).
+
+use similar::{ChangeTag, TextDiff};
+
+use crate::edit::RefusalKind;
+use crate::edit::whole::{FileBlock, duplicate_definitions, untouched_stubs};
+use crate::model::budget::Budget;
+use crate::model::{ChatModel, Message, ToolCall};
+use crate::syntax::{Language, introduced_problems};
+use crate::tokens::count_tokens;
+use crate::tools::Status;
+use crate::workflow::edit::prompt::fence_tag;
+
+use super::explore::{is_source, is_test_file, known_path, says_create};
+use super::plan::Plan;
+use super::step::{StepSpec, Turn};
+use super::{DevelopFailure, Run};
+
+/// How a step asks for its change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StepProtocol {
+    /// The files shown whole; the answer is their complete new text in code blocks.
+    Rewrite,
+    /// The files shown with line numbers; the answer is tool calls.
+    Tools,
+}
+
+/// The files of a step, as the rewrite protocol shows them.
+#[derive(Debug, Clone, Default)]
+pub(super) struct StepFiles {
+    /// Files the step changes that exist (workspace-relative).
+    pub edit: Vec<String>,
+    /// Files the step creates.
+    pub create: Vec<String>,
+    /// The tests that exercise them: shown to read, not to change (the step does not name them).
+    pub read_only: Vec<String>,
+}
+
+/// What the code blocks of one answer did.
+#[derive(Debug, Default)]
+pub(super) struct BlocksApplied {
+    /// Files changed or created.
+    pub changed: Vec<String>,
+    /// Why blocks were not applied, one line each, for the model.
+    pub problems: Vec<String>,
+    /// Some block repeated its file as it is.
+    pub unchanged: bool,
+}
+
+/// File stems too common to say which test belongs to a file.
+const GENERIC_STEMS: [&str; 9] = [
+    "lib", "main", "mod", "index", "__init__", "app", "utils", "test", "tests",
+];
+
+/// Tokens of the prompt besides the files (system, request, plan, instructions).
+const PROMPT_OVERHEAD: usize = 900;
+
+impl Run<'_> {
+    /// The files of `spec`: those it names (existing, or to create) and the tests that go
+    /// with them.
+    pub(super) fn step_files(&mut self, spec: &StepSpec) -> StepFiles {
+        let all = self.workspace_files();
+        let mut out = StepFiles::default();
+        for f in spec.files.iter().filter(|f| !f.ends_with('/')) {
+            if self.read_text(f).is_some() {
+                out.edit.push(f.clone());
+            } else {
+                out.create.push(f.clone());
+            }
+        }
+        let stems: Vec<String> = out
+            .edit
+            .iter()
+            .chain(&out.create)
+            .filter(|f| !is_test_file(f))
+            .map(|f| stem(f).to_owned())
+            .filter(|s| s.len() >= 3 && !GENERIC_STEMS.contains(&s.as_str()))
+            .collect();
+        out.read_only = all
+            .into_iter()
+            .filter(|f| is_source(f) && is_test_file(f))
+            .filter(|f| !out.edit.contains(f) && !out.create.contains(f))
+            .filter(|f| {
+                let name = f.rsplit('/').next().unwrap_or(f);
+                stems.iter().any(|s| name.contains(s.as_str()))
+            })
+            .take(2)
+            .collect();
+        out
+    }
+
+    /// The text of a workspace-relative file in the working copy.
+    pub(super) fn read_text(&mut self, rel: &str) -> Option<String> {
+        let s = self.session();
+        let resolved = s.sandbox.resolve(rel, s.fs.as_ref()).ok()?;
+        if !s.copy.exists(&resolved.abs, s.fs.as_ref()) {
+            return None;
+        }
+        s.copy
+            .read(&resolved.abs, s.fs.as_ref())
+            .ok()
+            .map(|(t, _)| t)
+    }
+
+    fn tokens_of(&mut self, files: &[String], model: &dyn ChatModel) -> usize {
+        let encoding = Budget::for_window(model.name(), model.context_window()).encoding;
+        files
+            .iter()
+            .filter_map(|f| self.read_text(f))
+            .map(|t| count_tokens(&t, encoding))
+            .sum()
+    }
+
+    /// Whether the rewrite protocol can take the step: it has files, and they, the prompt and
+    /// the answer (the files again, a quarter more) fit the model's window.
+    pub(super) fn rewrite_fits(&mut self, files: &StepFiles, model: &dyn ChatModel) -> bool {
+        if files.edit.is_empty() && files.create.is_empty() {
+            return false;
+        }
+        let window = model.context_window();
+        let shown = self.tokens_of(&files.edit, model);
+        let wanted = shown * 5 / 4 + 300 + 700 * files.create.len();
+        wanted <= window / 2 && shown + PROMPT_OVERHEAD + wanted.max(1024) <= window * 9 / 10
+    }
+
+    /// Output tokens kept for a rewrite answer: the files again, a quarter more, and room for
+    /// each new file.
+    pub(super) fn rewrite_answer_tokens(
+        &mut self,
+        files: &StepFiles,
+        model: &dyn ChatModel,
+    ) -> u32 {
+        let window = model.context_window();
+        let shown = self.tokens_of(&files.edit, model);
+        (shown * 5 / 4 + 300 + 700 * files.create.len()).clamp(1024, window / 2) as u32
+    }
+
+    /// The prompt of a rewrite attempt: the files whole (then the tests to read, as far as the
+    /// window allows), the request and the step, why earlier attempts failed, `feedback` on the
+    /// last answer, and how to answer.
+    pub(super) fn rewrite_prompt(
+        &mut self,
+        plan: &Plan,
+        spec: &StepSpec,
+        files: &StepFiles,
+        failures: &[String],
+        feedback: Option<&str>,
+    ) -> Vec<Message> {
+        let system = self.system_prompt(
+            "You are an expert programmer carrying out one step of a change to a project. You \
+             answer with the complete new text of every file you change: the file's path on a \
+             line of its own, then the whole file in one fenced code block, every line written \
+             out (never `...` or a placeholder). Change only what the step asks for and keep \
+             every other line exactly as it is. Keep the names the files and the request use. \
+             Never change the tests you are shown to read.\n",
+            "Workspace rules (follow them)",
+        );
+        let coder = self.roles().coder.clone();
+        let window = coder.context_window();
+        let encoding = Budget::for_window(coder.name(), window).encoding;
+        let mut user = String::new();
+        let mut used = 0;
+        for f in &files.edit {
+            let Some(text) = self.read_text(f) else {
+                continue;
+            };
+            self.record_read(f, &text);
+            used += count_tokens(&text, encoding);
+            user.push_str(&fenced(f, &text, ""));
+        }
+        let reserve = self.rewrite_answer_tokens(files, coder.as_ref()) as usize;
+        let room = (window * 9 / 10).saturating_sub(used + reserve + PROMPT_OVERHEAD);
+        let mut test_tokens = 0;
+        for t in &files.read_only {
+            let Some(text) = self.read_text(t) else {
+                continue;
+            };
+            let n = count_tokens(&text, encoding);
+            if test_tokens + n > room {
+                continue;
+            }
+            test_tokens += n;
+            user.push_str(&fenced(
+                t,
+                &text,
+                " (the tests: read them, do not change them)",
+            ));
+        }
+        let request = self.request.request.trim().to_owned();
+        user.push_str(&format!("Request: {request}\n"));
+        if plan.work().count() > 1 {
+            user.push_str(&format!("\nPlan:\n{}", plan.numbered(spec.number)));
+        }
+        if spec.text.trim() != request {
+            user.push_str(&format!("\nDo this now ({}): {}\n", spec.name, spec.text));
+        }
+        if let Some(extra) = &spec.extra {
+            user.push('\n');
+            user.push_str(extra.trim_end());
+            user.push('\n');
+        }
+        for c in &files.create {
+            user.push_str(&format!("\n{c} does not exist yet: create it.\n"));
+        }
+        if !failures.is_empty() {
+            user.push_str(
+                "\nEarlier attempts at this step failed and were undone (the files above are \
+                 as they are now). Avoid their mistakes. Why each failed:\n",
+            );
+            for (i, f) in failures.iter().enumerate() {
+                user.push_str(&format!(
+                    "{}. {}\n",
+                    i + 1,
+                    crate::edit::text::clip(f.trim(), 900)
+                ));
+            }
+        }
+        if let Some(feedback) = feedback {
+            user.push_str(&format!("\n{}\n", feedback.trim_end()));
+        } else {
+            user.push_str(&format!("\n{}", self.answer_shape(files)));
+        }
+        vec![Message::system(system), Message::user(user)]
+    }
+
+    /// How to answer, naming the files.
+    fn answer_shape(&self, files: &StepFiles) -> String {
+        let names: Vec<String> = files
+            .edit
+            .iter()
+            .chain(&files.create)
+            .map(|f| format!("`{f}`"))
+            .collect();
+        format!(
+            "Reply with the complete new {}: for each file you change, its path on a line of its \
+             own, then the whole file in one code block.",
+            names.join(" and ")
+        )
+    }
+
+    /// What to answer after an answer that was not applied.
+    pub(super) fn answer_again(&self, turn: &Turn<'_>) -> String {
+        self.answer_shape(turn.files)
+    }
+
+    /// The coaching message of the rewrite protocol for a stuck answer.
+    pub(super) fn rewrite_coaching(&self, turn: &Turn<'_>, refused: bool) -> String {
+        format!(
+            "{}{}",
+            if refused {
+                "You can make this change: answer with the code, not with an explanation. "
+            } else {
+                "Your answer made no change. This step needs a change to the files. "
+            },
+            self.answer_shape(turn.files)
+        )
+    }
+
+    fn record_read(&mut self, rel: &str, text: &str) {
+        let s = self.session();
+        if let Ok(r) = s.sandbox.resolve(rel, s.fs.as_ref()) {
+            s.ledger.record_read(r.abs, text);
+        }
+    }
+
+    /// Applies the code blocks of an answer: each to the file named above it (or the step's
+    /// only file), through the engine and the whole-file checks; a new file through
+    /// `write_file` (validated like any new file).
+    pub(super) async fn apply_blocks(
+        &mut self,
+        turn: &Turn<'_>,
+        blocks: Vec<FileBlock>,
+    ) -> Result<BlocksApplied, DevelopFailure> {
+        let files = turn.files;
+        let targets: Vec<String> = files.edit.iter().chain(&files.create).cloned().collect();
+        let all = self.workspace_files();
+        let unnamed: Vec<usize> = (0..blocks.len())
+            .filter(|&i| blocks[i].path.is_none())
+            .collect();
+        let mut out = BlocksApplied::default();
+        for (i, b) in blocks.iter().enumerate() {
+            let body = b.body.trim_start();
+            if body.trim().is_empty() {
+                out.problems.push("a code block was empty".to_owned());
+                continue;
+            }
+            if body.starts_with('{') && body.contains("\"name\"") {
+                out.problems.push(
+                    "a code block held a tool call; write the file's complete text instead"
+                        .to_owned(),
+                );
+                continue;
+            }
+            let rel = match &b.path {
+                Some(p) => known_path(&targets, p)
+                    .or_else(|| known_path(&all, p))
+                    .unwrap_or_else(|| p.clone()),
+                None if targets.len() == 1 => targets[0].clone(),
+                None if unnamed.len() == targets.len() => {
+                    let k = unnamed.iter().position(|&u| u == i).unwrap_or(0);
+                    targets[k].clone()
+                }
+                None => {
+                    out.problems.push(format!(
+                        "a code block names no file; write the file's path on the line above \
+                         each block ({})",
+                        targets.join(", ")
+                    ));
+                    continue;
+                }
+            };
+            if files.read_only.contains(&rel) {
+                out.problems.push(format!(
+                    "{rel} holds the tests, shown to read only: it was not changed; change the \
+                     code so that they pass"
+                ));
+                continue;
+            }
+            match self.read_text(&rel) {
+                Some(current) => {
+                    let applied = match crate::edit::rewrite_whole(&current, &rel, &b.body) {
+                        Ok(a) => a,
+                        Err(r) if r.kind == RefusalKind::NoOp => {
+                            out.unchanged = true;
+                            continue;
+                        }
+                        Err(r) => {
+                            out.problems.push(format!("{rel}: {}", r.message));
+                            continue;
+                        }
+                    };
+                    if let Some(problem) =
+                        self.whole_file_problems(turn, &rel, &current, &applied.text)
+                    {
+                        out.problems.push(problem);
+                        continue;
+                    }
+                    let s = self.session();
+                    let Ok(resolved) = s.sandbox.resolve(&rel, s.fs.as_ref()) else {
+                        continue;
+                    };
+                    let version = s
+                        .copy
+                        .read(&resolved.abs, s.fs.as_ref())
+                        .ok()
+                        .and_then(|(_, v)| v);
+                    s.copy
+                        .write(&resolved.abs, &current, version, applied.text.clone());
+                    s.ledger.record_write(&resolved.abs, &applied.text);
+                    out.changed.push(rel);
+                }
+                None => {
+                    // A new file: when the step names it or says to create one.
+                    let goal = turn.spec.goal.clone().unwrap_or_default();
+                    let allowed = files.create.contains(&rel)
+                        || says_create(&turn.spec.text)
+                        || says_create(&self.request.request)
+                        || (is_test_file(&rel) && asks_for_test(&goal));
+                    if !allowed {
+                        out.problems.push(format!(
+                            "{rel} does not exist, and this step creates no file: change {}",
+                            targets.join(", ")
+                        ));
+                        continue;
+                    }
+                    let call = ToolCall::new(
+                        format!("whole_{i}"),
+                        "write_file",
+                        serde_json::json!({"path": rel, "content": b.body}),
+                    );
+                    let outcomes = self.execute(vec![call]).await?;
+                    for o in outcomes {
+                        if matches!(o.status, Status::Edited { .. }) {
+                            out.changed.push(rel.clone());
+                        } else {
+                            out.problems.push(format!("{rel}: {}", o.content.trim()));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Why a whole file's new text is not taken: syntax errors it adds, a top-level definition
+    /// written twice, a stub asked for left as it was beside a new function.
+    fn whole_file_problems(
+        &self,
+        turn: &Turn<'_>,
+        rel: &str,
+        before: &str,
+        after: &str,
+    ) -> Option<String> {
+        let language = Language::from_path(rel).unwrap_or(Language::Text);
+        if !language.is_parsed() {
+            return None;
+        }
+        let problems = introduced_problems(language, before, after);
+        if !problems.is_empty() {
+            let listed: Vec<String> = problems.iter().take(5).map(|p| format!("  {p}")).collect();
+            return Some(format!(
+                "{rel}: it would introduce syntax errors, so nothing was changed:\n{}",
+                listed.join("\n")
+            ));
+        }
+        let dup = duplicate_definitions(language, before, after);
+        if !dup.is_empty() {
+            let names: Vec<String> = dup.iter().map(|d| format!("`{d}`")).collect();
+            return Some(format!(
+                "{rel} would define {} twice at the top level, so nothing was changed; write \
+                 each definition once: change the existing one instead of adding another",
+                names.join(", ")
+            ));
+        }
+        let asked = format!(
+            "{}\n{}\n{}",
+            self.request.request,
+            turn.spec.text,
+            turn.spec.goal.as_deref().unwrap_or("")
+        )
+        .to_lowercase();
+        let stubs: Vec<(String, Vec<String>)> = untouched_stubs(language, before, after)
+            .into_iter()
+            .filter(|(stub, _)| {
+                asked.contains(&stub.to_lowercase())
+                    || asked.contains("implement")
+                    || asked.contains("stub")
+            })
+            .collect();
+        if let Some((stub, added)) = stubs.first() {
+            let added: Vec<String> = added.iter().map(|a| format!("`{a}`")).collect();
+            return Some(format!(
+                "{rel}: `{stub}` is still a stub, and the answer adds {} beside it, so nothing \
+                 was changed; implement `{stub}` itself (keep its name and parameters) instead \
+                 of adding another function",
+                added.join(", ")
+            ));
+        }
+        None
+    }
+
+    /// What the step asked for that is not there yet, though the check passes: a file it names
+    /// unchanged, a test it asks for, a function it names (`docs/develop.md`, "The tests as
+    /// the guide"). Empty when nothing is missing.
+    pub(super) fn not_done_yet(&mut self, turn: &Turn<'_>) -> Vec<String> {
+        let mut missing = Vec::new();
+        let untouched: Vec<String> = self
+            .untouched(turn.spec)
+            .into_iter()
+            .filter(|f| !turn.files.read_only.contains(f))
+            .collect();
+        if !untouched.is_empty() {
+            missing.push(format!(
+                "it names {}, which you have not changed",
+                untouched.join(", ")
+            ));
+        }
+        let Some(goal) = turn.spec.goal.clone() else {
+            return missing;
+        };
+        let added = self.added_lines(turn);
+        if asks_for_test(&goal) && !added.iter().any(|l| is_test_line(l)) {
+            missing.push("it asks for a test, and the change adds none".to_owned());
+        }
+        let texts: Vec<String> = {
+            let mut rels: Vec<String> = turn.spec.files.clone();
+            rels.extend(self.changed_rel());
+            rels.into_iter()
+                .filter_map(|r| self.read_text(&r))
+                .collect()
+        };
+        for name in asked_names(&goal) {
+            if !texts.iter().any(|t| t.contains(&name)) {
+                missing.push(format!("`{name}` is not in the code yet"));
+            }
+        }
+        missing
+    }
+
+    /// Lines this step added to any file.
+    fn added_lines(&mut self, turn: &Turn<'_>) -> Vec<String> {
+        let changes = self.session().copy.changes();
+        let mut out = Vec::new();
+        for c in changes {
+            let old = turn
+                .before
+                .iter()
+                .find(|(p, _)| *p == c.path)
+                .map(|(_, t)| t.clone())
+                .or(c.original.clone())
+                .unwrap_or_default();
+            for ch in TextDiff::from_lines(&old, &c.text).iter_all_changes() {
+                if ch.tag() == ChangeTag::Insert {
+                    out.push(ch.value().to_owned());
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A file shown whole: its path (and `note`), then the text in a fence.
+fn fenced(rel: &str, text: &str, note: &str) -> String {
+    let tag = fence_tag(Language::from_path(rel).unwrap_or(Language::Text));
+    let fence = if text.contains("```") { "````" } else { "```" };
+    let mut out = format!("{rel}{note}\n{fence}{tag}\n{text}");
+    if !text.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(fence);
+    out.push_str("\n\n");
+    out
+}
+
+fn stem(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.split('.').next().unwrap_or(name)
+}
+
+/// Whether a step's text asks for a test to be written.
+pub(super) fn asks_for_test(text: &str) -> bool {
+    let t = text.to_lowercase();
+    [
+        "unit test",
+        "a test",
+        "tests for",
+        "test for ",
+        "with tests",
+        "add tests",
+        "and tests",
+        "new test",
+        "integration test",
+        "test case",
+        "doctest",
+    ]
+    .iter()
+    .any(|p| t.contains(p))
+}
+
+/// A line that defines a test in one of the languages develop knows.
+fn is_test_line(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("#[test]")
+        || t.starts_with("#[tokio::test")
+        || t.starts_with("def test")
+        || t.starts_with("async def test")
+        || t.starts_with("test(")
+        || t.starts_with("it(")
+        || t.starts_with("test.each")
+        || t.starts_with("describe(")
+        || t.starts_with("func Test")
+        || t.starts_with("@Test")
+        || t.starts_with(">>> ")
+}
+
+/// Functions a step asks to add or implement, by name: `name(` in its text, or a backticked
+/// `fn name` / `def name` / `function name`. None for a rename or a removal, where a name is
+/// meant to go.
+fn asked_names(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    if ["rename", "remove", "delete", "replace"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        return Vec::new();
+    }
+    const NOT_NAMES: &[&str] = &[
+        "print",
+        "println",
+        "len",
+        "range",
+        "list",
+        "dict",
+        "str",
+        "int",
+        "float",
+        "format",
+        "assert",
+        "assert_eq",
+        "console",
+        "log",
+        "main",
+        "test",
+        "self",
+        "some",
+        "ok",
+        "err",
+        "vec",
+        "map",
+        "filter",
+        "sum",
+        "count",
+        "return",
+        "returns",
+        "e.g",
+        "i.e",
+    ];
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |name: &str| {
+        let ok = name.len() >= 3
+            && name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !NOT_NAMES.contains(&name.to_lowercase().as_str());
+        if ok && !out.iter().any(|o| o == name) {
+            out.push(name.to_owned());
+        }
+    };
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        if c != '(' || k == 0 {
+            continue;
+        }
+        let start = text[..i]
+            .rfind(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+            .map_or(0, |p| p + 1);
+        // A method call (`self.x(`, `obj.y(`) is not a function the step adds.
+        if start > 0 && text[..start].ends_with('.') {
+            continue;
+        }
+        push(&text[start..i]);
+    }
+    for span in text.split('`').skip(1).step_by(2) {
+        let span = span.trim();
+        for kw in [
+            "pub fn ",
+            "fn ",
+            "async def ",
+            "def ",
+            "function ",
+            "export function ",
+        ] {
+            if let Some(rest) = span.strip_prefix(kw) {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                push(&name);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_step_asks_for() {
+        let double = "Add a function double(x: i32) -> i32 to src/lib.rs that returns twice x, with a unit test.";
+        assert!(asks_for_test(double));
+        assert_eq!(asked_names(double), ["double"]);
+        assert_eq!(
+            asked_names("Add `pub fn line_count` to `src/lib.rs`, called as self.count(x)."),
+            ["line_count"]
+        );
+        assert!(asked_names("rename word_count(text) to count_words").is_empty());
+        assert!(!asks_for_test(
+            "the test test_total_value fails: fix total_value"
+        ));
+        assert!(is_test_line("    #[test]\n") && is_test_line("def test_doubles(self):"));
+        assert!(!is_test_line("fn double(x: i32) -> i32 {"));
+    }
+
+    #[test]
+    fn files_are_shown_under_their_path() {
+        assert_eq!(
+            fenced("a.py", "x = 1", " (read only)"),
+            "a.py (read only)\n```python\nx = 1\n```\n\n"
+        );
+        assert_eq!(stem("src/slug.test.ts"), "slug");
+    }
+}
