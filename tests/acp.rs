@@ -260,15 +260,21 @@ fn develop_shows_plan_steps_diffs_and_checks_and_writes_through_the_client_when_
     );
     let new_lib = lib_diff["newText"].as_str().unwrap().to_owned();
     assert!(new_lib.contains("pub fn line_count"), "{new_lib}");
-    // Checks and tests ran as execute tool calls with their output.
-    let executes: Vec<&&Value> = calls.iter().filter(|c| c["kind"] == "execute").collect();
-    assert!(!executes.is_empty(), "{calls:#?}");
+    // The tests: an execute call started when they run, completed with the command and result.
+    let tests = calls
+        .iter()
+        .find(|c| c["kind"] == "execute" && c["title"] == "Tests")
+        .unwrap_or_else(|| panic!("{calls:#?}"));
+    assert_eq!(tests["status"], "in_progress");
+    let tested = done
+        .iter()
+        .find(|u| u["toolCallId"] == tests["toolCallId"])
+        .unwrap();
+    assert_eq!(tested["status"], "completed", "{tested:#}");
     assert!(
-        executes
-            .iter()
-            .any(|c| c["title"].as_str().unwrap().contains("cargo test"))
+        tested["title"].as_str().unwrap().contains("cargo test"),
+        "{tested:#}"
     );
-    assert!(executes.iter().all(|c| c["status"] == "completed"));
     assert!(
         agent_text(&seen).contains("verify: tests passed"),
         "{}",

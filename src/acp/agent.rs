@@ -71,7 +71,7 @@ impl Mode {
 
 /// What the client said it can do (`initialize`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ClientAbilities {
+pub struct ClientOffer {
     pub read_text_file: bool,
     pub write_text_file: bool,
     /// Offered; checks run in patchwise's own overlay, so no terminal is asked for.
@@ -97,30 +97,30 @@ pub struct AcpSession {
 /// an `.await`.
 pub struct AcpState {
     roots: Vec<PathBuf>,
-    client: Mutex<ClientAbilities>,
+    client: Mutex<ClientOffer>,
     sessions: Mutex<HashMap<String, AcpSession>>,
     pub runs: Arc<Runs>,
 }
 
 /// A request the agent refuses; the text says why and what to do instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+pub enum Rejected {
     InvalidParams(String),
     NotFound(String),
     Internal(String),
 }
 
-impl Refusal {
+impl Rejected {
     pub fn into_error(self) -> agent_client_protocol::Error {
         use agent_client_protocol::Error;
         match self {
-            Refusal::InvalidParams(m) => Error::invalid_params().data(m),
-            Refusal::NotFound(m) => Error::new(
+            Rejected::InvalidParams(m) => Error::invalid_params().data(m),
+            Rejected::NotFound(m) => Error::new(
                 agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND,
                 "Resource not found",
             )
             .data(m),
-            Refusal::Internal(m) => Error::internal_error().data(m),
+            Rejected::Internal(m) => Error::internal_error().data(m),
         }
     }
 }
@@ -129,19 +129,19 @@ impl AcpState {
     pub fn new(roots: Vec<PathBuf>) -> Arc<AcpState> {
         Arc::new(AcpState {
             roots,
-            client: Mutex::new(ClientAbilities::default()),
+            client: Mutex::new(ClientOffer::default()),
             sessions: Mutex::new(HashMap::new()),
             runs: Runs::new(),
         })
     }
 
-    pub fn client(&self) -> ClientAbilities {
+    pub fn client(&self) -> ClientOffer {
         *self.client.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
         let caps: &ClientCapabilities = &request.client_capabilities;
-        let abilities = ClientAbilities {
+        let abilities = ClientOffer {
             read_text_file: caps.fs.read_text_file,
             write_text_file: caps.fs.write_text_file,
             terminal: caps.terminal,
@@ -159,7 +159,7 @@ impl AcpState {
             )
     }
 
-    pub fn new_session(&self, request: &NewSessionRequest) -> Result<NewSessionResponse, Refusal> {
+    pub fn new_session(&self, request: &NewSessionRequest) -> Result<NewSessionResponse, Rejected> {
         let cwd = self.allowed_cwd(&request.cwd)?;
         let id = crate::store::new_id();
         let session = open_session(id.clone(), cwd, Mode::Develop, Vec::new(), String::new());
@@ -173,18 +173,18 @@ impl AcpState {
     pub fn load_session(
         &self,
         request: &LoadSessionRequest,
-    ) -> Result<(LoadSessionResponse, Vec<SessionUpdate>), Refusal> {
+    ) -> Result<(LoadSessionResponse, Vec<SessionUpdate>), Rejected> {
         let cwd = self.allowed_cwd(&request.cwd)?;
         let id = request.session_id.0.to_string();
         // The library of the folder's configuration holds its sessions.
         let config = load_config(&cwd);
         let record = crate::research::open_library(&config)
-            .map_err(|e| Refusal::Internal(format!("cannot open the library: {e}")))?
+            .map_err(|e| Rejected::Internal(format!("cannot open the library: {e}")))?
             .session(&id)
-            .map_err(|e| Refusal::Internal(format!("cannot read session {id}: {e}")))?
-            .ok_or_else(|| Refusal::NotFound(format!("no stored session has the id {id:?}")))?;
+            .map_err(|e| Rejected::Internal(format!("cannot read session {id}: {e}")))?
+            .ok_or_else(|| Rejected::NotFound(format!("no stored session has the id {id:?}")))?;
         if Path::new(&record.cwd) != cwd {
-            return Err(Refusal::InvalidParams(format!(
+            return Err(Rejected::InvalidParams(format!(
                 "session {id} works in {}, not in {}",
                 record.cwd,
                 cwd.display()
@@ -205,7 +205,7 @@ impl AcpState {
         let session = open_session(id.clone(), cwd, mode, record.turns, record.created_at);
         let mut sessions = self.lock();
         if sessions.get(&id).is_some_and(|s| s.running.is_some()) {
-            return Err(Refusal::InvalidParams(format!(
+            return Err(Rejected::InvalidParams(format!(
                 "session {id} is running a prompt; cancel it before loading it again"
             )));
         }
@@ -216,10 +216,10 @@ impl AcpState {
     pub fn set_mode(
         &self,
         request: &SetSessionModeRequest,
-    ) -> Result<SetSessionModeResponse, Refusal> {
+    ) -> Result<SetSessionModeResponse, Rejected> {
         let wanted = request.mode_id.0.to_string();
         let mode = Mode::from_id(&wanted).ok_or_else(|| {
-            Refusal::InvalidParams(format!(
+            Rejected::InvalidParams(format!(
                 "unknown mode {wanted:?}; the modes are {}",
                 Mode::ALL.map(Mode::id).join(", ")
             ))
@@ -234,11 +234,11 @@ impl AcpState {
     pub fn begin_prompt(
         &self,
         id: &SessionId,
-    ) -> Result<(CancellationToken, SessionView), Refusal> {
+    ) -> Result<(CancellationToken, SessionView), Rejected> {
         let mut sessions = self.lock();
         let session = find(&mut sessions, id)?;
         if session.running.is_some() {
-            return Err(Refusal::InvalidParams(format!(
+            return Err(Rejected::InvalidParams(format!(
                 "session {} is already running a prompt; wait for it to end or cancel it \
                  (session/cancel) first",
                 session.id
@@ -311,24 +311,24 @@ impl AcpState {
     }
 
     /// The session's folder, checked: absolute, a directory, inside an allowed root.
-    fn allowed_cwd(&self, cwd: &Path) -> Result<PathBuf, Refusal> {
+    fn allowed_cwd(&self, cwd: &Path) -> Result<PathBuf, Rejected> {
         if !cwd.is_absolute() {
-            return Err(Refusal::InvalidParams(format!(
+            return Err(Rejected::InvalidParams(format!(
                 "cwd must be an absolute path, found {:?}",
                 cwd.display().to_string()
             )));
         }
         let real = std::fs::canonicalize(cwd).map_err(|e| {
-            Refusal::InvalidParams(format!("cannot open the folder {}: {e}", cwd.display()))
+            Rejected::InvalidParams(format!("cannot open the folder {}: {e}", cwd.display()))
         })?;
         if !real.is_dir() {
-            return Err(Refusal::InvalidParams(format!(
+            return Err(Rejected::InvalidParams(format!(
                 "{} is not a folder",
                 cwd.display()
             )));
         }
         if !self.roots.iter().any(|root| real.starts_with(root)) {
-            return Err(Refusal::InvalidParams(format!(
+            return Err(Rejected::InvalidParams(format!(
                 "{} is outside the folders patchwise may work in ({}); start `patchwise acp` \
                  with --workspace <folder> to allow it",
                 cwd.display(),
@@ -361,10 +361,10 @@ pub struct SessionView {
 fn find<'a>(
     sessions: &'a mut HashMap<String, AcpSession>,
     id: &SessionId,
-) -> Result<&'a mut AcpSession, Refusal> {
+) -> Result<&'a mut AcpSession, Rejected> {
     let id = id.0.as_ref();
     sessions.get_mut(id).ok_or_else(|| {
-        Refusal::NotFound(format!(
+        Rejected::NotFound(format!(
             "no session {id:?}; create one with session/new (or session/load) first"
         ))
     })

@@ -96,7 +96,7 @@ async fn serve(state: Arc<AcpState>) -> anyhow::Result<()> {
                         }
                         responder.respond(response)
                     }
-                    Err(refusal) => responder.respond_with_error(refusal.into_error()),
+                    Err(rejected) => responder.respond_with_error(rejected.into_error()),
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -113,7 +113,7 @@ async fn serve(state: Arc<AcpState>) -> anyhow::Result<()> {
                         cx: ConnectionTo<Client>| {
                 let (cancel, session) = match s_prompt.begin_prompt(&request.session_id) {
                     Ok(started) => started,
-                    Err(refusal) => return responder.respond_with_error(refusal.into_error()),
+                    Err(rejected) => return responder.respond_with_error(rejected.into_error()),
                 };
                 let state = s_prompt.clone();
                 let peer = turn::Peer {

@@ -23,16 +23,15 @@ use agent_client_protocol::v1::schema::{
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{ClientAbilities, Mode, SessionView};
+use super::agent::{ClientOffer, Mode, SessionView};
 use super::target;
-use crate::research::RunOptions;
 use crate::store::sessions::{SessionTurn, Speaker};
 use crate::tools::{OpenBuffer, Snapshot};
-use crate::workflow::Proposal;
-use crate::workflow::develop::{DevelopContext, DevelopModels, DevelopRequest, StepStatus};
-use crate::workflow::session::develop::{ItemStatus, PlanItem};
+use crate::workflow::session::develop::{
+    DevelopContext, DevelopModels, DevelopRequest, ItemStatus, PlanItem, StepStatus, VerifyStatus,
+};
 use crate::workflow::session::edit::{RequestedEdit, Workspace};
-use crate::workflow::session::{self, RunEvent, RunHandle, RunKind, Runs};
+use crate::workflow::session::{self, Proposal, ProposalFile, RunEvent, RunHandle, RunKind, Runs};
 
 const ALLOW_ONCE: &str = "allow-once";
 const ALLOW_ALWAYS: &str = "allow-always";
@@ -43,7 +42,7 @@ const REJECT: &str = "reject";
 pub struct Peer {
     pub cx: ConnectionTo<Client>,
     pub session: SessionId,
-    pub abilities: ClientAbilities,
+    pub abilities: ClientOffer,
 }
 
 impl Peer {
@@ -53,6 +52,35 @@ impl Peer {
             .send_notification(SessionNotification::new(self.session.clone(), update))
         {
             tracing::warn!("a session/update could not be sent: {err}");
+        }
+    }
+
+    /// Ends tool call `id`: an update when it was started (`started`), else a whole call.
+    fn call(
+        &self,
+        started: &[String],
+        id: &str,
+        title: &str,
+        kind: ToolKind,
+        status: ToolCallStatus,
+        content: Vec<ToolCallContent>,
+    ) {
+        let call = ToolCallId::new(id.to_owned());
+        if started.iter().any(|s| s == id) {
+            self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                call,
+                ToolCallUpdateFields::new()
+                    .title(title.to_owned())
+                    .status(status)
+                    .content(content),
+            )));
+        } else {
+            self.update(SessionUpdate::ToolCall(
+                ToolCall::new(call, title.to_owned())
+                    .kind(kind)
+                    .status(status)
+                    .content(content),
+            ));
         }
     }
 
@@ -209,7 +237,11 @@ impl Turn {
         snapshot
     }
 
-    fn start(&self, kind: RunKind, label: &str) -> (RunHandle, tokio::task::JoinHandle<()>) {
+    fn start(
+        &self,
+        kind: RunKind,
+        label: &str,
+    ) -> (RunHandle, tokio::task::JoinHandle<Vec<String>>) {
         let mut run = self.runs.start_run(kind, label);
         let events = run.take_events();
         let forward = tokio::spawn(forward(self.peer.clone(), run.id().to_owned(), events));
@@ -247,19 +279,20 @@ impl Turn {
         let id = run.id().to_owned();
         let outcome = session::develop::run(ctx, DevelopRequest { request, focus }, &run).await;
         run.finish("develop finished");
-        let _ = forward.await;
         if self.cancel.is_cancelled() {
+            let _ = forward.await;
             return StopReason::Cancelled;
         }
         let report = &outcome.report;
+        let started = forward.await.unwrap_or_default();
         // Each step's files as the proposal changes them, on the step that changed them last.
         let mut shown: Vec<String> = Vec::new();
         for (i, step) in report.steps.iter().enumerate().rev() {
-            let number = step_number(&step.name);
-            let call = ToolCallId::new(match number {
+            let call = match step_number(&step.name) {
                 Some(n) => format!("{id}-step-{n}"),
+                // Fix rounds and the judge's objections have no plan entry: a call of their own.
                 None => format!("{id}-extra-{i}"),
-            });
+            };
             let mut content = Vec::new();
             for path in &step.changed {
                 if shown.contains(path) {
@@ -282,46 +315,56 @@ impl Turn {
                 StepStatus::Done => ToolCallStatus::Completed,
                 _ => ToolCallStatus::Failed,
             };
-            if number.is_none() {
-                // Fix rounds and the judge's objections had no plan entry: a call of their own.
-                self.peer.update(SessionUpdate::ToolCall(
-                    ToolCall::new(call, format!("{}: {}", step.name, step.text))
-                        .kind(ToolKind::Edit)
-                        .status(status)
-                        .content(content),
-                ));
-            } else {
-                self.peer
-                    .update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                        call,
-                        ToolCallUpdateFields::new().status(status).content(content),
-                    )));
-            }
+            let title = format!("{}: {}", capitalized(&step.name), step.text);
+            self.peer
+                .call(&started, &call, &title, ToolKind::Edit, status, content);
         }
         for (i, check) in report.checks.iter().enumerate() {
-            self.peer.update(SessionUpdate::ToolCall(
-                ToolCall::new(
-                    ToolCallId::new(format!("{id}-check-{i}")),
-                    format!("{}: {}", check.kind.name(), check.line),
-                )
-                .kind(ToolKind::Execute)
-                .status(if check.passed {
-                    ToolCallStatus::Completed
-                } else {
-                    ToolCallStatus::Failed
-                })
-                .content(vec![text_content(&format!(
-                    "```\n{}\n```",
-                    check.output.trim_end()
-                ))]),
-            ));
+            let status = if check.passed {
+                ToolCallStatus::Completed
+            } else {
+                ToolCallStatus::Failed
+            };
+            let output = format!("```\n{}\n```", check.output.trim_end());
+            self.peer.call(
+                &started,
+                &format!("{id}-check-{i}"),
+                &format!("{}: {}", check.kind.name(), check.line),
+                ToolKind::Execute,
+                status,
+                vec![text_content(&output)],
+            );
+        }
+        let tests = report
+            .commands
+            .iter()
+            .filter_map(|c| c.strip_prefix("test: "))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let verified = match &report.verify {
+            VerifyStatus::Passed => Some((ToolCallStatus::Completed, "The tests pass.".to_owned())),
+            VerifyStatus::Failed(why) => Some((
+                ToolCallStatus::Failed,
+                format!("```\n{}\n```", crate::edit::text::clip(why.trim(), 4000)),
+            )),
+            VerifyStatus::NotRun(_) => None,
+        };
+        if let Some((status, text)) = verified {
+            self.peer.call(
+                &started,
+                &format!("{id}-verify"),
+                &format!("Tests: {tests}"),
+                ToolKind::Execute,
+                status,
+                vec![text_content(&text)],
+            );
         }
         self.say(report.summary());
         let Some(proposal) = outcome.proposal else {
             return StopReason::EndTurn;
         };
         let mut note = String::new();
-        if let crate::workflow::develop::VerifyStatus::Failed(_) = &report.verify {
+        if let VerifyStatus::Failed(_) = &report.verify {
             note = " The tests FAIL with this change.".to_owned();
         }
         self.offer(&id, proposal, &note).await
@@ -428,9 +471,9 @@ impl Turn {
             return StopReason::EndTurn;
         }
         let (run, forward) = self.start(RunKind::Research, &query);
-        let options = RunOptions {
+        let options = session::research::RunOptions {
             workspace: Some(self.session.cwd.clone()),
-            ..RunOptions::default()
+            ..session::research::RunOptions::default()
         };
         let result = session::research::run(&self.session.config, &query, options, &run).await;
         run.finish("research finished");
@@ -674,14 +717,31 @@ impl Turn {
 }
 
 /// Forwards a run's events as they happen: progress as thoughts (each phase once), the plan
-/// as `plan` updates, and each step as an `edit` tool call that starts when the step does.
-async fn forward(peer: Peer, run: String, events: Option<mpsc::UnboundedReceiver<RunEvent>>) {
-    let Some(mut events) = events else { return };
+/// as `plan` updates, each step as an `edit` tool call that starts when the step does, and the
+/// tests as an `execute` call that starts when they do. Returns the ids of the calls started.
+async fn forward(
+    peer: Peer,
+    run: String,
+    events: Option<mpsc::UnboundedReceiver<RunEvent>>,
+) -> Vec<String> {
+    let mut calls: Vec<String> = Vec::new();
+    let Some(mut events) = events else {
+        return calls;
+    };
     let mut last_phase = String::new();
     let mut started: Vec<usize> = Vec::new();
     while let Some(event) = events.recv().await {
         match event {
             RunEvent::Progress { message, .. } => {
+                let verify = format!("{run}-verify");
+                if message.starts_with("verify:") && !calls.contains(&verify) {
+                    peer.update(SessionUpdate::ToolCall(
+                        ToolCall::new(ToolCallId::new(verify.clone()), "Tests")
+                            .kind(ToolKind::Execute)
+                            .status(ToolCallStatus::InProgress),
+                    ));
+                    calls.push(verify);
+                }
                 let phase = message.split(':').next().unwrap_or_default().to_owned();
                 if message != last_phase && !message.is_empty() {
                     if phase != last_phase.split(':').next().unwrap_or_default()
@@ -701,19 +761,30 @@ async fn forward(peer: Peer, run: String, events: Option<mpsc::UnboundedReceiver
                         continue;
                     }
                     started.push(item.number);
+                    let id = format!("{run}-step-{}", item.number);
                     peer.update(SessionUpdate::ToolCall(
                         ToolCall::new(
-                            ToolCallId::new(format!("{run}-step-{}", item.number)),
+                            ToolCallId::new(id.clone()),
                             format!("Step {}: {}", item.number, item.text),
                         )
                         .kind(ToolKind::Edit)
-                        .status(ToolCallStatus::InProgress)
-                        .locations(Vec::new()),
+                        .status(ToolCallStatus::InProgress),
                     ));
+                    calls.push(id);
                 }
             }
             RunEvent::Finished { .. } => break,
         }
+    }
+    calls
+}
+
+/// `step 2` → `Step 2`.
+fn capitalized(name: &str) -> String {
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 
@@ -736,7 +807,7 @@ fn step_number(name: &str) -> Option<usize> {
     name.strip_prefix("step ")?.parse().ok()
 }
 
-fn diff(f: &crate::workflow::ProposalFile) -> ToolCallContent {
+fn diff(f: &ProposalFile) -> ToolCallContent {
     ToolCallContent::Diff(
         Diff::new(f.path.clone(), f.new_text.clone())
             .old_text((!f.created).then(|| f.original.clone())),

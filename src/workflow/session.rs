@@ -46,6 +46,8 @@ pub mod research;
 mod runs;
 
 pub use choices::{Choice, ChoiceArgument, ChoiceKind, ClientAbilities, ForeignDiagnostic, Lens};
+// A run's result as the edges show it.
+pub use crate::workflow::{Proposal, ProposalFile};
 pub use runs::{RunEvent, RunHandle, RunKind, Runs};
 
 /// Every command the server executes, with the name clients send and a title for menus.

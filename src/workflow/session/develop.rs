@@ -14,9 +14,10 @@ use futures::future::BoxFuture;
 
 use super::runs::{RunEvent, RunHandle};
 use crate::workflow::develop::plan::Plan;
-use crate::workflow::develop::{
-    self, ApproveMode, Approver, DevelopContext, DevelopRequest, Outcome, PlanReview, Progress,
-    StepStatus, VerifyStatus,
+use crate::workflow::develop::{self, ApproveMode, Approver, Outcome, PlanReview, Progress};
+// What an edge needs to ask for a run and read its report, without reaching into develop.
+pub use crate::workflow::develop::{
+    DevelopContext, DevelopModels, DevelopRequest, Report, StepStatus, VerifyStatus,
 };
 
 /// One entry of the plan as the user follows it.

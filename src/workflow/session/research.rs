@@ -2,7 +2,8 @@
 //! overall percentage, so the progress bar moves through the run evenly whatever the edge.
 
 use crate::config::Config;
-use crate::research::{self, Phase, ResearchError, ResearchRun, RunOptions};
+pub use crate::research::RunOptions;
+use crate::research::{self, Phase, ResearchError, ResearchRun};
 
 use super::runs::RunHandle;
 
