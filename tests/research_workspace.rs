@@ -872,8 +872,8 @@ fn answer_text(http: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Recorded answers of Qwen2.5-Coder-1.5B on two corpora patchwise did not write (issue 23:
-/// HTTPX's docs and mdBook's guide, `scripts/bench/research-corpora`), each with the check of
+/// Recorded answers of Qwen2.5-Coder-1.5B on two corpora patchwise did not write
+/// (HTTPX's docs and mdBook's guide, `scripts/bench/research-corpora`), each with the check of
 /// its citations it answered, replayed through the check: the overlap check, the model's
 /// verdicts, the keep-or-fall-back decision and the parts of the question. Many of these
 /// answers hold no `[n]` at all.

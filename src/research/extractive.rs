@@ -8,7 +8,7 @@
 //! Pure functions: no I/O, no model calls.
 
 use crate::edit::text::{FenceLine, Fences};
-use crate::research::parts::{self, Part};
+use crate::research::parts::{self, QuestionPart};
 use crate::research::passages::{self, content_stems};
 use crate::research::synthesis::sentences;
 use crate::store::SourceRecord;
@@ -304,7 +304,12 @@ pub struct Quoted {
 /// The best sentences for each of `wanted` (indices of `all`): for a question of several parts
 /// the one or two sentences holding most of the part's own words (at least half of them), for a
 /// question of one part the best sentence of up to four sources.
-pub fn quote(question: &str, all: &[Part], wanted: &[usize], sources: &[SourceRecord]) -> Quoted {
+pub fn quote(
+    question: &str,
+    all: &[QuestionPart],
+    wanted: &[usize],
+    sources: &[SourceRecord],
+) -> Quoted {
     let pool = candidates(sources);
     let question_stems = content_stems(question);
     let mut used: Vec<String> = Vec::new();
@@ -372,7 +377,7 @@ pub fn quote(question: &str, all: &[Part], wanted: &[usize], sources: &[SourceRe
 
 /// The text of `quoted`: under a bold line per part when the question has several, and a
 /// sentence saying so for a part that found nothing.
-pub fn render(all: &[Part], quoted: &Quoted) -> String {
+pub fn render(all: &[QuestionPart], quoted: &Quoted) -> String {
     let mut text = String::new();
     for (p, lines) in &quoted.sections {
         if all.len() > 1 {
@@ -441,7 +446,7 @@ mod tests {
 
     #[test]
     fn the_filter_keeps_statements_and_leaves_out_fragments_questions_and_links() {
-        // Quoted in issue 23 from a Python tutorial's fallback: none reads as an answer.
+        // Sentences a fallback report picked from a Python tutorial: none reads as an answer.
         for bad in [
             "Like other collection types (_dictionaries, lists, tuples_), `sets` support:",
             "You can create a generator expression like this:",

@@ -22,43 +22,43 @@ pub const EXCERPT_CHARS: usize = 500;
 
 /// A verdict of the judge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum CitationVerdict {
     Supports,
     Partly,
     Contradicts,
     Unrelated,
 }
 
-impl Verdict {
+impl CitationVerdict {
     /// The word stored as the model's verdict.
     pub fn as_str(self) -> &'static str {
         match self {
-            Verdict::Supports => "supports",
-            Verdict::Partly => "partly",
-            Verdict::Contradicts => "contradicts",
-            Verdict::Unrelated => "unrelated",
+            CitationVerdict::Supports => "supports",
+            CitationVerdict::Partly => "partly",
+            CitationVerdict::Contradicts => "contradicts",
+            CitationVerdict::Unrelated => "unrelated",
         }
     }
 
     /// Whether the citation stays: the passage says all or part of the sentence.
     pub fn keeps(self) -> bool {
-        matches!(self, Verdict::Supports | Verdict::Partly)
+        matches!(self, CitationVerdict::Supports | CitationVerdict::Partly)
     }
 
-    fn parse(word: &str) -> Option<Verdict> {
+    fn parse(word: &str) -> Option<CitationVerdict> {
         let w = word.to_lowercase();
         if w.starts_with("support") || w == "yes" || w == "entails" {
-            Some(Verdict::Supports)
+            Some(CitationVerdict::Supports)
         } else if w.starts_with("part") {
-            Some(Verdict::Partly)
+            Some(CitationVerdict::Partly)
         } else if w.starts_with("contradict") {
-            Some(Verdict::Contradicts)
+            Some(CitationVerdict::Contradicts)
         } else if w.starts_with("unrelated")
             || w.starts_with("irrelevant")
             || w == "no"
             || w == "none"
         {
-            Some(Verdict::Unrelated)
+            Some(CitationVerdict::Unrelated)
         } else {
             None
         }
@@ -176,7 +176,7 @@ pub fn prompt(pairs: &[Pair]) -> (String, String) {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Judged {
     /// One per pair: `None` where the answer gave no (readable) verdict.
-    pub verdicts: Vec<Option<Verdict>>,
+    pub verdicts: Vec<Option<CitationVerdict>>,
     /// Item numbers the answer gave a verdict for that were not asked.
     pub invented: Vec<u32>,
 }
@@ -207,7 +207,7 @@ pub fn parse(answer: &str, n: usize) -> Judged {
         let Ok(k) = caps[1].parse::<u32>() else {
             continue;
         };
-        let Some(verdict) = Verdict::parse(&caps[2]) else {
+        let Some(verdict) = CitationVerdict::parse(&caps[2]) else {
             continue;
         };
         lines += 1;
@@ -225,7 +225,7 @@ pub fn parse(answer: &str, n: usize) -> Judged {
     if lines == 0 && n == 1 {
         judged.verdicts[0] = answer
             .split(|c: char| !c.is_alphanumeric())
-            .find_map(Verdict::parse);
+            .find_map(CitationVerdict::parse);
     }
     judged
 }
@@ -363,7 +363,7 @@ pub fn apply(
                 let at = asked
                     .iter()
                     .position(|a| a.statement == claim.text && a.passage == old)?;
-                judged.verdicts[at].map(Verdict::as_str)
+                judged.verdicts[at].map(CitationVerdict::as_str)
             })
             .collect();
     }
@@ -381,11 +381,11 @@ mod tests {
         assert_eq!(
             judged.verdicts,
             vec![
-                Some(Verdict::Supports),
-                Some(Verdict::Partly),
-                Some(Verdict::Unrelated),
-                Some(Verdict::Contradicts),
-                Some(Verdict::Supports),
+                Some(CitationVerdict::Supports),
+                Some(CitationVerdict::Partly),
+                Some(CitationVerdict::Unrelated),
+                Some(CitationVerdict::Contradicts),
+                Some(CitationVerdict::Supports),
             ]
         );
         assert!(judged.invented.is_empty());
@@ -400,7 +400,11 @@ mod tests {
         );
         assert_eq!(
             judged.verdicts,
-            vec![Some(Verdict::Supports), None, Some(Verdict::Unrelated)]
+            vec![
+                Some(CitationVerdict::Supports),
+                None,
+                Some(CitationVerdict::Unrelated)
+            ]
         );
         assert_eq!(judged.invented, vec![4, 7]);
         assert_eq!(judged.skipped(), 1);
@@ -409,7 +413,7 @@ mod tests {
         // One pair, one bare word.
         assert_eq!(
             parse("Supports.", 1).verdicts,
-            vec![Some(Verdict::Supports)]
+            vec![Some(CitationVerdict::Supports)]
         );
     }
 

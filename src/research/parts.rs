@@ -38,13 +38,13 @@ const SHAPE: [&str; 22] = [
 
 /// One part of a question and the stems that tell it apart.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Part {
+pub struct QuestionPart {
     pub text: String,
     pub stems: Vec<String>,
 }
 
 /// The parts of `question` (one when it has a single part), each with its own stems.
-pub fn parts_of(question: &str) -> Vec<Part> {
+pub fn parts_of(question: &str) -> Vec<QuestionPart> {
     let mut texts = question_parts(question);
     if texts.is_empty() {
         texts.push(question.trim().to_owned());
@@ -72,7 +72,7 @@ pub fn parts_of(question: &str) -> Vec<Part> {
             } else {
                 stems.clone()
             };
-            Part {
+            QuestionPart {
                 text: text.trim().trim_end_matches('?').trim().to_owned(),
                 stems: if own.is_empty() { stems.clone() } else { own },
             }
@@ -89,7 +89,7 @@ fn meets(word: &str, part: &str) -> bool {
 }
 
 /// How many of `part`'s stems the sentence holds.
-pub fn hits(sentence: &str, part: &Part) -> usize {
+pub fn hits(sentence: &str, part: &QuestionPart) -> usize {
     let words = content_stems(sentence);
     part.stems
         .iter()
@@ -98,7 +98,7 @@ pub fn hits(sentence: &str, part: &Part) -> usize {
 }
 
 /// The share of `part`'s stems the sentence holds.
-pub fn share(sentence: &str, part: &Part) -> f64 {
+pub fn share(sentence: &str, part: &QuestionPart) -> f64 {
     if part.stems.is_empty() {
         return 0.0;
     }
@@ -108,7 +108,7 @@ pub fn share(sentence: &str, part: &Part) -> f64 {
 /// The parts (indices) a sentence answers: those whose stems it holds the largest share of, when
 /// that share is above zero. A question with one part: that part, whatever the sentence says
 /// (its words were checked against the passages already).
-pub fn answered_by(sentence: &str, parts: &[Part]) -> Vec<usize> {
+pub fn answered_by(sentence: &str, parts: &[QuestionPart]) -> Vec<usize> {
     if parts.len() <= 1 {
         return (0..parts.len()).collect();
     }
@@ -127,7 +127,7 @@ pub fn answered_by(sentence: &str, parts: &[Part]) -> Vec<usize> {
 
 /// The parts a kept sentence answers: those it holds the largest share of ([`answered_by`]),
 /// and any it holds at least half the words of ([`enough_for`]).
-pub fn answers(sentence: &str, parts: &[Part]) -> Vec<usize> {
+pub fn answers(sentence: &str, parts: &[QuestionPart]) -> Vec<usize> {
     let mut out = answered_by(sentence, parts);
     for (i, part) in parts.iter().enumerate() {
         if !out.contains(&i) && enough_for(sentence, part) {
@@ -140,7 +140,7 @@ pub fn answers(sentence: &str, parts: &[Part]) -> Vec<usize> {
 
 /// Whether a quoted sentence is enough of an answer to `part` to quote for it: at least half of
 /// the part's own words (one of one or two).
-pub fn enough_for(sentence: &str, part: &Part) -> bool {
+pub fn enough_for(sentence: &str, part: &QuestionPart) -> bool {
     let h = hits(sentence, part);
     h > 0 && h * 2 >= part.stems.len()
 }
