@@ -311,12 +311,16 @@ fn toml_value(value: &Value) -> String {
     }
 }
 
+/// The schema's properties by name: the page's order does not depend on how serde_json keeps a
+/// map (sorted, or in insertion order when a crate in the build turns on `preserve_order`).
 fn properties(schema: &Map<String, Value>) -> Vec<(&String, &Value)> {
-    schema
+    let mut all: Vec<(&String, &Value)> = schema
         .get("properties")
         .and_then(Value::as_object)
         .map(|p| p.iter().collect())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    all.sort_by(|a, b| a.0.cmp(b.0));
+    all
 }
 
 /// `schema` with its `$ref`s into `root`'s `$defs` followed.

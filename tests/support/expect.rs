@@ -26,6 +26,8 @@ pub fn expect_file(relative: &str, actual: &str) {
 /// Compares `actual` with `file` (a path inside the repository, such as a fixture's sibling
 /// `.expected` file); `UPDATE_EXPECT=1` writes it instead.
 pub fn expect_path(file: &Path, actual: &str) {
+    let canonical = canonical_json(file, actual);
+    let actual = canonical.as_deref().unwrap_or(actual);
     let shown = file
         .strip_prefix(env!("CARGO_MANIFEST_DIR"))
         .unwrap_or(file)
@@ -45,5 +47,34 @@ pub fn expect_path(file: &Path, actual: &str) {
             .header("expected", "actual")
             .to_string();
         panic!("{shown} differs; run with UPDATE_EXPECT=1 to accept the new output\n{diff}");
+    }
+}
+
+/// A JSON expectation with its object keys sorted, whatever order the value was built in:
+/// serde_json keeps insertion order when any crate in the build turns on its `preserve_order`
+/// feature (the ACP crate does), and the expectations were written sorted.
+fn canonical_json(file: &Path, actual: &str) -> Option<String> {
+    if file.extension().is_none_or(|e| e != "json") {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_str(actual).ok()?;
+    let mut text = serde_json::to_string_pretty(&sorted(value)).ok()?;
+    if actual.ends_with('\n') {
+        text.push('\n');
+    }
+    Some(text)
+}
+
+fn sorted(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<_> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.into_iter().map(sorted).collect())
+        }
+        other => other,
     }
 }
