@@ -279,7 +279,9 @@ pub struct ResearchSection {
     /// Progress heartbeat during synthesis.
     #[schemars(range(min = 1, max = 600))]
     pub heartbeat_secs: u64,
-    /// Check each claim of the synthesis against its cited passages.
+    /// The model judges every citation of its synthesis (supports / partly / contradicts /
+    /// unrelated) in one more call per report; rejected citations are removed before the report
+    /// is kept or falls back (`--no-verify` for one run).
     pub verify: bool,
     /// Sources by name: a built-in kind (openalex, arxiv, crossref, semantic_scholar, searxng,
     /// brave, feeds, workspace, library), or any name with `kind = "…"`.

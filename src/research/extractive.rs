@@ -203,7 +203,11 @@ fn words_outside_links(text: &str) -> (usize, usize) {
         }
     }
     outside.push_str(rest);
-    let count = |t: &str| t.split_whitespace().filter(|w| w.chars().any(char::is_alphanumeric)).count();
+    let count = |t: &str| {
+        t.split_whitespace()
+            .filter(|w| w.chars().any(char::is_alphanumeric))
+            .count()
+    };
     (count(&outside), count(&inside))
 }
 
@@ -517,6 +521,8 @@ mod tests {
             text.contains("**2. how are generators written**\n\nNo source found has a sentence that answers this part."),
             "{text}"
         );
-        assert!(text.ends_with("Nothing in the sources answers \u{201c}how are generators written\u{201d}."));
+        assert!(text.ends_with(
+            "Nothing in the sources answers \u{201c}how are generators written\u{201d}."
+        ));
     }
 }

@@ -342,13 +342,18 @@ impl Research {
             options: ChatOptions {
                 temperature: Some(0.0),
                 // "12: CONTRADICTS" is about 6 tokens; room for a model that adds words.
-                max_tokens: Some((12 * pairs.len() as u32 + 16).min(self.settings.max_output_tokens)),
+                max_tokens: Some(
+                    (12 * pairs.len() as u32 + 16).min(self.settings.max_output_tokens),
+                ),
                 ..ChatOptions::default()
             },
         };
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return (Err("the time budget ran out before the check".to_owned()), Usage::default());
+            return (
+                Err("the time budget ran out before the check".to_owned()),
+                Usage::default(),
+            );
         }
         match tokio::time::timeout(left, complete(model, request, cancel.child_token())).await {
             Ok(Ok(answer)) => {

@@ -135,13 +135,10 @@ pub fn excerpt(statement: &str, passage: &str) -> String {
     let (mut lo, mut hi) = (best, best);
     let mut len = pieces[best].len();
     loop {
-        let next = [
-            (hi + 1 < pieces.len()).then(|| hi + 1),
-            lo.checked_sub(1),
-        ]
-        .into_iter()
-        .flatten()
-        .max_by_key(|i| score(&pieces[*i]));
+        let next = [(hi + 1 < pieces.len()).then(|| hi + 1), lo.checked_sub(1)]
+            .into_iter()
+            .flatten()
+            .max_by_key(|i| score(&pieces[*i]));
         match next {
             Some(i) if len + pieces[i].len() < EXCERPT_CHARS => {
                 len += pieces[i].len() + 1;
@@ -410,7 +407,10 @@ mod tests {
         // An unreadable word is no verdict.
         assert_eq!(parse("1: MAYBE", 1).verdicts, vec![None]);
         // One pair, one bare word.
-        assert_eq!(parse("Supports.", 1).verdicts, vec![Some(Verdict::Supports)]);
+        assert_eq!(
+            parse("Supports.", 1).verdicts,
+            vec![Some(Verdict::Supports)]
+        );
     }
 
     #[test]

@@ -158,10 +158,7 @@ mod tests {
         assert_eq!(parts[0].stems, vec!["set", "list", "membership", "test"]);
         assert_eq!(parts[1].stems, vec!["keep", "insertion", "order"]);
         assert_eq!(
-            answered_by(
-                "A set answers membership tests faster than a list.",
-                &parts
-            ),
+            answered_by("A set answers membership tests faster than a list.", &parts),
             vec![0]
         );
         // `unordered` holds `order`: the sentence answers the second part.

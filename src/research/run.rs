@@ -22,8 +22,8 @@ use crate::research::{
     extractive, independence_key, judge, parts, plural, report, support,
 };
 use crate::store::{
-    CitationCheck, Claim, PartAnswer, ResearchRecord, SentenceCounts, SourceOutcome,
-    SourceRecord, StoreError, SupportSummary,
+    CitationCheck, Claim, PartAnswer, ResearchRecord, SentenceCounts, SourceOutcome, SourceRecord,
+    StoreError, SupportSummary,
 };
 
 /// The question and the budgets of one run.
@@ -513,7 +513,13 @@ impl Research {
     ) -> (synthesis::Validated, Vec<String>, crate::model::Usage) {
         let asked = judge::pairs_for(&first, shown);
         let (result, usage) = self
-            .judge(writer, &judge::pairs_of(&asked, shown), plan.deadline, progress, cancel)
+            .judge(
+                writer,
+                &judge::pairs_of(&asked, shown),
+                plan.deadline,
+                progress,
+                cancel,
+            )
             .await;
         match result {
             Ok(judged) => {
@@ -684,7 +690,9 @@ impl Research {
 /// `line` (a quoted sentence ending in ` [n]`, maybe followed by its code example) with its
 /// number renumbered; the code is left alone.
 fn renumber_line(line: &str, renumber: &mut impl FnMut(u32) -> u32) -> String {
-    let (first, rest) = line.split_once('\n').map_or((line, None), |(a, b)| (a, Some(b)));
+    let (first, rest) = line
+        .split_once('\n')
+        .map_or((line, None), |(a, b)| (a, Some(b)));
     let first = match first.rsplit_once(" [") {
         Some((body, tail)) => match tail.strip_suffix(']').and_then(|n| n.parse::<u32>().ok()) {
             Some(n) => format!("{body} [{}]", renumber(n)),

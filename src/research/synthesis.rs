@@ -288,7 +288,11 @@ pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
 /// sentence whatever the overlap says, so the sentence keeps its other citations, is re-cited
 /// or attributed to another passage that supports it, or is dropped (docs/research.md, "Is it
 /// right?").
-pub fn validate_judged(answer: &str, shown: &[SourceRecord], rejected: &[(String, u32)]) -> Validated {
+pub fn validate_judged(
+    answer: &str,
+    shown: &[SourceRecord],
+    rejected: &[(String, u32)],
+) -> Validated {
     let n_sources = shown.len();
     let stems: Vec<_> = shown
         .iter()
@@ -305,7 +309,8 @@ pub fn validate_judged(answer: &str, shown: &[SourceRecord], rejected: &[(String
         .collect();
     let passage = |n: u32| &stems[n as usize - 1];
     let is_rejected = |clean: &str, n: u32| rejected.iter().any(|(t, m)| *m == n && t == clean);
-    let holds = |clean: &str, n: u32| !is_rejected(clean, n) && support::supports(clean, passage(n));
+    let holds =
+        |clean: &str, n: u32| !is_rejected(clean, n) && support::supports(clean, passage(n));
     let attribute = |clean: &str| -> Option<u32> {
         if rejected.iter().any(|(t, _)| t == clean) {
             let masked: Vec<_> = stems

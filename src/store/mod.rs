@@ -25,8 +25,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 pub use passages::{Passage, PassageHit};
 pub use records::{
-    CitationCheck, Claim, Credibility, PartAnswer, ResearchRecord, ResearchSummary,
-    SentenceCounts, SourceOutcome, SourceRecord, SupportSummary,
+    CitationCheck, Claim, Credibility, PartAnswer, ResearchRecord, ResearchSummary, SentenceCounts,
+    SourceOutcome, SourceRecord, SupportSummary,
 };
 
 /// The schema version this build writes.
