@@ -702,16 +702,8 @@ impl Turn {
             }
             return Ok("through the editor");
         }
-        let mut tx = crate::tools::transaction::Transaction::new();
-        for f in &proposal.files {
-            if f.created {
-                tx.create(&f.path, f.new_text.clone());
-            } else {
-                tx.replace(&f.path, &f.original, f.new_text.clone());
-            }
-        }
-        tx.commit()
-            .map(|_| "on disk")
+        crate::workflow::session::write_proposal(proposal)
+            .map(|()| "on disk")
             .map_err(|e| format!("Nothing was written: {e}"))
     }
 }

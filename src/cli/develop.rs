@@ -228,16 +228,7 @@ fn unverified(report: &develop::Report, proposal: &Proposal) -> Option<String> {
 
 /// Writes every file of `proposal` as one transaction (all land, or none).
 fn apply(proposal: &Proposal) -> Result<(), String> {
-    let mut tx = crate::tools::transaction::Transaction::new();
-    for f in &proposal.files {
-        if f.created {
-            tx.create(&f.path, f.new_text.clone());
-        } else {
-            tx.replace(&f.path, &f.original, f.new_text.clone());
-        }
-    }
-    tx.commit()
-        .map(|_| ())
+    crate::workflow::session::write_proposal(proposal)
         .map_err(|e| format!("nothing was written: {e}"))
 }
 

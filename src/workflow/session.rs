@@ -50,6 +50,22 @@ pub use choices::{Choice, ChoiceArgument, ChoiceKind, ClientAbilities, ForeignDi
 pub use crate::workflow::{Proposal, ProposalFile};
 pub use runs::{RunEvent, RunHandle, RunKind, Runs};
 
+/// Writes every file of `proposal` as one transaction — all land, or none — where nobody else
+/// holds the files: `patchwise develop --apply`, and an ACP client without `fs/write_text_file`.
+pub fn write_proposal(
+    proposal: &Proposal,
+) -> Result<(), crate::tools::transaction::TransactionError> {
+    let mut tx = crate::tools::transaction::Transaction::new();
+    for f in &proposal.files {
+        if f.created {
+            tx.create(&f.path, f.new_text.clone());
+        } else {
+            tx.replace(&f.path, &f.original, f.new_text.clone());
+        }
+    }
+    tx.commit().map(|_| ())
+}
+
 /// Every command the server executes, with the name clients send and a title for menus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Command {
