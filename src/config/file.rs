@@ -267,7 +267,7 @@ pub struct ResearchSection {
     /// How deep to look: results per source = 5 × depth.
     #[schemars(range(min = 1, max = 5))]
     pub depth: u8,
-    /// The whole run.
+    /// Searching and synthesis; the citation check may take up to half as long again.
     #[schemars(range(min = 1, max = 86_400))]
     pub time_budget_secs: u64,
     /// Tokens of source text sent to the model.

@@ -516,7 +516,7 @@ impl Research {
             .judge(
                 writer,
                 &judge::pairs_of(&asked, shown),
-                plan.deadline,
+                judge_deadline(plan.deadline, plan.budget, Instant::now()),
                 progress,
                 cancel,
             )
@@ -762,5 +762,35 @@ fn outcome_of(
                 Vec::new(),
             )
         }
+    }
+}
+
+/// When the judge's call must end. The check has time of its own: a synthesis that used the
+/// whole budget on a slow local model still gets its citations judged, for at most half the
+/// budget more, so a run with the check ends within 1.5× its time budget. Without that, the
+/// synthesis a 1.5B model takes ~60 s over on 2 cores would leave the judge nothing on a busy
+/// machine and every report would fall back to the overlap measure.
+fn judge_deadline(deadline: Instant, budget: Duration, now: Instant) -> Instant {
+    deadline.max(now + budget / 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judge_gets_half_the_budget_when_the_synthesis_used_it_all() {
+        let start = Instant::now();
+        let budget = Duration::from_secs(300);
+        let deadline = start + budget;
+        // Synthesis ended at 290 s: the check may run until 440 s, not only 10 s.
+        let late = start + Duration::from_secs(290);
+        assert_eq!(judge_deadline(deadline, budget, late), late + budget / 2);
+        // Synthesis ended at 20 s: the run's own deadline is later and stands.
+        let early = start + Duration::from_secs(20);
+        assert_eq!(judge_deadline(deadline, budget, early), deadline);
+        // The budget already spent: the judge still gets its half.
+        let after = start + Duration::from_secs(400);
+        assert_eq!(judge_deadline(deadline, budget, after), after + budget / 2);
     }
 }
