@@ -921,16 +921,29 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
             let (v, notes) = if judge_file.exists() {
                 let judged_request: Value =
                     serde_json::from_str(&read(format!("{name}.judge.request.json"))).unwrap();
-                let items = judge_items(judged_request["messages"][1]["content"].as_str().unwrap());
-                assert_eq!(
-                    items.len(),
-                    asked.len(),
-                    "{corpus}/{name}: the check asks about other pairs than when it was recorded (record again)"
-                );
-                let judged = judge::parse(
+                let recorded_items =
+                    judge_items(judged_request["messages"][1]["content"].as_str().unwrap());
+                let recorded = judge::parse(
                     &answer_text(&read(format!("{name}.judge.http"))),
-                    asked.len(),
+                    recorded_items.len(),
                 );
+                // The recorded verdicts go to the pairs asked now by what each pair shows (a
+                // rule of the check changed since the recording asks about fewer or other
+                // pairs); a pair not asked then has no verdict, as if the judge skipped it.
+                let (_, prompt_now) = judge::prompt(&judge::pairs_of(&asked, &shown));
+                let judged = judge::Judged {
+                    verdicts: judge_items(&prompt_now)
+                        .iter()
+                        .map(|item| {
+                            recorded_items
+                                .iter()
+                                .position(|r| r == item)
+                                .and_then(|k| recorded.verdicts[k])
+                        })
+                        .collect(),
+                    invented: recorded.invented.clone(),
+                };
+                assert_eq!(judged.verdicts.len(), asked.len(), "{corpus}/{name}");
                 judge::apply(&answer, &shown, first, &asked, &judged, &mut counts)
             } else {
                 (first, Vec::new())
@@ -942,7 +955,7 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
                     covered[p] = true;
                 }
             }
-            let fallback = v.fallback_reason();
+            let fallback = v.fallback_reason_for(&question_parts);
             snapshot.push_str(&format!(
                 "## {corpus}/{name}: {question}\n\n{}: cited {} (re-cited {}), attributed {}, dropped {} uncited and {} unsupported ({} after the model's check, {} citations it removed); parts answered by the model {}/{}\n",
                 match &fallback {

@@ -349,7 +349,7 @@ impl Research {
                 counts.attributed = v.attributed as u32;
                 counts.dropped = (v.dropped + v.unsupported) as u32;
                 sentences = Some(counts);
-                match v.fallback_reason() {
+                match v.fallback_reason_for(&all_parts) {
                     None => (v, "model"),
                     Some(reason) => {
                         progress(

@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use crate::edit::text::{FenceLine, Fences};
+use crate::research::parts::{self, QuestionPart};
 use crate::research::{citations, passages, plural, support};
 use crate::store::{SourceRecord, SupportSummary};
 use crate::tokens::{Encoding, count_tokens, truncate_to_tokens};
@@ -112,6 +113,25 @@ impl Validated {
             ))
         } else {
             None
+        }
+    }
+
+    /// [`Validated::fallback_reason`] for a question in parts: what remains after the checks
+    /// stands when its supported sentences (at least one per part) answer every part of the
+    /// question, however many of the model's other sentences were dropped — the reader gets the
+    /// model's answer to each part, with citations the server stands behind, rather than quotes.
+    pub fn fallback_reason_for(&self, parts: &[QuestionPart]) -> Option<String> {
+        let every_part = !parts.is_empty()
+            && (0..parts.len()).all(|p| {
+                self.claims
+                    .iter()
+                    .any(|c| parts::answers(&c.text, parts).contains(&p))
+            });
+        // At least a sentence per part: one sentence said to answer two parts is too little.
+        if self.cited + self.attributed >= parts.len() && every_part {
+            None
+        } else {
+            self.fallback_reason()
         }
     }
 }
@@ -884,9 +904,17 @@ fn is_example_sentence(sentence: &str) -> bool {
 /// Whether `sentence` copies the prompt's list of the question's parts rather than answering
 /// it: the line "It has 2 parts; answer each of them:", or a part as written — a sentence that
 /// opens with a question word and has no final full stop (recorded from Qwen2.5-Coder-1.5B:
-/// "what does the store keep for crash recovery", which overlaps the passage that answers it).
+/// "what does the store keep for crash recovery", which overlaps the passage that answers it),
+/// or a passage's label copied from the prompt.
 fn echoes_prompt(sentence: &str) -> bool {
     let t = sentence.trim();
+    // A passage's label as the prompt shows it ("guide/src/install.md:41-51 — Installation ›
+    // From source"), which the model copies above its own text.
+    static LABEL: OnceLock<Regex> = OnceLock::new();
+    let label = LABEL.get_or_init(|| Regex::new(r"^\S+:\d+(-\d+)? — ").expect("label pattern"));
+    if label.is_match(t) {
+        return true;
+    }
     let lower = t.to_lowercase();
     if lower.starts_with("it has ") && lower.contains("answer each of them") {
         return true;
