@@ -171,7 +171,7 @@ impl Run<'_> {
                 by_size.push((count_tokens(&text, encoding), f.clone(), found));
             }
         }
-        by_size.sort_by(|a, b| b.0.cmp(&a.0));
+        by_size.sort_by_key(|b| std::cmp::Reverse(b.0));
         for (_, f, found) in by_size {
             files.items.push((f, found));
             if self.rewrite_fits(files, model) {
