@@ -39,7 +39,7 @@ use crate::edit::text::fenced_blocks;
 use crate::model::budget::{self, Budget, UNKNOWN_WINDOW, count_request};
 use crate::model::{
     ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter, ToolCall,
-    ToolChoice, ToolSpec, complete,
+    ToolChoice, ToolSpec,
 };
 use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
 use crate::tokens::{count_tokens, truncate_to_tokens};
@@ -50,7 +50,7 @@ use crate::tools::{
 
 use super::model_loop::answer::{self, Reading};
 use super::model_loop::target::{self, EditTarget};
-use super::model_loop::{self, Interrupted, Protocol, REWRITE_MAX_LINES, Schedule};
+use super::model_loop::{self, Interrupted, Protocol, REWRITE_MAX_LINES, Schedule, Unanswered};
 use super::proposal::{Proposal, ProposalFile};
 use super::write_session::WriteSessions;
 
@@ -698,17 +698,13 @@ impl<'a> Run<'a> {
                 Err(e) => return Err(model_failure(e)),
             }
         }
-        let answer = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return Err(EditFailure::Cancelled),
-            r = complete(model, request, self.cancel.clone()) => r,
-        };
-        match answer {
+        match model_loop::send(model, request, &self.cancel, None, &|_| {}).await {
             Ok(r) => Ok(Ok(r)),
-            Err(e) if model_loop::broke_off(&e) && may_retry => {
+            Err(Unanswered::Failed(e)) if model_loop::broke_off(&e) && may_retry => {
                 Ok(Err(format!("the answer broke off ({e})")))
             }
-            Err(e) => Err(model_failure(e)),
+            Err(Unanswered::Failed(e)) => Err(model_failure(e)),
+            Err(Unanswered::Cancelled | Unanswered::TimedOut) => Err(EditFailure::Cancelled),
         }
     }
 

@@ -51,7 +51,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Config, ModelRole};
 use crate::model::{
     ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter,
-    StreamEvent, ToolCall, ToolChoice, ToolSpec, collect_observed,
+    StreamEvent, ToolCall, ToolChoice, ToolSpec,
 };
 use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
 use crate::tools::overlay::Overlay;
@@ -61,7 +61,7 @@ use crate::tools::{FileSystem, RealFs, Session, Snapshot, ToolOptions, ToolOutco
 pub use super::edit::Progress;
 use super::edit::{RULE_FILES, display_path};
 use super::model_loop::answer::{self, Reading};
-use super::model_loop::{self, Interrupted, empty_session};
+use super::model_loop::{self, Interrupted, Unanswered, empty_session};
 use super::proposal::{Proposal, ProposalFile};
 use super::write_session::WriteSessions;
 use checks::{CheckRun, Checker};
@@ -973,17 +973,11 @@ impl Run<'_> {
                 on_stream(bytes);
             }
         };
-        let answer = collect_observed(model.chat(request, self.cancel.clone()), &observe);
-        let answer = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return Err(DevelopFailure::Cancelled),
-            // The answer in flight is dropped: the model is not held past the budget.
-            _ = tokio::time::sleep(remaining) => None,
-            r = answer => Some(r),
-        };
-        match answer {
-            Some(r) => r.map_err(model_failure),
-            None => Err(self.spend(self.time_spent())),
+        match model_loop::send(model, request, &self.cancel, Some(remaining), &observe).await {
+            Ok(r) => Ok(r),
+            Err(Unanswered::Cancelled) => Err(DevelopFailure::Cancelled),
+            Err(Unanswered::TimedOut) => Err(self.spend(self.time_spent())),
+            Err(Unanswered::Failed(e)) => Err(model_failure(e)),
         }
     }
 

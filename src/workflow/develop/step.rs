@@ -1,10 +1,12 @@
-//! One step of a develop run: the `coder` changes the working copy until the step is done, with
-//! the retry rules learned from small models. A step asks in one of edit's two protocols
-//! (`[models."NAME"] edit_format`, `docs/develop.md`, "Steps that rewrite"): **rewrite** — the
-//! step's files shown whole, the answer the complete new file(s), each in a code block under
-//! its path (`rewrite.rs`) — when they fit the window, else **tools**; in `auto` a failed
-//! attempt falls back to the other. Whatever the protocol, an answer is read the same way: a
-//! write session's content, tool calls (native, or written as text), whole files in code blocks.
+//! One step of a develop run: the `coder` changes the working copy until the step is done. The
+//! loop is the one an edit runs (`workflow::model_loop`: the protocol of each attempt, escalation,
+//! how an answer is read, feedback, the stuck and same-error rules); this is the step's policy
+//! over it. A step asks in one of edit's two protocols (`[models."NAME"] edit_format`,
+//! `docs/develop.md`, "Steps that rewrite"): **rewrite** — the step's files shown whole (or, for
+//! a file too large, the items the step names in it), the answer their new text, each in a code
+//! block under its path (`rewrite.rs`) — when they fit the window, else **tools**; in `auto` a
+//! failed attempt falls back to the other. Whatever the protocol, an answer is read the same
+//! way: a write session's content, tool calls (native, or written as text), code blocks.
 //!
 //! - an answer without a change, or "I cannot…" prose, is **stuck**: one coaching message in
 //!   the same attempt (what to answer, with the file's current text), then the attempt ends;

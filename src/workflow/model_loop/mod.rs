@@ -20,7 +20,8 @@
 //!   answer; the targets a develop step names in a file too large to show whole.
 //! - **Feedback** (`feedback.rs`): a refused answer's message, the stuck rule (one coaching
 //!   message, then the attempt ends), the same check error again said in a firmer tone.
-//! - **Calls and cancellation**: a model failure that costs one answer rather than the run
+//! - **Calls and cancellation**: one request sent and its answer collected under the run's
+//!   token and deadline ([`send`]); a model failure that costs one answer rather than the run
 //!   ([`broke_off`]); tool calls run on a blocking thread with the write sessions
 //!   ([`execute`]), a cancelled token ending the wait at once.
 //!
@@ -32,11 +33,14 @@ pub(crate) mod rewrite;
 pub(crate) mod target;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::config::EditFormat;
-use crate::model::{ModelError, ToolCall};
+use crate::model::{
+    ChatModel, ChatRequest, ChatResponse, ModelError, StreamEvent, ToolCall, collect_observed,
+};
 use crate::tools::{RealFs, Session, Snapshot, ToolOptions, ToolOutcome};
 
 use super::write_session::WriteSessions;
@@ -111,6 +115,47 @@ pub(crate) fn failure_notes(failures: &[String], who: &str, clip: usize) -> Stri
         ));
     }
     s
+}
+
+/// Why [`send`] came back without an answer.
+#[derive(Debug)]
+pub(crate) enum Unanswered {
+    /// The token was cancelled (before the request, or while it streamed).
+    Cancelled,
+    /// The deadline passed first; the answer in flight was dropped.
+    TimedOut,
+    /// The model failed.
+    Failed(ModelError),
+}
+
+/// Sends one request and collects the answer, `observe` seeing each streamed event; cancelling
+/// the token or passing `deadline` ends the wait at once (the model is not held past either).
+pub(crate) async fn send(
+    model: &dyn ChatModel,
+    request: ChatRequest,
+    cancel: &CancellationToken,
+    deadline: Option<Duration>,
+    observe: &(dyn Fn(&StreamEvent) + Send + Sync),
+) -> Result<ChatResponse, Unanswered> {
+    if cancel.is_cancelled() {
+        return Err(Unanswered::Cancelled);
+    }
+    let answer = collect_observed(model.chat(request, cancel.clone()), observe);
+    let waited = async {
+        match deadline {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(Unanswered::Cancelled),
+        _ = waited => Err(Unanswered::TimedOut),
+        r = answer => r.map_err(|e| match e {
+            ModelError::Cancelled => Unanswered::Cancelled,
+            other => Unanswered::Failed(other),
+        }),
+    }
 }
 
 /// Runs tool calls on a blocking thread (tools read the disk), the write sessions answering

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use crate::syntax::{Language, Scope, SymbolKind, SyntaxTree, symbols};
+use crate::syntax::{Language, Scope, Symbol, SymbolKind, SyntaxTree, symbols};
 
 /// The lines an edit is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,16 +74,6 @@ pub fn resolve(
         .filter(|(_, s)| s.lines.0 <= sel_first && sel_last <= s.lines.1)
         .max_by_key(|(_, s)| (s.depth, s.lines.0))
         .map(|(i, _)| i);
-    let context = |i: Option<usize>| -> Vec<String> {
-        let mut out = Vec::new();
-        let mut p = i.and_then(|i| all[i].parent);
-        while let Some(k) = p {
-            out.push(all[k].signature.clone());
-            p = all[k].parent;
-        }
-        out.reverse();
-        out
-    };
     let selection = (!cursor).then_some((sel_first, sel_last));
     if let Some(i) = enclosing {
         let s = &all[i];
@@ -94,19 +84,8 @@ pub fn resolve(
             || (first, last) == (sel_first, sel_last);
         if inside && last + 1 - first <= max_lines {
             return Some(EditTarget {
-                first,
-                last,
-                label: format!(
-                    "{} `{}`",
-                    match s.kind {
-                        SymbolKind::Function => "function",
-                        other => other.label(),
-                    },
-                    s.name
-                ),
-                name: Some(s.name.clone()),
-                context: context(Some(i)),
                 selection,
+                ..item(&all, i)
             });
         }
     }
@@ -122,9 +101,41 @@ pub fn resolve(
             format!("lines {sel_first}-{sel_last}")
         },
         name: None,
-        context: context(enclosing),
+        context: enclosing.map_or_else(Vec::new, |i| containers(&all, i)),
         selection,
     })
+}
+
+/// Item `i` of `all` as a target: its lines, its kind and name, the signatures around it.
+fn item(all: &[Symbol], i: usize) -> EditTarget {
+    let s = &all[i];
+    EditTarget {
+        first: s.lines.0,
+        last: s.lines.1,
+        label: format!(
+            "{} `{}`",
+            match s.kind {
+                SymbolKind::Function => "function",
+                other => other.label(),
+            },
+            s.name
+        ),
+        name: Some(s.name.clone()),
+        context: containers(all, i),
+        selection: None,
+    }
+}
+
+/// The signatures of the items that contain item `i`, outermost first.
+fn containers(all: &[Symbol], i: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut p = all[i].parent;
+    while let Some(k) = p {
+        out.push(all[k].signature.clone());
+        p = all[k].parent;
+    }
+    out.reverse();
+    out
 }
 
 /// The items of `text` that `names` name (a develop step's functions, methods and classes in a
@@ -151,34 +162,7 @@ pub fn named(
     let snapshot = chosen.clone();
     chosen.retain(|&i| !snapshot.iter().any(|&j| inside(i, j)));
     chosen.sort_by_key(|&i| all[i].lines.0);
-    chosen
-        .into_iter()
-        .map(|i| {
-            let s = &all[i];
-            let mut context = Vec::new();
-            let mut p = s.parent;
-            while let Some(k) = p {
-                context.push(all[k].signature.clone());
-                p = all[k].parent;
-            }
-            context.reverse();
-            EditTarget {
-                first: s.lines.0,
-                last: s.lines.1,
-                label: format!(
-                    "{} `{}`",
-                    match s.kind {
-                        SymbolKind::Function => "function",
-                        other => other.label(),
-                    },
-                    s.name
-                ),
-                name: Some(s.name.clone()),
-                context,
-                selection: None,
-            }
-        })
-        .collect()
+    chosen.into_iter().map(|i| item(&all, i)).collect()
 }
 
 /// The line after which an insertion at the top of the target goes: after its signature (the
