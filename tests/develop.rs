@@ -703,3 +703,24 @@ async fn an_untouched_stub_and_a_duplicate_definition_are_refused() {
 async fn real_small_model_rewrites_two_files_in_one_answer() {
     scenario("qwen_whole_files_in_one_answer").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_too_large_to_show_whole_gets_the_functions_the_step_names_rewritten() {
+    let (run, _) = scenario("rewrite_items_of_a_large_file").await;
+    // The file was not shown whole: a helper far from both functions is not in the prompt.
+    let asked = &run.requests["coder"][0];
+    assert!(!asked.contains("def add_3(x):"), "{asked}");
+    // Only the two stubs changed: every other line keeps the file's bytes.
+    let proposal = run.outcome.proposal.as_ref().unwrap();
+    let original = std::fs::read_to_string(fixtures().join("large/sieve.py")).unwrap();
+    let expected = original
+        .replace(
+            "def is_prime(n):\n    pass\n",
+            "def is_prime(n):\n    if n < 2:\n        return False\n    return all(n % d for d in range(2, int(n ** 0.5) + 1))\n",
+        )
+        .replace(
+            "def primes(limit):\n    pass\n",
+            "def primes(limit):\n    return [n for n in range(2, limit + 1) if is_prime(n)]\n",
+        );
+    assert_eq!(proposal.files[0].new_text, expected);
+}

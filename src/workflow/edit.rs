@@ -22,7 +22,6 @@
 //! the user accepts it. It never sees protocol types. Cancelling the token ends the run promptly.
 
 pub(crate) mod prompt;
-mod target;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -36,26 +35,23 @@ use tokio_util::sync::CancellationToken;
 pub use crate::config::EditFormat;
 use crate::config::{Config, ModelRole};
 use crate::edit::RefusalKind;
-use crate::edit::formats;
 use crate::edit::text::fenced_blocks;
 use crate::model::budget::{self, Budget, UNKNOWN_WINDOW, count_request};
-use crate::model::text_tools::{bare_argument_calls, parse_tool_text};
 use crate::model::{
     ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter, ToolCall,
-    ToolChoice, ToolSpec, complete,
+    ToolChoice, ToolSpec,
 };
-use crate::syntax::{
-    Language, RegionOptions, SyntaxTree, Target, extract_region, introduced_problems,
-};
+use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
 use crate::tokens::{count_tokens, truncate_to_tokens};
 use crate::tools::{
     self, CODING_AGENT, FileSystem, RealFs, Session, Snapshot, Status, ToolError, ToolOptions,
     ToolOutcome, WholeMode,
 };
 
-use self::target::EditTarget;
+use super::model_loop::answer::{self, Reading};
+use super::model_loop::target::{self, EditTarget};
+use super::model_loop::{self, Interrupted, Protocol, REWRITE_MAX_LINES, Schedule, Unanswered};
 use super::proposal::{Proposal, ProposalFile};
-use super::tool_loop::{self, Interrupted};
 use super::write_session::WriteSessions;
 
 /// Rule files read from each workspace root, in this order.
@@ -319,18 +315,6 @@ pub fn lines_to_bytes(text: &str, start: usize, end: usize) -> Range<usize> {
 
 // ---------------------------------------------------------------------------------------------
 
-/// Lines of an item the rewrite protocol takes on whole; a larger target goes through the tools.
-const REWRITE_MAX_LINES: usize = 300;
-
-/// How an attempt asks for the change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Protocol {
-    /// The target shown once, the answer one code block with its new text.
-    Rewrite,
-    /// The region shown with line numbers, the answer edit tool calls.
-    Tools,
-}
-
 struct Run<'a> {
     ctx: &'a EditContext,
     request: EditRequest,
@@ -423,7 +407,7 @@ impl<'a> Run<'a> {
 
     fn session(&mut self) -> &mut Session {
         // Taken only while tools run on a blocking thread, and put back before any other use.
-        self.session.get_or_insert_with(tool_loop::empty_session)
+        self.session.get_or_insert_with(model_loop::empty_session)
     }
 
     async fn go(mut self) -> Result<Proposal, EditFailure> {
@@ -437,28 +421,14 @@ impl<'a> Run<'a> {
         let mut model = coder.clone();
         self.budget = Budget::for_window(model.name(), model.context_window());
         let rewrite_fits = self.rewrite_fits(&text);
-        let format = self.edit_format(model.name());
         // A run that creates a file takes the tools protocol in `auto`: a rewrite has no target
         // to rewrite, and the new file's content streams in a write session.
-        let creating = !self.creates.is_empty();
-        let primary = match format {
-            EditFormat::Tools => Protocol::Tools,
-            EditFormat::Auto if creating => Protocol::Tools,
-            _ if rewrite_fits => Protocol::Rewrite,
-            _ => Protocol::Tools,
+        let schedule = Schedule {
+            format: self.edit_format(model.name()),
+            fits: rewrite_fits,
+            creating: !self.creates.is_empty(),
         };
-        // In `auto`, a failed attempt falls back to the other protocol when the target allows
-        // both; a configured format is kept.
-        let alternate = format == EditFormat::Auto && rewrite_fits && !creating;
-        let protocol_of = |attempt: usize| -> Protocol {
-            if !alternate || attempt % 2 == 1 {
-                primary
-            } else if primary == Protocol::Rewrite {
-                Protocol::Tools
-            } else {
-                Protocol::Rewrite
-            }
-        };
+        let primary = schedule.primary();
         let mut protocol = primary;
         let mut messages = self.first_prompt(protocol)?;
         let mut failures: Vec<String> = Vec::new();
@@ -497,8 +467,9 @@ impl<'a> Run<'a> {
                 format!("attempt {attempt}/{max}"),
                 (10 + (attempt - 1) * 80 / max) as u32,
             );
-            let next = protocol_of(attempt);
-            let escalate = attempt == max && self.ctx.options.escalate && escalation.is_some();
+            let next = schedule.protocol(attempt);
+            let escalate = model_loop::escalates(attempt, max, self.ctx.options.escalate)
+                && escalation.is_some();
             if escalate || next != protocol {
                 // A clean start: the working copy and the ledger forget the failed attempts.
                 if let (true, Some(stronger)) = (escalate, &escalation) {
@@ -511,14 +482,12 @@ impl<'a> Run<'a> {
                 s.ledger = Default::default();
                 self.read_and_record()?;
                 matched.clear();
-                self.notes = prompt::failure_notes(&failures);
-                if escalate {
-                    self.notes = self.notes.replacen(
-                        "Earlier attempts failed",
-                        "Earlier attempts by another model failed",
-                        1,
-                    );
-                }
+                let who = if escalate {
+                    "Earlier attempts by another model"
+                } else {
+                    "Earlier attempts"
+                };
+                self.notes = model_loop::failure_notes(&failures, who, 600);
                 protocol = next;
                 messages = self.first_prompt(protocol)?;
             } else {
@@ -729,17 +698,13 @@ impl<'a> Run<'a> {
                 Err(e) => return Err(model_failure(e)),
             }
         }
-        let answer = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return Err(EditFailure::Cancelled),
-            r = complete(model, request, self.cancel.clone()) => r,
-        };
-        match answer {
+        match model_loop::send(model, request, &self.cancel, None, &|_| {}).await {
             Ok(r) => Ok(Ok(r)),
-            Err(e) if tool_loop::broke_off(&e) && may_retry => {
+            Err(Unanswered::Failed(e)) if model_loop::broke_off(&e) && may_retry => {
                 Ok(Err(format!("the answer broke off ({e})")))
             }
-            Err(e) => Err(model_failure(e)),
+            Err(Unanswered::Failed(e)) => Err(model_failure(e)),
+            Err(Unanswered::Cancelled | Unanswered::TimedOut) => Err(EditFailure::Cancelled),
         }
     }
 
@@ -1060,7 +1025,7 @@ impl<'a> Run<'a> {
         edits: &mut usize,
         matched: &mut Vec<String>,
     ) -> Result<Round, EditFailure> {
-        let session = self.session.get_or_insert_with(tool_loop::empty_session);
+        let session = self.session.get_or_insert_with(model_loop::empty_session);
         if let Some(collected) = self.writes.take_answer(session, response) {
             messages.push(Message::assistant(response.text.clone()));
             messages.push(Message::user(collected.reply));
@@ -1095,7 +1060,7 @@ impl<'a> Run<'a> {
                 } else {
                     WholeMode::Create
                 };
-                let session = self.session.get_or_insert_with(tool_loop::empty_session);
+                let session = self.session.get_or_insert_with(model_loop::empty_session);
                 if let Ok(collected) = self.writes.adopt_block(session, &rel, mode, response) {
                     messages.push(Message::user(collected.reply));
                     if collected.wrote.is_none() {
@@ -1139,7 +1104,7 @@ impl<'a> Run<'a> {
             };
             let reason = format!(
                 "the answer contained no tool call and no edit ({}); {way}",
-                tool_loop::what_it_said(response, 200)
+                answer::what_it_said(response, 200)
             );
             return Ok(Round::Failed {
                 reason,
@@ -1148,31 +1113,21 @@ impl<'a> Run<'a> {
         }
         let calls = self.prepare_calls(calls);
         let outcomes = self.execute(calls.clone()).await?;
-        let mut refusal: Option<String> = None;
-        let mut made = 0;
-        for (o, call) in outcomes.iter().zip(&calls) {
-            match &o.status {
-                Status::Edited { matched_by, .. } => {
-                    made += 1;
-                    if !matched.contains(matched_by) {
-                        matched.push(matched_by.clone());
-                    }
-                }
-                Status::Failed(e) if e.is_edit_refusal() || is_edit_error(o, e) => {
-                    // Repeating an edit that already went through is the model saying it is done.
-                    let repeat = *edits + made > 0
-                        && matches!(
-                            e.refusal_kind(),
-                            Some(RefusalKind::AlreadyApplied | RefusalKind::NoOp)
-                        );
-                    if !repeat && refusal.is_none() {
-                        refusal = Some(self.explain_refusal(call, e, &o.content));
-                    }
-                }
-                _ => {}
+        let tally = answer::tally(&outcomes, *edits > 0);
+        for by in tally.matched_by {
+            if !matched.contains(&by) {
+                matched.push(by);
             }
         }
-        tool_loop::push_results(messages, &outcomes, native);
+        let refusal = tally.refused.map(|i| {
+            let e = match &outcomes[i].status {
+                Status::Failed(e) => e.clone(),
+                _ => unreachable!("a refusal is a failed call"),
+            };
+            self.explain_refusal(&calls[i], &e, &outcomes[i].content)
+        });
+        answer::push_results(messages, &outcomes, native);
+        let made = tally.made;
         *edits += made;
         if let Some(reason) = refusal {
             return Ok(Round::Failed {
@@ -1180,11 +1135,7 @@ impl<'a> Run<'a> {
                 refused: true,
             });
         }
-        let only_repeats = made == 0
-            && *edits > 0
-            && outcomes
-                .iter()
-                .all(|o| matches!(o.status, Status::Failed(_)));
+        let only_repeats = made == 0 && *edits > 0 && tally.all_failed;
         if only_repeats || (made > 0 && self.ctx.options.stop_after_edit) {
             return Ok(Round::Done);
         }
@@ -1194,36 +1145,13 @@ impl<'a> Run<'a> {
     /// Tool calls written in the text (models without native tools that the model layer did
     /// not catch, or a bare arguments object), or SEARCH/REPLACE blocks, diffs and patches,
     /// turned into tool calls.
-    fn calls_in_text(&mut self, text: &str) -> Vec<ToolCall> {
-        let tools = self.tools();
-        let mut names: Vec<&str> = tools::TOOL_NAMES.to_vec();
-        names.extend(tools.iter().map(|t| t.name.as_str()));
-        let found = parse_tool_text(text, &names);
-        if !found.calls.is_empty() {
-            return found.calls;
-        }
-        let bare = bare_argument_calls(text, &tools);
-        if !bare.is_empty() {
-            return bare;
-        }
-        let Ok(edits) = formats::parse(text) else {
-            return Vec::new();
+    fn calls_in_text(&self, text: &str) -> Vec<ToolCall> {
+        let reading = Reading {
+            all_tools: true,
+            bare_arguments: true,
+            default_path: Some(&self.rel),
         };
-        edits
-            .into_iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let path = e.path.unwrap_or_else(|| self.rel.clone());
-                // Deletes and moves are beyond an edit run; the model is told so.
-                tool_loop::file_edit_call(i, path.clone(), e.action).unwrap_or_else(|| {
-                    ToolCall::new(
-                        format!("text_edit_{i}"),
-                        "unsupported_file_operation",
-                        json!({ "path": path }),
-                    )
-                })
-            })
-            .collect()
+        answer::calls_in_text(text, &self.tools(), &reading)
     }
 
     /// Reads what small models mean by the calls they send (`docs/editing.md`):
@@ -1405,12 +1333,15 @@ impl<'a> Run<'a> {
         let mut first_refusal: Option<String> = None;
         for block in &blocks {
             for &(a, b) in &spans {
-                match crate::edit::rewrite_lines(&current, a..=b, block) {
+                let parse_check = self.ctx.options.parse_check;
+                match model_loop::rewrite::rewrite_target(
+                    &current,
+                    &self.rel,
+                    (a, b),
+                    block,
+                    parse_check,
+                ) {
                     Ok(applied) => {
-                        if let Some(problem) = self.syntax_problems(&current, &applied.text) {
-                            first_refusal.get_or_insert(problem);
-                            continue;
-                        }
                         let abs = self.abs.clone();
                         let version = self.read_target().ok().and_then(|(_, v)| v);
                         let s = self.session();
@@ -1418,32 +1349,13 @@ impl<'a> Run<'a> {
                         s.ledger.record_write(&abs, &applied.text);
                         return Ok(applied.matched_by().to_string());
                     }
-                    Err(r) => {
-                        first_refusal
-                            .get_or_insert(format!("edit refused for {}: {}", self.rel, r.message));
+                    Err(refusal) => {
+                        first_refusal.get_or_insert(refusal);
                     }
                 }
             }
         }
         Err(BlockError::Refused(first_refusal.unwrap_or_default()))
-    }
-
-    /// Parse errors the new text adds, as a refusal for the model.
-    fn syntax_problems(&self, before: &str, after: &str) -> Option<String> {
-        if !self.ctx.options.parse_check || !self.language.is_parsed() {
-            return None;
-        }
-        let problems = introduced_problems(self.language, before, after);
-        if problems.is_empty() {
-            return None;
-        }
-        let listed: Vec<String> = problems.iter().take(5).map(|p| format!("  {p}")).collect();
-        Some(format!(
-            "edit refused for {}: it would introduce syntax errors, so nothing was changed:\n{}\n\
-             Fix the code and answer again",
-            self.rel,
-            listed.join("\n")
-        ))
     }
 
     fn no_block_reason(&self, why: BlockError, response: &ChatResponse) -> (String, bool) {
@@ -1453,7 +1365,7 @@ impl<'a> Run<'a> {
                 format!(
                     "the answer had no code block ({}); reply with the complete rewritten {} in \
                      one code block",
-                    tool_loop::what_it_said(response, 200),
+                    answer::what_it_said(response, 200),
                     self.target_label()
                 ),
                 false,
@@ -1463,22 +1375,12 @@ impl<'a> Run<'a> {
 
     /// Runs tool calls on a blocking thread (they read the disk), honouring cancellation.
     async fn execute(&mut self, calls: Vec<ToolCall>) -> Result<Vec<ToolOutcome>, EditFailure> {
-        let state = (
-            self.session.take().unwrap_or_else(tool_loop::empty_session),
-            std::mem::take(&mut self.writes),
-        );
-        let work = move |(session, writes): &mut (Session, WriteSessions)| {
-            writes.execute_all(session, &calls)
-        };
-        match tool_loop::on_blocking_thread(&self.cancel, state, work).await {
-            Ok(((session, writes), outcomes)) => {
-                self.session = Some(session);
-                self.writes = writes;
-                Ok(outcomes)
-            }
-            Err(Interrupted::Cancelled) => Err(EditFailure::Cancelled),
-            Err(Interrupted::Failed(why)) => Err(EditFailure::Target(why)),
-        }
+        model_loop::execute(&self.cancel, &mut self.session, &mut self.writes, calls)
+            .await
+            .map_err(|i| match i {
+                Interrupted::Cancelled => EditFailure::Cancelled,
+                Interrupted::Failed(why) => EditFailure::Target(why),
+            })
     }
 
     /// The target's text in the working copy; empty while a target the run creates does not
@@ -1661,17 +1563,6 @@ fn rename_in_lines(text: &str, first: usize, last: usize, old: &str, new: &str) 
     }
     out.push_str(rest);
     changed.then_some(out)
-}
-
-/// Whether a failed call was an edit the model attempted (not found, bad arguments of an edit
-/// tool): such a failure ends the attempt like a refusal does.
-fn is_edit_error(o: &ToolOutcome, e: &ToolError) -> bool {
-    let edit_tool = !tools::is_read_only(&o.name);
-    edit_tool
-        && !matches!(
-            e,
-            ToolError::UnknownTool { .. } | ToolError::NotAvailable { .. }
-        )
 }
 
 fn model_failure(e: ModelError) -> EditFailure {

@@ -12,9 +12,10 @@ use serde_json::json;
 
 use crate::model::{Message, ToolCall, ToolChoice, ToolSpec};
 use crate::tools::{self, ToolOutcome};
+use crate::workflow::model_loop::answer::push_results;
 
 use super::plan::{self, Plan, PlanError};
-use super::{DevelopFailure, EXPLORE, PLAN, Run, push_results};
+use super::{DevelopFailure, EXPLORE, PLAN, Run};
 
 impl Run<'_> {
     pub(super) async fn plan(&mut self) -> Result<Plan, DevelopFailure> {

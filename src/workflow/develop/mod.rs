@@ -51,7 +51,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Config, ModelRole};
 use crate::model::{
     ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter,
-    StreamEvent, ToolCall, ToolChoice, ToolSpec, collect_observed,
+    StreamEvent, ToolCall, ToolChoice, ToolSpec,
 };
 use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
 use crate::tools::overlay::Overlay;
@@ -60,8 +60,9 @@ use crate::tools::{FileSystem, RealFs, Session, Snapshot, ToolOptions, ToolOutco
 
 pub use super::edit::Progress;
 use super::edit::{RULE_FILES, display_path};
+use super::model_loop::answer::{self, Reading};
+use super::model_loop::{self, Interrupted, Unanswered, empty_session};
 use super::proposal::{Proposal, ProposalFile};
-use super::tool_loop::empty_session;
 use super::write_session::WriteSessions;
 use checks::{CheckRun, Checker};
 use judge::{ChangeStat, Decision, Verdict};
@@ -905,44 +906,18 @@ impl Run<'_> {
 
     /// Runs tool calls on a blocking thread, honouring cancellation.
     async fn execute(&mut self, calls: Vec<ToolCall>) -> Result<Vec<ToolOutcome>, DevelopFailure> {
-        if calls.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut session = self.session.take().unwrap_or_else(empty_session);
-        // Write sessions answer begin_write and end_write; the rest runs on the session.
-        let mut writes = std::mem::take(&mut self.writes);
-        let job = tokio::task::spawn_blocking(move || {
-            let outcomes = writes.execute_all(&mut session, &calls);
-            (session, writes, outcomes)
-        });
-        tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => Err(DevelopFailure::Cancelled),
-            r = job => match r {
-                Ok((session, writes, outcomes)) => {
-                    self.session = Some(session);
-                    self.writes = writes;
-                    Ok(outcomes)
-                }
-                Err(e) => Err(DevelopFailure::Request(format!("a tool failed unexpectedly: {e}"))),
-            },
-        }
+        model_loop::execute(&self.cancel, &mut self.session, &mut self.writes, calls)
+            .await
+            .map_err(|i| match i {
+                Interrupted::Cancelled => DevelopFailure::Cancelled,
+                Interrupted::Failed(why) => DevelopFailure::Request(why),
+            })
     }
 
-    /// The calls of an answer: native, or written as text (tool blocks, SEARCH/REPLACE, diffs).
+    /// The calls of an answer: native, or written as text (tool blocks, SEARCH/REPLACE blocks
+    /// and diffs naming their file).
     fn calls_in(&self, response: &ChatResponse, offered: &[ToolSpec]) -> Vec<ToolCall> {
-        if !response.tool_calls.is_empty() {
-            return response.tool_calls.clone();
-        }
-        let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
-        let found = crate::model::text_tools::parse_tool_text(&response.text, &names);
-        if !found.calls.is_empty() {
-            return found.calls;
-        }
-        if !names.contains(&"edit_file") {
-            return Vec::new();
-        }
-        step::edits_in_text(&response.text)
+        answer::calls_in(response, offered, &Reading::default())
     }
 
     async fn ask(
@@ -998,17 +973,11 @@ impl Run<'_> {
                 on_stream(bytes);
             }
         };
-        let answer = collect_observed(model.chat(request, self.cancel.clone()), &observe);
-        let answer = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return Err(DevelopFailure::Cancelled),
-            // The answer in flight is dropped: the model is not held past the budget.
-            _ = tokio::time::sleep(remaining) => None,
-            r = answer => Some(r),
-        };
-        match answer {
-            Some(r) => r.map_err(model_failure),
-            None => Err(self.spend(self.time_spent())),
+        match model_loop::send(model, request, &self.cancel, Some(remaining), &observe).await {
+            Ok(r) => Ok(r),
+            Err(Unanswered::Cancelled) => Err(DevelopFailure::Cancelled),
+            Err(Unanswered::TimedOut) => Err(self.spend(self.time_spent())),
+            Err(Unanswered::Failed(e)) => Err(model_failure(e)),
         }
     }
 
@@ -1471,34 +1440,6 @@ fn rel_of(root: &Path, path: &Path) -> String {
     path.strip_prefix(root)
         .map(|p| p.to_string_lossy().replace('\\', "/"))
         .unwrap_or_else(|_| path.display().to_string())
-}
-
-fn push_results(messages: &mut Vec<Message>, outcomes: &[ToolOutcome], native: bool) {
-    if native {
-        for o in outcomes {
-            messages.push(Message::ToolResult {
-                call_id: o.call_id.clone(),
-                name: o.name.clone(),
-                content: o.content.clone(),
-                is_error: o.is_error(),
-            });
-        }
-    } else {
-        let mut text = String::new();
-        for o in outcomes {
-            let head = if o.is_error() {
-                "Error from"
-            } else {
-                "Result of"
-            };
-            text.push_str(&format!(
-                "{head} `{}`:\n~~~\n{}\n~~~\n\n",
-                o.name,
-                o.content.trim_end()
-            ));
-        }
-        messages.push(Message::user(text.trim_end().to_owned()));
-    }
 }
 
 fn model_failure(e: ModelError) -> DevelopFailure {

@@ -17,24 +17,18 @@ use crate::edit::RefusalKind;
 use crate::edit::whole::{FileBlock, duplicate_definitions, untouched_stubs};
 use crate::model::budget::Budget;
 use crate::model::{ChatModel, Message, ToolCall};
-use crate::syntax::{Language, introduced_problems};
+use crate::syntax::Language;
 use crate::tokens::count_tokens;
 use crate::tools::Status;
-use crate::workflow::edit::prompt::fence_tag;
+use crate::workflow::edit::prompt::{fence_tag, shown_target};
+use crate::workflow::model_loop::rewrite::{assign_blocks, rewrite_targets, syntax_problems};
+use crate::workflow::model_loop::target::{self, EditTarget};
+use crate::workflow::model_loop::{REWRITE_MAX_LINES, failure_notes};
 
 use super::explore::{is_source, is_test_file, known_path, says_create};
 use super::plan::Plan;
-use super::step::{StepSpec, Turn};
+use super::step::{STEP_ATTEMPTS, StepSpec, Turn};
 use super::{DevelopFailure, Run};
-
-/// How a step asks for its change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum StepProtocol {
-    /// The files shown whole; the answer is their complete new text in code blocks.
-    Rewrite,
-    /// The files shown with line numbers; the answer is tool calls.
-    Tools,
-}
 
 /// The files of a step, as the rewrite protocol shows them.
 #[derive(Debug, Clone, Default)]
@@ -45,6 +39,10 @@ pub(super) struct StepFiles {
     pub create: Vec<String>,
     /// The tests that exercise them: shown to read, not to change (the step does not name them).
     pub read_only: Vec<String>,
+    /// Files of `edit` too large to show whole, with the names of the items the step names in
+    /// each: those items are shown and rewritten, one code block each, as an edit rewrites its
+    /// target (`model_loop::target::named`, resolved again on the file as it is now).
+    pub items: Vec<(String, Vec<String>)>,
 }
 
 /// What the code blocks of one answer did.
@@ -113,13 +111,23 @@ impl Run<'_> {
             .map(|(t, _)| t)
     }
 
-    fn tokens_of(&mut self, files: &[String], model: &dyn ChatModel) -> usize {
+    /// Tokens of the files of `edit` as a rewrite prompt shows them: whole, or the items.
+    fn shown_tokens(&mut self, files: &StepFiles, model: &dyn ChatModel) -> usize {
         let encoding = Budget::for_window(model.name(), model.context_window()).encoding;
-        files
-            .iter()
-            .filter_map(|f| self.read_text(f))
-            .map(|t| count_tokens(&t, encoding))
-            .sum()
+        let mut n = 0;
+        for f in &files.edit {
+            let Some(text) = self.read_text(f) else {
+                continue;
+            };
+            n += match items_of(files, f, &text) {
+                Some(targets) => targets
+                    .iter()
+                    .map(|t| count_tokens(t.text(&text), encoding) + 30)
+                    .sum(),
+                None => count_tokens(&text, encoding),
+            };
+        }
+        n
     }
 
     /// Whether the rewrite protocol can take the step: it has files, and they, the prompt and
@@ -129,9 +137,49 @@ impl Run<'_> {
             return false;
         }
         let window = model.context_window();
-        let shown = self.tokens_of(&files.edit, model);
+        let shown = self.shown_tokens(files, model);
         let wanted = shown * 5 / 4 + 300 + 700 * files.create.len();
         wanted <= window / 2 && shown + PROMPT_OVERHEAD + wanted.max(1024) <= window * 9 / 10
+    }
+
+    /// Whether the rewrite protocol can take the step, showing a file too large to rewrite whole
+    /// as the items the step names in it (largest files first, as few as needed; `files.items`
+    /// says which). False when a file that does not fit names no item the step asks about.
+    pub(super) fn fit_rewrite(
+        &mut self,
+        spec: &StepSpec,
+        files: &mut StepFiles,
+        model: &dyn ChatModel,
+    ) -> bool {
+        files.items.clear();
+        if self.rewrite_fits(files, model) {
+            return true;
+        }
+        let names = step_names(spec);
+        let encoding = Budget::for_window(model.name(), model.context_window()).encoding;
+        let mut by_size: Vec<(usize, String, Vec<String>)> = Vec::new();
+        for f in &files.edit {
+            let Some(text) = self.read_text(f) else {
+                continue;
+            };
+            let language = Language::from_path(f).unwrap_or(Language::Text);
+            let found: Vec<String> = target::named(&text, language, &names, REWRITE_MAX_LINES)
+                .into_iter()
+                .filter_map(|t| t.name)
+                .collect();
+            if !found.is_empty() {
+                by_size.push((count_tokens(&text, encoding), f.clone(), found));
+            }
+        }
+        by_size.sort_by_key(|b| std::cmp::Reverse(b.0));
+        for (_, f, found) in by_size {
+            files.items.push((f, found));
+            if self.rewrite_fits(files, model) {
+                return true;
+            }
+        }
+        files.items.clear();
+        false
     }
 
     /// Output tokens kept for a rewrite answer: the files again, a quarter more, and room for
@@ -142,7 +190,7 @@ impl Run<'_> {
         model: &dyn ChatModel,
     ) -> u32 {
         let window = model.context_window();
-        let shown = self.tokens_of(&files.edit, model);
+        let shown = self.shown_tokens(files, model);
         (shown * 5 / 4 + 300 + 700 * files.create.len()).clamp(1024, window / 2) as u32
     }
 
@@ -157,15 +205,23 @@ impl Run<'_> {
         failures: &[String],
         feedback: Option<&str>,
     ) -> Vec<Message> {
-        let system = self.system_prompt(
+        let intro = if files.items.is_empty() {
             "You are an expert programmer carrying out one step of a change to a project. You \
              answer with the complete new text of every file you change: the file's path on a \
              line of its own, then the whole file in one fenced code block, every line written \
              out (never `...` or a placeholder). Change only what the step asks for and keep \
              every other line exactly as it is. Keep the names the files and the request use. \
-             Never change the tests you are shown to read.\n",
-            "Workspace rules (follow them)",
-        );
+             Never change the tests you are shown to read.\n"
+        } else {
+            "You are an expert programmer carrying out one step of a change to a project. You \
+             answer with the complete new text of every part of a file you are shown in parts, \
+             and of every file shown whole that you change: the file's path on a line of its \
+             own, then the new text in one fenced code block, every line written out (never \
+             `...` or a placeholder). Change only what the step asks for and keep every other \
+             line exactly as it is. Keep the names the files and the request use. Never change \
+             the tests you are shown to read.\n"
+        };
+        let system = self.system_prompt(intro, "Workspace rules (follow them)");
         let coder = self.roles().coder.clone();
         let window = coder.context_window();
         let encoding = Budget::for_window(coder.name(), window).encoding;
@@ -176,8 +232,23 @@ impl Run<'_> {
                 continue;
             };
             self.record_read(f, &text);
-            used += count_tokens(&text, encoding);
-            user.push_str(&fenced(f, &text, ""));
+            match items_of(files, f, &text) {
+                Some(targets) => {
+                    let language = Language::from_path(f).unwrap_or(Language::Text);
+                    user.push_str(&format!(
+                        "{f} is too large to show whole; its parts this step is about:\n\n"
+                    ));
+                    for t in &targets {
+                        let shown = shown_target(f, language, t, t.text(&text));
+                        used += count_tokens(&shown, encoding);
+                        user.push_str(&shown);
+                    }
+                }
+                None => {
+                    used += count_tokens(&text, encoding);
+                    user.push_str(&fenced(f, &text, ""));
+                }
+            }
         }
         let reserve = self.rewrite_answer_tokens(files, coder.as_ref()) as usize;
         let room = (window * 9 / 10).saturating_sub(used + reserve + PROMPT_OVERHEAD);
@@ -214,17 +285,8 @@ impl Run<'_> {
             user.push_str(&format!("\n{c} does not exist yet: create it.\n"));
         }
         if !failures.is_empty() {
-            user.push_str(
-                "\nEarlier attempts at this step failed and were undone (the files above are \
-                 as they are now). Avoid their mistakes. Why each failed:\n",
-            );
-            for (i, f) in failures.iter().enumerate() {
-                user.push_str(&format!(
-                    "{}. {}\n",
-                    i + 1,
-                    crate::edit::text::clip(f.trim(), 900)
-                ));
-            }
+            user.push('\n');
+            user.push_str(&failure_notes(failures, STEP_ATTEMPTS, 900));
         }
         if let Some(feedback) = feedback {
             user.push_str(&format!("\n{}\n", feedback.trim_end()));
@@ -234,28 +296,68 @@ impl Run<'_> {
         vec![Message::system(system), Message::user(user)]
     }
 
-    /// How to answer, naming the files.
-    fn answer_shape(&self, files: &StepFiles) -> String {
+    /// How to answer, naming the files (and the items of a file too large to show whole).
+    fn answer_shape(&mut self, files: &StepFiles) -> String {
         let names: Vec<String> = files
             .edit
             .iter()
             .chain(&files.create)
+            .filter(|f| !files.items.iter().any(|(i, _)| i == *f))
             .map(|f| format!("`{f}`"))
             .collect();
-        format!(
+        let whole = format!(
             "Reply with the complete new {}: for each file you change, its path on a line of its \
              own, then the whole file in one code block.",
             names.join(" and ")
-        )
+        );
+        let mut parts: Vec<String> = Vec::new();
+        for (f, _) in &files.items {
+            let Some(text) = self.read_text(f) else {
+                continue;
+            };
+            let labels: Vec<String> = items_of(files, f, &text)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t.label)
+                .collect();
+            parts.push(format!("{} of `{f}`", labels.join(" and ")));
+        }
+        if parts.is_empty() {
+            return whole;
+        }
+        let items = format!(
+            "Reply with the complete rewritten {}: each in its own code block, with the file's \
+             path on the line above, written out in full (never `...`).",
+            parts.join(", and ")
+        );
+        if names.is_empty() {
+            items
+        } else {
+            format!(
+                "{items} {}",
+                whole.replacen("Reply with", "Also reply with", 1)
+            )
+        }
     }
 
     /// What to answer after an answer that was not applied.
-    pub(super) fn answer_again(&self, turn: &Turn<'_>) -> String {
+    pub(super) fn answer_again(&mut self, turn: &Turn<'_>) -> String {
         self.answer_shape(turn.files)
     }
 
+    /// How to answer with a correction after a failing check.
+    pub(super) fn correction(&mut self, turn: &Turn<'_>) -> String {
+        if turn.files.items.is_empty() {
+            "Reply with the complete corrected file(s), each in one code block with its path on \
+             the line above."
+                .to_owned()
+        } else {
+            self.answer_shape(turn.files)
+        }
+    }
+
     /// The coaching message of the rewrite protocol for a stuck answer.
-    pub(super) fn rewrite_coaching(&self, turn: &Turn<'_>, refused: bool) -> String {
+    pub(super) fn rewrite_coaching(&mut self, turn: &Turn<'_>, refused: bool) -> String {
         format!(
             "{}{}",
             if refused {
@@ -289,7 +391,11 @@ impl Run<'_> {
             .filter(|&i| blocks[i].path.is_none())
             .collect();
         let mut out = BlocksApplied::default();
+        let used = self.apply_item_blocks(turn, &blocks, &mut out);
         for (i, b) in blocks.iter().enumerate() {
+            if used.contains(&i) {
+                continue;
+            }
             let body = b.body.trim_start();
             if body.trim().is_empty() {
                 out.problems.push("a code block was empty".to_owned());
@@ -327,6 +433,14 @@ impl Run<'_> {
                 ));
                 continue;
             }
+            if let Some((_, names)) = files.items.iter().find(|(f, _)| *f == rel) {
+                out.problems.push(format!(
+                    "{rel} is too large to rewrite whole: a code block for it must be one of the \
+                     parts shown ({}), complete, with its path on the line above",
+                    names.join(", ")
+                ));
+                continue;
+            }
             match self.read_text(&rel) {
                 Some(current) => {
                     let applied = match crate::edit::rewrite_whole(&current, &rel, &b.body) {
@@ -346,19 +460,9 @@ impl Run<'_> {
                         out.problems.push(problem);
                         continue;
                     }
-                    let s = self.session();
-                    let Ok(resolved) = s.sandbox.resolve(&rel, s.fs.as_ref()) else {
-                        continue;
-                    };
-                    let version = s
-                        .copy
-                        .read(&resolved.abs, s.fs.as_ref())
-                        .ok()
-                        .and_then(|(_, v)| v);
-                    s.copy
-                        .write(&resolved.abs, &current, version, applied.text.clone());
-                    s.ledger.record_write(&resolved.abs, &applied.text);
-                    out.changed.push(rel);
+                    if self.write_text(&rel, &current, &applied.text) {
+                        out.changed.push(rel);
+                    }
                 }
                 None => {
                     // A new file: when the step names it or says to create one.
@@ -393,6 +497,66 @@ impl Run<'_> {
         Ok(out)
     }
 
+    /// Applies the code blocks that rewrite the items of files too large to show whole
+    /// (`StepFiles::items`): each block to the item it defines, several items of one file in one
+    /// answer, then the whole-file checks on the file's new text. Returns the blocks it used.
+    fn apply_item_blocks(
+        &mut self,
+        turn: &Turn<'_>,
+        blocks: &[FileBlock],
+        out: &mut BlocksApplied,
+    ) -> Vec<usize> {
+        let mut used = Vec::new();
+        for (rel, names) in &turn.files.items {
+            let Some(current) = self.read_text(rel) else {
+                continue;
+            };
+            let language = Language::from_path(rel).unwrap_or(Language::Text);
+            let targets = target::named(&current, language, names, REWRITE_MAX_LINES);
+            let assigned = assign_blocks(rel, &targets, blocks);
+            if assigned.is_empty() {
+                continue;
+            }
+            used.extend(assigned.iter().map(|(_, b)| *b));
+            let rewrites: Vec<(&EditTarget, &str)> = assigned
+                .iter()
+                .map(|(t, b)| (&targets[*t], blocks[*b].body.as_str()))
+                .collect();
+            // The parse check is among the whole-file checks below.
+            match rewrite_targets(&current, rel, &rewrites, false) {
+                Ok(text) if text == current => out.unchanged = true,
+                Ok(text) => match self.whole_file_problems(turn, rel, &current, &text) {
+                    Some(problem) => out.problems.push(problem),
+                    None => {
+                        if self.write_text(rel, &current, &text) {
+                            out.changed.push(rel.clone());
+                        }
+                    }
+                },
+                Err(problems) => out.problems.extend(problems),
+            }
+        }
+        used
+    }
+
+    /// Writes `text` over `current` in the working copy and records the write; false when the
+    /// path does not resolve.
+    fn write_text(&mut self, rel: &str, current: &str, text: &str) -> bool {
+        let s = self.session();
+        let Ok(resolved) = s.sandbox.resolve(rel, s.fs.as_ref()) else {
+            return false;
+        };
+        let version = s
+            .copy
+            .read(&resolved.abs, s.fs.as_ref())
+            .ok()
+            .and_then(|(_, v)| v);
+        s.copy
+            .write(&resolved.abs, current, version, text.to_owned());
+        s.ledger.record_write(&resolved.abs, text);
+        true
+    }
+
     /// Why a whole file's new text is not taken: syntax errors it adds, a top-level definition
     /// written twice, a stub asked for left as it was beside a new function.
     fn whole_file_problems(
@@ -406,13 +570,8 @@ impl Run<'_> {
         if !language.is_parsed() {
             return None;
         }
-        let problems = introduced_problems(language, before, after);
-        if !problems.is_empty() {
-            let listed: Vec<String> = problems.iter().take(5).map(|p| format!("  {p}")).collect();
-            return Some(format!(
-                "{rel}: it would introduce syntax errors, so nothing was changed:\n{}",
-                listed.join("\n")
-            ));
+        if let Some(problem) = syntax_problems(language, rel, before, after) {
+            return Some(problem);
         }
         let dup = duplicate_definitions(language, before, after);
         if !dup.is_empty() {
@@ -508,6 +667,56 @@ impl Run<'_> {
         }
         out
     }
+}
+
+/// The items of `rel` a rewrite shows and takes instead of the whole file, resolved on `text`
+/// as it is now; `None` when the file is shown whole.
+fn items_of(files: &StepFiles, rel: &str, text: &str) -> Option<Vec<EditTarget>> {
+    let (_, names) = files.items.iter().find(|(f, _)| f == rel)?;
+    let language = Language::from_path(rel).unwrap_or(Language::Text);
+    Some(target::named(text, language, names, REWRITE_MAX_LINES))
+}
+
+/// The names a step gives the code it is about, from its text, its goal and the failures it
+/// fixes: words in backticks (`` `fn total` ``, `` `Cart.total()` ``), words before `(`, and
+/// identifiers that cannot be plain English (`snake_case`, `camelCase`).
+fn step_names(spec: &StepSpec) -> Vec<String> {
+    let text = format!(
+        "{}\n{}\n{}",
+        spec.text,
+        spec.goal.as_deref().unwrap_or(""),
+        spec.extra.as_deref().unwrap_or("")
+    );
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out: Vec<String> = asked_names(&text);
+    let mut push = |w: &str| {
+        let ok = w.len() >= 2
+            && w.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && !out.iter().any(|o| o == w);
+        if ok {
+            out.push(w.to_owned());
+        }
+    };
+    for span in text.split('`').skip(1).step_by(2) {
+        for w in span.split(|c: char| !ident(c)) {
+            if !matches!(
+                w,
+                "fn" | "def" | "pub" | "function" | "class" | "async" | "self"
+            ) {
+                push(w);
+            }
+        }
+    }
+    for w in text.split(|c: char| !ident(c)) {
+        let inner_upper = w.chars().skip(1).any(char::is_uppercase)
+            && w.chars().next().is_some_and(char::is_lowercase);
+        if (w.contains('_') && w.trim_matches('_').len() > 1) || inner_upper {
+            push(w);
+        }
+    }
+    out
 }
 
 /// A file shown whole: its path (and `note`), then the text in a fence.

@@ -1,10 +1,12 @@
-//! One step of a develop run: the `coder` changes the working copy until the step is done, with
-//! the retry rules learned from small models. A step asks in one of edit's two protocols
-//! (`[models."NAME"] edit_format`, `docs/develop.md`, "Steps that rewrite"): **rewrite** — the
-//! step's files shown whole, the answer the complete new file(s), each in a code block under
-//! its path (`rewrite.rs`) — when they fit the window, else **tools**; in `auto` a failed
-//! attempt falls back to the other. Whatever the protocol, an answer is read the same way: a
-//! write session's content, tool calls (native, or written as text), whole files in code blocks.
+//! One step of a develop run: the `coder` changes the working copy until the step is done. The
+//! loop is the one an edit runs (`workflow::model_loop`: the protocol of each attempt, escalation,
+//! how an answer is read, feedback, the stuck and same-error rules); this is the step's policy
+//! over it. A step asks in one of edit's two protocols (`[models."NAME"] edit_format`,
+//! `docs/develop.md`, "Steps that rewrite"): **rewrite** — the step's files shown whole (or, for
+//! a file too large, the items the step names in it), the answer their new text, each in a code
+//! block under its path (`rewrite.rs`) — when they fit the window, else **tools**; in `auto` a
+//! failed attempt falls back to the other. Whatever the protocol, an answer is read the same
+//! way: a write session's content, tool calls (native, or written as text), code blocks.
 //!
 //! - an answer without a change, or "I cannot…" prose, is **stuck**: one coaching message in
 //!   the same attempt (what to answer, with the file's current text), then the attempt ends;
@@ -22,27 +24,26 @@
 //! one the run's budget stops (`StepStatus::Stopped`, `docs/develop.md`).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
 
-use std::path::PathBuf;
-
-use crate::config::EditFormat;
-use crate::edit::RefusalKind;
-use crate::edit::formats;
 use crate::model::{ChatModel, Message, ToolCall, ToolChoice};
-use crate::tools::{self, Status};
+use crate::tools;
 use crate::workflow::edit::configured_format;
-use crate::workflow::tool_loop::{broke_off, empty_session, file_edit_call};
+use crate::workflow::model_loop::answer::{self, push_results, refuses, what_it_said};
+use crate::workflow::model_loop::feedback::{self, CheckFeedback, Repeats, Stuck};
+use crate::workflow::model_loop::{
+    self, Protocol, Schedule, broke_off, empty_session, failure_notes,
+};
 use crate::workflow::write_session::WriteSessions;
-
-use super::rewrite::{StepFiles, StepProtocol};
 
 use super::checks::describe_failures;
 use super::plan::Plan;
 use super::project::CheckKind;
-use super::{DevelopFailure, Run, StepReport, StepStatus, push_results, rel_of};
+use super::rewrite::StepFiles;
+use super::{DevelopFailure, Run, StepReport, StepStatus, rel_of};
 
 /// Lines above which a new file should be written through a write session (`begin_write`, the
 /// content streamed as plain text) rather than inside `write_file`'s JSON string, which small
@@ -74,8 +75,8 @@ enum Attempt {
 /// Per-step memory across attempts.
 #[derive(Default)]
 struct Memory {
-    /// How often each check failure fingerprint was seen.
-    errors: HashMap<u64, usize>,
+    /// How often each check failure came back.
+    errors: Repeats,
     notes: Vec<String>,
 }
 
@@ -98,7 +99,7 @@ impl Run<'_> {
         let mut model_name = String::new();
         for attempt in 1..=max {
             let escalation = self.roles().escalation.clone();
-            let escalate = attempt == max && max > 1 && self.ctx.options.escalate;
+            let escalate = model_loop::escalates(attempt, max, self.ctx.options.escalate);
             let model: Arc<dyn ChatModel> = match (&escalation, escalate) {
                 (Some(strong), true) => {
                     memory.notes.push(format!(
@@ -114,24 +115,18 @@ impl Run<'_> {
                 Some(f) => f,
                 None => configured_format(&self.ctx.config, model.name()),
             };
-            let files = self.step_files(spec);
-            let fits = self.rewrite_fits(&files, model.as_ref());
-            let primary = match format {
-                EditFormat::Tools => StepProtocol::Tools,
-                _ if fits => StepProtocol::Rewrite,
-                _ => StepProtocol::Tools,
-            };
+            let mut files = self.step_files(spec);
+            let fits = self.fit_rewrite(spec, &mut files, model.as_ref());
             // In `auto`, a failed attempt falls back to the other protocol (as in an edit).
-            let protocol = if format != EditFormat::Auto || !fits || attempt % 2 == 1 {
-                primary
-            } else if primary == StepProtocol::Rewrite {
-                StepProtocol::Tools
-            } else {
-                StepProtocol::Rewrite
-            };
+            let protocol = Schedule {
+                format,
+                fits,
+                creating: false,
+            }
+            .protocol(attempt);
             let mut messages = match protocol {
-                StepProtocol::Rewrite => self.rewrite_prompt(plan, spec, &files, &failures, None),
-                StepProtocol::Tools => self.step_prompt(plan, spec, &failures),
+                Protocol::Rewrite => self.rewrite_prompt(plan, spec, &files, &failures, None),
+                Protocol::Tools => self.step_prompt(plan, spec, &failures),
             };
             let turn = Turn {
                 spec,
@@ -280,10 +275,10 @@ impl Run<'_> {
         memory: &mut Memory,
     ) -> Result<Attempt, DevelopFailure> {
         let spec = turn.spec;
-        let rewrite = turn.protocol == StepProtocol::Rewrite;
+        let rewrite = turn.protocol == Protocol::Rewrite;
         let tools = tools::specs();
         let limit = rewrite.then(|| self.rewrite_answer_tokens(turn.files, model));
-        let mut coached = false;
+        let mut stuck = Stuck::default();
         let mut edited = false;
         let mut check_ok = true;
         let mut asked_missing = false;
@@ -349,11 +344,7 @@ impl Run<'_> {
                                 )));
                             }
                             let again = self.answer_again(turn);
-                            self.say(
-                                turn,
-                                messages,
-                                format!("Your answer was not applied:\n{reasons}\n\n{again}"),
-                            );
+                            self.say(turn, messages, feedback::not_applied(&reasons, &again));
                             continue;
                         }
                         refused_in_a_row = 0;
@@ -373,18 +364,11 @@ impl Run<'_> {
                         let why = if repeated {
                             "its code block left the file as it was".to_owned()
                         } else if rewrite {
-                            format!(
-                                "no code block: {}",
-                                crate::workflow::tool_loop::what_it_said(&response, 160)
-                            )
+                            format!("no code block: {}", what_it_said(&response, 160))
                         } else {
-                            format!(
-                                "no tool call: {}",
-                                crate::workflow::tool_loop::what_it_said(&response, 160)
-                            )
+                            format!("no tool call: {}", what_it_said(&response, 160))
                         };
-                        if !edited && !coached {
-                            coached = true;
+                        if stuck.coach_now(edited) {
                             memory.notes.push(format!("stuck ({why}); coached once"));
                             let coaching = if rewrite {
                                 self.rewrite_coaching(turn, refuses(said))
@@ -410,21 +394,13 @@ impl Run<'_> {
                         }
                     }
                     push_results(messages, &outcomes, native);
-                    let made = outcomes
-                        .iter()
-                        .filter(|o| matches!(o.status, Status::Edited { .. }))
-                        .count();
-                    if made == 0 {
-                        let no_op = outcomes.iter().all(|o| {
-                            matches!(&o.status, Status::Failed(e)
-                                if matches!(e.refusal_kind(), Some(RefusalKind::NoOp | RefusalKind::AlreadyApplied)))
-                        });
+                    if answer::tally(&outcomes, edited).made == 0 {
+                        let no_op = answer::tally(&outcomes, edited).all_repeats;
                         if no_op && edited && check_ok {
                             // Repeating an edit that went through is the model saying it is done.
                             return Ok(Attempt::Done);
                         }
-                        if no_op && !edited && !coached {
-                            coached = true;
+                        if no_op && stuck.coach_now(edited) {
                             memory
                                 .notes
                                 .push("stuck (its edit changed nothing); coached once".to_owned());
@@ -471,11 +447,12 @@ impl Run<'_> {
                     "the check passed, but the step was not finished ({}); asked once more",
                     missing.join("; ")
                 ));
-                let way = if rewrite {
-                    "Reply with the complete new file(s) that add it, each in one code block with \
-                     its path on the line above"
-                } else {
-                    "Change the files now"
+                let way = match (rewrite, turn.files.items.is_empty()) {
+                    (true, true) => "Reply with the complete new file(s) that add it, each in one \
+                                     code block with its path on the line above"
+                        .to_owned(),
+                    (true, false) => self.answer_again(turn).trim_end_matches('.').to_owned(),
+                    (false, _) => "Change the files now".to_owned(),
                 };
                 self.say(
                     turn,
@@ -490,50 +467,26 @@ impl Run<'_> {
             }
             let failing: Vec<_> = runs.iter().filter(|r| !r.passed).cloned().collect();
             let fingerprint = failing.first().map_or(0, |r| r.fingerprint());
-            let seen = memory.errors.entry(fingerprint).or_insert(0);
-            *seen += 1;
-            let count = *seen;
             let text = describe_failures(&failing);
-            if count > 3 {
-                return Ok(Attempt::Failed(format!(
-                    "the same check error came back a fourth time:\n{text}"
-                )));
-            }
             let fix = if rewrite {
-                "Reply with the complete corrected file(s), each in one code block with its path \
-                 on the line above."
+                self.correction(turn)
             } else {
                 "Fix these errors with edit_file (old_string copied from the current file)."
+                    .to_owned()
             };
-            let message = match count {
-                1 => format!("Your edit was applied, but the check fails now:\n{text}\n{fix}"),
-                2 => {
-                    memory
-                        .notes
-                        .push("the same check error came back a second time".to_owned());
-                    format!(
-                        "This is the SECOND time the check reports the same error: your last \
-                         change did not fix it. Read the error message again, line by line, \
-                         and read the file where it points before you change anything. Do \
-                         something different this time.\n{text}{}",
-                        if rewrite { fix } else { "" }
-                    )
-                }
-                _ => {
-                    memory
-                        .notes
-                        .push("the same check error came back a third time".to_owned());
-                    format!(
-                        "This is the THIRD time the check reports exactly the same error. Stop \
-                         repeating the same fix. {}, then make the smallest change that removes \
-                         this error. If your earlier edit caused it, undo that edit.\n{text}{}",
-                        if rewrite {
-                            "Read the lines the error names in the file above"
-                        } else {
-                            "Read the lines the error names with read_file"
-                        },
-                        if rewrite { fix } else { "" }
-                    )
+            let message = match memory
+                .errors
+                .check_failed(fingerprint, &text, turn.protocol, &fix)
+            {
+                CheckFeedback::GiveUp(reason) => return Ok(Attempt::Failed(reason)),
+                CheckFeedback::Again { message, repeat } => {
+                    if repeat > 1 {
+                        memory.notes.push(format!(
+                            "the same check error came back a {} time",
+                            if repeat == 2 { "second" } else { "third" }
+                        ));
+                    }
+                    message
                 }
             };
             self.say(turn, messages, format!("{written}{message}"));
@@ -553,7 +506,7 @@ impl Run<'_> {
     /// conversation so far; in the rewrite protocol the step's prompt again, with the files as
     /// they are now and `text` at its end (the files are shown once, never a second copy).
     fn say(&mut self, turn: &Turn<'_>, messages: &mut Vec<Message>, text: String) {
-        if turn.protocol == StepProtocol::Rewrite && !self.writes.expects_content() {
+        if turn.protocol == Protocol::Rewrite && !self.writes.expects_content() {
             *messages =
                 self.rewrite_prompt(turn.plan, turn.spec, turn.files, turn.failures, Some(&text));
         } else {
@@ -608,17 +561,8 @@ impl Run<'_> {
             user.push_str(&self.file_view(f, budget));
         }
         if !failures.is_empty() {
-            user.push_str(
-                "\nEarlier attempts at this step failed and were undone (the files above are \
-                 as they are now). Avoid their mistakes. Why each failed:\n",
-            );
-            for (i, f) in failures.iter().enumerate() {
-                user.push_str(&format!(
-                    "{}. {}\n",
-                    i + 1,
-                    crate::edit::text::clip(f.trim(), 900)
-                ));
-            }
+            user.push('\n');
+            user.push_str(&failure_notes(failures, STEP_ATTEMPTS, 900));
         }
         user.push_str(
             "\nRespond with edit_file calls (write_file or begin_write for a new file) that make \
@@ -657,50 +601,10 @@ pub(super) struct Turn<'t> {
     pub plan: &'t Plan,
     pub files: &'t StepFiles,
     pub failures: &'t [String],
-    pub protocol: StepProtocol,
+    pub protocol: Protocol,
     /// The run's changed files and their text when the step began.
     pub before: &'t [(PathBuf, String)],
 }
 
-/// "I cannot…"-style prose.
-fn refuses(text: &str) -> bool {
-    let t = text.to_lowercase();
-    [
-        "i cannot",
-        "i can't",
-        "i can not",
-        "i'm unable",
-        "i am unable",
-        "i'm not able",
-        "as an ai",
-        "i don't have access",
-        "i do not have access",
-    ]
-    .iter()
-    .any(|p| t.contains(p))
-}
-
-/// SEARCH/REPLACE blocks, diffs and patches in an answer, as tool calls (only those naming a
-/// file: a develop step spans several).
-pub(super) fn edits_in_text(text: &str) -> Vec<ToolCall> {
-    let Ok(edits) = formats::parse(text) else {
-        return Vec::new();
-    };
-    edits
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, e)| file_edit_call(i, e.path?, e.action))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refusals_are_recognised() {
-        assert!(refuses("I'm sorry, but I cannot modify files."));
-        assert!(refuses("As an AI, I don't have access to your files"));
-        assert!(!refuses("Done: the function is added."));
-    }
-}
+/// How a step's clean start names the attempts that failed before it.
+pub(super) const STEP_ATTEMPTS: &str = "Earlier attempts at this step";

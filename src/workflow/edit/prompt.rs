@@ -13,7 +13,7 @@ use crate::syntax::Language;
 use crate::syntax::lines::{LineIndex, push_numbered};
 use crate::tools;
 
-use super::target::EditTarget;
+use crate::workflow::model_loop::target::EditTarget;
 
 /// The tools of an edit attempt: reading and the edit tools. Listing, searching and creating
 /// files belong to exploration (develop), not to changing a target the run already shows.
@@ -124,18 +124,18 @@ pub fn fence_tag(language: Language) -> &'static str {
     }
 }
 
-/// The first user message of a rewrite attempt: the target once, then the instruction.
-pub fn rewrite_user(
+/// A target as a rewrite prompt shows it: `{rel}, {label} (lines a-b), inside `…`:`, then its
+/// text in a fence. An edit shows its one target this way, a develop step each item it names
+/// in a file too large to show whole.
+pub fn shown_target(
     rel: &str,
     language: Language,
     target: &EditTarget,
     target_text: &str,
-    instruction: &str,
-    notes: &str,
 ) -> String {
     let tag = fence_tag(language);
     let mut s = format!(
-        "File: {rel}, {} (lines {}-{})",
+        "{rel}, {} (lines {}-{})",
         target.label, target.first, target.last
     );
     if !target.context.is_empty() {
@@ -148,6 +148,20 @@ pub fn rewrite_user(
         s.push('\n');
     }
     s.push_str("```\n\n");
+    s
+}
+
+/// The first user message of a rewrite attempt: the target once, then the instruction.
+pub fn rewrite_user(
+    rel: &str,
+    language: Language,
+    target: &EditTarget,
+    target_text: &str,
+    instruction: &str,
+    notes: &str,
+) -> String {
+    let tag = fence_tag(language);
+    let mut s = format!("File: {}", shown_target(rel, language, target, target_text));
     if let Some((a, b)) = target.selection
         && (a, b) != (target.first, target.last)
     {
@@ -242,22 +256,6 @@ pub fn tools_user(
     // it as permission to answer "Done." at once. The turn after a tool result is where a model
     // says it is finished.
     s.push_str("\nRespond with an edit_file call (or another edit tool) that makes this change.");
-    s
-}
-
-/// Why earlier attempts failed, for a clean start (another protocol, or the escalation model).
-pub fn failure_notes(failures: &[String]) -> String {
-    if failures.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from("Earlier attempts failed; avoid their mistakes. Why each failed:\n");
-    for (i, f) in failures.iter().enumerate() {
-        s.push_str(&format!(
-            "{}. {}\n",
-            i + 1,
-            crate::edit::text::clip(f.trim(), 600)
-        ));
-    }
     s
 }
 

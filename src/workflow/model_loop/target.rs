@@ -1,4 +1,4 @@
-//! What an edit run rewrites: the selection's whole lines, or the item (function, method, class)
+//! What a rewrite rewrites: the selection's whole lines, or the item (function, method, class)
 //! that encloses the selection or the cursor — the unit a small model rewrites well in one
 //! answer. Also the short context that goes with it (the signatures of the items around it) and
 //! the line where an insertion into it most likely goes.
@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use crate::syntax::{Language, Scope, SymbolKind, SyntaxTree, symbols};
+use crate::syntax::{Language, Scope, Symbol, SymbolKind, SyntaxTree, symbols};
 
 /// The lines an edit is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +17,8 @@ pub struct EditTarget {
     pub last: usize,
     /// How the prompt names it: "function `mid`", "lines 12-30".
     pub label: String,
+    /// The item's own name when the target is an item (`mid`).
+    pub name: Option<String>,
     /// Signatures of the items around the target, outermost first (`class Parser:`).
     pub context: Vec<String>,
     /// The whole lines of the selection (the user's own range), 1-based inclusive.
@@ -26,7 +28,7 @@ pub struct EditTarget {
 impl EditTarget {
     /// The target's text (whole lines, with their line breaks).
     pub fn text<'t>(&self, text: &'t str) -> &'t str {
-        let r = super::lines_to_bytes(text, self.first, self.last);
+        let r = crate::workflow::edit::lines_to_bytes(text, self.first, self.last);
         &text[r]
     }
 }
@@ -72,16 +74,6 @@ pub fn resolve(
         .filter(|(_, s)| s.lines.0 <= sel_first && sel_last <= s.lines.1)
         .max_by_key(|(_, s)| (s.depth, s.lines.0))
         .map(|(i, _)| i);
-    let context = |i: Option<usize>| -> Vec<String> {
-        let mut out = Vec::new();
-        let mut p = i.and_then(|i| all[i].parent);
-        while let Some(k) = p {
-            out.push(all[k].signature.clone());
-            p = all[k].parent;
-        }
-        out.reverse();
-        out
-    };
     let selection = (!cursor).then_some((sel_first, sel_last));
     if let Some(i) = enclosing {
         let s = &all[i];
@@ -92,18 +84,8 @@ pub fn resolve(
             || (first, last) == (sel_first, sel_last);
         if inside && last + 1 - first <= max_lines {
             return Some(EditTarget {
-                first,
-                last,
-                label: format!(
-                    "{} `{}`",
-                    match s.kind {
-                        SymbolKind::Function => "function",
-                        other => other.label(),
-                    },
-                    s.name
-                ),
-                context: context(Some(i)),
                 selection,
+                ..item(&all, i)
             });
         }
     }
@@ -118,9 +100,69 @@ pub fn resolve(
         } else {
             format!("lines {sel_first}-{sel_last}")
         },
-        context: context(enclosing),
+        name: None,
+        context: enclosing.map_or_else(Vec::new, |i| containers(&all, i)),
         selection,
     })
+}
+
+/// Item `i` of `all` as a target: its lines, its kind and name, the signatures around it.
+fn item(all: &[Symbol], i: usize) -> EditTarget {
+    let s = &all[i];
+    EditTarget {
+        first: s.lines.0,
+        last: s.lines.1,
+        label: format!(
+            "{} `{}`",
+            match s.kind {
+                SymbolKind::Function => "function",
+                other => other.label(),
+            },
+            s.name
+        ),
+        name: Some(s.name.clone()),
+        context: containers(all, i),
+        selection: None,
+    }
+}
+
+/// The signatures of the items that contain item `i`, outermost first.
+fn containers(all: &[Symbol], i: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut p = all[i].parent;
+    while let Some(k) = p {
+        out.push(all[k].signature.clone());
+        p = all[k].parent;
+    }
+    out.reverse();
+    out
+}
+
+/// The items of `text` that `names` name (a develop step's functions, methods and classes in a
+/// file too large to show whole), each of at most `max_lines` lines, in the file's order. An item
+/// inside another chosen one is left out (rewriting the outer one rewrites it too).
+pub fn named(
+    text: &str,
+    language: Language,
+    names: &[String],
+    max_lines: usize,
+) -> Vec<EditTarget> {
+    if text.is_empty() || names.is_empty() {
+        return Vec::new();
+    }
+    let tree = SyntaxTree::parse(text, language);
+    let all = symbols(text, &tree, Scope::Outline);
+    let mut chosen: Vec<usize> = (0..all.len())
+        .filter(|&i| names.iter().any(|n| *n == all[i].name))
+        .filter(|&i| all[i].lines.1 + 1 - all[i].lines.0 <= max_lines)
+        .collect();
+    let inside = |i: usize, j: usize| {
+        i != j && all[j].lines.0 <= all[i].lines.0 && all[i].lines.1 <= all[j].lines.1
+    };
+    let snapshot = chosen.clone();
+    chosen.retain(|&i| !snapshot.iter().any(|&j| inside(i, j)));
+    chosen.sort_by_key(|&i| all[i].lines.0);
+    chosen.into_iter().map(|i| item(&all, i)).collect()
 }
 
 /// The line after which an insertion at the top of the target goes: after its signature (the
@@ -194,5 +236,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!((t.first, t.last), (9, 10));
+    }
+
+    #[test]
+    fn named_items_are_targets_and_an_inner_one_goes_with_its_container() {
+        let names = ["g".to_owned(), "f".to_owned(), "missing".to_owned()];
+        let t = named(PY, Language::Python, &names, 300);
+        assert_eq!(
+            t.iter().map(|t| (t.first, t.last)).collect::<Vec<_>>(),
+            [(4, 7), (9, 10)]
+        );
+        assert_eq!(t[1].label, "method `g`");
+        assert_eq!(t[1].context, vec!["class A".to_owned()]);
+        let with_class = named(PY, Language::Python, &["A".to_owned(), "g".to_owned()], 300);
+        assert_eq!(with_class.len(), 1);
+        assert_eq!(with_class[0].name.as_deref(), Some("A"));
     }
 }

@@ -1,0 +1,135 @@
+//! What the model reads after an answer that did not finish the job, the same for every run
+//! kind: an answer that was not applied, the stuck rule (an answer without a change gets one
+//! coaching message in the same attempt, then the attempt ends), and a check error that comes
+//! back, said to be the second or third time in a firmer tone (after the third the attempt
+//! ends). The words of each message follow the protocol the attempt asks in.
+
+use std::collections::HashMap;
+
+use super::Protocol;
+
+/// An answer that was not applied, and how to answer instead.
+pub(crate) fn not_applied(reason: &str, again: &str) -> String {
+    format!("Your answer was not applied: {reason}\n\n{again}")
+}
+
+/// The stuck rule of one attempt: coach once, and only while nothing was changed yet.
+#[derive(Debug, Default)]
+pub(crate) struct Stuck {
+    coached: bool,
+}
+
+impl Stuck {
+    /// Whether to coach now (at most once per attempt, never after an edit went through); a
+    /// stuck answer that is not coached ends the attempt.
+    pub fn coach_now(&mut self, edited: bool) -> bool {
+        if edited || self.coached {
+            return false;
+        }
+        self.coached = true;
+        true
+    }
+}
+
+/// How often each check failure (by fingerprint) came back in a step.
+#[derive(Debug, Default)]
+pub(crate) struct Repeats {
+    seen: HashMap<u64, usize>,
+}
+
+/// What to tell the model about a failing check.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum CheckFeedback {
+    /// The message for the next answer; `repeat` is 2 or 3 when the same error came back.
+    Again { message: String, repeat: usize },
+    /// The same error a fourth time: the attempt ends with this reason.
+    GiveUp(String),
+}
+
+impl Repeats {
+    /// The feedback on a failing check with `fingerprint`, described as `text`, in the words of
+    /// `protocol`; `fix` says how to answer with the correction.
+    pub fn check_failed(
+        &mut self,
+        fingerprint: u64,
+        text: &str,
+        protocol: Protocol,
+        fix: &str,
+    ) -> CheckFeedback {
+        let seen = self.seen.entry(fingerprint).or_insert(0);
+        *seen += 1;
+        let count = *seen;
+        if count > 3 {
+            return CheckFeedback::GiveUp(format!(
+                "the same check error came back a fourth time:\n{text}"
+            ));
+        }
+        let rewrite = protocol == Protocol::Rewrite;
+        let message = match count {
+            1 => format!("Your edit was applied, but the check fails now:\n{text}\n{fix}"),
+            2 => format!(
+                "This is the SECOND time the check reports the same error: your last change did \
+                 not fix it. Read the error message again, line by line, and read the file where \
+                 it points before you change anything. Do something different this time.\n\
+                 {text}{}",
+                if rewrite { fix } else { "" }
+            ),
+            _ => format!(
+                "This is the THIRD time the check reports exactly the same error. Stop repeating \
+                 the same fix. {}, then make the smallest change that removes this error. If \
+                 your earlier edit caused it, undo that edit.\n{text}{}",
+                if rewrite {
+                    "Read the lines the error names in the file above"
+                } else {
+                    "Read the lines the error names with read_file"
+                },
+                if rewrite { fix } else { "" }
+            ),
+        };
+        CheckFeedback::Again {
+            message,
+            repeat: count,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_error_gets_firmer_then_ends_the_attempt() {
+        let mut r = Repeats::default();
+        let tone = |f: CheckFeedback| match f {
+            CheckFeedback::Again { message, repeat } => (repeat, message),
+            CheckFeedback::GiveUp(reason) => (4, reason),
+        };
+        assert!(
+            tone(r.check_failed(7, "E1", Protocol::Tools, "FIX"))
+                .1
+                .contains("fails now")
+        );
+        assert_eq!(tone(r.check_failed(8, "E2", Protocol::Tools, "FIX")).0, 1);
+        assert!(
+            tone(r.check_failed(7, "E1", Protocol::Tools, "FIX"))
+                .1
+                .contains("SECOND")
+        );
+        let (n, third) = tone(r.check_failed(7, "E1", Protocol::Rewrite, "FIX"));
+        assert_eq!(n, 3);
+        assert!(third.contains("THIRD") && third.ends_with("FIX"));
+        assert!(
+            tone(r.check_failed(7, "E1", Protocol::Tools, "FIX"))
+                .1
+                .contains("fourth time")
+        );
+    }
+
+    #[test]
+    fn coaching_comes_once_and_never_after_an_edit() {
+        let mut s = Stuck::default();
+        assert!(!s.coach_now(true));
+        assert!(s.coach_now(false));
+        assert!(!s.coach_now(false));
+    }
+}
