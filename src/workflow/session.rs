@@ -48,7 +48,7 @@ mod runs;
 pub use choices::{Choice, ChoiceArgument, ChoiceKind, ClientAbilities, ForeignDiagnostic, Lens};
 // A run's result as the edges show it.
 pub use crate::workflow::{Proposal, ProposalFile};
-pub use runs::{RunEvent, RunHandle, RunKind, Runs};
+pub use runs::{RunEvent, RunHandle, RunKind, RunUsage, Runs};
 
 /// Writes every file of `proposal` as one transaction — all land, or none — where nobody else
 /// holds the files: `patchwise develop --apply`, and an ACP client without `fs/write_text_file`.
