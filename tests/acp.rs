@@ -135,10 +135,7 @@ fn with_usage(reply: Reply, prompt: u64, completion: u64) -> Reply {
     };
     let usage = json!({ "id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [],
         "usage": { "prompt_tokens": prompt, "completion_tokens": completion } });
-    let body = body.replace(
-        "data: [DONE]",
-        &format!("data: {usage}\n\ndata: [DONE]"),
-    );
+    let body = body.replace("data: [DONE]", &format!("data: {usage}\n\ndata: [DONE]"));
     Reply::Http { head, body }
 }
 
@@ -313,7 +310,10 @@ fn develop_shows_plan_steps_diffs_and_checks_and_writes_through_the_client_when_
     let totals = &usage.last().unwrap()["_meta"]["patchwise"];
     assert_eq!(totals["answers"], answers, "{totals:#}");
     assert_eq!(totals["outputTokens"], 100 * answers as u64, "{totals:#}");
-    assert!(seq(&seen, usage.last().unwrap()) < asked_at, "usage came late");
+    assert!(
+        seq(&seen, usage.last().unwrap()) < asked_at,
+        "usage came late"
+    );
     // The tests: an execute call started when they run, completed with the command and result.
     let tests = calls
         .iter()

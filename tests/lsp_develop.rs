@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use patchwise::model::replay::ReplayServer;
 use serde_json::{Value, json};
 use support::client::{
-    CodeActions, ResponseError, TaggedCodeAction, TestServer, created_files, document_edits,
-    path_uri, progress_message, text_edits,
+    CodeActions, TaggedCodeAction, TestServer, created_files, document_edits, path_uri,
+    progress_message, text_edits,
 };
 use support::{copy_dir, develop_models, tree};
 use tower_lsp_server::ls_types::notification::{Progress, PublishDiagnostics, ShowMessage};

@@ -162,14 +162,14 @@ impl Backend {
                 ok: true,
                 cancelled: false,
                 error: None,
-                proposal: Some(RunProposal::Develop(DevelopAnswer {
+                proposal: Some(RunProposal::Develop(Box::new(DevelopAnswer {
                     run_id,
                     id,
                     diff: proposal.diff,
                     files,
                     summary: report.summary(),
                     report,
-                })),
+                }))),
                 research: None,
             },
         }

@@ -13,12 +13,12 @@ use serde_json::{Value, json};
 use tower_lsp_server::ls_types::*;
 
 use crate::document::{Document, PositionEncoding};
+use crate::workflow::session::Proposal;
 use crate::workflow::session::choices::{self, hunk_span, one_line};
+use crate::workflow::session::review::{FileApply, Hunk, Proposals};
 use crate::workflow::session::{
     ChoiceArgument, ChoiceKind, ClientAbilities, Command as SessionCommand, ForeignDiagnostic,
 };
-use crate::workflow::session::Proposal;
-use crate::workflow::session::review::{FileApply, Hunk, Proposals};
 
 pub fn position(doc: &Document, offset: usize, encoding: PositionEncoding) -> Position {
     let p = doc.position(offset, encoding);

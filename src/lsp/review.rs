@@ -22,8 +22,8 @@ use super::proposals::{self, EditShape, View};
 use super::server::{Backend, State, blocking, request_failed, show_file};
 use crate::document::Document;
 use crate::store::Library;
-use crate::workflow::session::edit;
 use crate::workflow::session::Proposal;
+use crate::workflow::session::edit;
 use crate::workflow::session::review::{self as proposal, ApplyError, ProposalId};
 
 #[derive(Debug, Deserialize)]

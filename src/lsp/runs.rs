@@ -15,8 +15,8 @@ use tower_lsp_server::ls_types::{MessageType, notification};
 
 use super::progress::Reporter;
 use super::server::{Backend, request_failed};
-use crate::workflow::session::{RunHandle, RunKind};
 use crate::workflow::session::develop::Report;
+use crate::workflow::session::{RunHandle, RunKind};
 
 /// `patchwise/runFinished` (server → client): a run ended; see the module docs of `lsp`.
 pub enum RunFinished {}
@@ -58,7 +58,7 @@ pub struct RunStarted {
 #[serde(untagged)]
 pub enum RunProposal {
     Edit(EditAnswer),
-    Develop(DevelopAnswer),
+    Develop(Box<DevelopAnswer>),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -138,7 +138,8 @@ impl RunEnd {
 }
 
 /// The rest of a run once it started: given the server, its handle and its progress reporter.
-pub type RunWork = Box<dyn FnOnce(Backend, RunHandle, Reporter) -> BoxFuture<'static, RunEnd> + Send>;
+pub type RunWork =
+    Box<dyn FnOnce(Backend, RunHandle, Reporter) -> BoxFuture<'static, RunEnd> + Send>;
 
 impl Backend {
     /// Runs `work` as the run `run`: answers `{runId}` at once and lets it go on in a task, or

@@ -13,15 +13,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 
+use super::edit::Workspace;
 use super::runs::{RunEvent, RunHandle};
 use crate::workflow::develop::plan::Plan;
-use super::edit::Workspace;
 use crate::workflow::develop::{self, ApproveMode, Outcome, Progress};
 // What an edge needs to ask for a run and read its report, without reaching into develop.
 pub use crate::workflow::develop::{
-    Approver, PlanReview,
-    DevelopContext, DevelopModels, DevelopRequest, Report, StepEnded, StepFile, StepReport,
-    StepStatus, VerifyStatus,
+    Approver, DevelopContext, DevelopModels, DevelopRequest, PlanReview, Report, StepEnded,
+    StepFile, StepReport, StepStatus, VerifyStatus,
 };
 
 /// One entry of the plan as the user follows it.

@@ -189,22 +189,24 @@ impl RunHandle {
     pub fn metered(&self, router: &ModelRouter) -> Arc<ModelRouter> {
         let tx = self.tx.clone();
         let total = Mutex::new((Usage::default(), 0usize));
-        Arc::new(router.observed(Arc::new(move |model: &str, window, usage: Usage| {
-            let (sum, answers) = {
-                let mut t = total.lock().unwrap_or_else(PoisonError::into_inner);
-                t.0.input_tokens += usage.input_tokens;
-                t.0.output_tokens += usage.output_tokens;
-                t.1 += 1;
-                *t
-            };
-            let _ = tx.send(RunEvent::Usage(RunUsage {
-                model: model.to_owned(),
-                context_window: window,
-                last: usage,
-                total: sum,
-                answers,
-            }));
-        })))
+        Arc::new(
+            router.observed(Arc::new(move |model: &str, window, usage: Usage| {
+                let (sum, answers) = {
+                    let mut t = total.lock().unwrap_or_else(PoisonError::into_inner);
+                    t.0.input_tokens += usage.input_tokens;
+                    t.0.output_tokens += usage.output_tokens;
+                    t.1 += 1;
+                    *t
+                };
+                let _ = tx.send(RunEvent::Usage(RunUsage {
+                    model: model.to_owned(),
+                    context_window: window,
+                    last: usage,
+                    total: sum,
+                    answers,
+                }));
+            })),
+        )
     }
 
     /// Reports progress (callable from any thread, never blocks).
