@@ -89,7 +89,8 @@ impl Setup {
             let answers = scenario[role].as_array().unwrap();
             std::iter::repeat_n(answers, runs)
                 .flatten()
-                .map(openai_sse)
+                .enumerate()
+                .map(|(i, a)| with_usage(openai_sse(a), 1000 + i as u64, 100))
                 .collect()
         };
         let workspace = format!("develop/{}", scenario["workspace"].as_str().unwrap());
@@ -126,6 +127,18 @@ impl Setup {
     }
 }
 
+/// `reply` with the usage chunk an OpenAI-compatible server sends last when asked
+/// (`stream_options.include_usage`).
+fn with_usage(reply: Reply, prompt: u64, completion: u64) -> Reply {
+    let Reply::Http { head, body } = reply else {
+        return reply;
+    };
+    let usage = json!({ "id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [],
+        "usage": { "prompt_tokens": prompt, "completion_tokens": completion } });
+    let body = body.replace("data: [DONE]", &format!("data: {usage}\n\ndata: [DONE]"));
+    Reply::Http { head, body }
+}
+
 fn text(block: &str) -> Value {
     json!({ "type": "text", "text": block })
 }
@@ -149,6 +162,17 @@ fn updates<'a>(seen: &'a Value, kind: &str) -> Vec<&'a Value> {
         .map(|u| &u["update"])
         .filter(|u| u["sessionUpdate"] == kind)
         .collect()
+}
+
+/// When `update` (one of [`updates`]) arrived: its place among everything the client saw.
+fn seq(seen: &Value, update: &Value) -> u64 {
+    seen["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| std::ptr::eq(&u["update"], update))
+        .and_then(|u| u["seq"].as_u64())
+        .expect("an update the client saw")
 }
 
 /// The agent's message chunks' text, joined.
@@ -260,6 +284,36 @@ fn develop_shows_plan_steps_diffs_and_checks_and_writes_through_the_client_when_
     );
     let new_lib = lib_diff["newText"].as_str().unwrap().to_owned();
     assert!(new_lib.contains("pub fn line_count"), "{new_lib}");
+    // ... each as its step ends: step 1's diff before step 2 starts, every step's before the
+    // permission is asked.
+    assert!(
+        seq(&seen, step1) < seq(&seen, steps[1]),
+        "step 1's change came after step 2 started: {step1:#} {:#}",
+        steps[1]
+    );
+    let asked_at = seen["permissions"][0]["seq"].as_u64().unwrap();
+    for step in &steps {
+        let ended = done
+            .iter()
+            .find(|u| u["toolCallId"] == step["toolCallId"] && u["status"] == "completed")
+            .unwrap_or_else(|| panic!("{step:#} never completed"));
+        assert!(seq(&seen, ended) < asked_at, "{ended:#}");
+        assert_eq!(ended["content"][0]["type"], "diff", "{ended:#}");
+    }
+    // Model usage, as each answer ends: the tokens in context of the model's window, and the
+    // run's totals under `_meta.patchwise`.
+    let usage = updates(&seen, "usage_update");
+    let answers = setup.coder().requests().len() + 1;
+    assert_eq!(usage.len(), answers, "{usage:#?}");
+    assert_eq!(usage[0]["used"], 1100, "{:#}", usage[0]);
+    assert!(usage[0]["size"].as_u64().unwrap() > 0, "{:#}", usage[0]);
+    let totals = &usage.last().unwrap()["_meta"]["patchwise"];
+    assert_eq!(totals["answers"], answers, "{totals:#}");
+    assert_eq!(totals["outputTokens"], 100 * answers as u64, "{totals:#}");
+    assert!(
+        seq(&seen, usage.last().unwrap()) < asked_at,
+        "usage came late"
+    );
     // The tests: an execute call started when they run, completed with the command and result.
     let tests = calls
         .iter()

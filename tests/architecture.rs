@@ -200,16 +200,6 @@ fn only_acp_knows_the_agent_client_protocol() {
 
 /// The edges reach the workflows only through the session layer (`workflow::session`), so a
 /// run starts, reports and ends the same way whichever protocol asked for it.
-/// FIXME: the LSP edge still imports these directly (its proposal review and develop
-/// approval); each should move behind `workflow::session` and leave this list.
-const EDGE_WORKFLOW_IMPORTS_NOT_YET_MOVED: [&str; 5] = [
-    "src/lsp/commands.rs",
-    "src/lsp/develop.rs",
-    "src/lsp/server.rs",
-    "src/lsp/proposals.rs",
-    "src/lsp/review.rs",
-];
-
 #[test]
 fn edges_reach_the_workflow_only_through_the_session_layer() {
     let mut found = Vec::new();
@@ -220,9 +210,6 @@ fn edges_reach_the_workflow_only_through_the_session_layer() {
                 .unwrap()
                 .display()
                 .to_string();
-            if EDGE_WORKFLOW_IMPORTS_NOT_YET_MOVED.contains(&relative.as_str()) {
-                continue;
-            }
             for (n, line) in code_lines(&file) {
                 let deeper = line
                     .match_indices("workflow::")

@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use patchwise::model::replay::ReplayServer;
 use serde_json::{Value, json};
 use support::client::{
-    CodeActions, ResponseError, TaggedCodeAction, TestServer, created_files, document_edits,
-    path_uri, progress_message, text_edits,
+    CodeActions, TaggedCodeAction, TestServer, created_files, document_edits, path_uri,
+    progress_message, text_edits,
 };
 use support::{copy_dir, develop_models, tree};
-use tower_lsp_server::ls_types::notification::{Progress, PublishDiagnostics};
+use tower_lsp_server::ls_types::notification::{Progress, PublishDiagnostics, ShowMessage};
 use tower_lsp_server::ls_types::request::{
     ApplyWorkspaceEdit, ShowDocument, ShowMessageRequest, WorkDoneProgressCreate,
 };
@@ -94,6 +94,8 @@ fn setup_runs(approve: &str, runs: usize, edits: WorkspaceEditClientCapabilities
         .start();
     server.ignore_request::<WorkDoneProgressCreate>();
     server.ignore::<Progress>();
+    // How each run ended, said to users whose client follows no runs.
+    server.ignore::<ShowMessage>();
     Setup {
         server,
         _runtime: runtime,
@@ -149,11 +151,13 @@ fn pending_shown(setup: &mut Setup) -> Vec<String> {
     codes
 }
 
-fn develop(setup: &mut Setup) -> Result<Value, ResponseError> {
+/// Runs develop as a client follows it: the answer `{runId}` at once, the end in
+/// `patchwise/runFinished` (its proposal, or the error), and the message that says it.
+fn develop(setup: &mut Setup) -> Result<Value, String> {
     let request = "add a line_count function, print it in main, and add an integration test for it";
     setup
         .server
-        .command("patchwise.develop", json!({ "request": request }))
+        .run_command("patchwise.develop", json!({ "request": request }))
 }
 
 #[test]
@@ -232,7 +236,7 @@ fn cancelling_the_plan_changes_nothing_and_says_so() {
     let mut setup = setup("Cancel");
     let before = tree(&setup.root);
     let error = develop(&mut setup).unwrap_err();
-    assert!(error.message.contains("not approved"), "{error:?}");
+    assert!(error.contains("not approved"), "{error:?}");
     assert_eq!(tree(&setup.root), before);
     assert!(
         setup.coder.requests().is_empty(),
@@ -313,7 +317,7 @@ fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
     );
 
     // "Develop: …" as offered: a run with the comment's request, focused on the file.
-    let first = setup.server.execute(&from_comment).unwrap();
+    let first = setup.server.run(&from_comment).unwrap();
     assert!(
         first["diff"]
             .as_str()
@@ -359,16 +363,16 @@ fn develop_code_actions_run_the_comment_request_and_the_client_supplied_one() {
     );
 
     // "Develop…" as offered has no request: the error says how a client gives it.
-    let error = setup.server.execute(&supplied).unwrap_err();
+    let error = setup.server.run(&supplied).unwrap_err();
     assert!(
-        error.message.contains("no request given") && error.message.contains("patchwise develop:"),
+        error.contains("no request given") && error.contains("patchwise develop:"),
         "{error:?}"
     );
     assert_eq!(setup.coder.requests().len(), 3, "a run without a request");
     // The client asks the user, adds the request and runs it.
     let mut asked = supplied.clone();
     asked.arguments.as_mut().unwrap()[0]["request"] = json!(request);
-    let second = setup.server.execute(&asked).unwrap();
+    let second = setup.server.run(&asked).unwrap();
     assert_ne!(second["id"], first["id"]);
     // A request the client supplied has no comment to remove.
     assert!(

@@ -9,6 +9,7 @@ use patchwise::model::replay::ReplayServer;
 use serde_json::json;
 use support::client::{TestServer, progress_message, showing_client};
 use support::openai_sse;
+use tower_lsp_server::ls_types::notification::ShowMessage;
 use tower_lsp_server::ls_types::request::{ShowDocument, WorkDoneProgressCreate};
 
 #[test]
@@ -52,9 +53,10 @@ fn research_runs_offline_saves_lists_searches_and_reopens() {
         .initialization_options(init)
         .start();
     server.ignore_request::<WorkDoneProgressCreate>();
+    server.ignore::<ShowMessage>();
 
     let result = server
-        .command(
+        .run_command(
             "patchwise.research",
             json!({ "query": "why do editors keep buffers in ropes" }),
         )

@@ -17,7 +17,7 @@ use agent_client_protocol::v1::schema::{
     Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, ReadTextFileRequest,
     RequestPermissionOutcome, RequestPermissionRequest, ResourceLink, SessionId,
     SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent,
-    ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
     WriteTextFileRequest,
 };
 use tokio::sync::mpsc;
@@ -31,7 +31,9 @@ use crate::workflow::session::develop::{
     DevelopContext, DevelopModels, DevelopRequest, ItemStatus, PlanItem, StepStatus, VerifyStatus,
 };
 use crate::workflow::session::edit::{RequestedEdit, Workspace};
-use crate::workflow::session::{self, Proposal, ProposalFile, RunEvent, RunHandle, RunKind, Runs};
+use crate::workflow::session::{
+    self, Proposal, ProposalFile, RunEvent, RunHandle, RunKind, RunUsage, Runs,
+};
 
 const ALLOW_ONCE: &str = "allow-once";
 const ALLOW_ALWAYS: &str = "allow-always";
@@ -284,41 +286,8 @@ impl Turn {
             return StopReason::Cancelled;
         }
         let report = &outcome.report;
+        // Each step went out as its edit tool call when it ended (`forward`).
         let started = forward.await.unwrap_or_default();
-        // Each step's files as the proposal changes them, on the step that changed them last.
-        let mut shown: Vec<String> = Vec::new();
-        for (i, step) in report.steps.iter().enumerate().rev() {
-            let call = match step_number(&step.name) {
-                Some(n) => format!("{id}-step-{n}"),
-                // Fix rounds and the judge's objections have no plan entry: a call of their own.
-                None => format!("{id}-extra-{i}"),
-            };
-            let mut content = Vec::new();
-            for path in &step.changed {
-                if shown.contains(path) {
-                    continue;
-                }
-                if let Some(f) = outcome
-                    .proposal
-                    .iter()
-                    .flat_map(|p| &p.files)
-                    .find(|f| &f.display_path == path)
-                {
-                    content.push(diff(f));
-                    shown.push(path.clone());
-                }
-            }
-            if let Some(e) = &step.error {
-                content.push(text_content(&crate::edit::text::clip(e.trim(), 600)));
-            }
-            let status = match step.status {
-                StepStatus::Done => ToolCallStatus::Completed,
-                _ => ToolCallStatus::Failed,
-            };
-            let title = format!("{}: {}", capitalized(&step.name), step.text);
-            self.peer
-                .call(&started, &call, &title, ToolKind::Edit, status, content);
-        }
         for (i, check) in report.checks.iter().enumerate() {
             let status = if check.passed {
                 ToolCallStatus::Completed
@@ -722,6 +691,7 @@ async fn forward(
     };
     let mut last_phase = String::new();
     let mut started: Vec<usize> = Vec::new();
+    let mut extra = 0;
     while let Some(event) = events.recv().await {
         match event {
             RunEvent::Progress { message, .. } => {
@@ -765,10 +735,62 @@ async fn forward(
                     calls.push(id);
                 }
             }
+            RunEvent::Step(ended) => {
+                let step = &ended.step;
+                let id = match step_number(&step.name) {
+                    Some(n) => format!("{run}-step-{n}"),
+                    // Fix rounds and the judge's objections have no plan entry: a call of their own.
+                    None => {
+                        extra += 1;
+                        format!("{run}-extra-{extra}")
+                    }
+                };
+                let mut content: Vec<ToolCallContent> = ended
+                    .files
+                    .iter()
+                    .map(|f| {
+                        ToolCallContent::Diff(
+                            Diff::new(f.path.clone(), f.new_text.clone())
+                                .old_text(f.old_text.clone()),
+                        )
+                    })
+                    .collect();
+                if let Some(e) = &step.error {
+                    content.push(text_content(&crate::edit::text::clip(e.trim(), 600)));
+                }
+                let status = match step.status {
+                    StepStatus::Done => ToolCallStatus::Completed,
+                    _ => ToolCallStatus::Failed,
+                };
+                let title = format!("{}: {}", capitalized(&step.name), step.text);
+                peer.call(&calls, &id, &title, ToolKind::Edit, status, content);
+                if !calls.contains(&id) {
+                    calls.push(id);
+                }
+            }
+            RunEvent::Usage(usage) => peer.update(SessionUpdate::UsageUpdate(usage_update(&usage))),
             RunEvent::Finished { .. } => break,
         }
     }
     calls
+}
+
+/// ACP's usage update: the tokens in the context of the answer that just ended, of the model's
+/// window; the run's totals so far go in `_meta.patchwise` (the stable protocol has no place
+/// for them; docs/editors.md).
+fn usage_update(usage: &RunUsage) -> UsageUpdate {
+    let used = usage.last.input_tokens + usage.last.output_tokens;
+    let mut meta = agent_client_protocol::v1::schema::Meta::new();
+    meta.insert(
+        "patchwise".to_owned(),
+        serde_json::json!({
+            "model": usage.model,
+            "inputTokens": usage.total.input_tokens,
+            "outputTokens": usage.total.output_tokens,
+            "answers": usage.answers,
+        }),
+    );
+    UsageUpdate::new(used, usage.context_window as u64).meta(meta)
 }
 
 /// `step 2` → `Step 2`.

@@ -17,20 +17,12 @@ use tower_lsp_server::ls_types::*;
 use super::from_proto;
 use super::progress::Reporter;
 use super::review::IdArgs;
+use super::runs::{EditAnswer, RunEnd, RunFinishedParams, RunProposal, RunWork};
 use super::server::{Backend, State, request_failed};
 use crate::document::Document;
 use crate::tools::{OpenBuffer, Snapshot};
-use crate::workflow;
 use crate::workflow::session::choices::one_line;
 use crate::workflow::session::{Command, RunHandle, RunKind, edit};
-
-/// `patchwise/runFinished` (server → client): a run ended; see the module docs of `lsp`.
-pub enum RunFinished {}
-
-impl notification::Notification for RunFinished {
-    type Params = Value;
-    const METHOD: &'static str = "patchwise/runFinished";
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -179,7 +171,7 @@ impl Backend {
                 .map_err(|e| request_failed(e.to_string()))?;
             Some(Document::new(&text, 0, ""))
         };
-        let (target, workspace, features) = {
+        let (target, workspace) = {
             let state = self.state();
             let doc = match (&disk, state.documents.get(&args.uri)) {
                 (_, Some(doc)) => doc,
@@ -198,159 +190,105 @@ impl Backend {
                 instruction: args.instruction.clone(),
                 remove_instruction_comment: args.remove_instruction_comment,
             };
-            (target, self.workspace_view(&state), state.client)
+            (target, self.workspace_view(&state))
         };
         let prepared = edit::prepare(target, workspace).map_err(refused)?;
-        let mut run = self
+        let run = self
             .runs
             .start_run(RunKind::Edit, &prepared.path().display().to_string());
-        let run_id = run.id().to_owned();
+        let what = args
+            .instruction
+            .as_deref()
+            .map(one_line)
+            .unwrap_or_default();
         let uri = args.uri.clone();
-        if args.wait {
-            let reporter =
-                Reporter::start(&self.client, features.work_done_progress, &mut run).await;
-            let outcome = self.finish_edit(prepared, run, reporter, uri, false).await;
-            self.flush().await;
-            return outcome.map_err(request_failed);
-        }
-        // A client without progress support would show nothing until the proposal is ready,
-        // minutes later with a real model: say that the run started, before the answer and
-        // before anything the run sends (docs/editors.md, Emacs).
-        if !features.work_done_progress {
-            let what = args
-                .instruction
-                .as_deref()
-                .map(one_line)
-                .unwrap_or_default();
-            self.client
-                .show_message(
-                    MessageType::INFO,
-                    format!(
-                        "patchwise: working on: {what} (a message says when the proposal is ready)"
-                    ),
-                )
-                .await;
-            self.flush().await;
-        }
-        // Answer now; the run goes on in a task of its own and reports through notifications
-        // (clients such as Emacs's jsonrpc give up on a request after 10 s).
-        let this = self.clone();
-        tokio::spawn(async move {
-            let reporter =
-                Reporter::start(&this.client, features.work_done_progress, &mut run).await;
-            let _ = this.finish_edit(prepared, run, reporter, uri, true).await;
+        let work: RunWork = Box::new(move |this, run, reporter| {
+            Box::pin(async move { this.finish_edit(prepared, run, reporter, uri).await })
         });
-        Ok(json!({ "runId": run_id }))
+        self.launch(run, args.wait, &what, work).await
     }
 
     /// Runs a prepared edit to its end: the proposal stored and shown (or applied, with
-    /// `auto_apply`), `patchwise/runFinished` sent, and — when nobody waits for the answer
-    /// (`announce`) — the outcome said in a message too. Returns the answer for a waiting
-    /// client, or the failure.
+    /// `auto_apply`).
     async fn finish_edit(
         &self,
         prepared: edit::PreparedEdit,
         run: RunHandle,
         reporter: Reporter,
         uri: Uri,
-        announce: bool,
-    ) -> std::result::Result<Value, String> {
+    ) -> RunEnd {
         let auto_apply = prepared.auto_apply;
-        let run_id = run.id().to_owned();
         let outcome = prepared.run(&run).await;
         let proposal = match outcome {
             Ok(proposal) => proposal,
             Err(failure) => {
                 let message = failure.to_string();
+                let cancelled = matches!(failure, edit::EditFailure::Cancelled);
+                let end = RunEnd::failed(run.id(), run.kind(), message.clone(), cancelled);
                 run.finish(&message);
                 reporter.done().await;
-                let cancelled = matches!(failure, workflow::EditFailure::Cancelled);
-                if announce {
-                    let kind = if cancelled {
-                        MessageType::INFO
-                    } else {
-                        MessageType::WARNING
-                    };
-                    self.client
-                        .show_message(kind, format!("patchwise: {message}"))
-                        .await;
-                }
-                self.run_finished(json!({
-                    "runId": run_id,
-                    "kind": RunKind::Edit.name(),
-                    "ok": false,
-                    "error": message,
-                    "cancelled": cancelled,
-                }))
-                .await;
-                return Err(message);
+                return end;
             }
         };
+        let (run_id, kind) = (run.id().to_owned(), run.kind());
         run.finish("proposal ready");
         reporter.done().await;
         let id = self.add_proposal(proposal.clone()).await;
         tracing::info!(id, model = %proposal.model, attempts = proposal.attempts, "proposal ready");
-        let mut answer = json!({
-            "runId": run_id,
-            "id": id,
-            "uri": uri.as_str(),
-            "diff": proposal.diff,
-            "model": proposal.model,
-            "attempts": proposal.attempts,
-            "matchedBy": proposal.matched_by,
-            "applied": false,
-        });
-        let applied = if auto_apply {
-            match self.accept(id, None).await {
-                Ok(_) => true,
-                Err(err) => {
-                    let message = err.message.to_string();
-                    self.run_finished(json!({
-                        "runId": run_id, "kind": RunKind::Edit.name(), "ok": false,
-                        "error": message, "cancelled": false, "proposal": answer,
-                    }))
-                    .await;
-                    return Err(message);
-                }
+        let mut answer = EditAnswer {
+            run_id: run_id.clone(),
+            id,
+            uri: uri.as_str().to_owned(),
+            diff: proposal.diff.clone(),
+            model: proposal.model.clone(),
+            attempts: proposal.attempts,
+            matched_by: proposal.matched_by.clone(),
+            applied: false,
+        };
+        if auto_apply {
+            if let Err(err) = self.accept(id, None).await {
+                let mut end = RunEnd::failed(&run_id, kind, err.message.to_string(), false);
+                end.finished.proposal = Some(RunProposal::Edit(answer));
+                return end;
             }
+            answer.applied = true;
         } else {
             self.proposals_changed(proposal.files.iter().map(|f| f.path.clone()).collect())
                 .await;
-            false
-        };
-        answer["applied"] = Value::Bool(applied);
-        if announce {
-            let message = if applied {
-                format!(
-                    "patchwise: proposal {id} applied: {}",
-                    one_line(&proposal.instruction)
-                )
-            } else {
-                let how = if self.state().client.code_lens {
-                    "Accept or Reject in the code lens or with a code action"
-                } else {
-                    "Accept or Reject with the code actions on the changed lines"
-                };
-                format!(
-                    "patchwise: proposal {id} ready: {} (hover the change for the diff; {how})",
-                    one_line(&proposal.instruction)
-                )
-            };
-            self.client.show_message(MessageType::INFO, message).await;
         }
-        self.run_finished(json!({
-            "runId": run_id,
-            "kind": RunKind::Edit.name(),
-            "ok": true,
-            "proposal": answer,
-        }))
-        .await;
-        Ok(answer)
+        let message = if answer.applied {
+            format!(
+                "patchwise: proposal {id} applied: {}",
+                one_line(&proposal.instruction)
+            )
+        } else {
+            format!(
+                "patchwise: proposal {id} ready: {} (hover the change for the diff; {})",
+                one_line(&proposal.instruction),
+                self.how_to_review()
+            )
+        };
+        RunEnd {
+            message: (MessageType::INFO, message),
+            finished: RunFinishedParams {
+                run_id,
+                kind: kind.name(),
+                ok: true,
+                cancelled: false,
+                error: None,
+                proposal: Some(RunProposal::Edit(answer)),
+                research: None,
+            },
+        }
     }
 
-    /// `patchwise/runFinished`: how a run ended, for clients that follow runs.
-    async fn run_finished(&self, params: Value) {
-        self.client.send_notification::<RunFinished>(params).await;
+    /// How this client's user accepts or rejects a proposal.
+    pub(super) fn how_to_review(&self) -> &'static str {
+        if self.state().client.code_lens {
+            "Accept or Reject in the code lens or with a code action"
+        } else {
+            "Accept or Reject with the code actions on the changed lines"
+        }
     }
 
     /// The workspace as a run sees it: roots, open buffers, configuration.

@@ -1,29 +1,33 @@
-//! Develop from the editor: `patchwise.develop {request, uri?}` (also what the "Develop…" code
-//! action and `patchwise develop:` instruction comments run). Convert in, call
-//! `workflow::develop` through a session run (progress, cancel), convert out.
+//! Develop from the editor: `patchwise.develop {request, uri?, wait?}` (also what the
+//! "Develop…" code action and `patchwise develop:` instruction comments run). Convert in, call
+//! `workflow::session::develop` through a session run (progress, the plan, cancel), convert
+//! out; the command answers at once with the run id and the run ends with
+//! `patchwise/runFinished` (`lsp/runs.rs`).
 //!
 //! The plan is opened with `window/showDocument` (a Markdown file under the data directory) and
 //! approved with `window/showMessageRequest` (Approve / Cancel), unless
 //! `[develop] approve = "auto"`. The result is one pending multi-file proposal; accepting it is
-//! one `workspace/applyEdit` (created files as `CreateFile`). A run without a proposal answers
-//! with an error that carries everything the run learned.
+//! one `workspace/applyEdit` (created files as `CreateFile`). A run without a proposal ends with
+//! an error that carries everything the run learned.
 
 use std::path::PathBuf;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tower_lsp_server::Client;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{MessageActionItem, MessageType, Uri};
 
 use super::from_proto;
 use super::progress::Reporter;
-use super::server::{Backend, request_failed, show_file};
-use crate::workflow::develop::{
-    self, Approver, DevelopContext, DevelopModels, DevelopRequest, PlanReview, Progress,
+use super::runs::{DevelopAnswer, DevelopFile, RunEnd, RunFinishedParams, RunProposal, RunWork};
+use super::server::{Backend, show_file};
+use crate::workflow::session::choices::one_line;
+use crate::workflow::session::develop::{
+    self, Approver, DevelopContext, DevelopRequest, PlanReview,
 };
-use crate::workflow::session::{RunKind, edit};
+use crate::workflow::session::{RunHandle, RunKind, edit};
 
 #[derive(Debug, Deserialize)]
 pub struct DevelopCommandArgs {
@@ -35,6 +39,9 @@ pub struct DevelopCommandArgs {
     /// proposal also drops that comment.
     #[serde(default, rename = "removeInstructionComment")]
     pub remove_instruction_comment: bool,
+    /// Answer when the run ends (with the proposal) instead of at once with the run id.
+    #[serde(default)]
+    pub wait: bool,
 }
 
 const APPROVE: &str = "Approve";
@@ -57,53 +64,57 @@ impl Backend {
             let state = self.state();
             (self.workspace_view(&state), state.client)
         };
-        let mut roots = workspace.roots.clone();
-        if roots.is_empty()
-            && let Some(dir) = focus.as_ref().and_then(|f| f.parent())
-        {
-            roots.push(dir.to_path_buf());
-        }
-        let mut ctx = DevelopContext::new(
-            (*workspace.config).clone(),
-            DevelopModels::Router(workspace.router.clone()),
-            roots.clone(),
-            workspace.snapshot,
-        );
+        let mut ctx = develop::context(workspace, focus.as_deref());
         ctx.approver = Some(std::sync::Arc::new(EditorApprover {
             client: self.client.clone(),
             show_document: features.show_document,
         }));
-        let asked = request.clone();
-        let mut run = self.runs.start_run(RunKind::Develop, &request);
-        let reporter = Reporter::start(&self.client, features.work_done_progress, &mut run).await;
-        let outcome = {
-            let progress = |p: Progress| run.report(p.percent, &p.message);
-            develop::run(
-                &ctx,
-                DevelopRequest {
-                    request,
-                    focus: focus.clone(),
-                },
-                &progress,
-                run.cancel_token(),
-            )
-            .await
-        };
+        let run = self.runs.start_run(RunKind::Develop, &request);
+        let remove_comment = args.remove_instruction_comment;
+        let what = one_line(&request);
+        let work: RunWork = Box::new(move |this, run, reporter| {
+            Box::pin(async move {
+                let asked = DevelopRequest { request, focus };
+                this.finish_develop(ctx, asked, remove_comment, run, reporter)
+                    .await
+            })
+        });
+        self.launch(run, args.wait, &what, work).await
+    }
+
+    /// Runs develop to its end: the proposal stored and shown.
+    async fn finish_develop(
+        &self,
+        ctx: DevelopContext,
+        request: DevelopRequest,
+        remove_comment: bool,
+        run: RunHandle,
+        reporter: Reporter,
+    ) -> RunEnd {
+        let asked = request.request.clone();
+        let focus = request.focus.clone();
+        let roots = ctx.roots.clone();
+        let outcome = develop::run(ctx, request, &run).await;
         let report = outcome.report;
+        let (run_id, kind) = (run.id().to_owned(), run.kind());
         let Some(mut proposal) = outcome.proposal else {
             let failure = report.failure.clone().unwrap_or_default();
+            let cancelled = run.cancel_token().is_cancelled();
             run.finish(&failure);
             reporter.done().await;
-            return Err(request_failed(format!("develop: {}", report.summary())));
+            return RunEnd::failed(
+                &run_id,
+                kind,
+                format!("develop: {}", report.summary()),
+                cancelled,
+            );
         };
         match &report.stopped {
             Some(why) => run.finish(&format!("proposal ready; stopped early: {why}")),
             None => run.finish("proposal ready"),
         }
         reporter.done().await;
-        if args.remove_instruction_comment
-            && let Some(path) = &focus
-        {
+        if remove_comment && let Some(path) = &focus {
             let now = {
                 let state = self.state();
                 state.document_for_path(path).map(|(_, doc)| {
@@ -122,13 +133,46 @@ impl Backend {
         tracing::info!(id, files = proposal.files.len(), "develop proposal ready");
         self.proposals_changed(proposal.files.iter().map(|f| f.path.clone()).collect())
             .await;
-        Ok(json!({
-            "id": id,
-            "diff": proposal.diff,
-            "files": proposal.files.iter().map(|f| json!({"path": f.display_path, "created": f.created})).collect::<Vec<_>>(),
-            "summary": report.summary(),
-            "report": report,
-        }))
+        let files: Vec<DevelopFile> = proposal
+            .files
+            .iter()
+            .map(|f| DevelopFile {
+                path: f.display_path.clone(),
+                created: f.created,
+            })
+            .collect();
+        let message = format!(
+            "patchwise: develop proposal {id} ready: {} ({})",
+            files
+                .iter()
+                .map(|f| if f.created {
+                    format!("{} (new)", f.path)
+                } else {
+                    f.path.clone()
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.how_to_review()
+        );
+        RunEnd {
+            message: (MessageType::INFO, message),
+            finished: RunFinishedParams {
+                run_id: run_id.clone(),
+                kind: kind.name(),
+                ok: true,
+                cancelled: false,
+                error: None,
+                proposal: Some(RunProposal::Develop(Box::new(DevelopAnswer {
+                    run_id,
+                    id,
+                    diff: proposal.diff,
+                    files,
+                    summary: report.summary(),
+                    report,
+                }))),
+                research: None,
+            },
+        }
     }
 }
 

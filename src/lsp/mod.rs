@@ -20,14 +20,19 @@
 //! `patchwise.develop {request, uri}`) and "Fix with model" per diagnostic.
 //!
 //! Commands (`workspace/executeCommand`, one argument object):
-//! - `patchwise.edit {uri, range, instruction, removeInstructionComment?, wait?}` answers at once
-//!   `{runId}`. Progress follows as `$/progress` with the run id as token (a client without
-//!   `window.workDoneProgress` gets a `window/showMessage` "working on: …" before the answer
-//!   instead); when the run ends the server publishes diagnostics and refreshes code lenses,
-//!   says the outcome with `window/showMessage`, and sends `patchwise/runFinished` (below).
-//!   With `wait: true` it answers when the run ends instead — the `proposal` object below, or
-//!   an error whose message is the failure — and sends no message (the notification still
-//!   comes, first).
+//! - `patchwise.edit {uri, range, instruction, removeInstructionComment?, wait?}`,
+//!   `patchwise.develop {request, uri?, removeInstructionComment?, wait?}` and
+//!   `patchwise.research {query, sources?, depth?, wait?}` start a run and answer at once
+//!   `{runId}` (`lsp/runs.rs`). Progress follows as `$/progress` with the run id as token (a
+//!   client without `window.workDoneProgress` gets a `window/showMessage` "working on: …"
+//!   before the answer instead); when the run ends the server publishes diagnostics and
+//!   refreshes code lenses (a proposal), says the outcome with `window/showMessage`, and sends
+//!   `patchwise/runFinished` (below). With `wait: true` the command answers when the run ends
+//!   instead — the `proposal` or `research` object below, or an error whose message is the
+//!   failure — and sends no message (the notification still comes, first). A develop run shows
+//!   its plan with `window/showDocument` and asks to approve it with
+//!   `window/showMessageRequest` (Approve / Cancel; not asked with `[develop] approve =
+//!   "auto"`; a client that cannot answer it gets "not approved").
 //! - `patchwise.proposal.accept {id, hunk?}` → `{applied: true}` after one `workspace/applyEdit`
 //!   (the whole proposal, or hunk `hunk`; the other hunks re-base on the change);
 //!   `patchwise.proposal.reject {id, hunk?}` → `null`.
@@ -36,20 +41,18 @@
 //! - `patchwise.proposal.list {}` → `[{id, instruction, model, attempts, matchedBy, createdAt,
 //!   stale: null | reason, files: [{uri, path, created, hunks: [{hunk, range}]}]}]`.
 //! - `patchwise.cancel {id?}` → `{cancelled: n}` (`id`: a run id; none cancels every run).
-//! - `patchwise.research {query, sources?, depth?}`, `patchwise.research.list {limit?, search?}`,
-//!   `patchwise.research.open {id}`.
-//! - `patchwise.develop {request, uri?}` answers when the run ends: `{id, diff, files: [{path,
-//!   created}], summary, report}` (one pending multi-file proposal), or an error saying what the
-//!   run learned. On the way: `$/progress`, the plan shown with `window/showDocument` and
-//!   approved with `window/showMessageRequest` (Approve / Cancel; not asked with `[develop]
-//!   approve = "auto"`; a client that cannot answer it gets "not approved").
+//! - `patchwise.research.list {limit?, search?}`, `patchwise.research.open {id}`.
 //!
 //! Requests: `patchwise/proposalContent {id, uri}` → the proposed full text of that file
 //! (for a native diff view); `patchwise/viewFileText {uri}` → the server's text of a document.
 //!
-//! Notification `patchwise/runFinished` (server → client), once per edit run:
-//! `{runId, kind: "edit", ok: true, proposal: {runId, id, uri, diff, model, attempts,
-//! matchedBy, applied}}` or `{runId, kind: "edit", ok: false, error, cancelled}`.
+//! Notification `patchwise/runFinished` (server → client), once per run (`lsp::runs::
+//! RunFinishedParams`): `{runId, kind: "edit" | "develop" | "research", ok, cancelled, error?,
+//! proposal?, research?}` — an edit's `proposal` is `{runId, id, uri, diff, model, attempts,
+//! matchedBy, applied}`, a develop run's `{runId, id, diff, files: [{path, created}], summary,
+//! report}`, research's `research` `{runId, id, query, status, synthesis, synthesisKind,
+//! sources, notes, report}`. It can arrive before the answer to the command that started the
+//! run.
 //!
 //! Hunk numbers (`hunk`) are 1-based and stable while the proposal is pending; code lenses and
 //! code actions carry them. Hover follows the client's `hover.contentFormat`; diagnostics and
@@ -63,6 +66,7 @@ mod progress;
 mod proposals;
 mod research;
 mod review;
+mod runs;
 mod server;
 mod to_proto;
 pub mod transport;

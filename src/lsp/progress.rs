@@ -57,8 +57,9 @@ impl Reporter {
                         }))
                         .await;
                     }
-                    // The plan is its own document in an editor (`lsp/develop.rs`).
-                    Some(RunEvent::Plan { .. }) => {}
+                    // The plan is its own document in an editor (`lsp/develop.rs`); steps and
+                    // usage have no place in LSP progress.
+                    Some(RunEvent::Plan { .. } | RunEvent::Step(_) | RunEvent::Usage(_)) => {}
                     Some(RunEvent::Finished { message }) => break message,
                     None => break "stopped".to_owned(),
                 }

@@ -1,7 +1,7 @@
 //! Proposals in the editor: hover diffs, code lenses, diagnostics, code actions, and the
 //! `WorkspaceEdit` an accepted proposal becomes.
 //!
-//! Everything here renders what `workflow::Proposals` knows into protocol shapes; the decisions
+//! Everything here renders what `workflow::session::review::Proposals` knows into protocol shapes; the decisions
 //! (where a hunk is now, whether a proposal went stale, which replacements apply) are the
 //! store's. Ranges are byte offsets in the core and become positions only here, in the
 //! negotiated encoding, against the document the client has.
@@ -13,11 +13,12 @@ use serde_json::{Value, json};
 use tower_lsp_server::ls_types::*;
 
 use crate::document::{Document, PositionEncoding};
+use crate::workflow::session::Proposal;
 use crate::workflow::session::choices::{self, hunk_span, one_line};
+use crate::workflow::session::review::{FileApply, Hunk, Proposals};
 use crate::workflow::session::{
     ChoiceArgument, ChoiceKind, ClientAbilities, Command as SessionCommand, ForeignDiagnostic,
 };
-use crate::workflow::{FileApply, Hunk, Proposal, Proposals};
 
 pub fn position(doc: &Document, offset: usize, encoding: PositionEncoding) -> Position {
     let p = doc.position(offset, encoding);

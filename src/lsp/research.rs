@@ -1,18 +1,24 @@
-//! Research from the editor: `patchwise.research {query}` with phase progress and a heartbeat,
-//! cancellable; `patchwise.research.list`; `patchwise.research.open {id}`. The Markdown report
-//! is opened with `window/showDocument` when the client supports it.
+//! Research from the editor: `patchwise.research {query, wait?}` with phase progress and a
+//! heartbeat, cancellable, answering at once with the run id and ending with
+//! `patchwise/runFinished` (`lsp/runs.rs`); `patchwise.research.list`; `patchwise.research.open
+//! {id}`. The Markdown report is opened with `window/showDocument` when the client supports it.
 
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::MessageType;
 
 use super::from_proto;
 use super::progress::Reporter;
+use super::runs::{ResearchAnswer, RunEnd, RunFinishedParams, RunWork};
 use super::server::{Backend, request_failed, show_file};
-use crate::research::{self, RunOptions};
-use crate::workflow::session::{self, RunKind};
+use crate::config::Config;
+use crate::research;
+use crate::workflow::session::choices::one_line;
+use crate::workflow::session::research::RunOptions;
+use crate::workflow::session::{self, RunHandle, RunKind};
 
 #[derive(Debug, Deserialize)]
 pub struct ResearchCommandArgs {
@@ -20,6 +26,9 @@ pub struct ResearchCommandArgs {
     /// Only these sources (configured names, e.g. `openalex`, `workspace`).
     pub sources: Option<Vec<String>>,
     pub depth: Option<u8>,
+    /// Answer when the run ends (with the record) instead of at once with the run id.
+    #[serde(default)]
+    pub wait: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -41,42 +50,82 @@ impl Backend {
                 "patchwise.research needs {\"query\": \"<question>\"}",
             ));
         }
-        let (config, workspace, features) = {
+        let (config, workspace) = {
             let state = self.state();
             let workspace = state.workspace_roots.iter().find_map(from_proto::file_path);
-            ((*state.config).clone(), workspace, state.client)
+            ((*state.config).clone(), workspace)
         };
-        let mut handle = self.runs.start_run(RunKind::Research, &args.query);
-        let reporter =
-            Reporter::start(&self.client, features.work_done_progress, &mut handle).await;
+        let run = self.runs.start_run(RunKind::Research, &args.query);
         let options = RunOptions {
             sources: args.sources,
             depth: args.depth,
             workspace,
             ..RunOptions::default()
         };
-        let outcome = session::research::run(&config, &args.query, options, &handle).await;
-        let run = match outcome {
-            Ok(run) => run,
+        let what = one_line(&args.query);
+        let query = args.query;
+        let work: RunWork = Box::new(move |this, run, reporter| {
+            Box::pin(async move {
+                this.finish_research(config, query, options, run, reporter)
+                    .await
+            })
+        });
+        self.launch(run, args.wait, &what, work).await
+    }
+
+    /// Runs research to its end: the report saved and shown.
+    async fn finish_research(
+        &self,
+        config: Config,
+        query: String,
+        options: RunOptions,
+        run: RunHandle,
+        reporter: Reporter,
+    ) -> RunEnd {
+        let outcome = session::research::run(&config, &query, options, &run).await;
+        let (run_id, kind) = (run.id().to_owned(), run.kind());
+        let done = match outcome {
+            Ok(done) => done,
             Err(err) => {
-                handle.finish(&err.to_string());
+                let cancelled = matches!(err, session::research::ResearchError::Cancelled);
+                run.finish(&err.to_string());
                 reporter.done().await;
-                return Err(request_failed(format!("research failed: {err}")));
+                return RunEnd::failed(&run_id, kind, format!("research failed: {err}"), cancelled);
             }
         };
-        handle.finish("report ready");
+        run.finish("report ready");
         reporter.done().await;
-        self.show_report(&run.report, features.show_document).await;
-        Ok(json!({
-            "id": run.record.id,
-            "query": run.record.query,
-            "status": run.record.status,
-            "synthesis": run.record.synthesis,
-            "synthesisKind": run.record.synthesis_kind,
-            "sources": run.record.sources.len(),
-            "notes": run.record.notes,
-            "report": run.report,
-        }))
+        let show = self.state().client.show_document;
+        self.show_report(&done.report, show).await;
+        let record = done.record;
+        let message = format!(
+            "patchwise: research {} saved ({} sources): {}",
+            record.id,
+            record.sources.len(),
+            done.report.display()
+        );
+        RunEnd {
+            message: (MessageType::INFO, message),
+            finished: RunFinishedParams {
+                run_id: run_id.clone(),
+                kind: kind.name(),
+                ok: true,
+                cancelled: false,
+                error: None,
+                proposal: None,
+                research: Some(ResearchAnswer {
+                    run_id,
+                    id: record.id,
+                    query: record.query,
+                    status: record.status,
+                    synthesis: record.synthesis,
+                    synthesis_kind: record.synthesis_kind,
+                    sources: record.sources.len(),
+                    notes: record.notes,
+                    report: done.report,
+                }),
+            },
+        }
     }
 
     pub(super) async fn research_list(&self, args: ListArgs) -> Result<Value> {

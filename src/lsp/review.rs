@@ -2,7 +2,7 @@
 //! proposed text of a file, and keeping pending proposals in the store so they survive a
 //! restart.
 //!
-//! The decisions are `workflow::Proposals`' (which replacements apply, how the other hunks
+//! The decisions are `workflow::session::review::Proposals`' (which replacements apply, how the other hunks
 //! re-base, what went stale); this module fetches the texts they need, sends the edit, and
 //! tells the client what changed — diagnostics and code lenses first, then the response
 //! (`Backend::flush`), because some clients stop reading after a response.
@@ -22,8 +22,9 @@ use super::proposals::{self, EditShape, View};
 use super::server::{Backend, State, blocking, request_failed, show_file};
 use crate::document::Document;
 use crate::store::Library;
+use crate::workflow::session::Proposal;
 use crate::workflow::session::edit;
-use crate::workflow::{ApplyError, Proposal, ProposalId, proposal};
+use crate::workflow::session::review::{self as proposal, ApplyError, ProposalId};
 
 #[derive(Debug, Deserialize)]
 pub struct IdArgs {

@@ -24,7 +24,7 @@ use crate::config::{Config, ConfigProblem};
 use crate::document::{Document, PositionEncoding};
 use crate::model::ModelRouter;
 use crate::store::Library;
-use crate::workflow::Proposals;
+use crate::workflow::session::review::Proposals;
 use crate::workflow::session::{ClientAbilities, Command, Runs};
 use crate::workspace;
 

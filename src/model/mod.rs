@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 pub use crate::config::ModelRole;
 pub use error::{ModelError, TimeoutPhase};
 pub use http::HttpModel;
-pub use roles::{ModelRouter, ProbeResult};
+pub use roles::{ModelRouter, ProbeResult, UsageObserver};
 pub use types::{
     ChatOptions, ChatRequest, ChatResponse, FinishReason, Message, StreamEvent, ToolCall,
     ToolChoice, ToolSpec, Usage,

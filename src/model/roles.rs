@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 use serde_json::Value;
@@ -17,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ModelRole, ProviderConfig, ProviderKind};
 use crate::model::http::{connect_reason, error_message, secret_header, shared_client};
-use crate::model::{ChatModel, HttpModel, ModelError, anthropic};
+use crate::model::{
+    ChatModel, ChatRequest, ChatStream, HttpModel, ModelError, StreamEvent, Usage, anthropic,
+};
 
 /// What a provider's model list said.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -150,17 +153,43 @@ pub fn lists_model(models: &[String], wanted: &str) -> bool {
     })
 }
 
+/// Told the usage of each answer as it ends: the model's name, its context window (tokens) and
+/// what the provider reported.
+pub type UsageObserver = Arc<dyn Fn(&str, usize, Usage) + Send + Sync>;
+
 /// Hands out the model for each role, resolving (and caching) open choices by probing.
 pub struct ModelRouter {
     config: Config,
-    resolved: Mutex<HashMap<ModelRole, Arc<HttpModel>>>,
+    resolved: Arc<Mutex<HashMap<ModelRole, Arc<HttpModel>>>>,
+    observer: Option<UsageObserver>,
 }
 
 impl ModelRouter {
     pub fn new(config: Config) -> ModelRouter {
         ModelRouter {
             config,
-            resolved: Mutex::new(HashMap::new()),
+            resolved: Arc::new(Mutex::new(HashMap::new())),
+            observer: None,
+        }
+    }
+
+    /// This router (sharing its resolved models) with every answer's usage told to `observer`:
+    /// one per run, so a run's edge learns its token usage as each answer ends.
+    pub fn observed(&self, observer: UsageObserver) -> ModelRouter {
+        ModelRouter {
+            config: self.config.clone(),
+            resolved: self.resolved.clone(),
+            observer: Some(observer),
+        }
+    }
+
+    fn handed_out(&self, model: Arc<HttpModel>) -> Arc<dyn ChatModel> {
+        match &self.observer {
+            Some(observer) => Arc::new(Metered {
+                inner: model,
+                observer: observer.clone(),
+            }),
+            None => model,
         }
     }
 
@@ -176,7 +205,7 @@ impl ModelRouter {
     ) -> Result<Arc<dyn ChatModel>, ModelError> {
         let (source_role, candidates) = self.config.role_candidates(role);
         if let Some(model) = self.resolved.lock().await.get(&source_role) {
-            return Ok(model.clone());
+            return Ok(self.handed_out(model.clone()));
         }
         let providers = self.config.effective_providers();
         let probe_timeout = self.config.timeouts.connect.min(Duration::from_secs(5));
@@ -219,7 +248,7 @@ impl ModelRouter {
                 .lock()
                 .await
                 .insert(source_role, resolved.clone());
-            return Ok(resolved);
+            return Ok(self.handed_out(resolved));
         }
         Err(ModelError::NoModel {
             role: role.to_string(),
@@ -228,5 +257,32 @@ impl ModelRouter {
                 reasons.join("; ")
             ),
         })
+    }
+}
+
+/// A model whose answers' usage is told to an observer as each answer ends.
+struct Metered {
+    inner: Arc<HttpModel>,
+    observer: UsageObserver,
+}
+
+impl ChatModel for Metered {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn context_window(&self) -> usize {
+        self.inner.context_window()
+    }
+
+    fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        let observer = self.observer.clone();
+        let name = self.inner.name().to_owned();
+        let window = self.inner.context_window();
+        Box::pin(self.inner.chat(request, cancel).inspect(move |event| {
+            if let Ok(StreamEvent::Done { usage, .. }) = event {
+                observer(&name, window, *usage);
+            }
+        }))
     }
 }

@@ -45,10 +45,19 @@ pub mod edit;
 pub mod research;
 mod runs;
 
+/// The pending proposals an edge shows and reviews (`workflow::proposal`): the store that keeps
+/// them anchored as documents change, their hunks, accepting and rejecting them, and their
+/// records in the library.
+pub mod review {
+    pub use crate::workflow::proposal::{
+        ApplyError, FileApply, Hunk, ProposalId, Proposals, new_record,
+    };
+}
+
 pub use choices::{Choice, ChoiceArgument, ChoiceKind, ClientAbilities, ForeignDiagnostic, Lens};
 // A run's result as the edges show it.
 pub use crate::workflow::{Proposal, ProposalFile};
-pub use runs::{RunEvent, RunHandle, RunKind, Runs};
+pub use runs::{RunEvent, RunHandle, RunKind, RunUsage, Runs};
 
 /// Writes every file of `proposal` as one transaction — all land, or none — where nobody else
 /// holds the files: `patchwise develop --apply`, and an ACP client without `fs/write_text_file`.

@@ -23,7 +23,9 @@
 // Every request's result or error is recorded in `results`, in order; `updates` holds every
 // `session/update` (with the index of the step it arrived during), `permissions` the permission
 // requests, `writes` and `reads` the fs calls, and `sent` the raw lines the client wrote (the
-// first is its real `initialize`).
+// first is its real `initialize`). Updates, permission requests and fs calls carry `seq` (one
+// count over all of them, the order they arrived in) and `ms` (milliseconds since the last
+// `session/prompt` was sent; scripts/bench/acp-latency reads them).
 
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -40,6 +42,9 @@ const out = {
   stderr: "",
 };
 let step = -1;
+let seq = 0;
+let promptAt = Date.now();
+const mark = () => ({ seq: seq++, ms: Date.now() - promptAt });
 let sessionId = null;
 let cancelOn = null;
 let cancelled = null;
@@ -74,14 +79,14 @@ const stream = acp.ndJsonStream(output, Readable.toWeb(child.stdout));
 const app = acp
   .client({ name: "patchwise-acp-test" })
   .onNotification("session/update", ({ params }) => {
-    out.updates.push({ step, ...params });
+    out.updates.push({ step, ...mark(), ...params });
     if (cancelOn && params.update.sessionUpdate === cancelOn && !cancelled) {
       cancelled = Date.now();
       cx.notify("session/cancel", { sessionId: params.sessionId });
     }
   })
   .onRequest("session/request_permission", async ({ params, signal }) => {
-    out.permissions.push({ step, ...params });
+    out.permissions.push({ step, ...mark(), ...params });
     // One answer for every request, or a list answered in turn.
     const answer = Array.isArray(scenario.permission)
       ? scenario.permission[out.permissions.length - 1]
@@ -96,11 +101,11 @@ const app = acp
     return { outcome: { outcome: "selected", optionId: option.optionId } };
   })
   .onRequest("fs/write_text_file", async ({ params }) => {
-    out.writes.push({ step, ...params });
+    out.writes.push({ step, ...mark(), ...params });
     return {};
   })
   .onRequest("fs/read_text_file", async ({ params }) => {
-    out.reads.push({ step, ...params });
+    out.reads.push({ step, ...mark(), ...params });
     const open = (scenario.open ?? {})[params.path];
     if (open !== undefined) {
       return { content: open };
@@ -148,6 +153,7 @@ try {
           cancelOn = s.cancelOn ?? null;
           cancelled = null;
           const started = Date.now();
+          promptAt = started;
           await call("session/prompt", { sessionId: s.sessionId ?? sessionId, prompt: s.prompt });
           if (cancelled) {
             out.results[out.results.length - 1].cancelledAfterMs = Date.now() - cancelled;

@@ -84,9 +84,12 @@ pub struct RunFinishedParams {
     pub run_id: String,
     pub kind: String,
     pub ok: bool,
-    /// The proposal, as `patchwise.edit` with `wait` answers it.
+    /// The proposal, as `patchwise.edit` or `patchwise.develop` with `wait` answers it.
     #[serde(default)]
     pub proposal: Option<Value>,
+    /// The research record, as `patchwise.research` with `wait` answers it.
+    #[serde(default)]
+    pub research: Option<Value>,
     #[serde(default)]
     pub error: Option<String>,
     #[serde(default)]
@@ -550,6 +553,36 @@ impl TestServer {
     /// `workspace/executeCommand` with one argument object, as patchwise's commands take.
     pub fn command(&mut self, name: &str, argument: Value) -> Result<Value, ResponseError> {
         self.execute(&Command::new(
+            String::new(),
+            name.to_owned(),
+            Some(vec![argument]),
+        ))
+    }
+
+    /// Runs a command that starts a run as a client follows it: the answer `{runId}`, then
+    /// that run's `patchwise/runFinished`. Returns its proposal or research record, or the
+    /// error message (of the command, or of the run).
+    pub fn run(&mut self, command: &Command) -> Result<Value, String> {
+        let answer = self.execute(command).map_err(|e| e.message)?;
+        let run_id = answer["runId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{} answered without a runId: {answer}", command.command))
+            .to_owned();
+        assert_eq!(answer.as_object().map(|o| o.len()), Some(1), "{answer}");
+        let message = self.raw().wait_for(|m| {
+            m["method"] == RunFinished::METHOD && m["params"]["runId"] == run_id.as_str()
+        });
+        let finished: RunFinishedParams = serde_json::from_value(message["params"].clone())
+            .unwrap_or_else(|e| panic!("runFinished does not parse ({e}): {message}"));
+        match (finished.ok, finished.proposal, finished.research) {
+            (true, Some(v), _) | (true, None, Some(v)) => Ok(v),
+            _ => Err(finished.error.unwrap_or_default()),
+        }
+    }
+
+    /// [`TestServer::run`] of a command by name with one argument object.
+    pub fn run_command(&mut self, name: &str, argument: Value) -> Result<Value, String> {
+        self.run(&Command::new(
             String::new(),
             name.to_owned(),
             Some(vec![argument]),

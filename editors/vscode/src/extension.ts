@@ -70,17 +70,26 @@ async function editTarget(target: Target, instruction?: string): Promise<void> {
 }
 
 /**
- * Runs `patchwise.edit` and waits for its end. The server answers at once with a run id and
- * sends `patchwise/runFinished` later; an older server answers with the proposal itself.
+ * Runs a command that starts a run (`patchwise.edit`, `.develop`, `.research`) and waits for its
+ * end. The server answers at once with a run id and sends `patchwise/runFinished` later; an older
+ * server answers with the result itself.
  */
+async function follow(command: string, kind: string, args: object): Promise<RunFinished> {
+  const answer = await execute<{ runId?: string; id?: number | string } & Record<string, unknown>>(command, args);
+  if (answer && answer.id !== undefined) {
+    const runId = String(answer.runId ?? '');
+    return kind === 'research'
+      ? { runId, kind, ok: true, research: answer as RunFinished['research'] }
+      : { runId, kind, ok: true, proposal: answer as RunFinished['proposal'] };
+  }
+  return runs.wait(String(answer?.runId ?? ''));
+}
+
+/** Runs `patchwise.edit` and reports how it ended. */
 async function runEdit(args: object): Promise<void> {
   const done = status?.begin('editing…');
   try {
-    const answer = await execute<{ runId?: string; id?: number } & Record<string, unknown>>('patchwise.edit', args);
-    const finished: RunFinished =
-      answer && answer.id !== undefined
-        ? { runId: String(answer.runId ?? ''), kind: 'edit', ok: true, proposal: answer as RunFinished['proposal'] }
-        : await runs.wait(String(answer?.runId ?? ''));
+    const finished = await follow('patchwise.edit', 'edit', args);
     // Not awaited: the message waits for the user, the run is over.
     void reportRun(finished);
   } catch (error) {
@@ -153,7 +162,14 @@ async function research(): Promise<void> {
   const done = status?.begin('researching…');
   try {
     // The server opens the report with window/showDocument.
-    const result = await execute<{ sources?: number; report?: string }>('patchwise.research', { query });
+    const finished = await follow('patchwise.research', 'research', { query });
+    if (!finished.ok) {
+      if (!finished.cancelled) {
+        warn(finished.error ?? 'the research failed');
+      }
+      return;
+    }
+    const result = finished.research;
     void vscode.window.showInformationMessage(
       `patchwise: research saved (${result?.sources ?? 0} sources)${result?.report ? ` — ${result.report}` : ''}`,
     );
@@ -217,10 +233,16 @@ async function develop(given: { request?: string; uri?: string } = {}): Promise<
   try {
     const editor = vscode.window.activeTextEditor;
     // The server asks to approve its plan with window/showMessageRequest (VS Code shows it).
-    await execute('patchwise.develop', {
+    const finished = await follow('patchwise.develop', 'develop', {
       request: task,
       uri: given.uri ?? (editor?.document.uri.scheme === 'file' ? editor.document.uri.toString() : undefined),
     });
+    if (!finished.ok) {
+      if (!finished.cancelled) {
+        warn(finished.error ?? 'the develop run failed');
+      }
+      return;
+    }
     proposals.changed();
   } catch (error) {
     warn(error);

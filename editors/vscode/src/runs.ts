@@ -1,4 +1,4 @@
-// Edit runs end with the server's `patchwise/runFinished` notification. The command that
+// Edit, develop and research runs end with the server's `patchwise/runFinished` notification. The command that
 // started a run answers with its id at once, but a run that fails immediately can finish before
 // that answer arrives: finished runs nobody waits for yet are kept until someone asks.
 
@@ -16,6 +16,16 @@ export interface RunFinished {
     attempts?: number;
     matchedBy?: string;
     applied?: boolean;
+    /** Develop: the files it changes (workspace-relative) and what the run learned. */
+    files?: { path: string; created: boolean }[];
+    summary?: string;
+  };
+  /** Research: the saved record. */
+  research?: {
+    id: string;
+    query?: string;
+    sources?: number;
+    report?: string;
   };
 }
 

@@ -36,7 +36,7 @@ mod rewrite;
 mod setup;
 mod step;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -198,6 +198,9 @@ pub struct DevelopContext {
     /// arguments), so a terminal can show the model is answering (`patchwise develop`'s
     /// spinner ticks on it).
     pub on_stream: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+    /// Told each step as it ends, with what it changed, so an edge shows each step's change
+    /// when the step is done rather than at the end of the run.
+    pub on_step: Option<Arc<dyn Fn(StepEnded) + Send + Sync>>,
 }
 
 impl DevelopContext {
@@ -221,6 +224,7 @@ impl DevelopContext {
             cache_dir,
             approver: None,
             on_stream: None,
+            on_step: None,
         }
     }
 }
@@ -241,6 +245,24 @@ pub enum StepStatus {
     Failed,
     /// The run's budget ran out during the step; what it had changed was undone.
     Stopped,
+}
+
+/// A step that ended, and the files as it left them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepEnded {
+    pub step: StepReport,
+    /// What the step changed, each file from the text the previous step left (or the original)
+    /// to the text now; empty when the step failed (its changes were undone).
+    pub files: Vec<StepFile>,
+}
+
+/// One file a step changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepFile {
+    pub path: PathBuf,
+    /// The text before the step; `None`: the step created the file.
+    pub old_text: Option<String>,
+    pub new_text: String,
 }
 
 /// What one step did.
@@ -509,6 +531,7 @@ pub async fn run(
         waited: Duration::ZERO,
         spent: None,
         phase: "plan",
+        step_texts: HashMap::new(),
     };
     let result = run.go().await;
     run.report.model_calls = run.calls.load(Ordering::Relaxed);
@@ -559,6 +582,8 @@ struct Run<'a> {
     spent: Option<BudgetSpent>,
     /// The phase model calls are counted under (`Report::calls_by_phase`).
     phase: &'static str,
+    /// Each changed file's text as the last step told to `on_step` left it.
+    step_texts: HashMap<PathBuf, String>,
 }
 
 /// Percent of the bar where each phase starts.
@@ -672,7 +697,7 @@ impl Run<'_> {
                     ));
                 }
             }
-            self.report.steps.push(report);
+            self.step_ended(report);
             if failed_in_a_row.len() >= FAILED_STEPS_IN_A_ROW && i + 1 < work.len() {
                 self.report.stopped = Some(format!(
                     "{} failed for good, one after the other; the steps after them build on \
@@ -1194,7 +1219,7 @@ impl Run<'_> {
             };
             let report = self.run_step(plan, &spec).await?;
             let status = report.status;
-            self.report.steps.push(report);
+            self.step_ended(report);
             match status {
                 StepStatus::Done => {}
                 StepStatus::Stopped => {
@@ -1320,7 +1345,7 @@ impl Run<'_> {
                     .not_done
                     .push("the change for the judge's objections (started, undone)".to_owned());
             }
-            self.report.steps.push(report);
+            self.step_ended(report);
             if fixed && self.has_checks(CheckKind::Test) {
                 self.run_tests().await?;
             }
@@ -1355,6 +1380,40 @@ impl Run<'_> {
                 }
             })
             .collect()
+    }
+
+    /// Records a finished step and tells `on_step` what it changed.
+    fn step_ended(&mut self, report: StepReport) {
+        if let Some(on_step) = self.ctx.on_step.clone() {
+            let mut files = Vec::new();
+            if report.status == StepStatus::Done {
+                let root = self.root();
+                for c in self.session().copy.changes() {
+                    if !report.changed.contains(&rel_of(&root, &c.path)) {
+                        continue;
+                    }
+                    let old_text = self
+                        .step_texts
+                        .get(&c.path)
+                        .cloned()
+                        .or_else(|| c.original.clone());
+                    if old_text.as_deref() == Some(c.text.as_str()) {
+                        continue;
+                    }
+                    self.step_texts.insert(c.path.clone(), c.text.clone());
+                    files.push(StepFile {
+                        path: c.path,
+                        old_text,
+                        new_text: c.text,
+                    });
+                }
+            }
+            on_step(StepEnded {
+                step: report.clone(),
+                files,
+            });
+        }
+        self.report.steps.push(report);
     }
 
     fn changed_rel(&mut self) -> Vec<String> {

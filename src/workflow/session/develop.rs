@@ -8,16 +8,19 @@
 //! develop` does). Which step runs is read from develop's progress (`step i/n: …`,
 //! `verify: …`); the statuses at the end come from the report, which is the truth.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 
+use super::edit::Workspace;
 use super::runs::{RunEvent, RunHandle};
 use crate::workflow::develop::plan::Plan;
-use crate::workflow::develop::{self, ApproveMode, Approver, Outcome, PlanReview, Progress};
+use crate::workflow::develop::{self, ApproveMode, Outcome, Progress};
 // What an edge needs to ask for a run and read its report, without reaching into develop.
 pub use crate::workflow::develop::{
-    DevelopContext, DevelopModels, DevelopRequest, Report, StepStatus, VerifyStatus,
+    Approver, DevelopContext, DevelopModels, DevelopRequest, PlanReview, Report, StepEnded,
+    StepFile, StepReport, StepStatus, VerifyStatus,
 };
 
 /// One entry of the plan as the user follows it.
@@ -43,6 +46,23 @@ pub enum ItemStatus {
     Failed,
 }
 
+/// The context of a develop run from an editor's view of the workspace: its folders — or, with
+/// none open, the folder of the file the user is in (`focus`) —, its open buffers and models.
+pub fn context(workspace: Workspace, focus: Option<&Path>) -> DevelopContext {
+    let mut roots = workspace.roots;
+    if roots.is_empty()
+        && let Some(dir) = focus.and_then(Path::parent)
+    {
+        roots.push(dir.to_path_buf());
+    }
+    DevelopContext::new(
+        (*workspace.config).clone(),
+        DevelopModels::Router(workspace.router),
+        roots,
+        workspace.snapshot,
+    )
+}
+
 /// Runs `request`, reporting progress and the plan on `run`, stopping when it is cancelled.
 pub async fn run(mut ctx: DevelopContext, request: DevelopRequest, run: &RunHandle) -> Outcome {
     let tracker = Arc::new(Tracker {
@@ -55,6 +75,13 @@ pub async fn run(mut ctx: DevelopContext, request: DevelopRequest, run: &RunHand
         tracker: tracker.clone(),
     }));
     ctx.options.approve = ApproveMode::Ask;
+    if let DevelopModels::Router(router) = &ctx.models {
+        ctx.models = DevelopModels::Router(run.metered(router));
+    }
+    let steps = run.sender();
+    ctx.on_step = Some(Arc::new(move |ended| {
+        let _ = steps.send(RunEvent::Step(Box::new(ended)));
+    }));
     let outcome = {
         let tracker = tracker.clone();
         let progress = move |p: Progress| {

@@ -19,9 +19,10 @@ use crate::config::Config;
 use crate::model::ModelRouter;
 use crate::tools::Snapshot;
 use crate::workflow::{
-    self, EditContext, EditFailure, EditRequest, Models, Proposal, ProposalFile, ProposalId,
-    Proposals,
+    self, EditContext, EditRequest, Models, Proposal, ProposalFile, ProposalId, Proposals,
 };
+// Why an edit ended without a proposal, as the edges tell it.
+pub use crate::workflow::EditFailure;
 
 /// What the user asked to edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,7 +97,10 @@ impl PreparedEdit {
     }
 
     /// Runs the edit, reporting progress on `run` and stopping when it is cancelled.
-    pub async fn run(self, run: &RunHandle) -> Result<Proposal, EditFailure> {
+    pub async fn run(mut self, run: &RunHandle) -> Result<Proposal, EditFailure> {
+        if let Models::Router(router) = &self.ctx.models {
+            self.ctx.models = Models::Router(run.metered(router));
+        }
         let report = |p: workflow::Progress| run.report(p.percent, &p.message);
         let path = self.request.path.clone();
         let instruction = self.request.instruction.clone();

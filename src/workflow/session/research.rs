@@ -2,8 +2,8 @@
 //! overall percentage, so the progress bar moves through the run evenly whatever the edge.
 
 use crate::config::Config;
-pub use crate::research::RunOptions;
-use crate::research::{self, Phase, ResearchError, ResearchRun};
+use crate::research::{self, Phase};
+pub use crate::research::{ResearchError, ResearchRun, RunOptions};
 
 use super::runs::RunHandle;
 

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::develop::PlanItem;
+use super::develop::{PlanItem, StepEnded};
+use crate::model::{ModelRouter, Usage};
 
 /// What kind of long work a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,8 +45,27 @@ pub enum RunEvent {
     Progress { percent: u32, message: String },
     /// A develop run's plan with where each entry stands (`develop::run`), whole each time.
     Plan { items: Vec<PlanItem> },
+    /// A develop step ended, with what it changed (`develop::run`).
+    Step(Box<StepEnded>),
+    /// A model answer ended: its usage, and the run's so far.
+    Usage(RunUsage),
     /// The run ended; `message` says how (shown as the end of the progress).
     Finished { message: String },
+}
+
+/// Token usage as a run goes, sent after each model answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunUsage {
+    /// `provider/model` that answered.
+    pub model: String,
+    /// Its context window (tokens).
+    pub context_window: usize,
+    /// The answer that just ended: its prompt and answer tokens (what is in the context now).
+    pub last: Usage,
+    /// Every answer of the run so far.
+    pub total: Usage,
+    /// How many answers that is.
+    pub answers: usize,
 }
 
 #[derive(Debug)]
@@ -163,6 +183,30 @@ impl RunHandle {
     /// Where the run's typed events go (for the session's own adapters, `develop::run`).
     pub(super) fn sender(&self) -> mpsc::UnboundedSender<RunEvent> {
         self.tx.clone()
+    }
+
+    /// `router`, with each answer's usage sent as a [`RunEvent::Usage`] of this run.
+    pub fn metered(&self, router: &ModelRouter) -> Arc<ModelRouter> {
+        let tx = self.tx.clone();
+        let total = Mutex::new((Usage::default(), 0usize));
+        Arc::new(
+            router.observed(Arc::new(move |model: &str, window, usage: Usage| {
+                let (sum, answers) = {
+                    let mut t = total.lock().unwrap_or_else(PoisonError::into_inner);
+                    t.0.input_tokens += usage.input_tokens;
+                    t.0.output_tokens += usage.output_tokens;
+                    t.1 += 1;
+                    *t
+                };
+                let _ = tx.send(RunEvent::Usage(RunUsage {
+                    model: model.to_owned(),
+                    context_window: window,
+                    last: usage,
+                    total: sum,
+                    answers,
+                }));
+            })),
+        )
     }
 
     /// Reports progress (callable from any thread, never blocks).

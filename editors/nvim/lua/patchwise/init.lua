@@ -55,8 +55,9 @@ local function capabilities(extra)
   return caps
 end
 
--- Edit runs end with `patchwise/runFinished`; the command that started one answers with its run
--- id first. A run that fails at once can finish before that answer: such ends wait here.
+-- Edit, develop and research runs end with `patchwise/runFinished`; the command that started one
+-- answers with its run id first. A run that fails at once can finish before that answer: such
+-- ends wait here.
 local waiting, early = {}, {}
 
 local function run_finished(params)
@@ -77,6 +78,30 @@ local function wait_run(run_id, callback)
   else
     waiting[run_id] = callback
   end
+end
+
+--- Runs `command`, a command that starts a run, and calls `on_done(err, result)` when the run
+--- ends: `result` is its proposal (or research record), `err` `{ message }` when it failed.
+local function follow(bufnr, command, args, on_done)
+  M.execute(bufnr, command, args, function(err, result)
+    if err then
+      on_done(err, nil)
+    elseif result and result.runId and result.id == nil then
+      wait_run(
+        result.runId,
+        vim.schedule_wrap(function(finished)
+          if finished.ok then
+            on_done(nil, finished.proposal or finished.research)
+          else
+            on_done({ message = finished.error or 'the run failed', cancelled = finished.cancelled }, nil)
+          end
+        end)
+      )
+    else
+      -- An older server answers with the result itself when the run ends.
+      on_done(nil, result)
+    end
+  end)
 end
 
 -- Progress: `$/progress` from the patchwise client, as LspProgress events (0.10+).
@@ -544,7 +569,7 @@ function M.research(question, on_done)
   local bufnr = vim.api.nvim_get_current_buf()
   local function run(query)
     notify('researching: ' .. query)
-    M.execute(bufnr, 'patchwise.research', { query = query }, function(err, result)
+    follow(bufnr, 'patchwise.research', { query = query }, function(err, result)
       if err then
         notify(err.message, vim.log.levels.WARN)
       else
@@ -608,7 +633,7 @@ function M.develop(request, on_done, bufnr)
   local function run(text)
     local uri = vim.api.nvim_buf_get_name(bufnr) ~= '' and vim.uri_from_bufnr(bufnr) or nil
     notify('developing: ' .. text)
-    M.execute(bufnr, 'patchwise.develop', { request = text, uri = uri }, function(err, result)
+    follow(bufnr, 'patchwise.develop', { request = text, uri = uri }, function(err, result)
       if err then
         notify(err.message, vim.log.levels.WARN)
       else
