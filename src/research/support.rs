@@ -1,8 +1,8 @@
 //! "Is it right?": whether a cited passage supports the sentence citing it. The measure is the
 //! share of the sentence's content words (stop words and words about the sources themselves
-//! dropped, crudely stemmed) that the passage contains; a number in the sentence that the passage
-//! does not contain caps the verdict at `partly`. With `--verify`, a second model pass answers
-//! supports / partly / contradicts for each citation, and its verdict is the one counted.
+//! dropped, crudely stemmed) that the passage contains; a number or inline code in the sentence
+//! that the passage does not contain caps the verdict at `partly`. The model's own
+//! judgement of each citation is `research/judge.rs`, one batched call per report.
 //!
 //! Also the decisions the validation of a synthesis needs from the same measure: which uncited
 //! sentences are connective text, and which passage an uncited sentence overlaps strongly enough
@@ -282,45 +282,6 @@ pub fn names_only_sources(sentence: &str) -> bool {
     claim.len() <= 2 && content_stems(sentence).len() > claim.len()
 }
 
-/// The second model pass: the prompt asking whether `passage` supports `statement`.
-pub fn verify_prompt(statement: &str, passage: &str) -> (String, String) {
-    let system = "You check citations. Read the passage and the statement. Answer with exactly \
-one word: SUPPORTS if the passage says what the statement says, PARTLY if it says only some of \
-it, CONTRADICTS if it says otherwise or says nothing about it."
-        .to_owned();
-    let user = format!(
-        "Passage:\n{}\n\nStatement: {}\n\nAnswer:",
-        passage.trim(),
-        statement.trim()
-    );
-    (system, user)
-}
-
-/// The verdict in a verifying model's answer: `supports`, `partly` or `contradicts` (the first
-/// of them it names), `None` when it names none.
-pub fn parse_verdict(answer: &str) -> Option<&'static str> {
-    let lower = answer.to_lowercase();
-    [
-        ("supports", "supports"),
-        ("support", "supports"),
-        ("partly", "partly"),
-        ("partial", "partly"),
-        ("contradict", "contradicts"),
-        ("unrelated", "contradicts"),
-        ("no", "contradicts"),
-        ("yes", "supports"),
-    ]
-    .iter()
-    .filter_map(|(word, verdict)| {
-        lower
-            .split(|c: char| !c.is_alphanumeric())
-            .position(|w| w.starts_with(word) && (word.len() > 3 || w == *word))
-            .map(|at| (at, *verdict))
-    })
-    .min_by_key(|(at, _)| *at)
-    .map(|(_, verdict)| verdict)
-}
-
 /// The verdict counted for a model's answer.
 pub fn from_model(model: &str) -> &'static str {
     match model {
@@ -450,18 +411,5 @@ mod tests {
             ),
             None
         );
-    }
-
-    #[test]
-    fn verdicts_of_a_verifying_model() {
-        assert_eq!(parse_verdict("SUPPORTS"), Some("supports"));
-        assert_eq!(parse_verdict("Partly. The passage..."), Some("partly"));
-        assert_eq!(
-            parse_verdict("The passage contradicts it; it does not support"),
-            Some("contradicts")
-        );
-        assert_eq!(parse_verdict("Yes."), Some("supports"));
-        assert_eq!(parse_verdict("maybe"), None);
-        assert_eq!(from_model("supports"), "supported");
     }
 }
