@@ -232,9 +232,19 @@ fn blocks(text: &str) -> Vec<Block> {
     out
 }
 
+/// Whether a lead-in names what follows it ("these steps", "the following", "as follows").
+fn points_ahead(sentence: &str) -> bool {
+    sentence.split(|c: char| !c.is_alphanumeric()).any(|w| {
+        matches!(
+            w.to_lowercase().as_str(),
+            "this" | "these" | "those" | "following" | "follows" | "below"
+        )
+    })
+}
+
 /// Appends ` [n] (label)` (or ` [n]` without a label) before a sentence's final punctuation.
 fn mark_cited(sentence: &str, n: u32, label: Option<&str>) -> String {
-    let body = sentence.trim_end_matches(['.', '!', '?']);
+    let body = sentence.trim_end_matches(['.', '!', '?', ':']);
     let end = &sentence[body.len()..];
     match label {
         Some(label) => format!("{} [{n}] ({label}){end}", body.trim_end()),
@@ -431,7 +441,19 @@ pub fn validate_judged(
         } else if is_example_sentence(clean) {
             Outcome::Repeated
         } else if support::is_connective(clean) {
-            Outcome::Connective
+            // A lead-in to a code block often carries the claim itself ("To enable HTTP/2, you
+            // need to install the optional HTTP/2 dependencies using pip:"): when a passage
+            // supports it, it counts as an attributed claim; otherwise it stays connective. A
+            // lead-in that points at what follows ("To create a new book, you can follow these
+            // steps:") or says little ("It takes instances of `httpx.Limits` which define:") is
+            // about the list after it, which overlap cannot place.
+            let claim = clean.trim_end().ends_with(':')
+                && support::claim_stems(clean).len() >= 5
+                && !points_ahead(clean);
+            match claim.then(|| attribute(clean)).flatten() {
+                Some(n) => Outcome::Attributed(n),
+                None => Outcome::Connective,
+            }
         } else {
             let later = paragraph_markers(&items, i);
             let best = later
@@ -1119,6 +1141,55 @@ mod tests {
             v.notes
                 .iter()
                 .any(|n| n.contains("attributed 1 uncited sentence"))
+        );
+    }
+
+    #[test]
+    fn a_lead_in_to_code_that_a_passage_supports_is_a_claim() {
+        // Qwen2.5-Coder-1.5B's answer over HTTPX's docs: every sentence leads in to a code
+        // block, and the only marker sits in a sentence of its own at the end. Read as
+        // connective text, the answer "made no claim" and fell back.
+        let sources = vec![source(
+            "docs/http2.md",
+            "If you're issuing highly concurrent requests you might want to consider trying out \
+             our HTTP/2 support. You can do so by first making sure to install the optional \
+             HTTP/2 dependencies...\n\n```shell\n$ pip install httpx[http2]\n```\n\nAnd then \
+             instantiating a client with HTTP/2 support enabled:\n\n```python\nclient = \
+             httpx.AsyncClient(http2=True)\n```\n\nYou can determine which version of the HTTP \
+             protocol was used by examining the `.http_version` property on the response.",
+        )];
+        let answer = "To enable HTTP/2, you need to install the optional HTTP/2 dependencies using pip:\n```shell\n$ pip install httpx[http2]\n```\nAnd then instantiate a client with HTTP/2 support enabled:\n```python\nclient = httpx.AsyncClient(http2=True)\n```\n\nTo check which HTTP version a response used, you can examine the `.http_version` property on the response:\n```python\nprint(response.http_version)\n```\nThe number of the passage it comes from is [1].";
+        let v = validate_citations(answer, &sources);
+        assert_eq!(v.attributed, 3, "{}", v.text);
+        assert!(v.fallback_reason().is_none(), "{:?}", v.fallback_reason());
+        assert!(
+            v.text.contains(
+                "you can examine the `.http_version` property on the response [1] (attributed):"
+            ),
+            "{}",
+            v.text
+        );
+        // A lead-in no passage holds stays connective text: kept, not counted as a claim.
+        let v = validate_citations(
+            "Here is how it works:\n```shell\n$ pip install httpx[http2]\n```",
+            &sources,
+        );
+        assert_eq!((v.attributed, v.dropped), (0, 0));
+        // Lead-ins to a list (mdBook's guide): about what follows, not claims.
+        let sources = vec![source(
+            "guide/src/guide/creating.md",
+            "To create a new book, you can follow these steps and run mdbook init; the init \
+             command creates a new directory containing an empty book.",
+        )];
+        let v = validate_citations(
+            "To create a new book, you can follow these steps:\n* Run `mdbook init`.",
+            &sources,
+        );
+        assert!(
+            v.text
+                .starts_with("To create a new book, you can follow these steps:"),
+            "{}",
+            v.text
         );
     }
 
