@@ -1019,10 +1019,8 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
         &snapshot,
     );
     // The snapshot above is the guard of every verdict; this floor says what it must not fall
-    // under. The issue's goal (80 % kept) is measured live; in this replay 13 of 17 hold, one of
-    // them (mdBook q06) lost since a sentence that points back ("This command will run all
-    // available tests in the book") is no longer attributed: it was the only sentence for the
-    // question's second part, and it was unsupported when read by hand.
-    assert!(total >= 15, "{total} recorded answers");
-    assert!(kept * 4 >= total * 3, "kept {kept} of {total}");
+    // under. Two live runs are recorded: `qNN` (the rules of 3296701) and `run2-qNN` (5b2cafc).
+    // Through today's rules 28 of 35 hold (run2: 15 of 18); the answers lost are ones whose
+    // second part had no sentence a passage supports, read by hand.
+    assert!(kept * 10 >= total * 8, "kept {kept} of {total}");
 }
