@@ -460,7 +460,7 @@ fn research_cites_sources_as_links_saves_the_session_and_a_new_agent_loads_it() 
     let setup = Setup::new(
         "lsp/edit/workspace",
         Vec::new(),
-        vec![openai_sse(&answer)],
+        vec![with_usage(openai_sse(&answer), 700, 50)],
         &extra,
     );
     std::fs::create_dir_all(setup.ws.join("docs")).unwrap();
@@ -512,6 +512,15 @@ fn research_cites_sources_as_links_saves_the_session_and_a_new_agent_loads_it() 
         !updates(&seen, "agent_thought_chunk").is_empty(),
         "progress streams as thoughts"
     );
+    // The synthesis answer's usage, as develop and edit report theirs.
+    let usage = updates(&seen, "usage_update");
+    assert_eq!(usage.len(), 1, "{usage:#?}");
+    assert_eq!(usage[0]["used"], 750, "{:#}", usage[0]);
+    assert!(usage[0]["size"].as_u64().unwrap() > 0, "{:#}", usage[0]);
+    let totals = &usage[0]["_meta"]["patchwise"];
+    assert_eq!(totals["answers"], 1, "{totals:#}");
+    assert_eq!(totals["inputTokens"], 700, "{totals:#}");
+    assert_eq!(totals["outputTokens"], 50, "{totals:#}");
 
     // A new agent process loads the session from the library and shows the conversation again.
     let id = results(&seen, "session/new")[0]["result"]["sessionId"].clone();
@@ -666,4 +675,77 @@ fn malformed_input_gets_errors_and_the_agent_keeps_serving() {
     drop(raw.child.stdin.take());
     let status = raw.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+/// The agent `patchwise acp` on `setup`'s workspace, over raw lines.
+fn raw_agent(setup: &Setup) -> Raw {
+    let mut child = Command::new(BIN)
+        .args(["acp", "--workspace"])
+        .arg(&setup.ws)
+        .env("XDG_CONFIG_HOME", setup.dir.path().join("config"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    Raw { child, out }
+}
+
+/// Waits (generously) for the agent to exit once its stdin is closed; its exit status.
+fn exit_after_stdin_closes(mut raw: Raw) -> std::process::ExitStatus {
+    drop(raw.child.stdin.take());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(status) = raw.child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = raw.child.kill();
+            panic!("the agent kept running after its stdin closed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A client that goes away (its editor closed) ends the agent, idle or in the middle of a
+/// run: the run is cancelled and nothing is written.
+#[test]
+fn the_agent_exits_when_stdin_closes_idle_or_mid_run_and_writes_nothing() {
+    let setup = Setup::new("lsp/edit/workspace", Vec::new(), Vec::new(), "");
+    let mut raw = raw_agent(&setup);
+    raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#);
+    assert_eq!(raw.answer()["result"]["protocolVersion"], 1);
+    assert!(exit_after_stdin_closes(raw).success());
+
+    let path = support::fixture("develop/scenarios/rust_happy_path.json");
+    let scenario: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    // The coder never answers: the run is mid-step when the client goes.
+    let setup = Setup::new(
+        "develop/rust",
+        vec![openai_sse(&scenario["planner"][0])],
+        vec![Reply::Hang],
+        "",
+    );
+    let before = tree(&setup.ws);
+    let mut raw = raw_agent(&setup);
+    raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#);
+    assert_eq!(raw.answer()["result"]["protocolVersion"], 1);
+    raw.send(&json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd": setup.ws, "mcpServers": []}}).to_string());
+    let session = raw.answer()["result"]["sessionId"].clone();
+    assert!(session.is_string(), "{session}");
+    raw.send(&json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId": session, "prompt": [develop_prompt()]}}).to_string());
+    // Until the step's edit call starts, the coder has been asked.
+    loop {
+        let update = raw.answer();
+        assert!(
+            update.get("id").is_none(),
+            "the prompt ended early: {update}"
+        );
+        if update["params"]["update"]["sessionUpdate"] == "tool_call" {
+            break;
+        }
+    }
+    assert!(exit_after_stdin_closes(raw).success());
+    assert_eq!(tree(&setup.ws), before);
 }

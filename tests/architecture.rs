@@ -199,9 +199,13 @@ fn only_acp_knows_the_agent_client_protocol() {
 }
 
 /// The edges reach the workflows only through the session layer (`workflow::session`), so a
-/// run starts, reports and ends the same way whichever protocol asked for it.
+/// run starts, reports and ends the same way whichever protocol asked for it: every mention of
+/// `workflow` in their code is `workflow::session` (no `workflow::develop`, no
+/// `use crate::workflow;` or `workflow::{…}` to reach past it), and a research run starts
+/// through `session::research::run`, not the pipeline's own entry points.
 #[test]
 fn edges_reach_the_workflow_only_through_the_session_layer() {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
     let mut found = Vec::new();
     for dir in ["src/lsp", "src/mcp", "src/acp"] {
         for file in rust_files(Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).as_path()) {
@@ -211,10 +215,19 @@ fn edges_reach_the_workflow_only_through_the_session_layer() {
                 .display()
                 .to_string();
             for (n, line) in code_lines(&file) {
+                let word = |at: usize, len: usize| {
+                    !ident(line[..at].chars().next_back())
+                        && !ident(line[at + len..].chars().next())
+                };
                 let deeper = line
-                    .match_indices("workflow::")
-                    .any(|(i, _)| !line[i..].starts_with("workflow::session"));
-                if deeper {
+                    .match_indices("workflow")
+                    .any(|(i, w)| word(i, w.len()) && !line[i..].starts_with("workflow::session"));
+                let own_run = ["research::run(", "Research::new("].iter().any(|call| {
+                    line.match_indices(call).any(|(i, _)| {
+                        !ident(line[..i].chars().next_back()) && !line[..i].ends_with("session::")
+                    })
+                });
+                if deeper || own_run {
                     found.push(format!("{relative}:{n}: {}", line.trim()));
                 }
             }

@@ -1272,3 +1272,59 @@ fn accept_actions_resolve_their_edit_and_the_change_finishes_the_hunk() {
     assert_disk_untouched(&setup);
     setup.server.shutdown();
 }
+
+/// A hunk the client accepts by applying an "Accept" action's own `edit` (eglot, VS Code,
+/// Neovim) leaves the stored proposal at once, as an accept through the command does: a server
+/// started after it (the editor restarted before the buffer was saved) offers only the other
+/// hunk, not the accepted one again.
+#[test]
+fn a_hunk_accepted_through_a_code_action_edit_leaves_the_stored_proposal_at_once() {
+    let (s, replies) = edit_scenario("two_hunks");
+    let mut caps = capabilities(false);
+    caps["textDocument"]["codeAction"]["resolveSupport"] = json!({ "properties": ["edit"] });
+    let mut setup = setup_for(replies, "native", caps.clone(), None);
+    let id = edit(&mut setup, &s).unwrap()["id"].clone();
+    let _ = last_diagnostics(&mut setup);
+    let actions = code_actions(&mut setup, 19, vec![]);
+    let accept = actions
+        .iter()
+        .find(|a| a.action.title.starts_with("Accept hunk 2"))
+        .unwrap_or_else(|| panic!("{:?}", titles(&actions)));
+    let resolved = setup
+        .server
+        .request::<tower_lsp_server::ls_types::request::CodeActionResolveRequest>(
+            accept.action.clone(),
+        );
+    let edits = text_edits(first_document_edit(&ApplyWorkspaceEditParams {
+        label: None,
+        edit: resolved.edit.clone().expect("the resolved edit"),
+    }));
+    let before = view(&mut setup);
+    let after = apply_text_edits(&before, &edits);
+    let uri = setup.uri.clone();
+    setup.server.change(&uri, 2, vec![whole(&after)]);
+    let _ = setup.server.notification::<PublishDiagnostics>();
+    let hunks = |list: &Value| -> Vec<Value> {
+        list[0]["files"][0]["hunks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["hunk"].clone())
+            .collect()
+    };
+    let list = command_list(&mut setup);
+    assert_eq!(hunks(&list), [json!(1)], "{list}");
+
+    // The buffer was never saved; the next server reads the store and the file on disk.
+    restart(&mut setup, caps);
+    let list = command_list(&mut setup);
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list[0]["id"], id);
+    assert_eq!(
+        hunks(&list),
+        [json!(1)],
+        "the accepted hunk is offered again: {list}"
+    );
+    assert_disk_untouched(&setup);
+    setup.server.shutdown();
+}

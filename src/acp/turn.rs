@@ -32,7 +32,7 @@ use crate::workflow::session::develop::{
 };
 use crate::workflow::session::edit::{RequestedEdit, Workspace};
 use crate::workflow::session::{
-    self, Proposal, ProposalFile, RunEvent, RunHandle, RunKind, RunUsage, Runs,
+    self, Proposal, ProposalFile, RunEvent, RunHandle, RunKind, RunUsage, Runs, review,
 };
 
 const ALLOW_ONCE: &str = "allow-once";
@@ -638,32 +638,25 @@ impl Turn {
             )));
     }
 
-    /// Writes every file: through the client when it offers it (after checking each file is
-    /// still as the run read it), else as one atomic transaction on disk.
+    /// Accepts the proposal against its files as they are now (`session::review`, as an
+    /// editor's accept: hunks a change elsewhere moved are re-located, a change to their own
+    /// text refuses it), then writes every file: through the client when it offers it, else as
+    /// one atomic transaction on disk.
     async fn write(&self, proposal: &Proposal) -> Result<&'static str, String> {
+        let mut now = std::collections::HashMap::new();
         for f in &proposal.files {
-            let now = self.peer.read(&f.path).await;
-            let unchanged = match (&now, f.created) {
-                (None, true) => true,
-                (Some(text), false) => *text == f.original,
-                (Some(text), true) => text.is_empty(),
-                (None, false) => false,
-            };
-            if !unchanged {
-                return Err(format!(
-                    "Nothing was written: {} changed since the run read it; run the prompt again.",
-                    f.display_path
-                ));
-            }
+            now.insert(f.path.clone(), self.peer.read(&f.path).await);
         }
+        let files = review::accept_whole(proposal, |path| now.get(path).cloned().flatten())
+            .map_err(|e| format!("Nothing was written: {e}; run the prompt again."))?;
         if self.peer.abilities.write_text_file {
-            for f in &proposal.files {
+            for f in &files {
                 self.peer
                     .cx
                     .send_request(WriteTextFileRequest::new(
                         self.peer.session.clone(),
                         f.path.clone(),
-                        f.new_text.clone(),
+                        f.after.clone(),
                     ))
                     .block_task()
                     .await
@@ -671,7 +664,7 @@ impl Turn {
             }
             return Ok("through the editor");
         }
-        crate::workflow::session::write_proposal(proposal)
+        review::write_accepted(&files)
             .map(|()| "on disk")
             .map_err(|e| format!("Nothing was written: {e}"))
     }

@@ -2,9 +2,10 @@
 //! proposed text of a file, and keeping pending proposals in the store so they survive a
 //! restart.
 //!
-//! The decisions are `workflow::session::review::Proposals`' (which replacements apply, how the other hunks
-//! re-base, what went stale); this module fetches the texts they need, sends the edit, and
-//! tells the client what changed — diagnostics and code lenses first, then the response
+//! The decisions are `workflow::session::review`'s (which replacements apply, how the other
+//! hunks re-base, what went stale, which stored records change); this module fetches the texts
+//! they need, converts the replacements into a `WorkspaceEdit`, sends it, writes the records,
+//! and tells the client what changed — diagnostics and code lenses first, then the response
 //! (`Backend::flush`), because some clients stop reading after a response.
 
 use std::collections::HashMap;
@@ -24,7 +25,9 @@ use crate::document::Document;
 use crate::store::Library;
 use crate::workflow::session::Proposal;
 use crate::workflow::session::edit;
-use crate::workflow::session::review::{self as proposal, ApplyError, ProposalId};
+use crate::workflow::session::review::{
+    self, AcceptBy, ApplyError, ProposalId, RecordChange, Reviewed,
+};
 
 #[derive(Debug, Deserialize)]
 pub struct IdArgs {
@@ -88,12 +91,13 @@ impl State {
                 (doc.text(), open.then_some(doc.version))
             })
         };
-        let files = if mark {
-            self.proposals.begin_accept(id, hunk, current)
+        let by = if mark {
+            AcceptBy::Request
         } else {
-            self.proposals.accept_replacements(id, hunk, current)
-        }
-        .map_err(apply_error)?;
+            AcceptBy::ClientEdit
+        };
+        let files =
+            review::accept(&mut self.proposals, id, hunk, current, by).map_err(apply_error)?;
         // A created file needs `documentChanges`; a client that can create files takes them.
         let creates = self.client.create_files && files.iter().any(|f| f.create);
         let shape = EditShape {
@@ -105,7 +109,7 @@ impl State {
             Ok(edit) => edit,
             Err(err) => {
                 if mark {
-                    self.proposals.abort_accept(id);
+                    review::accept_abandoned(&mut self.proposals, id);
                 }
                 return Err(request_failed(err));
             }
@@ -137,7 +141,7 @@ impl Backend {
     pub(super) async fn add_proposal(&self, mut proposal: Proposal) -> ProposalId {
         let store = self.store(true).await;
         if let Some(store) = store {
-            let record = proposal::new_record(&proposal);
+            let record = review::new_record(&proposal);
             match blocking(move || store.insert_proposal(&record)).await {
                 Ok(id) => proposal.id = id,
                 Err(err) => tracing::warn!("the proposal is not kept across restarts: {err}"),
@@ -190,9 +194,8 @@ impl Backend {
         }
     }
 
-    /// Writes the review state of proposals to the database: `Some` record to update, or the
-    /// id to delete.
-    fn persist(&self, changes: Vec<(ProposalId, Option<crate::store::proposals::ProposalRecord>)>) {
+    /// Writes the review state of proposals to the database.
+    pub(super) fn persist(&self, changes: Vec<RecordChange>) {
         let Some(store) = self.state().store.clone() else {
             return;
         };
@@ -200,22 +203,16 @@ impl Backend {
             return;
         }
         tokio::task::spawn_blocking(move || {
-            for (id, record) in changes {
-                let done = match record {
-                    Some(record) => store.update_proposal(&record),
-                    None => store.delete_proposal(id),
+            for change in changes {
+                let (id, done) = match change {
+                    RecordChange::Update(record) => (record.id, store.update_proposal(&record)),
+                    RecordChange::Delete(id) => (id, store.delete_proposal(id)),
                 };
                 if let Err(err) = done {
                     tracing::warn!(id, "cannot update the stored proposal: {err}");
                 }
             }
         });
-    }
-
-    /// Forgets, in the database, proposals whose last hunk a document change applied.
-    pub(super) fn persist_finished(&self) {
-        let finished = self.state().proposals.take_finished();
-        self.persist(finished.into_iter().map(|id| (id, None)).collect());
     }
 
     /// Brings back the stored proposals of files under the workspace roots (or of `only`),
@@ -236,14 +233,7 @@ impl Backend {
             )
         };
         let wanted = move |record: &crate::store::proposals::ProposalRecord| {
-            !known.contains(&record.id)
-                && record.files.iter().any(|f| {
-                    let path = Path::new(&f.path);
-                    match &only {
-                        Some(only) => path == only,
-                        None => roots.iter().any(|r| path.starts_with(r)),
-                    }
-                })
+            review::wanted(record, &roots, only.as_deref(), &known)
         };
         let loaded = blocking(move || {
             let records = store.pending_proposals()?;
@@ -268,25 +258,18 @@ impl Backend {
                 return Vec::new();
             }
         };
-        let mut paths = Vec::new();
-        let mut guard = self.state();
-        let state = &mut *guard;
-        for record in &records {
+        let reviewed = {
+            let mut guard = self.state();
+            let state = &mut *guard;
             let documents = &state.documents;
             let current = |path: &Path| match open_text(documents, path) {
                 Some((text, version)) => Some((text, Some(version))),
                 None => texts.get(path).cloned().flatten().map(|t| (t, None)),
             };
-            let id = state.proposals.restore(record, current);
-            match state.proposals.stale(id) {
-                Some(reason) => tracing::info!(id, "restored a stale proposal: {reason}"),
-                None => tracing::info!(id, "restored a pending proposal"),
-            }
-            paths.extend(record.files.iter().map(|f| PathBuf::from(&f.path)));
-        }
-        paths.sort();
-        paths.dedup();
-        paths
+            review::restore(&mut state.proposals, &records, current)
+        };
+        self.persist(reviewed.records);
+        reviewed.paths
     }
 
     /// Accepts proposal `id`, or one hunk of it: one `workspace/applyEdit`; the other hunks
@@ -309,27 +292,8 @@ impl Backend {
             ),
             Err(err) => Some(err.message.to_string()),
         };
-        if let Some(reason) = refused {
-            self.state().proposals.abort_accept(id);
-            return Err(request_failed(format!(
-                "the editor did not apply proposal {id}: {reason}; the proposal is still pending"
-            )));
-        }
-        let (paths, change) = {
-            let mut state = self.state();
-            let paths = state.proposals.paths(id);
-            let done = state.proposals.accepted(id);
-            let change = if done {
-                None
-            } else {
-                state.proposals.record(id)
-            };
-            (paths, (id, change))
-        };
-        self.persist(vec![change]);
-        self.persist_finished();
-        self.proposals_changed(paths).await;
-        self.flush().await;
+        let answered = review::accept_answered(&mut self.state().proposals, id, refused);
+        self.reviewed(answered.map_err(request_failed)?).await;
         Ok(json!({ "applied": true }))
     }
 
@@ -376,20 +340,17 @@ impl Backend {
     }
 
     pub(super) async fn reject(&self, id: ProposalId, hunk: Option<usize>) -> Result<()> {
-        let (paths, change) = {
-            let mut state = self.state();
-            let (paths, done) = state.proposals.reject(id, hunk).map_err(apply_error)?;
-            let record = if done {
-                None
-            } else {
-                state.proposals.record(id)
-            };
-            (paths, (id, record))
-        };
-        self.persist(vec![change]);
-        self.proposals_changed(paths).await;
-        self.flush().await;
+        let reviewed =
+            review::reject(&mut self.state().proposals, id, hunk).map_err(apply_error)?;
+        self.reviewed(reviewed).await;
         Ok(())
+    }
+
+    /// Writes what a review step changed and shows it.
+    async fn reviewed(&self, reviewed: Reviewed) {
+        self.persist(reviewed.records);
+        self.proposals_changed(reviewed.paths).await;
+        self.flush().await;
     }
 
     /// The current diff of a proposal; shown in the editor unless `show: false` — as a

@@ -24,7 +24,7 @@ use crate::config::{Config, ConfigProblem};
 use crate::document::{Document, PositionEncoding};
 use crate::model::ModelRouter;
 use crate::store::Library;
-use crate::workflow::session::review::Proposals;
+use crate::workflow::session::review::{self, Proposals};
 use crate::workflow::session::{ClientAbilities, Command, Runs};
 use crate::workspace;
 
@@ -278,14 +278,13 @@ impl Backend {
     }
 
     /// Applies one `didChange` and maps pending proposals through it. Returns the file's path
-    /// and the proposals that went stale, when the file has proposals.
-    #[allow(clippy::type_complexity)]
+    /// and what following it did to them (stale ones, records to write), when it has proposals.
     fn apply_change(
         &self,
         uri: &Uri,
         version: i32,
         changes: &[crate::document::ContentChange],
-    ) -> Option<(PathBuf, Vec<(u64, String)>)> {
+    ) -> Option<(PathBuf, review::Followed)> {
         let mut state = self.state();
         let encoding = state.encoding;
         let Some(doc) = state.documents.get_mut(uri) else {
@@ -309,13 +308,8 @@ impl Backend {
         if state.proposals.for_path(&path).is_empty() {
             return None;
         }
-        let newly_stale = state
-            .proposals
-            .on_change(&path, &applied.replacements)
-            .into_iter()
-            .map(|id| (id, state.proposals.stale(id).unwrap_or_default().to_owned()))
-            .collect();
-        Some((path, newly_stale))
+        let followed = review::document_changed(&mut state.proposals, &path, &applied.replacements);
+        Some((path, followed))
     }
 
     async fn progress_cancel(&self, params: WorkDoneProgressCancelParams) {
@@ -548,24 +542,24 @@ impl LanguageServer for Backend {
         );
         let doc = Document::new(&item.text, item.version, item.language_id);
         let path = from_proto::file_path(&item.uri);
-        let has_proposals = {
+        let (has_proposals, records) = {
             let mut state = self.state();
             if state.documents.insert(item.uri, doc).is_some() {
                 tracing::warn!("document opened twice; the new text replaces the old");
             }
             // Proposals follow the text the editor has, which may not be the one on disk.
-            path.as_ref().is_some_and(|path| {
-                if state.proposals.for_path(path).is_empty() {
-                    return false;
+            match &path {
+                Some(path) if !state.proposals.for_path(path).is_empty() => {
+                    let followed = review::document_synced(&mut state.proposals, path, &item.text);
+                    (true, followed.records)
                 }
-                state.proposals.sync(path, &item.text);
-                true
-            })
+                _ => (false, Vec::new()),
+            }
         };
         let Some(path) = path else {
             return;
         };
-        self.persist_finished();
+        self.persist(records);
         let mut paths = self.restore_proposals(Some(path.clone())).await;
         if has_proposals || !paths.is_empty() {
             paths.push(path);
@@ -582,11 +576,13 @@ impl LanguageServer for Backend {
             .map(from_proto::content_change)
             .collect();
         // Everything up to the proposals' mapping happens under the lock, before any `.await`.
-        let Some((path, newly_stale)) = self.apply_change(&uri, version, &changes) else {
+        let Some((path, followed)) = self.apply_change(&uri, version, &changes) else {
             return;
         };
-        self.persist_finished();
-        for (id, reason) in newly_stale {
+        // The stored records follow at once: a hunk a code action's edit applied is gone from
+        // them too, not only from this session's view.
+        self.persist(followed.records);
+        for (id, reason) in followed.stale {
             self.client
                 .show_message(
                     MessageType::WARNING,

@@ -19,10 +19,12 @@ use crate::cli::context::{ContextArgs, render_text};
 use crate::config::Config;
 use crate::edit::unified_diff;
 use crate::model::ToolCall;
-use crate::research::{self, RunOptions};
+use crate::research;
 use crate::store::StoreError;
 use crate::tools::transaction::{Transaction, TransactionError};
 use crate::tools::{ChangedFile, RealFs, Session, Snapshot, Status, ToolOptions};
+use crate::workflow::session::research::{ResearchError, RunOptions};
+use crate::workflow::session::{self, RunEvent, RunKind, Runs};
 use crate::workspace::ReadError;
 
 use super::catalog;
@@ -60,6 +62,8 @@ pub struct Agent {
     session: Mutex<Session>,
     config: Config,
     roots: Vec<PathBuf>,
+    /// Research calls are runs of the session layer, as in the editors.
+    runs: Arc<Runs>,
 }
 
 impl Agent {
@@ -75,6 +79,7 @@ impl Agent {
             session: Mutex::new(session),
             config,
             roots,
+            runs: Runs::new(),
         }
     }
 
@@ -340,17 +345,33 @@ impl Agent {
             workspace: self.roots.first().cloned(),
             ..RunOptions::default()
         };
-        let report = |phase: research::Phase, percent: u8, message: &str| {
-            progress(percent.min(100), format!("{}: {message}", phase.name()));
+        let mut run = self.runs.start_run(RunKind::Research, question);
+        let mut events = run.take_events();
+        let token = run.cancel_token();
+        let result = {
+            let research = session::research::run(&self.config, question, options, &run);
+            tokio::pin!(research);
+            loop {
+                tokio::select! {
+                    result = &mut research => break result,
+                    _ = cancel.cancelled(), if !token.is_cancelled() => token.cancel(),
+                    Some(event) = async { events.as_mut()?.recv().await } => {
+                        if let RunEvent::Progress { percent, message } = event {
+                            progress(percent.min(100) as u8, message);
+                        }
+                    }
+                }
+            }
         };
-        match research::run(&self.config, question, options, report, cancel).await {
+        run.finish(if result.is_ok() { "saved" } else { "failed" });
+        match result {
             Ok(run) => CallReply::ok(format!(
                 "{}\nlibrary id: {}\nreport file: {}\n",
                 research::report::render(&run.record).trim_end(),
                 run.record.id,
                 run.report.display()
             )),
-            Err(research::ResearchError::Cancelled) => {
+            Err(ResearchError::Cancelled) => {
                 CallReply::error("research cancelled; nothing was saved")
             }
             Err(e) => CallReply::error(format!("research failed: {e}")),

@@ -175,6 +175,12 @@ impl Research {
         };
     }
 
+    /// Takes the synthesis model from `router` (a run's metered router: its answers' usage is
+    /// reported as they end).
+    pub fn set_router(&mut self, router: Arc<ModelRouter>) {
+        self.model = ModelChoice::Router(router);
+    }
+
     pub fn library(&self) -> &Arc<Library> {
         &self.library
     }

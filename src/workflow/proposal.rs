@@ -294,6 +294,11 @@ impl Tracked {
             .flat_map(|f| f.hunks.iter().filter(|h| !h.accepting).map(move |h| (f, h)))
     }
 
+    /// How many hunks are left (being accepted or not).
+    fn hunk_count(&self) -> usize {
+        self.files.iter().map(|f| f.hunks.len()).sum()
+    }
+
     /// Whether nothing is left to review: every hunk was accepted or rejected.
     fn done(&self) -> bool {
         self.files.iter().all(|f| f.hunks.is_empty())
@@ -306,6 +311,9 @@ pub struct Proposals {
     pending: BTreeMap<ProposalId, Tracked>,
     /// Proposals whose every hunk was applied through document changes, not yet reported.
     finished: Vec<ProposalId>,
+    /// Proposals that lost a hunk to a document change that applied it (a code action's edit
+    /// the client applied itself) and are still pending, not yet reported.
+    shrunk: Vec<ProposalId>,
     /// When each stored proposal was first stored.
     created: BTreeMap<ProposalId, String>,
 }
@@ -409,6 +417,16 @@ impl Proposals {
         std::mem::take(&mut self.finished)
     }
 
+    /// The ids of proposals that are still pending but lost a hunk to a document change that
+    /// applied it since the last call (their stored record is behind).
+    pub fn take_shrunk(&mut self) -> Vec<ProposalId> {
+        let mut ids = std::mem::take(&mut self.shrunk);
+        ids.retain(|id| self.pending.get(id).is_some_and(|t| t.stale.is_none()));
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
     /// Every hunk of every live proposal in `path` (for code lenses and diagnostics).
     pub fn hunks_for_path(&self, path: &Path) -> Vec<Hunk> {
         self.pending
@@ -439,6 +457,7 @@ impl Proposals {
             if t.stale.is_some() {
                 continue;
             }
+            let before = t.hunk_count();
             for f in t.files.iter_mut().filter(|f| f.path == path) {
                 let outcome = match expected_after(f, changes) {
                     Some(text) => {
@@ -452,6 +471,9 @@ impl Proposals {
                     newly_stale.push(*id);
                     break;
                 }
+            }
+            if t.hunk_count() < before {
+                self.shrunk.push(*id);
             }
         }
         self.collect_finished();
@@ -482,6 +504,7 @@ impl Proposals {
             if t.stale.is_some() {
                 continue;
             }
+            let before = t.hunk_count();
             for f in t
                 .files
                 .iter_mut()
@@ -496,6 +519,9 @@ impl Proposals {
                     newly_stale.push(*id);
                     break;
                 }
+            }
+            if t.hunk_count() < before {
+                self.shrunk.push(*id);
             }
         }
         self.collect_finished();

@@ -33,6 +33,11 @@
 //! progress closure over `run.report` to the workflow, and `finish` with the message the user
 //! should see. Edit ([`edit`]) and research ([`research`]) are the two worked examples.
 //!
+//! # Review
+//! [`review`] accepts and rejects proposals (whole or a hunk), follows the documents they are
+//! in and hands the edge the stored records to write; `review::accept_whole` is an ACP turn's
+//! accept of a proposal no store follows.
+//!
 //! # Code-action choices
 //! [`choices::code_actions`] decides which actions a range offers (accept/reject/diff of the
 //! proposals there, "Apply instruction" for an instruction comment, "Develop: …" for a develop
@@ -43,16 +48,8 @@ pub mod choices;
 pub mod develop;
 pub mod edit;
 pub mod research;
+pub mod review;
 mod runs;
-
-/// The pending proposals an edge shows and reviews (`workflow::proposal`): the store that keeps
-/// them anchored as documents change, their hunks, accepting and rejecting them, and their
-/// records in the library.
-pub mod review {
-    pub use crate::workflow::proposal::{
-        ApplyError, FileApply, Hunk, ProposalId, Proposals, new_record,
-    };
-}
 
 pub use choices::{Choice, ChoiceArgument, ChoiceKind, ClientAbilities, ForeignDiagnostic, Lens};
 // A run's result as the edges show it.

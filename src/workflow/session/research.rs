@@ -1,8 +1,11 @@
 //! A research run as the edges ask for it: the research pipeline's phases folded into one
-//! overall percentage, so the progress bar moves through the run evenly whatever the edge.
+//! overall percentage, so the progress bar moves through the run evenly whatever the edge, and
+//! the model's usage reported after each answer ([`RunEvent::Usage`](super::RunEvent)), as
+//! develop and edit runs report it.
 
 use crate::config::Config;
-use crate::research::{self, Phase};
+use crate::model::ModelRouter;
+use crate::research::{Phase, Research};
 pub use crate::research::{ResearchError, ResearchRun, RunOptions};
 
 use super::runs::RunHandle;
@@ -30,7 +33,7 @@ pub fn overall_percent(phase: Phase, percent: u8) -> u32 {
     base + (next - base) * u32::from(percent.min(100)) / 100
 }
 
-/// Runs `query`, reporting progress on `run` and stopping when it is cancelled.
+/// Runs `query`, reporting progress and model usage on `run`, stopping when it is cancelled.
 pub async fn run(
     config: &Config,
     query: &str,
@@ -43,7 +46,11 @@ pub async fn run(
             &format!("{}: {message}", phase.name()),
         );
     };
-    research::run(config, query, options, progress, run.cancel_token()).await
+    let mut research = Research::new(config)?;
+    research.set_router(run.metered(&ModelRouter::new(config.clone())));
+    research
+        .run(query, options, &progress, run.cancel_token())
+        .await
 }
 
 #[cfg(test)]
