@@ -724,3 +724,13 @@ async fn a_file_too_large_to_show_whole_gets_the_functions_the_step_names_rewrit
         );
     assert_eq!(proposal.files[0].new_text, expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_fix_with_its_path_inside_a_bare_fence() {
+    scenario("qwen_fix_test_path_in_bare_fence").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_rename_that_dropped_a_path_is_shown_what_it_dropped() {
+    scenario("qwen_rename_dropped_path_shown").await;
+}

@@ -45,6 +45,22 @@ pub fn file_blocks(answer: &str) -> Vec<FileBlock> {
                 .map(|i| lines.get(i).copied().unwrap_or(""))
                 .find(|l| !is_blank(l))
                 .and_then(path_line);
+            // The path inside a bare fence, then the real fence (`` ``` ``, `src/lib.rs`,
+            // `` ```rust ``, the file): the bare fence opened, the path and the real fence's
+            // opening line are the block's first lines, and the file follows.
+            if b.info.trim().is_empty()
+                && let Some((first, rest)) = b.body.split_once('\n')
+                && let Some(path) = path_line(first)
+                && let Some((opener, body)) = rest.split_once('\n')
+                && opener.trim_start().starts_with("```")
+            {
+                return FileBlock {
+                    path: Some(path),
+                    info: opener.trim().trim_start_matches('`').trim().to_owned(),
+                    body: body.to_owned(),
+                    closed: b.closed,
+                };
+            }
             FileBlock {
                 path: from_info.or(above),
                 info: b.info.clone(),
@@ -265,6 +281,17 @@ mod tests {
         assert_eq!(path_line("### File: `a/b.py`:"), Some("a/b.py".to_owned()));
         assert_eq!(path_line("Here is the updated file:"), None);
         assert_eq!(path_line("v1.2"), None);
+    }
+
+    #[test]
+    fn a_path_inside_a_bare_fence_names_the_block_after_it() {
+        // Recorded from qwen2.5-coder-1.5b (the develop bench's rust-fix-test, a fix round).
+        let answer = "```\nsrc/lib.rs\n```rust\nfn a() {}\n```\n";
+        let blocks = file_blocks(answer);
+        assert_eq!(blocks.len(), 1);
+        assert_eq!(blocks[0].path.as_deref(), Some("src/lib.rs"));
+        assert_eq!(blocks[0].info, "rust");
+        assert_eq!(blocks[0].body, "fn a() {}\n");
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! `[models.X] edit_format = "auto"` (the default) a failed attempt falls back to the other
 //! protocol; `rewrite` or `tools` keeps to one (rewrite still needs a target that fits). A refused edit is not the end: the model gets the refusal and tries again — at most
 //! `max_attempts` times; the last attempt may go to the `escalation` model with a clean prompt
-//! that says why the earlier ones failed.
+//! that says why the earlier ones failed. The attempts are driven by `model_loop::driver`, the
+//! one driver develop steps use too; this file is the edit's policy over it.
 //!
 //! Every request is planned against the resolved model's context window, with an answer
 //! reservation sized to the task: the region shrinks to fit, older turns are cut, and a request
@@ -36,7 +37,7 @@ pub use crate::config::EditFormat;
 use crate::config::{Config, ModelRole};
 use crate::edit::RefusalKind;
 use crate::edit::text::fenced_blocks;
-use crate::model::budget::{self, Budget, UNKNOWN_WINDOW, count_request};
+use crate::model::budget::{Budget, UNKNOWN_WINDOW, count_request};
 use crate::model::{
     ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter, ToolCall,
     ToolChoice, ToolSpec,
@@ -50,7 +51,8 @@ use crate::tools::{
 
 use super::model_loop::answer::{self, Reading};
 use super::model_loop::target::{self, EditTarget};
-use super::model_loop::{self, Interrupted, Protocol, REWRITE_MAX_LINES, Schedule, Unanswered};
+use super::model_loop::driver::{self, At, Driven, Ended, NoAnswer, Policy};
+use super::model_loop::{self, Interrupted, Protocol, REWRITE_MAX_LINES, Schedule};
 use super::proposal::{Proposal, ProposalFile};
 use super::write_session::WriteSessions;
 
@@ -341,6 +343,10 @@ struct Run<'a> {
     /// sessions"): the target when it does not exist or is empty, and new files the instruction
     /// names. Such a run uses the tools protocol and offers `begin_write`.
     creates: Vec<String>,
+    /// The protocols of the run's attempts (the coder's; kept when the last one escalates).
+    schedule: Schedule,
+    /// How the edits were placed (the matching passes), for the proposal.
+    matched: Vec<String>,
 }
 
 /// How one model answer went.
@@ -355,6 +361,81 @@ enum Round {
 
 /// How an attempt ended: `None` done, or why it failed and whether that was a refusal.
 type AttemptEnd = Option<(String, bool)>;
+
+/// The edit's policy over the shared driver (`model_loop::driver`): a failed attempt in the
+/// same protocol goes on in the same conversation (the refusal, and the current text in the
+/// tools protocol); escalating or switching protocol starts clean from the file as it was.
+impl Policy for Run<'_> {
+    type Error = EditFailure;
+    const CONTINUES: bool = true;
+
+    fn attempts(&self) -> (usize, bool) {
+        (self.ctx.options.max_attempts, self.ctx.options.escalate)
+    }
+
+    fn schedule(&mut self, _model: &dyn ChatModel) -> Schedule {
+        self.schedule
+    }
+
+    fn starting(&mut self, at: &At) {
+        if at.attempt > 1 {
+            self.report(
+                format!("attempt {}/{}", at.attempt, at.max),
+                (10 + (at.attempt - 1) * 80 / at.max) as u32,
+            );
+        }
+    }
+
+    fn clean_start(&mut self, at: &At, failures: &[String]) -> Result<Vec<Message>, EditFailure> {
+        if at.attempt > 1 {
+            // The working copy and the ledger forget the failed attempts.
+            if at.escalated {
+                self.budget = Budget::for_window(at.model.name(), at.model.context_window());
+            }
+            self.force_edit = self.ctx.options.force_edit;
+            let s = self.session();
+            s.copy.reset();
+            s.ledger = Default::default();
+            self.read_and_record()?;
+            self.matched.clear();
+            let who = if at.escalated {
+                "Earlier attempts by another model"
+            } else {
+                "Earlier attempts"
+            };
+            self.notes = model_loop::failure_notes(failures, who, 600);
+        }
+        self.first_prompt(at.protocol)
+    }
+
+    fn retry(&mut self, at: &At, reason: &str, messages: &[Message]) -> String {
+        self.feedback(at.protocol, at.attempt, at.max, reason, messages)
+    }
+
+    async fn attempt(
+        &mut self,
+        at: &At,
+        messages: &mut Vec<Message>,
+    ) -> Result<Ended, EditFailure> {
+        let mut matched = std::mem::take(&mut self.matched);
+        let model = at.model.as_ref();
+        let end = match at.protocol {
+            Protocol::Rewrite => {
+                self.rewrite_attempt(model, messages, &mut matched, at.attempt, at.max)
+                    .await
+            }
+            Protocol::Tools => {
+                self.tools_attempt(model, messages, &mut matched, at.attempt, at.max)
+                    .await
+            }
+        };
+        self.matched = matched;
+        Ok(match end? {
+            None => Ended::Done,
+            Some((reason, refused)) => Ended::Failed { reason, refused },
+        })
+    }
+}
 
 impl<'a> Run<'a> {
     fn start(
@@ -395,6 +476,12 @@ impl<'a> Run<'a> {
             force_edit: ctx.options.force_edit,
             writes: WriteSessions::new(ctx.config.tools.clone()),
             creates: Vec::new(),
+            schedule: Schedule {
+                format: EditFormat::Auto,
+                fits: false,
+                creating: false,
+            },
+            matched: Vec::new(),
         })
     }
 
@@ -417,85 +504,41 @@ impl<'a> Run<'a> {
         let range = clamp_range(&text, &self.request.range);
         self.target = target::resolve(&text, &range, self.language, REWRITE_MAX_LINES);
         self.creates = self.files_to_create(&text);
-        let max = self.ctx.options.max_attempts.max(1);
-        let mut model = coder.clone();
-        self.budget = Budget::for_window(model.name(), model.context_window());
+        self.budget = Budget::for_window(coder.name(), coder.context_window());
         let rewrite_fits = self.rewrite_fits(&text);
         // A run that creates a file takes the tools protocol in `auto`: a rewrite has no target
-        // to rewrite, and the new file's content streams in a write session.
-        let schedule = Schedule {
-            format: self.edit_format(model.name()),
+        // to rewrite, and the new file's content streams in a write session. The schedule is
+        // the coder's, kept when the last attempt escalates.
+        self.schedule = Schedule {
+            format: self.edit_format(coder.name()),
             fits: rewrite_fits,
             creating: !self.creates.is_empty(),
         };
-        let primary = schedule.primary();
-        let mut protocol = primary;
-        let mut messages = self.first_prompt(protocol)?;
-        let mut failures: Vec<String> = Vec::new();
-        let mut matched: Vec<String> = Vec::new();
-        let mut attempt = 1;
-        loop {
-            let end = match protocol {
-                Protocol::Rewrite => {
-                    self.rewrite_attempt(model.as_ref(), &mut messages, &mut matched, attempt, max)
-                        .await?
-                }
-                Protocol::Tools => {
-                    self.tools_attempt(model.as_ref(), &mut messages, &mut matched, attempt, max)
-                        .await?
-                }
-            };
-            let Some((reason, refused)) = end else {
-                break;
-            };
-            failures.push(reason.clone());
-            if attempt >= max {
-                return Err(if refused {
+        match driver::drive(&mut self, coder, escalation).await? {
+            Driven::Done { attempts, model } => {
+                let matched = std::mem::take(&mut self.matched);
+                self.finish(model.name(), attempts, &matched)
+            }
+            Driven::Failed {
+                attempts,
+                mut failures,
+                refused,
+                ..
+            } => {
+                let last = failures.pop().unwrap_or_default();
+                Err(if refused {
                     EditFailure::Refused {
-                        attempts: attempt,
-                        last: reason,
+                        attempts,
+                        last,
                     }
                 } else {
                     EditFailure::NoEdit {
-                        attempts: attempt,
-                        reason,
+                        attempts,
+                        reason: last,
                     }
-                });
-            }
-            attempt += 1;
-            self.report(
-                format!("attempt {attempt}/{max}"),
-                (10 + (attempt - 1) * 80 / max) as u32,
-            );
-            let next = schedule.protocol(attempt);
-            let escalate = model_loop::escalates(attempt, max, self.ctx.options.escalate)
-                && escalation.is_some();
-            if escalate || next != protocol {
-                // A clean start: the working copy and the ledger forget the failed attempts.
-                if let (true, Some(stronger)) = (escalate, &escalation) {
-                    model = stronger.clone();
-                    self.budget = Budget::for_window(model.name(), model.context_window());
-                }
-                self.force_edit = self.ctx.options.force_edit;
-                let s = self.session();
-                s.copy.reset();
-                s.ledger = Default::default();
-                self.read_and_record()?;
-                matched.clear();
-                let who = if escalate {
-                    "Earlier attempts by another model"
-                } else {
-                    "Earlier attempts"
-                };
-                self.notes = model_loop::failure_notes(&failures, who, 600);
-                protocol = next;
-                messages = self.first_prompt(protocol)?;
-            } else {
-                let feedback = self.feedback(protocol, attempt, max, &reason, &messages);
-                messages.push(Message::user(feedback));
+                })
             }
         }
-        self.finish(model.name(), attempt, &matched)
     }
 
     /// The protocol to start with: the run's option, else `[models.X] edit_format` of the
@@ -638,8 +681,9 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Sends one request; `Ok(Err(reason))` when the answer broke off and another attempt may
-    /// still come (a shared server interrupting it, a cut stream).
+    /// Sends one request (fitted to the model's window by the driver: older turns first, then
+    /// the region a tools prompt shows shrinks); `Ok(Err(reason))` when the answer broke off
+    /// and another attempt may still come (a shared server interrupting it, a cut stream).
     async fn ask(
         &mut self,
         model: &dyn ChatModel,
@@ -664,7 +708,7 @@ impl<'a> Run<'a> {
         } else {
             self.answer_reserve(protocol)
         };
-        let mut request = ChatRequest {
+        let request = ChatRequest {
             messages: messages.to_vec(),
             tools: if protocol == Protocol::Tools {
                 self.tools()
@@ -678,33 +722,27 @@ impl<'a> Run<'a> {
                 ..ChatOptions::default()
             },
         };
-        // Fitted here, against the model's own window, so that a request is never refused for
-        // size: older tool results and turns go first, then the region shown shrinks.
-        let mut tries = 0;
-        loop {
-            match budget::fit(&mut request, &self.budget) {
-                Ok(_) => break,
-                Err(ModelError::ContextOverflow { over_by, .. })
-                    if protocol == Protocol::Tools && tries < 4 && self.region_budget > 300 =>
-                {
-                    tries += 1;
-                    self.region_budget = self.region_budget.saturating_sub(over_by + 200).max(300);
-                    let first = self.first_prompt(Protocol::Tools)?;
-                    if let (Some(new), Some(old)) = (first.get(1), messages.get_mut(1)) {
-                        *old = new.clone();
-                    }
-                    request.messages = messages.to_vec();
-                }
-                Err(e) => return Err(model_failure(e)),
+        // A request is never refused for size: when cutting older turns is not enough, the
+        // region a tools prompt shows shrinks (and stays smaller for the rounds after).
+        let cancel = self.cancel.clone();
+        let shrink = |over_by: usize| {
+            if protocol != Protocol::Tools || self.region_budget <= 300 {
+                return None;
             }
-        }
-        match model_loop::send(model, request, &self.cancel, None, &|_| {}).await {
+            self.region_budget = self.region_budget.saturating_sub(over_by + 200).max(300);
+            let first = self.first_prompt(Protocol::Tools).ok()?;
+            if let (Some(new), Some(old)) = (first.get(1), messages.get_mut(1)) {
+                *old = new.clone();
+            }
+            Some(messages.to_vec())
+        };
+        match driver::ask(model, request, shrink, &cancel, None, &|_| {}).await {
             Ok(r) => Ok(Ok(r)),
-            Err(Unanswered::Failed(e)) if model_loop::broke_off(&e) && may_retry => {
+            Err(NoAnswer::BrokeOff(e)) if may_retry => {
                 Ok(Err(format!("the answer broke off ({e})")))
             }
-            Err(Unanswered::Failed(e)) => Err(model_failure(e)),
-            Err(Unanswered::Cancelled | Unanswered::TimedOut) => Err(EditFailure::Cancelled),
+            Err(NoAnswer::BrokeOff(e) | NoAnswer::Failed(e)) => Err(model_failure(e)),
+            Err(NoAnswer::Cancelled | NoAnswer::TimedOut) => Err(EditFailure::Cancelled),
         }
     }
 

@@ -61,7 +61,8 @@ use crate::tools::{FileSystem, RealFs, Session, Snapshot, ToolOptions, ToolOutco
 pub use super::edit::Progress;
 use super::edit::{RULE_FILES, display_path};
 use super::model_loop::answer::{self, Reading};
-use super::model_loop::{self, Interrupted, Unanswered, empty_session};
+use super::model_loop::driver::{self, NoAnswer};
+use super::model_loop::{self, Interrupted, empty_session};
 use super::proposal::{Proposal, ProposalFile};
 use super::write_session::WriteSessions;
 use checks::{CheckRun, Checker};
@@ -998,11 +999,13 @@ impl Run<'_> {
                 on_stream(bytes);
             }
         };
-        match model_loop::send(model, request, &self.cancel, Some(remaining), &observe).await {
+        // Fitted to the model's window as an edit's requests are (older turns cut first).
+        let cancel = self.cancel.clone();
+        match driver::ask(model, request, |_| None, &cancel, Some(remaining), &observe).await {
             Ok(r) => Ok(r),
-            Err(Unanswered::Cancelled) => Err(DevelopFailure::Cancelled),
-            Err(Unanswered::TimedOut) => Err(self.spend(self.time_spent())),
-            Err(Unanswered::Failed(e)) => Err(model_failure(e)),
+            Err(NoAnswer::Cancelled) => Err(DevelopFailure::Cancelled),
+            Err(NoAnswer::TimedOut) => Err(self.spend(self.time_spent())),
+            Err(NoAnswer::BrokeOff(e) | NoAnswer::Failed(e)) => Err(model_failure(e)),
         }
     }
 

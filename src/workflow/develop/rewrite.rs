@@ -221,11 +221,15 @@ impl Run<'_> {
              line exactly as it is. Keep the names the files and the request use. Never change \
              the tests you are shown to read.\n"
         };
-        let system = self.system_prompt(intro, "Workspace rules (follow them)");
+        // The workspace rules come first in the user message, as context the answer follows
+        // and never repeats: in the system message, under markdown headings, the 1.5B model
+        // answered by echoing them (heading and all) before the files, and a fix round echoed
+        // them again and again until the token limit (the develop bench, rust-rename).
+        let system = intro.to_owned();
         let coder = self.roles().coder.clone();
         let window = coder.context_window();
         let encoding = Budget::for_window(coder.name(), window).encoding;
-        let mut user = String::new();
+        let mut user = rules_as_context(&self.rules);
         let mut used = 0;
         for f in &files.edit {
             let Some(text) = self.read_text(f) else {
@@ -292,6 +296,18 @@ impl Run<'_> {
             user.push_str(&format!("\n{}\n", feedback.trim_end()));
         } else {
             user.push_str(&format!("\n{}", self.answer_shape(files)));
+        }
+        // Where the answer starts: the first file's path, not the rules or a preamble.
+        if let Some(first) = files
+            .items
+            .first()
+            .map(|(f, _)| f)
+            .or(files.edit.first())
+            .or(files.create.first())
+        {
+            user.push_str(&format!(
+                "\nStart your answer with the line `{first}`; do not repeat the rules.\n"
+            ));
         }
         vec![Message::system(system), Message::user(user)]
     }
@@ -720,6 +736,25 @@ fn step_names(spec: &StepSpec) -> Vec<String> {
 }
 
 /// A file shown whole: its path (and `note`), then the text in a fence.
+/// The workspace rules as the first lines of a step's user message: the rule files' own lines
+/// without their markdown headings (which the model copies as the start of its answer), under
+/// one sentence saying they are context. Empty without rules.
+fn rules_as_context(rules: &str) -> String {
+    let lines: Vec<&str> = rules
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect();
+    let body = lines.join("\n");
+    let body = body.trim();
+    if body.is_empty() {
+        return String::new();
+    }
+    format!(
+        "The project's rules (your change follows them; they are not part of any file, do not \
+         repeat them):\n{body}\n\n"
+    )
+}
+
 fn fenced(rel: &str, text: &str, note: &str) -> String {
     let tag = fence_tag(Language::from_path(rel).unwrap_or(Language::Text));
     let fence = if text.contains("```") { "````" } else { "```" };

@@ -1,7 +1,7 @@
 //! One step of a develop run: the `coder` changes the working copy until the step is done. The
-//! loop is the one an edit runs (`workflow::model_loop`: the protocol of each attempt, escalation,
-//! how an answer is read, feedback, the stuck and same-error rules); this is the step's policy
-//! over it. A step asks in one of edit's two protocols (`[models."NAME"] edit_format`,
+//! loop is the one an edit runs (`workflow::model_loop`: the attempts and the protocol of each,
+//! escalation and fitting each request, driven by `model_loop::driver`; how an answer is read,
+//! feedback, the stuck and same-error rules); this is the step's policy over it ([`Step`]). A step asks in one of edit's two protocols (`[models."NAME"] edit_format`,
 //! `docs/develop.md`, "Steps that rewrite"): **rewrite** — the step's files shown whole (or, for
 //! a file too large, the items the step names in it), the answer their new text, each in a code
 //! block under its path (`rewrite.rs`) — when they fit the window, else **tools**; in `auto` a
@@ -25,7 +25,6 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use serde_json::json;
 
@@ -34,9 +33,8 @@ use crate::tools;
 use crate::workflow::edit::configured_format;
 use crate::workflow::model_loop::answer::{self, push_results, refuses, what_it_said};
 use crate::workflow::model_loop::feedback::{self, CheckFeedback, Repeats, Stuck};
-use crate::workflow::model_loop::{
-    self, Protocol, Schedule, broke_off, empty_session, failure_notes,
-};
+use crate::workflow::model_loop::driver::{self, At, Driven, Ended, Policy};
+use crate::workflow::model_loop::{Protocol, Schedule, broke_off, empty_session, failure_notes};
 use crate::workflow::write_session::WriteSessions;
 
 use super::checks::describe_failures;
@@ -78,6 +76,119 @@ struct Memory {
     /// How often each check failure came back.
     errors: Repeats,
     notes: Vec<String>,
+    /// The check's failure the model was last told about (this attempt).
+    failing: Option<String>,
+}
+
+/// A step's policy over the shared driver (`model_loop::driver`): every attempt starts clean
+/// from the step's snapshot, with the files the step names as they fit the model's window.
+struct Step<'s, 'r> {
+    run: &'s mut Run<'r>,
+    plan: &'s Plan,
+    spec: &'s StepSpec,
+    /// The working copy and the ledger when the step began.
+    before: (tools::WorkingCopy, crate::edit::Ledger),
+    /// The run's changed files and their text when the step began.
+    before_changes: Vec<(PathBuf, String)>,
+    memory: Memory,
+    /// Why the earlier attempts failed.
+    failures: Vec<String>,
+    /// The files of the attempt being planned (from [`Policy::schedule`]).
+    files: StepFiles,
+    /// The attempt asked now, and its model.
+    attempt: usize,
+    model: String,
+}
+
+impl Step<'_, '_> {
+    /// Back to the step's snapshot: a failed or stopped attempt leaves no trace.
+    fn restore(&mut self) {
+        let s = self.run.session();
+        s.copy = self.before.0.clone();
+        s.ledger = self.before.1.clone();
+    }
+}
+
+impl Policy for Step<'_, '_> {
+    type Error = DevelopFailure;
+    const CONTINUES: bool = false;
+
+    fn attempts(&self) -> (usize, bool) {
+        (self.run.ctx.options.max_attempts, self.run.ctx.options.escalate)
+    }
+
+    fn schedule(&mut self, model: &dyn ChatModel) -> Schedule {
+        let format = match self.run.ctx.options.edit_format {
+            Some(f) => f,
+            None => configured_format(&self.run.ctx.config, model.name()),
+        };
+        let mut files = self.run.step_files(self.spec);
+        let fits = self.run.fit_rewrite(self.spec, &mut files, model);
+        self.files = files;
+        Schedule {
+            format,
+            fits,
+            creating: false,
+        }
+    }
+
+    fn starting(&mut self, at: &At) {
+        self.attempt = at.attempt;
+        self.model = at.model.name().to_owned();
+        if at.escalated {
+            self.memory.notes.push(format!(
+                "attempt {} went to the escalation model {}",
+                at.attempt, self.model
+            ));
+        }
+    }
+
+    fn clean_start(&mut self, at: &At, failures: &[String]) -> Result<Vec<Message>, DevelopFailure> {
+        Ok(match at.protocol {
+            Protocol::Rewrite => {
+                let files = self.files.clone();
+                self.run
+                    .rewrite_prompt(self.plan, self.spec, &files, failures, None)
+            }
+            Protocol::Tools => self.run.step_prompt(self.plan, self.spec, failures),
+        })
+    }
+
+    async fn attempt(
+        &mut self,
+        at: &At,
+        messages: &mut Vec<Message>,
+    ) -> Result<Ended, DevelopFailure> {
+        let turn = Turn {
+            spec: self.spec,
+            plan: self.plan,
+            files: &self.files,
+            failures: &self.failures,
+            protocol: at.protocol,
+            before: &self.before_changes,
+        };
+        let attempted = self
+            .run
+            .attempt(&turn, at.model.as_ref(), messages, &mut self.memory)
+            .await?;
+        Ok(match attempted {
+            Attempt::Done => Ended::Done,
+            Attempt::Failed(reason) => Ended::Failed {
+                reason,
+                refused: false,
+            },
+        })
+    }
+
+    fn failed(&mut self, at: &At, reason: &str) {
+        self.memory.notes.push(format!(
+            "attempt {} failed: {}",
+            at.attempt,
+            crate::edit::text::clip(reason, 160)
+        ));
+        self.failures.push(reason.to_owned());
+        self.restore();
+    }
 }
 
 impl Run<'_> {
@@ -93,119 +204,84 @@ impl Run<'_> {
             (s.copy.clone(), s.ledger.clone())
         };
         let before_changes = self.changes();
-        let max = self.ctx.options.max_attempts.max(1);
-        let mut memory = Memory::default();
-        let mut failures: Vec<String> = Vec::new();
-        let mut model_name = String::new();
-        for attempt in 1..=max {
-            let escalation = self.roles().escalation.clone();
-            let escalate = model_loop::escalates(attempt, max, self.ctx.options.escalate);
-            let model: Arc<dyn ChatModel> = match (&escalation, escalate) {
-                (Some(strong), true) => {
-                    memory.notes.push(format!(
-                        "attempt {attempt} went to the escalation model {}",
-                        strong.name()
-                    ));
-                    strong.clone()
-                }
-                _ => self.roles().coder.clone(),
-            };
-            model_name = model.name().to_owned();
-            let format = match self.ctx.options.edit_format {
-                Some(f) => f,
-                None => configured_format(&self.ctx.config, model.name()),
-            };
-            let mut files = self.step_files(spec);
-            let fits = self.fit_rewrite(spec, &mut files, model.as_ref());
-            // In `auto`, a failed attempt falls back to the other protocol (as in an edit).
-            let protocol = Schedule {
-                format,
-                fits,
-                creating: false,
-            }
-            .protocol(attempt);
-            let mut messages = match protocol {
-                Protocol::Rewrite => self.rewrite_prompt(plan, spec, &files, &failures, None),
-                Protocol::Tools => self.step_prompt(plan, spec, &failures),
-            };
-            let turn = Turn {
-                spec,
-                plan,
-                files: &files,
-                failures: &failures,
-                protocol,
-                before: &before_changes,
-            };
-            let attempted = self
-                .attempt(&turn, model.as_ref(), &mut messages, &mut memory)
-                .await;
-            let attempted = match attempted {
-                Err(DevelopFailure::Budget(spent)) => {
-                    // The budget ran out mid-step: the step's snapshot, as for a failed attempt,
-                    // and no further attempt.
-                    let s = self.session();
-                    s.copy = before.0.clone();
-                    s.ledger = before.1.clone();
-                    self.writes = WriteSessions::new(self.ctx.config.tools.clone());
-                    memory
-                        .notes
-                        .push(format!("attempt {attempt} was stopped: {spent}"));
-                    return Ok(StepReport {
-                        name: spec.name.clone(),
-                        text: spec.text.clone(),
-                        status: StepStatus::Stopped,
-                        attempts: attempt,
-                        model: model_name,
-                        changed: Vec::new(),
-                        notes: memory.notes,
-                        error: Some(spent.to_string()),
-                    });
-                }
-                other => other?,
-            };
-            match attempted {
-                Attempt::Done => {
-                    let after = self.changes();
-                    let root = self.root();
-                    let changed = after
-                        .iter()
-                        .filter(|(p, t)| !before_changes.iter().any(|(bp, bt)| bp == p && bt == t))
-                        .map(|(p, _)| rel_of(&root, p))
-                        .collect();
-                    return Ok(StepReport {
-                        name: spec.name.clone(),
-                        text: spec.text.clone(),
-                        status: StepStatus::Done,
-                        attempts: attempt,
-                        model: model_name,
-                        changed,
-                        notes: memory.notes,
-                        error: None,
-                    });
-                }
-                Attempt::Failed(reason) => {
-                    memory.notes.push(format!(
-                        "attempt {attempt} failed: {}",
-                        crate::edit::text::clip(&reason, 160)
-                    ));
-                    failures.push(reason);
-                    // The step's snapshot: a failed attempt leaves no trace in the working copy.
-                    let s = self.session();
-                    s.copy = before.0.clone();
-                    s.ledger = before.1.clone();
-                }
-            }
-        }
-        Ok(StepReport {
+        let coder = self.roles().coder.clone();
+        let escalation = self.roles().escalation.clone();
+        let mut step = Step {
+            run: self,
+            plan,
+            spec,
+            before,
+            before_changes,
+            memory: Memory::default(),
+            failures: Vec::new(),
+            files: StepFiles::default(),
+            attempt: 0,
+            model: String::new(),
+        };
+        let driven = driver::drive(&mut step, coder, escalation).await;
+        let report = |status, attempts, model, changed, notes, error| StepReport {
             name: spec.name.clone(),
             text: spec.text.clone(),
-            status: StepStatus::Failed,
-            attempts: max,
-            model: model_name,
-            changed: Vec::new(),
-            notes: memory.notes,
-            error: failures.last().cloned(),
-        })
+            status,
+            attempts,
+            model,
+            changed,
+            notes,
+            error,
+        };
+        match driven {
+            Err(DevelopFailure::Budget(spent)) => {
+                // The budget ran out mid-step: the step's snapshot, as for a failed attempt,
+                // and no further attempt.
+                step.restore();
+                let attempt = step.attempt;
+                step.memory
+                    .notes
+                    .push(format!("attempt {attempt} was stopped: {spent}"));
+                let (model, notes) = (step.model, step.memory.notes);
+                self.writes = WriteSessions::new(self.ctx.config.tools.clone());
+                Ok(report(
+                    StepStatus::Stopped,
+                    attempt,
+                    model,
+                    Vec::new(),
+                    notes,
+                    Some(spent.to_string()),
+                ))
+            }
+            Err(e) => Err(e),
+            Ok(Driven::Done { attempts, model }) => {
+                let (before_changes, notes) = (step.before_changes, step.memory.notes);
+                let after = self.changes();
+                let root = self.root();
+                let changed = after
+                    .iter()
+                    .filter(|(p, t)| !before_changes.iter().any(|(bp, bt)| bp == p && bt == t))
+                    .map(|(p, _)| rel_of(&root, p))
+                    .collect();
+                Ok(report(
+                    StepStatus::Done,
+                    attempts,
+                    model.name().to_owned(),
+                    changed,
+                    notes,
+                    None,
+                ))
+            }
+            Ok(Driven::Failed {
+                attempts,
+                model,
+                failures,
+                ..
+            }) => Ok(report(
+                StepStatus::Failed,
+                attempts,
+                model.name().to_owned(),
+                Vec::new(),
+                step.memory.notes,
+                failures.last().cloned(),
+            )),
+        }
     }
 
     /// An `edit_file` call with an empty `old_string` names no place, and small models send it
@@ -282,6 +358,7 @@ impl Run<'_> {
         let mut edited = false;
         let mut check_ok = true;
         let mut asked_missing = false;
+        let mut told_unchanged = false;
         let mut refused_in_a_row = 0;
         for _ in 0..self.ctx.options.max_rounds.max(1) {
             // A write session's content comes as plain text.
@@ -359,6 +436,31 @@ impl Run<'_> {
                         // No block, or only blocks that repeat the files as they are.
                         if edited && check_ok {
                             return Ok(Attempt::Done);
+                        }
+                        // A block that repeats the file while something still fails (the
+                        // check, or the tests a fix round is given): said once, with what fails.
+                        if repeated
+                            && !told_unchanged
+                            && let Some(failing) = self.still_failing(turn, memory)
+                        {
+                            told_unchanged = true;
+                            memory.notes.push(
+                                "its code block changed nothing while something still failed; \
+                                 told so once"
+                                    .to_owned(),
+                            );
+                            let again = self.answer_again(turn);
+                            self.say(
+                                turn,
+                                messages,
+                                format!(
+                                    "Your code block is the same as the current file: it changed \
+                                     nothing, and this still fails:\n{}\n\nChange the code so \
+                                     that it passes. {again}",
+                                    crate::edit::text::clip(failing.trim(), 1500)
+                                ),
+                            );
+                            continue;
                         }
                         let said = response.text.trim();
                         let why = if repeated {
@@ -467,7 +569,17 @@ impl Run<'_> {
             }
             let failing: Vec<_> = runs.iter().filter(|r| !r.passed).cloned().collect();
             let fingerprint = failing.first().map_or(0, |r| r.fingerprint());
-            let text = describe_failures(&failing);
+            let mut text = describe_failures(&failing);
+            memory.failing = Some(text.clone());
+            // The lines the check points at that this step changed, as they were: a rewrite
+            // that dropped something (a `wordstat::` path) sees what it dropped.
+            let touched = self.touched_at_errors(turn, &text);
+            if !touched.is_empty() {
+                text.push_str(&format!(
+                    "\nLines the errors point at that your change rewrote (before → now); keep \
+                     what the step does not ask to change:\n{touched}"
+                ));
+            }
             let fix = if rewrite {
                 self.correction(turn)
             } else {
@@ -500,6 +612,39 @@ impl Run<'_> {
                 " (the check still failed)"
             }
         )))
+    }
+
+    /// What still fails in this step: the check's last failure in this attempt, else the
+    /// failing tests a fix round was given.
+    fn still_failing(&self, turn: &Turn<'_>, memory: &Memory) -> Option<String> {
+        memory
+            .failing
+            .clone()
+            .or_else(|| turn.spec.extra.clone())
+            .filter(|f| !f.trim().is_empty())
+    }
+
+    /// For each `path:line` the check output names in a file this step changed: the changed
+    /// lines there as they were when the step began and as they are now.
+    fn touched_at_errors(&mut self, turn: &Turn<'_>, output: &str) -> String {
+        let root = self.root();
+        let changes = self.session().copy.changes();
+        let mut out = String::new();
+        for c in changes {
+            let rel = rel_of(&root, &c.path);
+            let before = turn
+                .before
+                .iter()
+                .find(|(p, _)| *p == c.path)
+                .map(|(_, t)| t.clone())
+                .or(c.original.clone())
+                .unwrap_or_default();
+            let lines = feedback::lines_named(output, &rel);
+            for (old, new) in feedback::touched_lines(&before, &c.text, &lines) {
+                out.push_str(&format!("{rel}: was `{old}`, now `{new}`\n"));
+            }
+        }
+        crate::edit::text::clip(&out, 1200)
     }
 
     /// Tells the model `text` for its next answer: in the tools protocol a message after the

@@ -133,3 +133,98 @@ mod tests {
         assert!(!s.coach_now(false));
     }
 }
+
+/// The 1-based lines of `rel` that check output names: `rel:12:5`, `rel:12`, `rel(12,5)`
+/// (TypeScript), `File "rel", line 12` (Python tracebacks).
+pub(crate) fn lines_named(output: &str, rel: &str) -> Vec<usize> {
+    let mut lines = Vec::new();
+    let number = |s: &str| -> Option<usize> {
+        let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    };
+    for (i, _) in output.match_indices(rel) {
+        // The whole path, not the tail of a longer one.
+        let before = output[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '/' || c == '_' || c == '.') {
+            continue;
+        }
+        let rest = &output[i + rel.len()..];
+        let n = if let Some(r) = rest.strip_prefix(':').or_else(|| rest.strip_prefix('(')) {
+            number(r)
+        } else if let Some(r) = rest.strip_prefix("\", line ") {
+            number(r)
+        } else {
+            None
+        };
+        if let Some(n) = n.filter(|n| *n > 0 && !lines.contains(n)) {
+            lines.push(n);
+        }
+    }
+    lines
+}
+
+/// For each of `lines` (1-based, in `after`) that a change from `before` rewrote: the old
+/// lines there and the new ones, each joined into one line (at most a few).
+pub(crate) fn touched_lines(before: &str, after: &str, lines: &[usize]) -> Vec<(String, String)> {
+    use similar::{DiffOp, TextDiff};
+    let diff = TextDiff::from_lines(before, after);
+    let old: Vec<&str> = before.lines().collect();
+    let new: Vec<&str> = after.lines().collect();
+    let join = |ls: &[&str]| {
+        ls.iter()
+            .map(|l| l.trim())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    for op in diff.ops() {
+        let DiffOp::Replace {
+            old_index,
+            old_len,
+            new_index,
+            new_len,
+        } = *op
+        else {
+            continue;
+        };
+        let hit = lines
+            .iter()
+            .any(|l| *l > new_index && *l <= new_index + new_len);
+        if !hit || old_len > 3 || new_len > 3 {
+            continue;
+        }
+        let was = join(old.get(old_index..old_index + old_len).unwrap_or(&[]));
+        let now = join(new.get(new_index..new_index + new_len).unwrap_or(&[]));
+        if !out.iter().any(|(w, n)| *w == was && *n == now) {
+            out.push((was, now));
+        }
+        if out.len() >= 4 {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod located_tests {
+    use super::*;
+
+    #[test]
+    fn error_lines_show_what_the_change_dropped() {
+        let output = "src/main.rs:8:27: error[E0425]: cannot find function `count_words`\n\
+                      tests/src/main.rs:3: other\n  File \"x.py\", line 2, in f\nsrc/a.ts(4,1): e";
+        assert_eq!(lines_named(output, "src/main.rs"), [8]);
+        assert_eq!(lines_named(output, "x.py"), [2]);
+        assert_eq!(lines_named(output, "src/a.ts"), [4]);
+        let before = "a\nb\n    println!(\"{}\", wordstat::word_count(&t));\nc\n";
+        let after = "a\nb\n    println!(\"{}\", count_words(&t));\nc\n";
+        assert_eq!(
+            touched_lines(before, after, &[3]),
+            [(
+                "println!(\"{}\", wordstat::word_count(&t));".to_owned(),
+                "println!(\"{}\", count_words(&t));".to_owned()
+            )]
+        );
+        assert!(touched_lines(before, after, &[1]).is_empty());
+    }
+}

@@ -28,6 +28,7 @@
 //! It never writes and never sees protocol types: tools run on the caller's `Session`.
 
 pub(crate) mod answer;
+pub(crate) mod driver;
 pub(crate) mod feedback;
 pub(crate) mod rewrite;
 pub(crate) mod target;
