@@ -50,8 +50,8 @@ use crate::tools::{
 };
 
 use super::model_loop::answer::{self, Reading};
-use super::model_loop::target::{self, EditTarget};
 use super::model_loop::driver::{self, At, Driven, Ended, NoAnswer, Policy};
+use super::model_loop::target::{self, EditTarget};
 use super::model_loop::{self, Interrupted, Protocol, REWRITE_MAX_LINES, Schedule};
 use super::proposal::{Proposal, ProposalFile};
 use super::write_session::WriteSessions;
@@ -527,10 +527,7 @@ impl<'a> Run<'a> {
             } => {
                 let last = failures.pop().unwrap_or_default();
                 Err(if refused {
-                    EditFailure::Refused {
-                        attempts,
-                        last,
-                    }
+                    EditFailure::Refused { attempts, last }
                 } else {
                     EditFailure::NoEdit {
                         attempts,

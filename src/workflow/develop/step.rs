@@ -32,8 +32,8 @@ use crate::model::{ChatModel, Message, ToolCall, ToolChoice};
 use crate::tools;
 use crate::workflow::edit::configured_format;
 use crate::workflow::model_loop::answer::{self, push_results, refuses, what_it_said};
-use crate::workflow::model_loop::feedback::{self, CheckFeedback, Repeats, Stuck};
 use crate::workflow::model_loop::driver::{self, At, Driven, Ended, Policy};
+use crate::workflow::model_loop::feedback::{self, CheckFeedback, Repeats, Stuck};
 use crate::workflow::model_loop::{Protocol, Schedule, broke_off, empty_session, failure_notes};
 use crate::workflow::write_session::WriteSessions;
 
@@ -114,7 +114,10 @@ impl Policy for Step<'_, '_> {
     const CONTINUES: bool = false;
 
     fn attempts(&self) -> (usize, bool) {
-        (self.run.ctx.options.max_attempts, self.run.ctx.options.escalate)
+        (
+            self.run.ctx.options.max_attempts,
+            self.run.ctx.options.escalate,
+        )
     }
 
     fn schedule(&mut self, model: &dyn ChatModel) -> Schedule {
@@ -143,7 +146,11 @@ impl Policy for Step<'_, '_> {
         }
     }
 
-    fn clean_start(&mut self, at: &At, failures: &[String]) -> Result<Vec<Message>, DevelopFailure> {
+    fn clean_start(
+        &mut self,
+        at: &At,
+        failures: &[String],
+    ) -> Result<Vec<Message>, DevelopFailure> {
         Ok(match at.protocol {
             Protocol::Rewrite => {
                 let files = self.files.clone();

@@ -43,7 +43,10 @@ pub(crate) enum Ended {
     Done,
     /// Why it failed (for the model's next attempt and the user), and whether an edit was
     /// refused (rather than none made).
-    Failed { reason: String, refused: bool },
+    Failed {
+        reason: String,
+        refused: bool,
+    },
 }
 
 /// How the attempts of a run ended.
@@ -320,7 +323,10 @@ mod tests {
         let driven = drive(&mut p, model("small"), None).await.unwrap();
         assert_eq!(
             p.continues_log,
-            ["clean 1 Rewrite small after 0", "clean 2 Tools small after 1"]
+            [
+                "clean 1 Rewrite small after 0",
+                "clean 2 Tools small after 1"
+            ]
         );
         assert!(matches!(driven, Driven::Done { attempts: 2, .. }));
     }

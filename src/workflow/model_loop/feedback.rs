@@ -170,12 +170,7 @@ pub(crate) fn touched_lines(before: &str, after: &str, lines: &[usize]) -> Vec<(
     let diff = TextDiff::from_lines(before, after);
     let old: Vec<&str> = before.lines().collect();
     let new: Vec<&str> = after.lines().collect();
-    let join = |ls: &[&str]| {
-        ls.iter()
-            .map(|l| l.trim())
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let join = |ls: &[&str]| ls.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
     let mut out: Vec<(String, String)> = Vec::new();
     for op in diff.ops() {
         let DiffOp::Replace {
