@@ -30,6 +30,7 @@ pub struct FileBlock {
 
 /// Every code block of `answer` with the path the answer gives it.
 pub fn file_blocks(answer: &str) -> Vec<FileBlock> {
+    let answer = &path_out_of_bare_fence(answer);
     let lines: Vec<&str> = answer.lines().collect();
     fenced_blocks(answer)
         .into_iter()
@@ -45,22 +46,6 @@ pub fn file_blocks(answer: &str) -> Vec<FileBlock> {
                 .map(|i| lines.get(i).copied().unwrap_or(""))
                 .find(|l| !is_blank(l))
                 .and_then(path_line);
-            // The path inside a bare fence, then the real fence (`` ``` ``, `src/lib.rs`,
-            // `` ```rust ``, the file): the bare fence opened, the path and the real fence's
-            // opening line are the block's first lines, and the file follows.
-            if b.info.trim().is_empty()
-                && let Some((first, rest)) = b.body.split_once('\n')
-                && let Some(path) = path_line(first)
-                && let Some((opener, body)) = rest.split_once('\n')
-                && opener.trim_start().starts_with("```")
-            {
-                return FileBlock {
-                    path: Some(path),
-                    info: opener.trim().trim_start_matches('`').trim().to_owned(),
-                    body: body.to_owned(),
-                    closed: b.closed,
-                };
-            }
             FileBlock {
                 path: from_info.or(above),
                 info: b.info.clone(),
@@ -69,6 +54,31 @@ pub fn file_blocks(answer: &str) -> Vec<FileBlock> {
             }
         })
         .collect()
+}
+
+/// The path written inside a bare fence before the real one (`` ``` ``, `src/lib.rs`,
+/// `` ```rust ``, the file — recorded from Qwen2.5-Coder-1.5B): the bare fence is dropped, so the
+/// path stands above the real fence as a path line does.
+fn path_out_of_bare_fence(answer: &str) -> String {
+    let lines: Vec<&str> = answer.split_inclusive('\n').collect();
+    let mut out = String::with_capacity(answer.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let bare = lines[i].trim() == "```";
+        let path = lines.get(i + 1).and_then(|l| path_line(l));
+        let real = lines.get(i + 2).is_some_and(|l| {
+            let t = l.trim();
+            t.starts_with("```") && t.len() > 3 && !t[3..].starts_with('`')
+        });
+        if bare && path.is_some() && real {
+            out.push_str(lines[i + 1]);
+            i += 1;
+            continue;
+        }
+        out.push_str(lines[i]);
+        i += 1;
+    }
+    out
 }
 
 /// The path a line above a fence names: the line is only a path, perhaps marked up
