@@ -512,15 +512,18 @@ fn research_cites_sources_as_links_saves_the_session_and_a_new_agent_loads_it() 
         !updates(&seen, "agent_thought_chunk").is_empty(),
         "progress streams as thoughts"
     );
-    // The synthesis answer's usage, as develop and edit report theirs.
+    // One usage update per model answer, as develop and edit report theirs: the synthesis and
+    // the check of its citations (each scripted answer reports 700 in, 50 out); the totals run.
     let usage = updates(&seen, "usage_update");
-    assert_eq!(usage.len(), 1, "{usage:#?}");
-    assert_eq!(usage[0]["used"], 750, "{:#}", usage[0]);
-    assert!(usage[0]["size"].as_u64().unwrap() > 0, "{:#}", usage[0]);
-    let totals = &usage[0]["_meta"]["patchwise"];
-    assert_eq!(totals["answers"], 1, "{totals:#}");
-    assert_eq!(totals["inputTokens"], 700, "{totals:#}");
-    assert_eq!(totals["outputTokens"], 50, "{totals:#}");
+    assert_eq!(usage.len(), 2, "{usage:#?}");
+    for (i, update) in usage.iter().enumerate() {
+        assert_eq!(update["used"], 750, "{update:#}");
+        assert!(update["size"].as_u64().unwrap() > 0, "{update:#}");
+        let totals = &update["_meta"]["patchwise"];
+        assert_eq!(totals["answers"], i + 1, "{totals:#}");
+        assert_eq!(totals["inputTokens"], 700 * (i + 1), "{totals:#}");
+        assert_eq!(totals["outputTokens"], 50 * (i + 1), "{totals:#}");
+    }
 
     // A new agent process loads the session from the library and shows the conversation again.
     let id = results(&seen, "session/new")[0]["result"]["sessionId"].clone();
