@@ -227,7 +227,7 @@ pub struct OpenFile<'a> {
 
 /// How an "Accept" code action applies its proposal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AcceptBy {
+pub enum AcceptAction {
     /// It runs `patchwise.proposal.accept`, which sends `workspace/applyEdit` (clients without
     /// code action literals; eglot asks before applying such an edit).
     Command,
@@ -282,7 +282,7 @@ pub fn code_actions(
     request_range: Range,
     diagnostics: &[Diagnostic],
     abilities: ClientAbilities,
-    accept_by: AcceptBy,
+    accept_by: AcceptAction,
 ) -> Vec<CodeActionOrCommand> {
     let OpenFile {
         path,
@@ -363,7 +363,7 @@ pub fn code_actions(
                 data.insert(super::transport::LLM_MARK.to_owned(), Value::Bool(true));
             }
             let by_edit =
-                accept_by == AcceptBy::Edit && choice.command == SessionCommand::ProposalAccept;
+                accept_by == AcceptAction::Edit && choice.command == SessionCommand::ProposalAccept;
             if by_edit {
                 data.insert(ACCEPT_DATA.to_owned(), argument.clone());
             }

@@ -641,9 +641,9 @@ impl LanguageServer for Backend {
         // asks before a `workspace/applyEdit`): left to `codeAction/resolve` for clients that
         // resolve edits, filled in now for the others.
         let accept_by = if state.client.code_action_literals {
-            proposals::AcceptBy::Edit
+            proposals::AcceptAction::Edit
         } else {
-            proposals::AcceptBy::Command
+            proposals::AcceptAction::Command
         };
         let mut actions = proposals::code_actions(
             &state.proposals,
