@@ -668,13 +668,7 @@ impl Run<'_> {
         let changes = self.session().copy.changes();
         let mut out = Vec::new();
         for c in changes {
-            let old = turn
-                .before
-                .iter()
-                .find(|(p, _)| *p == c.path)
-                .map(|(_, t)| t.clone())
-                .or(c.original.clone())
-                .unwrap_or_default();
+            let old = turn.text_before(&c.path, c.original.as_deref());
             for ch in TextDiff::from_lines(&old, &c.text).iter_all_changes() {
                 if ch.tag() == ChangeTag::Insert {
                     out.push(ch.value().to_owned());

@@ -639,13 +639,7 @@ impl Run<'_> {
         let mut out = String::new();
         for c in changes {
             let rel = rel_of(&root, &c.path);
-            let before = turn
-                .before
-                .iter()
-                .find(|(p, _)| *p == c.path)
-                .map(|(_, t)| t.clone())
-                .or(c.original.clone())
-                .unwrap_or_default();
+            let before = turn.text_before(&c.path, c.original.as_deref());
             let lines = feedback::lines_named(output, &rel);
             for (old, new) in feedback::touched_lines(&before, &c.text, &lines) {
                 out.push_str(&format!("{rel}: was `{old}`, now `{new}`\n"));
@@ -756,6 +750,20 @@ pub(super) struct Turn<'t> {
     pub protocol: Protocol,
     /// The run's changed files and their text when the step began.
     pub before: &'t [(PathBuf, String)],
+}
+
+impl Turn<'_> {
+    /// A file's text when the step began: as the run had changed it, else as on disk before the
+    /// run (`original`), else empty (a file the step creates).
+    pub fn text_before(&self, path: &std::path::Path, original: Option<&str>) -> String {
+        self.before
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, t)| t.as_str())
+            .or(original)
+            .unwrap_or_default()
+            .to_owned()
+    }
 }
 
 /// How a step's clean start names the attempts that failed before it.
