@@ -205,7 +205,6 @@ fn only_acp_knows_the_agent_client_protocol() {
 /// through `session::research::run`, not the pipeline's own entry points.
 #[test]
 fn edges_reach_the_workflow_only_through_the_session_layer() {
-    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
     let mut found = Vec::new();
     for dir in ["src/lsp", "src/mcp", "src/acp"] {
         for file in rust_files(Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).as_path()) {
@@ -215,19 +214,7 @@ fn edges_reach_the_workflow_only_through_the_session_layer() {
                 .display()
                 .to_string();
             for (n, line) in code_lines(&file) {
-                let word = |at: usize, len: usize| {
-                    !ident(line[..at].chars().next_back())
-                        && !ident(line[at + len..].chars().next())
-                };
-                let deeper = line
-                    .match_indices("workflow")
-                    .any(|(i, w)| word(i, w.len()) && !line[i..].starts_with("workflow::session"));
-                let own_run = ["research::run(", "Research::new("].iter().any(|call| {
-                    line.match_indices(call).any(|(i, _)| {
-                        !ident(line[..i].chars().next_back()) && !line[..i].ends_with("session::")
-                    })
-                });
-                if deeper || own_run {
+                if reaches_past_the_session_layer(&line) {
                     found.push(format!("{relative}:{n}: {}", line.trim()));
                 }
             }
@@ -238,6 +225,52 @@ fn edges_reach_the_workflow_only_through_the_session_layer() {
         "an edge reaches past workflow::session:\n{}",
         found.join("\n")
     );
+}
+
+/// Whether one line of edge code (comments and strings already removed) names `workflow`
+/// other than as `workflow::session`, or starts a research run by the pipeline's own entry
+/// points instead of `session::research::run`.
+fn reaches_past_the_session_layer(line: &str) -> bool {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let alone = |at: usize, len: usize| {
+        !ident(line[..at].chars().next_back()) && !ident(line[at + len..].chars().next())
+    };
+    const SESSION: &str = "workflow::session";
+    let through_session = |at: usize| line[at..].starts_with(SESSION) && alone(at, SESSION.len());
+    let deeper = line
+        .match_indices("workflow")
+        .any(|(i, w)| alone(i, w.len()) && !through_session(i));
+    let own_run = ["research::run(", "Research::new("].iter().any(|call| {
+        line.match_indices(call).any(|(i, _)| {
+            !ident(line[..i].chars().next_back()) && !line[..i].ends_with("session::")
+        })
+    });
+    deeper || own_run
+}
+
+/// The session-layer check catches each way an edge could reach past it, and lets the ways
+/// through the session layer pass.
+#[test]
+fn the_session_layer_check_sees_violations() {
+    for bad in [
+        "use crate::workflow::develop::Develop;",
+        "use crate::workflow;",
+        "use crate::workflow::{session, edit};",
+        "let plan = crate::workflow::develop::plan(&request);",
+        "let report = research::run(&config, question);",
+        "let r = Research::new(config);",
+        "use crate::workflow::sessions::Run;",
+    ] {
+        assert!(reaches_past_the_session_layer(bad), "not seen: {bad}");
+    }
+    for good in [
+        "use crate::workflow::session::{self, RunEvent, RunKind, Runs};",
+        "let research = session::research::run(&self.config, question, options, &run);",
+        "let workflows = 2; let my_workflow = 1;",
+        "use crate::workflow::session::research::{ResearchError, RunOptions};",
+    ] {
+        assert!(!reaches_past_the_session_layer(good), "flagged: {good}");
+    }
 }
 
 #[test]
