@@ -685,6 +685,11 @@ async fn a_step_whose_check_passes_is_not_done_until_its_test_is_there() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_that_asks_for_a_flag_is_not_done_until_a_line_reads_it() {
+    scenario("step_not_done_until_the_flag_is_read").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_tests_are_fed_back_as_assertions_and_test_lines() {
     scenario("test_failures_fed_back_as_assertions").await;
 }

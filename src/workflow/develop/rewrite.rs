@@ -660,6 +660,13 @@ impl Run<'_> {
                 missing.push(format!("`{name}` is not in the code yet"));
             }
         }
+        for flag in asked_flags(&goal) {
+            if !added.iter().any(|l| handles_flag(l, &flag)) {
+                missing.push(format!(
+                    "no line you added reads the `{flag}` flag: the program must check for it"
+                ));
+            }
+        }
         missing
     }
 
@@ -784,6 +791,77 @@ pub(super) fn asks_for_test(text: &str) -> bool {
     ]
     .iter()
     .any(|p| t.contains(p))
+}
+
+/// The command-line flags a step asks to add (`--quiet`, `--dry-run`): words that start with
+/// two dashes in a step that says "flag", "option" or "argument". Empty for a step that
+/// removes or renames.
+fn asked_flags(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let adds = ["flag", "option", "argument", "switch"]
+        .iter()
+        .any(|w| lower.contains(w));
+    if !adds
+        || ["rename", "remove", "delete", "replace", "drop "]
+            .iter()
+            .any(|w| lower.contains(w))
+    {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, _) in text.match_indices("--") {
+        if text[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| !c.is_whitespace() && c != '`' && c != '"' && c != '\'' && c != '(')
+        {
+            continue;
+        }
+        let name: String = text[i + 2..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect();
+        let name = name.trim_end_matches('-');
+        if name.len() >= 2 && name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            let flag = format!("--{name}");
+            if !out.contains(&flag) {
+                out.push(flag);
+            }
+        }
+    }
+    out
+}
+
+/// Whether an added line can read `flag`: it holds the flag itself, or its name as code spells
+/// it (`dry_run`, `dryRun`, `DRY_RUN`, `quiet` for `--quiet`), as a parser's field or a
+/// comparison would.
+fn handles_flag(line: &str, flag: &str) -> bool {
+    let name = flag.trim_start_matches('-');
+    let code = line.trim_start();
+    // A comment that only mentions the flag does not read it.
+    if code.starts_with("//") || code.starts_with('#') && !code.starts_with("#[") {
+        return false;
+    }
+    if line.contains(flag) {
+        return true;
+    }
+    let snake = name.replace('-', "_");
+    let camel: String = name
+        .split('-')
+        .enumerate()
+        .map(|(k, w)| {
+            if k == 0 {
+                w.to_owned()
+            } else {
+                let mut c = w.chars();
+                c.next()
+                    .map(|f| f.to_uppercase().chain(c).collect())
+                    .unwrap_or_default()
+            }
+        })
+        .collect();
+    let lower = line.to_lowercase();
+    lower.contains(&snake.to_lowercase()) || line.contains(&camel)
 }
 
 /// A line that defines a test in one of the languages develop knows.
@@ -911,6 +989,31 @@ mod tests {
             "the test test_total_value fails: fix total_value"
         ));
         assert!(is_test_line("    #[test]\n") && is_test_line("def test_doubles(self):"));
+        assert_eq!(
+            asked_flags(
+                "add a --quiet flag to src/main.rs: when it is given first, print only the count"
+            ),
+            ["--quiet"]
+        );
+        assert_eq!(
+            asked_flags("Add an option `--dry-run` (and --top N) to cli.py"),
+            ["--dry-run", "--top"]
+        );
+        assert!(asked_flags("remove the --quiet flag").is_empty());
+        assert!(asked_flags("fix the off-by-one -- the loop ends early").is_empty());
+        assert!(handles_flag(
+            "    if args.first().map(String::as_str) == Some(\"--quiet\") {",
+            "--quiet"
+        ));
+        assert!(handles_flag(
+            "    parser.add_argument(\"--dry-run\", action=\"store_true\")",
+            "--dry-run"
+        ));
+        assert!(handles_flag("    if (opts.dryRun) {", "--dry-run"));
+        assert!(handles_flag("    quiet: bool,", "--quiet"));
+        assert!(!handles_flag("    // TODO: --quiet", "--quiet"));
+        assert!(!handles_flag("# the --quiet flag", "--quiet"));
+        assert!(!handles_flag("    println!(\"words: {}\", n);", "--quiet"));
         assert!(!is_test_line("fn double(x: i32) -> i32 {"));
     }
 
