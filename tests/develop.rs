@@ -685,6 +685,11 @@ async fn a_step_whose_check_passes_is_not_done_until_its_test_is_there() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_file_the_request_names_as_where_the_tests_are_stays_read_only() {
+    scenario("rewrite_named_tests_stay_read_only").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_that_asks_for_a_flag_is_not_done_until_a_line_reads_it() {
     scenario("step_not_done_until_the_flag_is_read").await;
 }

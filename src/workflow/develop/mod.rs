@@ -1455,10 +1455,14 @@ impl Run<'_> {
             .filter(|c| c.original.is_none())
             .map(|c| rel_of(&root, &c.path))
             .collect();
+        // Tests the request names only to say where they are were shown to read, not planned
+        // to change.
+        let tests_change = rewrite::changes_tests(&self.request.request);
         self.report.claimed_unchanged = plan
             .files()
             .into_iter()
             .filter(|f| !self.report.changed.contains(f))
+            .filter(|f| tests_change || !explore::is_test_file(f))
             .collect();
         let files = changes
             .into_iter()

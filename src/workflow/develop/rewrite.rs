@@ -70,9 +70,23 @@ impl Run<'_> {
     pub(super) fn step_files(&mut self, spec: &StepSpec) -> StepFiles {
         let all = self.workspace_files();
         let mut out = StepFiles::default();
+        // A test file the step names only to say where the tests are ("The tests are in
+        // pangram_test.py") is shown to read: the user's tests change only when the step
+        // asks for that.
+        let asked = format!(
+            "{}\n{}\n{}",
+            self.request.request,
+            spec.text,
+            spec.goal.as_deref().unwrap_or("")
+        );
+        let tests_change = changes_tests(&asked);
         for f in spec.files.iter().filter(|f| !f.ends_with('/')) {
             if self.read_text(f).is_some() {
-                out.edit.push(f.clone());
+                if is_test_file(f) && !tests_change {
+                    out.read_only.push(f.clone());
+                } else {
+                    out.edit.push(f.clone());
+                }
             } else {
                 out.create.push(f.clone());
             }
@@ -85,16 +99,24 @@ impl Run<'_> {
             .map(|f| stem(f).to_owned())
             .filter(|s| s.len() >= 3 && !GENERIC_STEMS.contains(&s.as_str()))
             .collect();
-        out.read_only = all
+        if out.edit.is_empty() && out.create.is_empty() {
+            // A step about the tests alone changes them.
+            out.edit = std::mem::take(&mut out.read_only);
+        }
+        let named_tests = out.read_only.len();
+        let found: Vec<String> = all
             .into_iter()
             .filter(|f| is_source(f) && is_test_file(f))
-            .filter(|f| !out.edit.contains(f) && !out.create.contains(f))
+            .filter(|f| {
+                !out.edit.contains(f) && !out.create.contains(f) && !out.read_only.contains(f)
+            })
             .filter(|f| {
                 let name = f.rsplit('/').next().unwrap_or(f);
                 stems.iter().any(|s| name.contains(s.as_str()))
             })
-            .take(2)
+            .take(2usize.saturating_sub(named_tests))
             .collect();
+        out.read_only.extend(found);
         out
     }
 
@@ -443,6 +465,18 @@ impl Run<'_> {
                 }
             };
             if files.read_only.contains(&rel) {
+                // The tests repeated as they are (a small model often copies every file it
+                // was shown) change nothing and need no correction.
+                let repeated = self.read_text(&rel).is_some_and(|current| {
+                    matches!(
+                        crate::edit::rewrite_whole(&current, &rel, &b.body),
+                        Err(r) if r.kind == RefusalKind::NoOp
+                    )
+                });
+                if repeated {
+                    out.unchanged = true;
+                    continue;
+                }
                 out.problems.push(format!(
                     "{rel} holds the tests, shown to read only: it was not changed; change the \
                      code so that they pass"
@@ -773,6 +807,25 @@ fn stem(path: &str) -> &str {
     name.split('.').next().unwrap_or(name)
 }
 
+/// Whether a step's text asks to change the tests themselves: to write one, or to rename,
+/// move or update what the tests use.
+pub(super) fn changes_tests(text: &str) -> bool {
+    let t = text.to_lowercase();
+    asks_for_test(text)
+        || [
+            "rename",
+            "move ",
+            "update the test",
+            "change the test",
+            "edit the test",
+            "adjust the test",
+            "fix the test file",
+            "tests need",
+        ]
+        .iter()
+        .any(|p| t.contains(p))
+}
+
 /// Whether a step's text asks for a test to be written.
 pub(super) fn asks_for_test(text: &str) -> bool {
     let t = text.to_lowercase();
@@ -989,6 +1042,15 @@ mod tests {
             "the test test_total_value fails: fix total_value"
         ));
         assert!(is_test_line("    #[test]\n") && is_test_line("def test_doubles(self):"));
+        assert!(!changes_tests(
+            "Implement is_pangram in pangram.py. The tests are in pangram_test.py."
+        ));
+        assert!(changes_tests(
+            "rename the function low_stock to items_below in inventory/core.py and in tests/test_core.py"
+        ));
+        assert!(changes_tests(
+            "add item_count(items) and a unit test for it in tests/test_core.py"
+        ));
         assert_eq!(
             asked_flags(
                 "add a --quiet flag to src/main.rs: when it is given first, print only the count"
