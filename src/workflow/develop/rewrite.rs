@@ -327,8 +327,15 @@ impl Run<'_> {
             .or(files.edit.first())
             .or(files.create.first())
         {
+            // A small model copies every file it was shown; tests it repeats cost the user
+            // the time of writing them out, and change nothing.
+            let not_repeated = if test_tokens > 0 {
+                "the rules or the tests"
+            } else {
+                "the rules"
+            };
             user.push_str(&format!(
-                "\nStart your answer with the line `{first}`; do not repeat the rules.\n"
+                "\nStart your answer with the line `{first}`; do not repeat {not_repeated}.\n"
             ));
         }
         vec![Message::system(system), Message::user(user)]
