@@ -379,6 +379,11 @@ pub struct DevelopSection {
     /// the run stops as for `max_minutes`.
     #[schemars(range(min = 1, max = 10_000))]
     pub max_model_calls: u32,
+    /// Whether a step that asks for one rename and nothing else ("rename X to Y in a.py and
+    /// b.py") is done by the server: the name replaced as a whole word in every source file
+    /// that has it, kept when the check passes, with no model call. `false` leaves renames to
+    /// the model.
+    pub rename_by_server: bool,
     /// The commands that check, lint and test the working copy.
     pub checks: DevelopChecks,
 }
@@ -406,6 +411,7 @@ impl Default for DevelopSection {
             // the runs past 10 minutes or 32 calls ended with nothing, one after 26 minutes.
             max_minutes: 10,
             max_model_calls: 40,
+            rename_by_server: true,
             checks: DevelopChecks::default(),
         }
     }

@@ -32,6 +32,7 @@ pub mod failures;
 pub mod judge;
 pub mod plan;
 pub mod project;
+mod rename;
 mod rewrite;
 mod setup;
 mod step;
@@ -115,6 +116,9 @@ pub struct DevelopOptions {
     pub escalate: bool,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// `[develop] rename_by_server`: a step that is one rename is done by the server when the
+    /// check passes after it (`rename.rs`).
+    pub rename_by_server: bool,
     /// How steps ask for a change; `None` takes `[models."NAME"] edit_format` of the model
     /// asked (default `auto`: whole files rewritten when they fit, `docs/develop.md`).
     pub edit_format: Option<crate::config::EditFormat>,
@@ -133,6 +137,7 @@ impl DevelopOptions {
             },
             fix_rounds: d.fix_rounds as usize,
             judge_min_lines: d.judge_min_lines as usize,
+            rename_by_server: d.rename_by_server,
             risky: d.risky.clone(),
             max_attempts: (e.max_attempts as usize).clamp(1, 10),
             max_rounds: (e.max_rounds as usize).clamp(1, 100),
@@ -274,7 +279,7 @@ pub struct StepReport {
     pub text: String,
     pub status: StepStatus,
     pub attempts: usize,
-    /// `provider/model` of the last attempt.
+    /// `provider/model` of the last attempt; `server` for a step the server did alone (a rename).
     pub model: String,
     /// Files this step changed (workspace-relative).
     pub changed: Vec<String>,

@@ -598,7 +598,7 @@ impl Run<'_> {
 
     /// Writes `text` over `current` in the working copy and records the write; false when the
     /// path does not resolve.
-    fn write_text(&mut self, rel: &str, current: &str, text: &str) -> bool {
+    pub(super) fn write_text(&mut self, rel: &str, current: &str, text: &str) -> bool {
         let s = self.session();
         let Ok(resolved) = s.sandbox.resolve(rel, s.fs.as_ref()) else {
             return false;

@@ -206,6 +206,14 @@ impl Run<'_> {
         plan: &Plan,
         spec: &StepSpec,
     ) -> Result<StepReport, DevelopFailure> {
+        // A plan step that is one rename and nothing else: the server's exact work, no model
+        // (`rename.rs`).
+        if spec.number.is_some()
+            && self.ctx.options.rename_by_server
+            && let Some(report) = self.rename_by_server(spec).await?
+        {
+            return Ok(report);
+        }
         let before = {
             let s = self.session();
             (s.copy.clone(), s.ledger.clone())
