@@ -7,8 +7,10 @@
 //! Covered: initialize (the client's real `initialize` is kept in `fixtures/acp/`), a develop
 //! prompt with plan updates, step tool calls with diffs, execute tool calls, the permission
 //! asked, and the files written through the client with the exact new text; the change
-//! rejected (nothing written) and allowed without client fs (written on disk); cancel mid-run;
-//! a second prompt while one runs; research with its sources as resource links and the session
+//! rejected (nothing written) and allowed without client fs (written on disk); "always allow"
+//! asked once per session and kept by a loaded session; cancel mid-run and while the permission
+//! is asked, each answered within a second; a model error and a spent budget ending the turn
+//! with a message; a second prompt while one runs; research with its sources as resource links and the session
 //! loaded again by a new agent process; edit mode on a named range of a file the editor has open
 //! with unsaved text; and malformed input answered with JSON-RPC errors while the agent keeps
 //! serving.
@@ -424,6 +426,9 @@ fn cancel_ends_the_run_with_cancelled_and_writes_nothing_and_a_second_prompt_is_
         "{:#}",
         prompts[0]
     );
+    // The run ends within a second of session/cancel (the promise), though the model
+    // never answers.
+    assert_cancelled_within_a_second(prompts[0]);
     // The second prompt of `prompt_twice` came while the first ran: refused, then the first
     // was cancelled.
     assert_eq!(prompts.len(), 3, "{prompts:#?}");
@@ -442,12 +447,180 @@ fn cancel_ends_the_run_with_cancelled_and_writes_nothing_and_a_second_prompt_is_
             .count()
             == 2
     );
+    assert_cancelled_within_a_second(prompts[2]);
     // The agent still serves.
     assert!(results(&seen, "session/set_mode")[0].get("error").is_none());
     assert!(seen["permissions"].as_array().unwrap().is_empty());
     assert!(seen["writes"].as_array().unwrap().is_empty());
     assert_eq!(tree(&setup.ws), before);
     assert!(!setup.coder().requests().is_empty());
+}
+
+/// A prompt the client cancelled answered `cancelled` within a second of its session/cancel.
+fn assert_cancelled_within_a_second(prompt: &Value) {
+    assert_eq!(prompt["result"]["stopReason"], "cancelled", "{prompt:#}");
+    let after = prompt["cancelledAfterMs"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("the client did not cancel this prompt: {prompt:#}"));
+    assert!(
+        after < 1000,
+        "the prompt ended {after} ms after session/cancel: {prompt:#}"
+    );
+}
+
+/// The user cancels while the permission to write is asked: the turn ends `cancelled` at once,
+/// without waiting for the client to answer the request, and nothing is written.
+#[test]
+fn cancel_while_the_permission_is_asked_ends_the_turn_at_once_and_writes_nothing() {
+    let setup = Setup::develop("rust_happy_path", 1, "");
+    let before = tree(&setup.ws);
+    let seen = setup.client(json!({
+        "fs": { "readTextFile": true, "writeTextFile": true },
+        "permission": "cancel",
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "prompt", "prompt": [develop_prompt()] },
+            { "op": "mode", "mode": "edit" },
+        ],
+    }));
+    let prompts = results(&seen, "session/prompt");
+    assert_cancelled_within_a_second(prompts[0]);
+    assert_eq!(seen["permissions"].as_array().unwrap().len(), 1);
+    assert!(seen["writes"].as_array().unwrap().is_empty(), "{seen:#}");
+    assert_eq!(tree(&setup.ws), before);
+    // The write's tool call ends failed, saying nothing was written.
+    let write = updates(&seen, "tool_call_update")
+        .into_iter()
+        .find(|u| u["toolCallId"].as_str().unwrap().ends_with("-write"))
+        .unwrap_or_else(|| panic!("{seen:#}"));
+    assert_eq!(write["status"], "failed", "{write:#}");
+    assert!(
+        write["rawOutput"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was written"),
+        "{write:#}"
+    );
+    // The agent still serves.
+    assert!(results(&seen, "session/set_mode")[0].get("error").is_none());
+}
+
+/// "Always write changes in this session": asked once, then later changes of the session are
+/// written without asking — also after a new agent process loads the session from the library.
+#[test]
+fn allow_always_asks_once_per_session_and_a_loaded_session_keeps_it() {
+    let setup = Setup::develop("rust_happy_path", 3, "");
+    let before = tree(&setup.ws);
+    let seen = setup.client(json!({
+        "fs": { "readTextFile": true, "writeTextFile": true },
+        "permission": "allow_always",
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "prompt", "prompt": [develop_prompt()] },
+            { "op": "prompt", "prompt": [develop_prompt()] },
+        ],
+    }));
+    assert_eq!(stop_reason(&seen, 0), "end_turn", "{}", agent_text(&seen));
+    assert_eq!(stop_reason(&seen, 1), "end_turn", "{}", agent_text(&seen));
+    let asked = seen["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(asked[0]["step"], 2, "asked during the first prompt");
+    // Both changes written through the client, three files each, the same texts.
+    let writes = seen["writes"].as_array().unwrap();
+    let by_step = |step: u64| -> Vec<(&str, &str)> {
+        writes
+            .iter()
+            .filter(|w| w["step"] == step)
+            .map(|w| (w["path"].as_str().unwrap(), w["content"].as_str().unwrap()))
+            .collect()
+    };
+    assert_eq!(by_step(2).len(), 3, "{writes:#?}");
+    assert_eq!(by_step(2), by_step(3));
+    assert_eq!(
+        agent_text(&seen)
+            .matches("Wrote 3 files (through the editor)")
+            .count(),
+        2,
+        "{}",
+        agent_text(&seen)
+    );
+    // The second change is still shown as an edit call with its diffs before it is written.
+    let shown = updates(&seen, "tool_call")
+        .into_iter()
+        .filter(|c| c["toolCallId"].as_str().unwrap().ends_with("-write"))
+        .count();
+    assert_eq!(shown, 2);
+
+    // A new agent loads the session: the choice is kept (the client would reject if asked).
+    let id = results(&seen, "session/new")[0]["result"]["sessionId"].clone();
+    let again = setup.client(json!({
+        "fs": { "readTextFile": true, "writeTextFile": true },
+        "permission": "reject_once",
+        "steps": [
+            { "op": "initialize" },
+            { "op": "load", "sessionId": id, "cwd": setup.ws },
+            { "op": "prompt", "prompt": [develop_prompt()] },
+        ],
+    }));
+    assert!(results(&again, "session/load")[0].get("error").is_none());
+    assert_eq!(stop_reason(&again, 0), "end_turn", "{}", agent_text(&again));
+    assert!(again["permissions"].as_array().unwrap().is_empty());
+    assert_eq!(again["writes"].as_array().unwrap().len(), 3, "{again:#}");
+    assert_eq!(tree(&setup.ws), before, "the agent wrote to disk itself");
+}
+
+/// A model that fails mid-run (HTTP 500) or a budget that runs out ends the develop turn with a
+/// message that says why — never a hung prompt — and nothing is written.
+#[test]
+fn a_model_error_or_a_spent_budget_ends_the_develop_turn_with_a_clear_message() {
+    let path = support::fixture("develop/scenarios/rust_happy_path.json");
+    let scenario: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let overloaded = || {
+        Reply::json(
+            500,
+            &json!({ "error": { "message": "the model server is overloaded", "type": "server_error" } }),
+        )
+    };
+    let setup = Setup::new(
+        "develop/rust",
+        vec![openai_sse(&scenario["planner"][0])],
+        std::iter::repeat_with(overloaded).take(8).collect(),
+        "",
+    );
+    let before = tree(&setup.ws);
+    let run = |setup: &Setup| {
+        setup.client(json!({
+            "fs": { "readTextFile": true, "writeTextFile": true },
+            "permission": "reject_once",
+            "steps": [
+                { "op": "initialize" },
+                { "op": "new", "cwd": setup.ws },
+                { "op": "prompt", "prompt": [develop_prompt()] },
+                { "op": "mode", "mode": "research" },
+            ],
+        }))
+    };
+    let seen = run(&setup);
+    assert_eq!(stop_reason(&seen, 0), "end_turn", "{seen:#}");
+    let said = agent_text(&seen);
+    assert!(said.contains("HTTP 500"), "{said}");
+    assert!(said.contains("the model server is overloaded"), "{said}");
+    assert!(!setup.coder().requests().is_empty());
+    assert!(seen["writes"].as_array().unwrap().is_empty());
+    assert_eq!(tree(&setup.ws), before);
+    assert!(results(&seen, "session/set_mode")[0].get("error").is_none());
+
+    // One model call allowed: the plan takes it, and the run stops before any step.
+    let setup = Setup::develop("rust_happy_path", 1, "\n[develop]\nmax_model_calls = 1\n");
+    let seen = run(&setup);
+    assert_eq!(stop_reason(&seen, 0), "end_turn", "{seen:#}");
+    let said = agent_text(&seen);
+    assert!(said.contains("max_model_calls"), "{said}");
+    assert!(setup.coder().requests().is_empty());
+    assert!(seen["permissions"].as_array().unwrap().is_empty());
+    assert!(seen["writes"].as_array().unwrap().is_empty());
 }
 
 #[test]

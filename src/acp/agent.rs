@@ -87,7 +87,8 @@ pub struct AcpSession {
     pub router: Arc<ModelRouter>,
     /// The prompt in flight, cancelled by `session/cancel`.
     pub running: Option<CancellationToken>,
-    /// "Always allow" was chosen: later changes are written without asking.
+    /// "Always allow" was chosen: later changes are written without asking (kept in the
+    /// library, so a loaded session keeps it).
     pub always_allow: bool,
     pub turns: Vec<SessionTurn>,
     pub created_at: String,
@@ -202,7 +203,8 @@ impl AcpState {
                 }
             })
             .collect();
-        let session = open_session(id.clone(), cwd, mode, record.turns, record.created_at);
+        let mut session = open_session(id.clone(), cwd, mode, record.turns, record.created_at);
+        session.always_allow = record.always_allow;
         let mut sessions = self.lock();
         if sessions.get(&id).is_some_and(|s| s.running.is_some()) {
             return Err(Rejected::InvalidParams(format!(
@@ -275,6 +277,7 @@ impl AcpState {
                     cwd: session.cwd.display().to_string(),
                     mode: session.mode.id().to_owned(),
                     created_at: session.created_at.clone(),
+                    always_allow: session.always_allow,
                     turns: session.turns.clone(),
                 },
                 session.config.clone(),

@@ -4,8 +4,10 @@
 //! (`session/request_permission`) — through the client (`fs/write_text_file`) when it offers
 //! that, else atomically on disk as `patchwise develop --apply` does.
 //!
-//! A cancelled turn ends with `cancelled` and writes nothing; a run that fails ends the turn
-//! with a message that says why, never a hung prompt.
+//! A cancelled turn ends with `cancelled` and writes nothing, within a second of
+//! `session/cancel`: the run stops on its token at once, and a run that has not stopped
+//! [`CANCEL_GRACE`] later is dropped (its processes killed, its overlay discarded). A run that
+//! fails ends the turn with a message that says why, never a hung prompt.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,6 +38,8 @@ use crate::workflow::session::{
 };
 
 const ALLOW_ONCE: &str = "allow-once";
+/// How long a cancelled run may take to stop on its own before the turn gives it up.
+const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 const ALLOW_ALWAYS: &str = "allow-always";
 const REJECT: &str = "reject";
 
@@ -259,6 +263,19 @@ impl Turn {
         (run, forward)
     }
 
+    /// Awaits `work`, or gives it up (drops it) when the prompt was cancelled and `work` has
+    /// not ended on its own [`CANCEL_GRACE`] later.
+    async fn unless_cancelled<T>(&self, work: impl std::future::Future<Output = T>) -> Option<T> {
+        let cancel = self.cancel.clone();
+        tokio::select! {
+            out = work => Some(out),
+            _ = async {
+                cancel.cancelled().await;
+                tokio::time::sleep(CANCEL_GRACE).await;
+            } => None,
+        }
+    }
+
     // -- develop ------------------------------------------------------------------------------
 
     async fn develop(&mut self, request: String, attached: Vec<Attached>) -> StopReason {
@@ -279,12 +296,18 @@ impl Turn {
         );
         let (run, forward) = self.start(RunKind::Develop, &request);
         let id = run.id().to_owned();
-        let outcome = session::develop::run(ctx, DevelopRequest { request, focus }, &run).await;
+        let outcome = self
+            .unless_cancelled(session::develop::run(
+                ctx,
+                DevelopRequest { request, focus },
+                &run,
+            ))
+            .await;
         run.finish("develop finished");
-        if self.cancel.is_cancelled() {
+        let Some(outcome) = outcome.filter(|_| !self.cancel.is_cancelled()) else {
             let _ = forward.await;
             return StopReason::Cancelled;
-        }
+        };
         let report = &outcome.report;
         // Each step went out as its edit tool call when it ended (`forward`).
         let started = forward.await.unwrap_or_default();
@@ -409,12 +432,12 @@ impl Turn {
         };
         let (run, forward) = self.start(RunKind::Edit, &path.display().to_string());
         let id = run.id().to_owned();
-        let result = prepared.run(&run).await;
+        let result = self.unless_cancelled(prepared.run(&run)).await;
         run.finish("edit finished");
         let _ = forward.await;
-        if self.cancel.is_cancelled() {
+        let Some(result) = result.filter(|_| !self.cancel.is_cancelled()) else {
             return StopReason::Cancelled;
-        }
+        };
         match result {
             Ok(proposal) => {
                 self.say(format!(
@@ -444,12 +467,19 @@ impl Turn {
             workspace: Some(self.session.cwd.clone()),
             ..session::research::RunOptions::default()
         };
-        let result = session::research::run(&self.session.config, &query, options, &run).await;
+        let result = self
+            .unless_cancelled(session::research::run(
+                &self.session.config,
+                &query,
+                options,
+                &run,
+            ))
+            .await;
         run.finish("research finished");
         let _ = forward.await;
-        if self.cancel.is_cancelled() {
+        let Some(result) = result.filter(|_| !self.cancel.is_cancelled()) else {
             return StopReason::Cancelled;
-        }
+        };
         let done = match result {
             Ok(done) => done,
             Err(err) => {

@@ -4,7 +4,8 @@
 //! text for the model, and whether it is an error the model should act on.
 //!
 //! Unlike an editor run, an agent has no proposal to accept: an edit that the engine applies is
-//! written to disk at once (atomically, through `tools::transaction`); `dry_run` shows the same
+//! written to disk at once (atomically, through `workflow::session::write_files`, the writer
+//! `develop --apply` and ACP share); `dry_run` shows the same
 //! diff and writes nothing. The working copy is emptied after every call, so the disk stays the
 //! one truth and a file changed on disk since it was read is refused as stale. Nothing here may
 //! write outside the workspace, leave half a file, or record a read the model did not see.
@@ -21,7 +22,7 @@ use crate::edit::unified_diff;
 use crate::model::ToolCall;
 use crate::research;
 use crate::store::StoreError;
-use crate::tools::transaction::{Transaction, TransactionError};
+use crate::tools::transaction::TransactionError;
 use crate::tools::{ChangedFile, RealFs, Session, Snapshot, Status, ToolOptions};
 use crate::workflow::session::research::{ResearchError, RunOptions};
 use crate::workflow::session::{self, RunEvent, RunKind, Runs};
@@ -452,15 +453,13 @@ fn read_error(e: &ReadError, rel: &str) -> String {
     }
 }
 
-/// Writes the call's changes to disk in one transaction: atomically, permissions and symlinks
-/// kept, and refused when a file on disk is no longer the text the edit was made against.
+/// Writes the call's changes to disk through the one writer every edge shares
+/// (`workflow::session::write_files`: one transaction, refused when a file on disk is no longer
+/// the text the edit was made against).
 fn commit(changes: &[ChangedFile]) -> Result<(), TransactionError> {
-    let mut tx = Transaction::new();
-    for change in changes {
-        match &change.original {
-            Some(original) => tx.replace(&change.path, original, change.text.clone()),
-            None => tx.create(&change.path, change.text.clone()),
-        };
-    }
-    tx.commit().map(|_| ())
+    session::write_files(changes.iter().map(|c| session::FileWrite {
+        path: &c.path,
+        before: c.original.as_deref(),
+        after: c.text.clone(),
+    }))
 }

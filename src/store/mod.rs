@@ -491,6 +491,11 @@ CREATE TABLE agent_session (
     turns TEXT NOT NULL
 );
 "#,
+    // 7: an agent session's "always write changes in this session" (0 or 1), kept so a loaded
+    // session does not ask again.
+    r#"
+ALTER TABLE agent_session ADD COLUMN always_allow INTEGER NOT NULL DEFAULT 0;
+"#,
 ];
 
 /// The `answered` column: what became of the model's sentences and the parts of the question.

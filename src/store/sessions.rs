@@ -1,6 +1,7 @@
 //! Agent sessions (`patchwise acp`), kept so a client can load one again after a restart: the
-//! folder it works in, the mode it was left in, and its conversation as it was shown — the
-//! user's prompts and patchwise's answers, each a turn. The rows are data only; the edge decides
+//! folder it works in, the mode it was left in, whether the user chose to always allow its
+//! changes, and its conversation as it was shown — the user's prompts and patchwise's answers,
+//! each a turn. The rows are data only; the edge decides
 //! how a turn is shown again.
 
 use rusqlite::{OptionalExtension, params};
@@ -18,6 +19,10 @@ pub struct SessionRecord {
     pub mode: String,
     /// RFC 3339; set when first stored.
     pub created_at: String,
+    /// The user chose "always write changes in this session": later changes are written
+    /// without asking, also after the session is loaded again.
+    #[serde(default)]
+    pub always_allow: bool,
     pub turns: Vec<SessionTurn>,
 }
 
@@ -50,11 +55,20 @@ impl Library {
             record.created_at.clone()
         };
         self.lock().execute(
-            "INSERT INTO agent_session (id, cwd, mode, created_at, updated_at, turns)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            "INSERT INTO agent_session (id, cwd, mode, created_at, updated_at, turns, always_allow)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT(id) DO UPDATE SET cwd = excluded.cwd, mode = excluded.mode,
-               updated_at = excluded.updated_at, turns = excluded.turns",
-            params![record.id, record.cwd, record.mode, created, now, turns],
+               updated_at = excluded.updated_at, turns = excluded.turns,
+               always_allow = excluded.always_allow",
+            params![
+                record.id,
+                record.cwd,
+                record.mode,
+                created,
+                now,
+                turns,
+                record.always_allow
+            ],
         )?;
         Ok(())
     }
@@ -64,7 +78,8 @@ impl Library {
         let row = self
             .lock()
             .query_row(
-                "SELECT id, cwd, mode, created_at, turns FROM agent_session WHERE id = ?1",
+                "SELECT id, cwd, mode, created_at, turns, always_allow FROM agent_session
+                 WHERE id = ?1",
                 [id],
                 |row| {
                     Ok((
@@ -73,11 +88,12 @@ impl Library {
                         row.get::<_, String>(2)?,
                         row.get::<_, String>(3)?,
                         row.get::<_, String>(4)?,
+                        row.get::<_, bool>(5)?,
                     ))
                 },
             )
             .optional()?;
-        let Some((id, cwd, mode, created_at, turns)) = row else {
+        let Some((id, cwd, mode, created_at, turns, always_allow)) = row else {
             return Ok(None);
         };
         let turns = serde_json::from_str(&turns).map_err(|e| StoreError::Corrupt {
@@ -89,6 +105,7 @@ impl Library {
             cwd,
             mode,
             created_at,
+            always_allow,
             turns,
         }))
     }
@@ -108,6 +125,7 @@ mod tests {
             cwd: "/w".into(),
             mode: "develop".into(),
             created_at: String::new(),
+            always_allow: false,
             turns: vec![SessionTurn {
                 speaker: Speaker::User,
                 text: "add a flag".into(),
@@ -117,7 +135,9 @@ mod tests {
         let stored = library.session("s1").unwrap().unwrap();
         assert!(!stored.created_at.is_empty());
         assert_eq!(stored.turns, record.turns);
+        assert!(!stored.always_allow);
         record.mode = "research".into();
+        record.always_allow = true;
         record.turns.push(SessionTurn {
             speaker: Speaker::Agent,
             text: "done".into(),
@@ -125,6 +145,7 @@ mod tests {
         library.save_session(&record).unwrap();
         let again = library.session("s1").unwrap().unwrap();
         assert_eq!(again.mode, "research");
+        assert!(again.always_allow);
         assert_eq!(again.turns.len(), 2);
         assert_eq!(again.created_at, stored.created_at);
     }

@@ -56,20 +56,40 @@ pub use choices::{Choice, ChoiceArgument, ChoiceKind, ClientAbilities, ForeignDi
 pub use crate::workflow::{Proposal, ProposalFile};
 pub use runs::{RunEvent, RunHandle, RunKind, RunUsage, Runs};
 
-/// Writes every file of `proposal` as one transaction — all land, or none — where nobody else
-/// holds the files: `patchwise develop --apply`, and an ACP client without `fs/write_text_file`.
+/// One file for [`write_files`]: the text it must have on disk now (`None`: it must not exist
+/// yet) and the text to write.
+pub struct FileWrite<'a> {
+    pub path: &'a std::path::Path,
+    pub before: Option<&'a str>,
+    pub after: String,
+}
+
+/// The one writer of every edge that writes to disk itself (`patchwise develop --apply`, MCP's
+/// edit tools, an ACP client without `fs/write_text_file`): every file as one transaction — all
+/// land, or none —, atomically, permissions and symlinks kept, and refused when a file on disk
+/// is no longer the text the change was made against.
+pub fn write_files<'a>(
+    files: impl IntoIterator<Item = FileWrite<'a>>,
+) -> Result<(), crate::tools::transaction::TransactionError> {
+    let mut tx = crate::tools::transaction::Transaction::new();
+    for f in files {
+        match f.before {
+            Some(before) => tx.replace(f.path, before, f.after),
+            None => tx.create(f.path, f.after),
+        };
+    }
+    tx.commit().map(|_| ())
+}
+
+/// Writes every file of `proposal` where nobody else holds the files ([`write_files`]).
 pub fn write_proposal(
     proposal: &Proposal,
 ) -> Result<(), crate::tools::transaction::TransactionError> {
-    let mut tx = crate::tools::transaction::Transaction::new();
-    for f in &proposal.files {
-        if f.created {
-            tx.create(&f.path, f.new_text.clone());
-        } else {
-            tx.replace(&f.path, &f.original, f.new_text.clone());
-        }
-    }
-    tx.commit().map(|_| ())
+    write_files(proposal.files.iter().map(|f| FileWrite {
+        path: &f.path,
+        before: (!f.created).then_some(f.original.as_str()),
+        after: f.new_text.clone(),
+    }))
 }
 
 /// Every command the server executes, with the name clients send and a title for menus.

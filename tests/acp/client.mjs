@@ -7,15 +7,18 @@
 //     agent: ["/path/to/patchwise", "acp", ...],   // spawned with this process's environment
 //     fs: {readTextFile: bool, writeTextFile: bool},
 //     terminal: bool,
-//     permission: "allow_once" | "allow_always" | "reject_once" | "cancelled", or a list of
-//                 them answered in turn,
+//     permission: "allow_once" | "allow_always" | "reject_once" | "cancelled" | "cancel", or a
+//                 list of them answered in turn ("cancel": the user cancels the prompt while
+//                 the request is open — session/cancel is sent, and the request is answered
+//                 `cancelled` only once the prompt has ended, or after 5 s),
 //     open: {"/abs/path": "unsaved text"},           // what fs/read_text_file answers for open files
 //     steps: [
 //       {op: "initialize"},
 //       {op: "new", cwd},                             // sessionId kept for later steps
 //       {op: "mode", mode},
 //       {op: "prompt", prompt: [ContentBlock...], cancelOn?: "<sessionUpdate kind>"},
-//       {op: "prompt_twice", prompt},                 // a second prompt while the first runs
+//       {op: "prompt_twice", prompt},                 // a second prompt while the first runs,
+//                                                     // then the first cancelled
 //       {op: "load", sessionId?, cwd},
 //       {op: "request", method, params},              // anything else, raw
 //     ]
@@ -23,7 +26,9 @@
 // Every request's result or error is recorded in `results`, in order; `updates` holds every
 // `session/update` (with the index of the step it arrived during), `permissions` the permission
 // requests, `writes` and `reads` the fs calls, and `sent` the raw lines the client wrote (the
-// first is its real `initialize`). Updates, permission requests and fs calls carry `seq` (one
+// first is its real `initialize`). A prompt the client cancelled (`cancelOn`, a "cancel"
+// permission answer, `prompt_twice`) has `cancelledAfterMs` in its result: milliseconds from
+// session/cancel to the prompt's answer. Updates, permission requests and fs calls carry `seq` (one
 // count over all of them, the order they arrived in) and `ms` (milliseconds since the last
 // `session/prompt` was sent; scripts/bench/acp-latency reads them).
 
@@ -48,6 +53,7 @@ const mark = () => ({ seq: seq++, ms: Date.now() - promptAt });
 let sessionId = null;
 let cancelOn = null;
 let cancelled = null;
+let promptDone = false;
 let cx = null;
 
 const child = spawn(scenario.agent[0], scenario.agent.slice(1), {
@@ -92,6 +98,15 @@ const app = acp
       ? scenario.permission[out.permissions.length - 1]
       : scenario.permission;
     if (answer === "cancelled") {
+      return { outcome: { outcome: "cancelled" } };
+    }
+    if (answer === "cancel") {
+      cancelled = Date.now();
+      await cx.notify("session/cancel", { sessionId: params.sessionId });
+      const until = Date.now() + 5000;
+      while (!promptDone && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
       return { outcome: { outcome: "cancelled" } };
     }
     const option = params.options.find((o) => o.kind === answer);
@@ -152,9 +167,11 @@ try {
         case "prompt": {
           cancelOn = s.cancelOn ?? null;
           cancelled = null;
+          promptDone = false;
           const started = Date.now();
           promptAt = started;
           await call("session/prompt", { sessionId: s.sessionId ?? sessionId, prompt: s.prompt });
+          promptDone = true;
           if (cancelled) {
             out.results[out.results.length - 1].cancelledAfterMs = Date.now() - cancelled;
           }
@@ -168,8 +185,11 @@ try {
             await new Promise((r) => setTimeout(r, 10));
           }
           await call("session/prompt", { sessionId, prompt: s.prompt });
+          const cancelledAt = Date.now();
           await cx.notify("session/cancel", { sessionId });
           await first;
+          // The refused second prompt answered first; the first's result is the last one.
+          out.results[out.results.length - 1].cancelledAfterMs = Date.now() - cancelledAt;
           break;
         }
         case "load": {

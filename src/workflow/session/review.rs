@@ -217,23 +217,16 @@ pub fn accept_whole(
     Ok(out)
 }
 
-/// Writes accepted files as one transaction — all land, or none — where nobody else holds them
-/// (an ACP client without `fs/write_text_file`).
+/// Writes accepted files where nobody else holds them (an ACP client without
+/// `fs/write_text_file`), through the one writer ([`super::write_files`]).
 pub fn write_accepted(
     files: &[AcceptedFile],
 ) -> Result<(), crate::tools::transaction::TransactionError> {
-    let mut tx = crate::tools::transaction::Transaction::new();
-    for f in files {
-        match &f.before {
-            None => {
-                tx.create(&f.path, f.after.clone());
-            }
-            Some(before) => {
-                tx.replace(&f.path, before, f.after.clone());
-            }
-        }
-    }
-    tx.commit().map(|_| ())
+    super::write_files(files.iter().map(|f| super::FileWrite {
+        path: &f.path,
+        before: f.before.as_deref(),
+        after: f.after.clone(),
+    }))
 }
 
 fn record_change(proposals: &Proposals, id: ProposalId, done: bool) -> RecordChange {
