@@ -693,6 +693,11 @@ async fn a_test_file_the_request_names_as_where_the_tests_are_stays_read_only() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_says_a_test_fails_shows_how_it_fails_before_the_first_answer() {
+    scenario("failing_test_run_before_the_first_step").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_that_is_one_rename_is_done_by_the_server_without_a_model_call() {
     scenario("rename_by_the_server").await;
 }

@@ -204,7 +204,8 @@ pub struct EditSection {
     /// Tokens of the region shown in the first prompt.
     #[schemars(range(min = 500, max = 10_000_000))]
     pub region_budget: u32,
-    /// Sampling temperature (0 makes edits markedly more reliable).
+    /// Sampling temperature (0 makes edits markedly more reliable; a request the model already
+    /// answered in the run goes out at 0.7 when this is lower).
     #[schemars(range(min = 0.0, max = 2.0))]
     pub temperature: f64,
     /// Tokens the model may write per answer (default: the model's setting).

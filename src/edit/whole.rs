@@ -102,6 +102,14 @@ fn path_line(line: &str) -> Option<String> {
             t = t[prefix.len()..].trim();
         }
     }
+    // A path with a note after it, as a small model copies the label it was shown
+    // (`pangram_test.py (the tests: read them, do not change them)`, `a.rs — unchanged`).
+    if let Some((first, rest)) = t.split_once(char::is_whitespace) {
+        let rest = rest.trim_start();
+        if rest.starts_with(['(', '-', '\u{2013}', '\u{2014}']) {
+            t = first;
+        }
+    }
     let t = clean_path(t.trim_end_matches(':'));
     (!t.contains(char::is_whitespace) && looks_like_path(t)).then(|| t.to_owned())
 }
@@ -290,6 +298,16 @@ mod tests {
         assert_eq!(blocks[0].body, "def f():\n    pass\n");
         assert_eq!(path_line("### File: `a/b.py`:"), Some("a/b.py".to_owned()));
         assert_eq!(path_line("Here is the updated file:"), None);
+        // The label the model was shown, copied (Qwen2.5-Coder-1.5B, develop bench py-pangram).
+        assert_eq!(
+            path_line("pangram_test.py (the tests: read them, do not change them)"),
+            Some("pangram_test.py".to_owned())
+        );
+        assert_eq!(
+            path_line("src/a.rs \u{2014} unchanged"),
+            Some("src/a.rs".to_owned())
+        );
+        assert_eq!(path_line("Use pangram.py (it is shorter)"), None);
         assert_eq!(path_line("v1.2"), None);
     }
 

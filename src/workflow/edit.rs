@@ -51,6 +51,7 @@ use crate::tools::{
 
 use super::model_loop::answer::{self, Reading};
 use super::model_loop::driver::{self, At, Driven, Ended, NoAnswer, Policy};
+use super::model_loop::resample::{Resample, answer_key};
 use super::model_loop::target::{self, EditTarget};
 use super::model_loop::{self, Interrupted, Protocol, REWRITE_MAX_LINES, Schedule};
 use super::proposal::{Proposal, ProposalFile};
@@ -347,6 +348,8 @@ struct Run<'a> {
     schedule: Schedule,
     /// How the edits were placed (the matching passes), for the proposal.
     matched: Vec<String>,
+    /// A request asked again is sampled (`model_loop::resample`).
+    resample: Resample,
 }
 
 /// How one model answer went.
@@ -480,8 +483,10 @@ impl<'a> Run<'a> {
                 format: EditFormat::Auto,
                 fits: false,
                 creating: false,
+                primary_attempts: 1,
             },
             matched: Vec::new(),
+            resample: Resample::default(),
         })
     }
 
@@ -513,6 +518,7 @@ impl<'a> Run<'a> {
             format: self.edit_format(coder.name()),
             fits: rewrite_fits,
             creating: !self.creates.is_empty(),
+            primary_attempts: 1,
         };
         match driver::drive(&mut self, coder, escalation).await? {
             Driven::Done { attempts, model } => {
@@ -713,7 +719,11 @@ impl<'a> Run<'a> {
                 Vec::new()
             },
             options: ChatOptions {
-                temperature: self.ctx.options.temperature,
+                temperature: self.resample.temperature(
+                    model.name(),
+                    messages,
+                    self.ctx.options.temperature,
+                ),
                 max_tokens: Some(self.ctx.options.max_tokens.unwrap_or(reserve as u32)),
                 tool_choice,
                 ..ChatOptions::default()
@@ -733,8 +743,12 @@ impl<'a> Run<'a> {
             }
             Some(messages.to_vec())
         };
-        match driver::ask(model, request, shrink, &cancel, None, &|_| {}).await {
-            Ok(r) => Ok(Ok(r)),
+        let asked = driver::ask(model, request, shrink, &cancel, None, &|_| {}).await;
+        match asked {
+            Ok(r) => {
+                self.resample.answered(model.name(), &answer_key(&r));
+                Ok(Ok(r))
+            }
             Err(NoAnswer::BrokeOff(e)) if may_retry => {
                 Ok(Err(format!("the answer broke off ({e})")))
             }

@@ -63,6 +63,7 @@ pub use super::edit::Progress;
 use super::edit::{RULE_FILES, display_path};
 use super::model_loop::answer::{self, Reading};
 use super::model_loop::driver::{self, NoAnswer};
+use super::model_loop::resample::{Resample, answer_key};
 use super::model_loop::{self, Interrupted, empty_session};
 use super::proposal::{Proposal, ProposalFile};
 use super::write_session::WriteSessions;
@@ -538,6 +539,7 @@ pub async fn run(
         spent: None,
         phase: "plan",
         step_texts: HashMap::new(),
+        resample: Resample::default(),
     };
     let result = run.go().await;
     run.report.model_calls = run.calls.load(Ordering::Relaxed);
@@ -590,6 +592,8 @@ struct Run<'a> {
     phase: &'static str,
     /// Each changed file's text as the last step told to `on_step` left it.
     step_texts: HashMap<PathBuf, String>,
+    /// A request asked again is sampled (`model_loop::resample`).
+    resample: Resample,
 }
 
 /// Percent of the bar where each phase starts.
@@ -652,6 +656,7 @@ impl Run<'_> {
         self.phase = "steps";
         self.report.plan = Some(plan.clone());
         self.approve(&plan).await?;
+        let failing_now = self.failing_before().await?;
         let work: Vec<plan::Step> = plan.work().cloned().collect();
         let total = work.len().max(1);
         let mut last_error = String::new();
@@ -686,7 +691,7 @@ impl Run<'_> {
                 text: s.text.clone(),
                 number: Some(s.number),
                 files: s.files.clone(),
-                extra: None,
+                extra: failing_now.clone().filter(|_| i == 0),
                 goal: Some(goal),
             };
             let report = self.run_step(&plan, &spec).await?;
@@ -980,7 +985,11 @@ impl Run<'_> {
             messages: messages.to_vec(),
             tools,
             options: ChatOptions {
-                temperature: self.ctx.options.temperature,
+                temperature: self.resample.temperature(
+                    model.name(),
+                    messages,
+                    self.ctx.options.temperature,
+                ),
                 // The tighter of `[edit] max_tokens` and the phase's own limit.
                 max_tokens: match (self.ctx.options.max_tokens, limit) {
                     (Some(a), Some(b)) => Some(a.min(b)),
@@ -1007,7 +1016,10 @@ impl Run<'_> {
         // Fitted to the model's window as an edit's requests are (older turns cut first).
         let cancel = self.cancel.clone();
         match driver::ask(model, request, |_| None, &cancel, Some(remaining), &observe).await {
-            Ok(r) => Ok(r),
+            Ok(r) => {
+                self.resample.answered(model.name(), &answer_key(&r));
+                Ok(r)
+            }
             Err(NoAnswer::Cancelled) => Err(DevelopFailure::Cancelled),
             Err(NoAnswer::TimedOut) => Err(self.spend(self.time_spent())),
             Err(NoAnswer::BrokeOff(e) | NoAnswer::Failed(e)) => Err(model_failure(e)),
@@ -1184,6 +1196,26 @@ impl Run<'_> {
             ));
         }
         out
+    }
+
+    /// For a request about failing tests ("the test X fails: fix Y"), the tests run on the
+    /// workspace as it is before the first step, and the first step reads how they fail (the
+    /// names, the assertion, expected against got, the test's lines): the source alone does
+    /// not say what a 1.5B model needs to see, and a peer that runs the tests only after its
+    /// first answer spends that answer guessing (the develop bench's fix-test tasks).
+    async fn failing_before(&mut self) -> Result<Option<String>, DevelopFailure> {
+        if !says_tests_fail(&self.request.request) || !self.has_checks(CheckKind::Test) {
+            return Ok(None);
+        }
+        self.report_progress("preflight: running the tests the request says fail", 24);
+        let runs = self.run_checks(CheckKind::Test).await?;
+        if runs.iter().all(|r| r.passed) {
+            return Ok(None);
+        }
+        let failures = self.test_failures(&runs);
+        Ok(Some(format!(
+            "The tests fail now, before any change:\n{failures}"
+        )))
     }
 
     async fn verify(&mut self, plan: &Plan) -> Result<(), DevelopFailure> {
@@ -1520,9 +1552,48 @@ fn model_failure(e: ModelError) -> DevelopFailure {
     }
 }
 
+/// Whether a request says that tests fail now ("the test finds_the_longest_word fails: fix
+/// longest_word", "fix the failing tests", "test_total fails"): a word of failing (`fail`,
+/// `fails`, `failing`, `failed`, `broken`) and a word of testing (`test`, `tests`, a
+/// `test_…` name).
+fn says_tests_fail(request: &str) -> bool {
+    let lower = request.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let fails = words
+        .iter()
+        .any(|w| matches!(*w, "fail" | "fails" | "failing" | "failed" | "broken"));
+    let tests = words
+        .iter()
+        .any(|w| w.starts_with("test") || w.ends_with("_test") || w.ends_with("tests"));
+    fails && tests
+}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_that_say_tests_fail() {
+        for yes in [
+            "the test finds_the_longest_word fails: fix longest_word in src/lib.rs",
+            "the tests reads_a_line and parses_a_file fail: fix parse_line in src/lib.rs",
+            "Fix the failing tests in tests/test_core.py",
+            "test_total_value failed after the refactor; fix total_value",
+            "The todo tests are broken, fix them",
+        ] {
+            assert!(says_tests_fail(yes), "{yes}");
+        }
+        for no in [
+            "Implement is_pangram in pangram.py. The tests are in pangram_test.py.",
+            "Add a function double(x: i32) -> i32 with a unit test.",
+            "Make the parser fail on an empty key",
+            "rename low_stock to items_below",
+        ] {
+            assert!(!says_tests_fail(no), "{no}");
+        }
+    }
 
     #[test]
     fn options_from_config() {

@@ -132,6 +132,7 @@ impl Policy for Step<'_, '_> {
             format,
             fits,
             creating: false,
+            primary_attempts: 2,
         }
     }
 

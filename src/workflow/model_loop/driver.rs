@@ -285,6 +285,7 @@ mod tests {
                 format: EditFormat::Rewrite,
                 fits: true,
                 creating: false,
+                primary_attempts: 1,
             },
         };
         let driven = drive(&mut p, model("small"), Some(model("big")))
@@ -318,6 +319,7 @@ mod tests {
                 format: EditFormat::Auto,
                 fits: true,
                 creating: false,
+                primary_attempts: 1,
             },
         };
         let driven = drive(&mut p, model("small"), None).await.unwrap();

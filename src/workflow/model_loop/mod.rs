@@ -30,6 +30,7 @@
 pub(crate) mod answer;
 pub(crate) mod driver;
 pub(crate) mod feedback;
+pub(crate) mod resample;
 pub(crate) mod rewrite;
 pub(crate) mod target;
 
@@ -67,6 +68,11 @@ pub(crate) struct Schedule {
     pub fits: bool,
     /// The run creates a file: `auto` takes the tools protocol (a write session streams it).
     pub creating: bool,
+    /// Attempts asked in the primary protocol before `auto` falls back to the other: 1 for an
+    /// edit; 2 for a develop step, whose second rewrite (told why the first failed, sampled
+    /// when it repeats) solved tasks the tools fallback never did with a 1.5B model (the
+    /// develop bench).
+    pub primary_attempts: usize,
 }
 
 impl Schedule {
@@ -80,12 +86,14 @@ impl Schedule {
         }
     }
 
-    /// The protocol of `attempt` (1-based): in `auto`, every other attempt falls back to the
-    /// other protocol when the target allows both; a configured format is kept.
+    /// The protocol of `attempt` (1-based): in `auto`, after the first
+    /// [`primary_attempts`](Self::primary_attempts), every other attempt falls back to the other
+    /// protocol when the target allows both; a configured format is kept.
     pub fn protocol(&self, attempt: usize) -> Protocol {
         let alternate = self.format == EditFormat::Auto && self.fits && !self.creating;
+        let first = self.primary_attempts.max(1);
         match self.primary() {
-            p if !alternate || attempt % 2 == 1 => p,
+            p if !alternate || attempt <= first || (attempt - first) % 2 == 0 => p,
             Protocol::Rewrite => Protocol::Tools,
             Protocol::Tools => Protocol::Rewrite,
         }
@@ -231,5 +239,42 @@ where
         biased;
         _ = cancel.cancelled() => Err(Interrupted::Cancelled),
         r = job => r.map_err(|e| Interrupted::Failed(format!("a tool failed unexpectedly: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn protocols(s: Schedule) -> Vec<Protocol> {
+        (1..=5).map(|a| s.protocol(a)).collect()
+    }
+
+    #[test]
+    fn auto_falls_back_after_the_primary_attempts() {
+        use Protocol::{Rewrite as R, Tools as T};
+        let edit = Schedule {
+            format: EditFormat::Auto,
+            fits: true,
+            creating: false,
+            primary_attempts: 1,
+        };
+        assert_eq!(protocols(edit), [R, T, R, T, R]);
+        let step = Schedule {
+            primary_attempts: 2,
+            ..edit
+        };
+        assert_eq!(protocols(step), [R, R, T, R, T]);
+        // A configured format, or a target the rewrite protocol cannot take, is kept.
+        let tools = Schedule {
+            format: EditFormat::Tools,
+            ..step
+        };
+        assert_eq!(protocols(tools), [T; 5]);
+        let large = Schedule {
+            fits: false,
+            ..step
+        };
+        assert_eq!(protocols(large), [T; 5]);
     }
 }
