@@ -93,7 +93,7 @@ impl Schedule {
         let alternate = self.format == EditFormat::Auto && self.fits && !self.creating;
         let first = self.primary_attempts.max(1);
         match self.primary() {
-            p if !alternate || attempt <= first || (attempt - first) % 2 == 0 => p,
+            p if !alternate || attempt <= first || (attempt - first).is_multiple_of(2) => p,
             Protocol::Rewrite => Protocol::Tools,
             Protocol::Tools => Protocol::Rewrite,
         }
