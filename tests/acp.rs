@@ -490,13 +490,15 @@ fn cancel_ends_the_run_with_cancelled_and_writes_nothing_and_a_second_prompt_is_
     // The coder never answers: only the cancel can end the run.
     let setup = Setup::new("develop/rust", plan, vec![Reply::Hang, Reply::Hang], "");
     let before = tree(&setup.ws);
+    // Cancelled when step 1 starts, so the cancel comes while the coder is asked; files are
+    // read from disk (a read through the client would see the cancel before the coder is).
     let seen = setup.client(json!({
-        "fs": { "readTextFile": true, "writeTextFile": true },
+        "fs": { "readTextFile": false, "writeTextFile": true },
         "permission": "allow_once",
         "steps": [
             { "op": "initialize" },
             { "op": "new", "cwd": setup.ws },
-            { "op": "prompt", "prompt": [develop_prompt()], "cancelOn": "plan" },
+            { "op": "prompt", "prompt": [develop_prompt()], "cancelOn": "tool_call:edit" },
             { "op": "prompt_twice", "prompt": [develop_prompt()] },
             { "op": "mode", "mode": "research" },
         ],

@@ -41,7 +41,7 @@ struct ThroughClient {
 }
 
 impl ThroughClient {
-    fn from_client(&self, path: &Path) -> Option<String> {
+    fn client_text(&self, path: &Path) -> Option<String> {
         if !self.roots.iter().any(|r| path.starts_with(r))
             || self.disk.kind(path) != Some(EntryKind::File)
         {
@@ -58,7 +58,7 @@ impl ThroughClient {
 
 impl FileSystem for ThroughClient {
     fn read_text(&self, path: &Path) -> Result<String, ReadError> {
-        match self.from_client(path) {
+        match self.client_text(path) {
             Some(text) => Ok(text),
             None => self.disk.read_text(path),
         }
