@@ -13,7 +13,7 @@
 //! with a message; a second prompt while one runs; research with its sources as resource links and the session
 //! loaded again by a new agent process; edit mode on a named range of a file the editor has open
 //! with unsaved text; and malformed input answered with JSON-RPC errors while the agent keeps
-//! serving.
+//! serving; develop reading the files the client has open through it, unsaved text included.
 
 mod support;
 
@@ -316,21 +316,50 @@ fn develop_shows_plan_steps_diffs_and_checks_and_writes_through_the_client_when_
         seq(&seen, usage.last().unwrap()) < asked_at,
         "usage came late"
     );
-    // The tests: an execute call started when they run, completed with the command and result.
-    let tests = calls
+    // Each check and test command: an execute call started when it runs and ended with its
+    // output as it ends — the check after step 1's edit before step 1's change is shown, the
+    // tests before the permission is asked.
+    let commands: Vec<&&Value> = calls.iter().filter(|c| c["kind"] == "execute").collect();
+    assert!(
+        commands.iter().all(|c| c["status"] == "in_progress"),
+        "{commands:#?}"
+    );
+    let ended = |call: &Value| -> &Value {
+        done.iter()
+            .find(|u| u["toolCallId"] == call["toolCallId"] && u.get("status").is_some())
+            .unwrap_or_else(|| panic!("{call:#} never ended"))
+    };
+    let check = commands
         .iter()
-        .find(|c| c["kind"] == "execute" && c["title"] == "Tests")
-        .unwrap_or_else(|| panic!("{calls:#?}"));
-    assert_eq!(tests["status"], "in_progress");
-    let tested = done
+        .find(|c| {
+            c["title"].as_str().unwrap().starts_with("check: ")
+                && seq(&seen, c) > seq(&seen, steps[0])
+        })
+        .unwrap_or_else(|| panic!("no check ran in step 1: {commands:#?}"));
+    let checked = ended(check);
+    assert_eq!(checked["status"], "completed", "{checked:#}");
+    assert!(
+        seq(&seen, checked) < seq(&seen, step1),
+        "the check went out after step 1 ended: {checked:#}"
+    );
+    let tests = commands
         .iter()
-        .find(|u| u["toolCallId"] == tests["toolCallId"])
-        .unwrap();
+        .find(|c| c["title"].as_str().unwrap().starts_with("test: "))
+        .unwrap_or_else(|| panic!("{commands:#?}"));
+    let tested = ended(tests);
     assert_eq!(tested["status"], "completed", "{tested:#}");
     assert!(
         tested["title"].as_str().unwrap().contains("cargo test"),
         "{tested:#}"
     );
+    assert!(
+        tested["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("test result: ok"),
+        "{tested:#}"
+    );
+    assert!(seq(&seen, tested) < asked_at, "{tested:#}");
     assert!(
         agent_text(&seen).contains("verify: tests passed"),
         "{}",
@@ -373,6 +402,58 @@ fn develop_shows_plan_steps_diffs_and_checks_and_writes_through_the_client_when_
 }
 
 #[test]
+fn develop_reads_the_files_the_client_has_open_with_their_unsaved_text() {
+    let setup = Setup::develop("rust_happy_path", 1, "");
+    let main = setup.ws.join("src/main.rs");
+    let on_disk = std::fs::read_to_string(&main).unwrap();
+    // The editor has main.rs open with an unsaved line; nothing is attached to the prompt.
+    let open = format!("// unsaved note\n{on_disk}");
+    let seen = setup.client(json!({
+        "fs": { "readTextFile": true, "writeTextFile": true },
+        "permission": "allow_once",
+        "open": { main.to_str().unwrap(): open },
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "prompt", "prompt": [develop_prompt()] },
+        ],
+    }));
+    assert_eq!(stop_reason(&seen, 0), "end_turn", "{}", agent_text(&seen));
+    // The change to main.rs is made against the editor's text, before and after.
+    let asked = &seen["permissions"][0]["toolCall"]["content"];
+    let diff = asked
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["path"] == main.display().to_string())
+        .unwrap_or_else(|| panic!("{asked:#}"));
+    assert_eq!(diff["oldText"].as_str().unwrap(), open);
+    let new_main = diff["newText"].as_str().unwrap();
+    assert!(new_main.starts_with("// unsaved note\n"), "{new_main}");
+    assert!(new_main.contains("wordstat::line_count"), "{new_main}");
+    let written = seen["writes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["path"] == main.display().to_string())
+        .unwrap_or_else(|| panic!("{:#}", seen["writes"]));
+    assert_eq!(written["content"].as_str().unwrap(), new_main);
+    // Read through the client while the run went, not only before writing.
+    let asked_at = seen["permissions"][0]["seq"].as_u64().unwrap();
+    assert!(
+        seen["reads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["path"] == main.display().to_string()
+                && r["seq"].as_u64().unwrap() < asked_at),
+        "{:#}",
+        seen["reads"]
+    );
+    assert_eq!(std::fs::read_to_string(&main).unwrap(), on_disk);
+}
+
+#[test]
 fn a_rejected_change_writes_nothing_and_an_allowed_one_without_client_fs_lands_on_disk() {
     let setup = Setup::develop("rust_happy_path", 2, "");
     let before = tree(&setup.ws);
@@ -409,13 +490,15 @@ fn cancel_ends_the_run_with_cancelled_and_writes_nothing_and_a_second_prompt_is_
     // The coder never answers: only the cancel can end the run.
     let setup = Setup::new("develop/rust", plan, vec![Reply::Hang, Reply::Hang], "");
     let before = tree(&setup.ws);
+    // Cancelled when step 1 starts, so the cancel comes while the coder is asked; files are
+    // read from disk (a read through the client would see the cancel before the coder is).
     let seen = setup.client(json!({
-        "fs": { "readTextFile": true, "writeTextFile": true },
+        "fs": { "readTextFile": false, "writeTextFile": true },
         "permission": "allow_once",
         "steps": [
             { "op": "initialize" },
             { "op": "new", "cwd": setup.ws },
-            { "op": "prompt", "prompt": [develop_prompt()], "cancelOn": "tool_call" },
+            { "op": "prompt", "prompt": [develop_prompt()], "cancelOn": "tool_call:edit" },
             { "op": "prompt_twice", "prompt": [develop_prompt()] },
             { "op": "mode", "mode": "research" },
         ],

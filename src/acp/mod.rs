@@ -22,7 +22,7 @@ use std::time::Duration;
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, AuthenticateResponse, CancelNotification, InitializeRequest,
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, PromptRequest, PromptResponse,
-    SessionNotification, SetSessionModeRequest,
+    SessionNotification, SetSessionModeRequest, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Stdio};
@@ -125,7 +125,19 @@ async fn serve(state: Arc<AcpState>) -> anyhow::Result<()> {
                 cx.spawn(async move {
                     let id = session.id.clone();
                     let user = turn::user_turn(&prompt);
-                    let end = turn::run(peer, session, prompt, cancel, state.runs.clone()).await;
+                    // A task of its own: a run waits in place for the client's answers
+                    // (`workflow::session::client_files`), which this connection's task reads.
+                    let runs = state.runs.clone();
+                    let end = tokio::spawn(turn::run(peer, session, prompt, cancel, runs))
+                        .await
+                        .unwrap_or_else(|err| {
+                            tracing::error!("a prompt turn stopped: {err}");
+                            turn::TurnEnd {
+                                stop: StopReason::EndTurn,
+                                said: format!("The turn stopped unexpectedly: {err}"),
+                                always_allow: false,
+                            }
+                        });
                     state.end_prompt(
                         &id,
                         vec![user, turn::agent_turn(end.said)],

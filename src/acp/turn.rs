@@ -22,6 +22,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
     WriteTextFileRequest,
 };
+use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -29,8 +30,10 @@ use super::agent::{ClientOffer, Mode, SessionView};
 use super::target;
 use crate::store::sessions::{SessionTurn, Speaker};
 use crate::tools::{OpenBuffer, Snapshot};
+use crate::workflow::session::client_files::{ClientFiles, read_through};
 use crate::workflow::session::develop::{
-    DevelopContext, DevelopModels, DevelopRequest, ItemStatus, PlanItem, StepStatus, VerifyStatus,
+    CommandEvent, DevelopContext, DevelopModels, DevelopRequest, ItemStatus, PlanItem, StepStatus,
+    VerifyStatus,
 };
 use crate::workflow::session::edit::{RequestedEdit, Workspace};
 use crate::workflow::session::{
@@ -105,23 +108,54 @@ impl Peer {
     /// The client's text of `path` (unsaved edits included) when it offers reading, else the
     /// disk's.
     async fn read(&self, path: &Path) -> Option<String> {
-        if self.abilities.read_text_file {
-            match self
-                .cx
-                .send_request(ReadTextFileRequest::new(
-                    self.session.clone(),
-                    path.to_path_buf(),
-                ))
-                .block_task()
-                .await
-            {
-                Ok(r) => return Some(r.content),
-                Err(err) => {
-                    tracing::debug!(path = %path.display(), "the client did not read: {err}")
-                }
+        match self.read_client(path).await {
+            Some(text) => Some(text),
+            None => crate::workspace::read_text(path).ok(),
+        }
+    }
+
+    /// The client's text of `path`, when it offers reading and answers.
+    async fn read_client(&self, path: &Path) -> Option<String> {
+        if !self.abilities.read_text_file {
+            return None;
+        }
+        let asked = self
+            .cx
+            .send_request(ReadTextFileRequest::new(
+                self.session.clone(),
+                path.to_path_buf(),
+            ))
+            .block_task()
+            .await;
+        match asked {
+            Ok(r) => Some(r.content),
+            Err(err) => {
+                tracing::debug!(path = %path.display(), "the client did not read: {err}");
+                None
             }
         }
-        crate::workspace::read_text(path).ok()
+    }
+}
+
+/// How long a run waits for the client to answer `fs/read_text_file` before it reads the disk.
+const READ_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A develop run's reads of the session's files, through the client (its open buffers with
+/// their unsaved text); a cancelled turn stops waiting at once.
+struct ClientReader {
+    peer: Peer,
+    cancel: CancellationToken,
+}
+
+impl ClientFiles for ClientReader {
+    fn read(&self, path: &Path) -> BoxFuture<'static, Option<String>> {
+        let (peer, cancel, path) = (self.peer.clone(), self.cancel.clone(), path.to_path_buf());
+        Box::pin(async move {
+            tokio::select! {
+                _ = cancel.cancelled() => None,
+                read = tokio::time::timeout(READ_WAIT, peer.read_client(&path)) => read.ok().flatten(),
+            }
+        })
     }
 }
 
@@ -243,11 +277,7 @@ impl Turn {
         snapshot
     }
 
-    fn start(
-        &self,
-        kind: RunKind,
-        label: &str,
-    ) -> (RunHandle, tokio::task::JoinHandle<Vec<String>>) {
+    fn start(&self, kind: RunKind, label: &str) -> (RunHandle, tokio::task::JoinHandle<()>) {
         let mut run = self.runs.start_run(kind, label);
         let events = run.take_events();
         let forward = tokio::spawn(forward(self.peer.clone(), run.id().to_owned(), events));
@@ -288,12 +318,22 @@ impl Turn {
             .map(|a| a.path.clone())
             .find(|p| p.starts_with(&self.session.cwd));
         let snapshot = self.snapshot(&attached).await;
-        let ctx = DevelopContext::new(
+        let mut ctx = DevelopContext::new(
             (*self.session.config).clone(),
             DevelopModels::Router(self.session.router.clone()),
             vec![self.session.cwd.clone()],
             snapshot,
         );
+        // Every file the run shows the model is read as the editor has it (`fs/read_text_file`).
+        if self.peer.abilities.read_text_file {
+            read_through(
+                &mut ctx,
+                Arc::new(ClientReader {
+                    peer: self.peer.clone(),
+                    cancel: self.cancel.clone(),
+                }),
+            );
+        }
         let (run, forward) = self.start(RunKind::Develop, &request);
         let id = run.id().to_owned();
         let outcome = self
@@ -303,54 +343,15 @@ impl Turn {
                 &run,
             ))
             .await;
-        run.finish("develop finished");
+        // Ended by the session, or (given up) as cancelled when dropped.
+        drop(run);
         let Some(outcome) = outcome.filter(|_| !self.cancel.is_cancelled()) else {
             let _ = forward.await;
             return StopReason::Cancelled;
         };
         let report = &outcome.report;
-        // Each step went out as its edit tool call when it ended (`forward`).
-        let started = forward.await.unwrap_or_default();
-        for (i, check) in report.checks.iter().enumerate() {
-            let status = if check.passed {
-                ToolCallStatus::Completed
-            } else {
-                ToolCallStatus::Failed
-            };
-            let output = format!("```\n{}\n```", check.output.trim_end());
-            self.peer.call(
-                &started,
-                &format!("{id}-check-{i}"),
-                &format!("{}: {}", check.kind.name(), check.line),
-                ToolKind::Execute,
-                status,
-                vec![text_content(&output)],
-            );
-        }
-        let tests = report
-            .commands
-            .iter()
-            .filter_map(|c| c.strip_prefix("test: "))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let verified = match &report.verify {
-            VerifyStatus::Passed => Some((ToolCallStatus::Completed, "The tests pass.".to_owned())),
-            VerifyStatus::Failed(why) => Some((
-                ToolCallStatus::Failed,
-                format!("```\n{}\n```", crate::edit::text::clip(why.trim(), 4000)),
-            )),
-            VerifyStatus::NotRun(_) => None,
-        };
-        if let Some((status, text)) = verified {
-            self.peer.call(
-                &started,
-                &format!("{id}-verify"),
-                &format!("Tests: {tests}"),
-                ToolKind::Execute,
-                status,
-                vec![text_content(&text)],
-            );
-        }
+        // Each step and each command went out as its tool call when it ended (`forward`).
+        let _ = forward.await;
         self.say(report.summary());
         let Some(proposal) = outcome.proposal else {
             return StopReason::EndTurn;
@@ -433,7 +434,8 @@ impl Turn {
         let (run, forward) = self.start(RunKind::Edit, &path.display().to_string());
         let id = run.id().to_owned();
         let result = self.unless_cancelled(prepared.run(&run)).await;
-        run.finish("edit finished");
+        // Ended by the session, or (given up) as cancelled when dropped.
+        drop(run);
         let _ = forward.await;
         let Some(result) = result.filter(|_| !self.cancel.is_cancelled()) else {
             return StopReason::Cancelled;
@@ -475,7 +477,8 @@ impl Turn {
                 &run,
             ))
             .await;
-        run.finish("research finished");
+        // Ended by the session, or (given up) as cancelled when dropped.
+        drop(run);
         let _ = forward.await;
         let Some(result) = result.filter(|_| !self.cancel.is_cancelled()) else {
             return StopReason::Cancelled;
@@ -701,40 +704,24 @@ impl Turn {
 }
 
 /// Forwards a run's events as they happen: progress as thoughts (each phase once), the plan
-/// as `plan` updates, each step as an `edit` tool call that starts when the step does, and the
-/// tests as an `execute` call that starts when they do. Returns the ids of the calls started.
-async fn forward(
-    peer: Peer,
-    run: String,
-    events: Option<mpsc::UnboundedReceiver<RunEvent>>,
-) -> Vec<String> {
+/// as `plan` updates, each step as an `edit` tool call that starts when the step does, and
+/// each check, lint and test command as an `execute` call from when it starts to when it ends,
+/// with its output.
+async fn forward(peer: Peer, run: String, events: Option<mpsc::UnboundedReceiver<RunEvent>>) {
     let mut calls: Vec<String> = Vec::new();
     let Some(mut events) = events else {
-        return calls;
+        return;
     };
-    let mut last_phase = String::new();
+    let mut last_phase = None;
     let mut started: Vec<usize> = Vec::new();
     let mut extra = 0;
     while let Some(event) = events.recv().await {
         match event {
-            RunEvent::Progress { message, .. } => {
-                let verify = format!("{run}-verify");
-                if message.starts_with("verify:") && !calls.contains(&verify) {
-                    peer.update(SessionUpdate::ToolCall(
-                        ToolCall::new(ToolCallId::new(verify.clone()), "Tests")
-                            .kind(ToolKind::Execute)
-                            .status(ToolCallStatus::InProgress),
-                    ));
-                    calls.push(verify);
-                }
-                let phase = message.split(':').next().unwrap_or_default().to_owned();
-                if message != last_phase && !message.is_empty() {
-                    if phase != last_phase.split(':').next().unwrap_or_default()
-                        || message.starts_with("step ")
-                    {
-                        peer.think(format!("{message}\n"));
-                    }
-                    last_phase = message;
+            RunEvent::Progress { phase, message, .. } => {
+                // One thought per phase (each step, each attempt is a phase of its own).
+                if last_phase != Some(phase) && !message.is_empty() {
+                    peer.think(format!("{message}\n"));
+                    last_phase = Some(phase);
                 }
             }
             RunEvent::Plan { items } => {
@@ -791,11 +778,48 @@ async fn forward(
                     calls.push(id);
                 }
             }
+            RunEvent::Command(command) => match *command {
+                CommandEvent::Started { id, kind, line } => {
+                    let id = format!("{run}-command-{id}");
+                    peer.update(SessionUpdate::ToolCall(
+                        ToolCall::new(
+                            ToolCallId::new(id.clone()),
+                            format!("{}: {line}", kind.name()),
+                        )
+                        .kind(ToolKind::Execute)
+                        .status(ToolCallStatus::InProgress),
+                    ));
+                    calls.push(id);
+                }
+                CommandEvent::Ended { id, run: ran } => {
+                    let status = if ran.passed {
+                        ToolCallStatus::Completed
+                    } else {
+                        ToolCallStatus::Failed
+                    };
+                    let mut output = format!("```\n{}\n```", ran.output.trim_end());
+                    if let Some(w) = &ran.warning {
+                        output.push_str(&format!("\n{w}"));
+                    }
+                    let title = format!("{}: {}", ran.kind.name(), ran.line);
+                    let id = format!("{run}-command-{id}");
+                    peer.call(
+                        &calls,
+                        &id,
+                        &title,
+                        ToolKind::Execute,
+                        status,
+                        vec![text_content(&output)],
+                    );
+                }
+            },
             RunEvent::Usage(usage) => peer.update(SessionUpdate::UsageUpdate(usage_update(&usage))),
-            RunEvent::Finished { .. } => break,
+            // An agent panel's user reviews the change itself before anything is written
+            // (`session/request_permission`); the plan goes on as it is shown.
+            RunEvent::Question(question) => question.answer(true),
+            RunEvent::Finished(_) => break,
         }
     }
-    calls
 }
 
 /// ACP's usage update: the tokens in the context of the answer that just ended, of the model's

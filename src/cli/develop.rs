@@ -361,6 +361,7 @@ mod tests {
     fn the_message_counts_what_the_model_sent_during_the_phase() {
         let bar = Bar::new(Some(ProgressDrawTarget::hidden()), true);
         let step = |message: &str, percent| Progress {
+            phase: crate::workflow::develop::RunPhase::Step { number: 1 },
             message: message.to_owned(),
             percent,
         };

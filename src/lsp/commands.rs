@@ -224,14 +224,12 @@ impl Backend {
             Err(failure) => {
                 let message = failure.to_string();
                 let cancelled = matches!(failure, edit::EditFailure::Cancelled);
-                let end = RunEnd::failed(run.id(), run.kind(), message.clone(), cancelled);
-                run.finish(&message);
+                let end = RunEnd::failed(run.id(), run.kind(), message, cancelled);
                 reporter.done().await;
                 return end;
             }
         };
         let (run_id, kind) = (run.id().to_owned(), run.kind());
-        run.finish("proposal ready");
         reporter.done().await;
         let id = self.add_proposal(proposal.clone()).await;
         tracing::info!(id, model = %proposal.model, attempts = proposal.attempts, "proposal ready");

@@ -12,7 +12,6 @@
 
 use std::path::PathBuf;
 
-use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
 use tower_lsp_server::Client;
@@ -24,9 +23,7 @@ use super::progress::Reporter;
 use super::runs::{DevelopAnswer, DevelopFile, RunEnd, RunFinishedParams, RunProposal, RunWork};
 use super::server::{Backend, show_file};
 use crate::workflow::session::choices::one_line;
-use crate::workflow::session::develop::{
-    self, Approver, DevelopContext, DevelopRequest, PlanReview,
-};
+use crate::workflow::session::develop::{self, DevelopContext, DevelopRequest, PlanReview};
 use crate::workflow::session::{RunHandle, RunKind, edit};
 
 #[derive(Debug, Deserialize)]
@@ -60,15 +57,11 @@ impl Backend {
             ));
         }
         let focus: Option<PathBuf> = args.uri.as_ref().and_then(from_proto::file_path);
-        let (workspace, features) = {
+        let workspace = {
             let state = self.state();
-            (self.workspace_view(&state), state.client)
+            self.workspace_view(&state)
         };
-        let mut ctx = develop::context(workspace, focus.as_deref());
-        ctx.approver = Some(std::sync::Arc::new(EditorApprover {
-            client: self.client.clone(),
-            show_document: features.show_document,
-        }));
+        let ctx = develop::context(workspace, focus.as_deref());
         let run = self.runs.start_run(RunKind::Develop, &request);
         let remove_comment = args.remove_instruction_comment;
         let what = one_line(&request);
@@ -98,9 +91,7 @@ impl Backend {
         let report = outcome.report;
         let (run_id, kind) = (run.id().to_owned(), run.kind());
         let Some(mut proposal) = outcome.proposal else {
-            let failure = report.failure.clone().unwrap_or_default();
             let cancelled = run.cancel_token().is_cancelled();
-            run.finish(&failure);
             reporter.done().await;
             return RunEnd::failed(
                 &run_id,
@@ -109,10 +100,6 @@ impl Backend {
                 cancelled,
             );
         };
-        match &report.stopped {
-            Some(why) => run.finish(&format!("proposal ready; stopped early: {why}")),
-            None => run.finish("proposal ready"),
-        }
         reporter.done().await;
         if remove_comment && let Some(path) = &focus {
             let now = {
@@ -176,46 +163,35 @@ impl Backend {
     }
 }
 
-/// Shows the plan document and asks Approve / Cancel.
-struct EditorApprover {
-    client: Client,
-    show_document: bool,
-}
-
-impl Approver for EditorApprover {
-    fn approve(&self, review: PlanReview) -> BoxFuture<'static, bool> {
-        let client = self.client.clone();
-        let show = self.show_document;
-        Box::pin(async move {
-            if show
-                && let Some(path) = &review.path
-                && let Err(err) = show_file(&client, path).await
-            {
-                tracing::warn!("the client did not open the plan: {err}");
-            }
-            let steps = review.plan.numbered(None);
-            let message = format!("patchwise develop: approve this plan?\n{steps}");
-            let actions = vec![
-                MessageActionItem {
-                    title: APPROVE.to_owned(),
-                    properties: Default::default(),
-                },
-                MessageActionItem {
-                    title: CANCEL.to_owned(),
-                    properties: Default::default(),
-                },
-            ];
-            match client
-                .show_message_request(MessageType::INFO, message, Some(actions))
-                .await
-            {
-                Ok(Some(item)) => item.title == APPROVE,
-                Ok(None) => false,
-                Err(err) => {
-                    tracing::warn!("the client could not ask to approve the plan: {err}");
-                    false
-                }
-            }
-        })
+/// Shows the plan document and asks Approve / Cancel (a run's question, `lsp/progress.rs`).
+pub(super) async fn ask_plan(client: &Client, show_document: bool, review: &PlanReview) -> bool {
+    if show_document
+        && let Some(path) = &review.path
+        && let Err(err) = show_file(client, path).await
+    {
+        tracing::warn!("the client did not open the plan: {err}");
+    }
+    let steps = review.plan.numbered(None);
+    let message = format!("patchwise develop: approve this plan?\n{steps}");
+    let actions = vec![
+        MessageActionItem {
+            title: APPROVE.to_owned(),
+            properties: Default::default(),
+        },
+        MessageActionItem {
+            title: CANCEL.to_owned(),
+            properties: Default::default(),
+        },
+    ];
+    match client
+        .show_message_request(MessageType::INFO, message, Some(actions))
+        .await
+    {
+        Ok(Some(item)) => item.title == APPROVE,
+        Ok(None) => false,
+        Err(err) => {
+            tracing::warn!("the client could not ask to approve the plan: {err}");
+            false
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! `$/progress` for a run: the run's events (`workflow::session::RunEvent`) become
-//! `WorkDoneProgress` notifications, in order, through one sending task per run.
+//! `WorkDoneProgress` notifications, in order, through one task per run, which also asks the
+//! run's questions (approve the plan) with `window/showMessageRequest`.
 //!
-//! Without client support for `window/workDoneProgress/create` nothing is sent and the run
+//! Without client support for `window/workDoneProgress/create` no progress is sent and the run
 //! simply goes on. The progress token is the run id, so `window/workDoneProgress/cancel` and
 //! `patchwise.cancel` find the run.
 
@@ -19,26 +20,43 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    /// Creates the progress token on the client, sends `begin`, and forwards the run's events
-    /// until it finishes (or its handle is dropped).
-    pub async fn start(client: &Client, supported: bool, run: &mut RunHandle) -> Self {
-        let events = run.take_events();
-        let (true, Some(mut events)) = (supported, events) else {
+    /// Creates the progress token on the client (when it supports progress), sends `begin`,
+    /// and forwards the run's events until it finishes (or its handle is dropped): progress
+    /// as `$/progress`, the plan's question as the editor asks it (`lsp/develop.rs`).
+    pub async fn start(
+        client: &Client,
+        progress: bool,
+        show_document: bool,
+        run: &mut RunHandle,
+    ) -> Self {
+        let Some(mut events) = run.take_events() else {
             return Self { sender: None };
         };
         let token = NumberOrString::String(run.id().to_owned());
-        if let Err(err) = client.create_work_done_progress(token.clone()).await {
-            tracing::warn!("client refused a progress token: {err}");
-            return Self { sender: None };
-        }
+        let supported = progress
+            && match client.create_work_done_progress(token.clone()).await {
+                Ok(()) => true,
+                Err(err) => {
+                    tracing::warn!("client refused a progress token: {err}");
+                    false
+                }
+            };
         let client = client.clone();
         let title = run.kind().title().to_owned();
         let sender = tokio::spawn(async move {
             let send = |value: WorkDoneProgress| {
-                client.send_notification::<ProgressNotification>(ProgressParams {
-                    token: token.clone(),
-                    value: ProgressParamsValue::WorkDone(value),
-                })
+                let client = client.clone();
+                let token = token.clone();
+                async move {
+                    if supported {
+                        client
+                            .send_notification::<ProgressNotification>(ProgressParams {
+                                token,
+                                value: ProgressParamsValue::WorkDone(value),
+                            })
+                            .await;
+                    }
+                }
             };
             send(WorkDoneProgress::Begin(WorkDoneProgressBegin {
                 title,
@@ -49,7 +67,9 @@ impl Reporter {
             .await;
             let end = loop {
                 match events.recv().await {
-                    Some(RunEvent::Progress { percent, message }) => {
+                    Some(RunEvent::Progress {
+                        percent, message, ..
+                    }) => {
                         send(WorkDoneProgress::Report(WorkDoneProgressReport {
                             cancellable: Some(true),
                             message: Some(message),
@@ -57,10 +77,21 @@ impl Reporter {
                         }))
                         .await;
                     }
-                    // The plan is its own document in an editor (`lsp/develop.rs`); steps and
-                    // usage have no place in LSP progress.
-                    Some(RunEvent::Plan { .. } | RunEvent::Step(_) | RunEvent::Usage(_)) => {}
-                    Some(RunEvent::Finished { message }) => break message,
+                    Some(RunEvent::Question(question)) => {
+                        let yes =
+                            super::develop::ask_plan(&client, show_document, &question.review)
+                                .await;
+                        question.answer(yes);
+                    }
+                    // The plan is its own document in an editor; steps, commands and usage have
+                    // no place in LSP progress.
+                    Some(
+                        RunEvent::Plan { .. }
+                        | RunEvent::Step(_)
+                        | RunEvent::Command(_)
+                        | RunEvent::Usage(_),
+                    ) => {}
+                    Some(RunEvent::Finished(outcome)) => break outcome.to_string(),
                     None => break "stopped".to_owned(),
                 }
             };

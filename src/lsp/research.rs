@@ -88,12 +88,10 @@ impl Backend {
             Ok(done) => done,
             Err(err) => {
                 let cancelled = matches!(err, session::research::ResearchError::Cancelled);
-                run.finish(&err.to_string());
                 reporter.done().await;
                 return RunEnd::failed(&run_id, kind, format!("research failed: {err}"), cancelled);
             }
         };
-        run.finish("report ready");
         reporter.done().await;
         let show = self.state().client.show_document;
         self.show_report(&done.report, show).await;

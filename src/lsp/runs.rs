@@ -152,9 +152,12 @@ impl Backend {
         what: &str,
         work: RunWork,
     ) -> Result<Value> {
-        let progress = self.state().client.work_done_progress;
+        let (progress, show) = {
+            let state = self.state();
+            (state.client.work_done_progress, state.client.show_document)
+        };
         if wait {
-            let reporter = Reporter::start(&self.client, progress, &mut run).await;
+            let reporter = Reporter::start(&self.client, progress, show, &mut run).await;
             let end = work(self.clone(), run, reporter).await;
             self.run_finished(&end.finished).await;
             self.flush().await;
@@ -186,7 +189,7 @@ impl Backend {
         }
         let this = self.clone();
         tokio::spawn(async move {
-            let reporter = Reporter::start(&this.client, progress, &mut run).await;
+            let reporter = Reporter::start(&this.client, progress, show, &mut run).await;
             let end = work(this.clone(), run, reporter).await;
             let (kind, message) = end.message;
             this.client.show_message(kind, message).await;

@@ -357,14 +357,13 @@ impl Agent {
                     result = &mut research => break result,
                     _ = cancel.cancelled(), if !token.is_cancelled() => token.cancel(),
                     Some(event) = async { events.as_mut()?.recv().await } => {
-                        if let RunEvent::Progress { percent, message } = event {
+                        if let RunEvent::Progress { percent, message, .. } = event {
                             progress(percent.min(100) as u8, message);
                         }
                     }
                 }
             }
         };
-        run.finish(if result.is_ok() { "saved" } else { "failed" });
         match result {
             Ok(run) => CallReply::ok(format!(
                 "{}\nlibrary id: {}\nreport file: {}\n",

@@ -183,11 +183,63 @@ pub struct EditRequest {
     pub instruction: String,
 }
 
-/// A progress report: a phase message and a percentage.
+/// A progress report: where the run is, a message for people and a percentage.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Progress {
+    pub phase: RunPhase,
     pub message: String,
     pub percent: u32,
+}
+
+/// Where a run stands, as a type: an edge shows it (a running plan entry, a tool call) without
+/// reading [`Progress::message`], which is written for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunPhase {
+    /// Develop: the workspace, git status, the rules, the project and its baseline checks.
+    Preflight,
+    /// An edit reads its target and the context around it.
+    Read,
+    /// Develop's planner reads the workspace.
+    Explore,
+    /// Develop's planner writes the plan.
+    Plan,
+    /// The plan waits for the user's approval.
+    Approve,
+    /// Develop's plan step `number` (numbered as in the plan) runs.
+    Step { number: usize },
+    /// An edit's attempt `attempt` asks a model.
+    Attempt { attempt: usize },
+    /// The tests run: `round` 0 after the steps, then once per fix round.
+    Verify { round: usize },
+    /// The judge reviews the diff.
+    Judge,
+    /// The budget ran out; the run keeps what is done.
+    Stopping,
+    /// A research run's phase.
+    Research(crate::research::Phase),
+    /// The result is ready.
+    Ready,
+}
+
+impl RunPhase {
+    /// A short name for people (`step 2`, `verify`).
+    pub fn name(self) -> String {
+        match self {
+            RunPhase::Preflight => "preflight".to_owned(),
+            RunPhase::Read => "reading".to_owned(),
+            RunPhase::Explore => "explore".to_owned(),
+            RunPhase::Plan => "plan".to_owned(),
+            RunPhase::Approve => "approve".to_owned(),
+            RunPhase::Step { number } => format!("step {number}"),
+            RunPhase::Attempt { attempt } => format!("attempt {attempt}"),
+            RunPhase::Verify { round: 0 } => "verify".to_owned(),
+            RunPhase::Verify { round } => format!("verify (fix round {round})"),
+            RunPhase::Judge => "judge".to_owned(),
+            RunPhase::Stopping => "stopping".to_owned(),
+            RunPhase::Research(p) => p.name().to_owned(),
+            RunPhase::Ready => "ready".to_owned(),
+        }
+    }
 }
 
 /// Why a run ended without a proposal; the Display is the message the user sees.
@@ -383,6 +435,9 @@ impl Policy for Run<'_> {
     fn starting(&mut self, at: &At) {
         if at.attempt > 1 {
             self.report(
+                RunPhase::Attempt {
+                    attempt: at.attempt,
+                },
                 format!("attempt {}/{}", at.attempt, at.max),
                 (10 + (at.attempt - 1) * 80 / at.max) as u32,
             );
@@ -490,8 +545,9 @@ impl<'a> Run<'a> {
         })
     }
 
-    fn report(&self, message: impl Into<String>, percent: u32) {
+    fn report(&self, phase: RunPhase, message: impl Into<String>, percent: u32) {
         (self.progress)(Progress {
+            phase,
             message: message.into(),
             percent: percent.min(100),
         });
@@ -503,7 +559,7 @@ impl<'a> Run<'a> {
     }
 
     async fn go(mut self) -> Result<Proposal, EditFailure> {
-        self.report("reading", 5);
+        self.report(RunPhase::Read, "reading", 5);
         let (coder, escalation) = self.models().await?;
         let (text, _) = self.read_and_record()?;
         let range = clamp_range(&text, &self.request.range);
@@ -595,6 +651,7 @@ impl<'a> Run<'a> {
         max: usize,
     ) -> Result<AttemptEnd, EditFailure> {
         self.report(
+            RunPhase::Attempt { attempt },
             format!("asking {}", model.name()),
             (10 + (attempt - 1) * 80 / max) as u32,
         );
@@ -665,7 +722,11 @@ impl<'a> Run<'a> {
                 });
             }
             let percent = 10 + ((attempt - 1) * 80 + (rounds - 1).min(8) * 8) / max;
-            self.report(format!("asking {}", model.name()), percent as u32);
+            self.report(
+                RunPhase::Attempt { attempt },
+                format!("asking {}", model.name()),
+                percent as u32,
+            );
             let response = match self
                 .ask(model, messages, Protocol::Tools, attempt < max)
                 .await?
@@ -1504,7 +1565,7 @@ impl<'a> Run<'a> {
             attempts,
             matched_by,
         );
-        self.report("proposal ready", 100);
+        self.report(RunPhase::Ready, "proposal ready", 100);
         Ok(proposal)
     }
 }

@@ -15,6 +15,6 @@ pub mod session;
 pub mod write_session;
 
 pub use edit::{
-    EditContext, EditFailure, EditFormat, EditOptions, EditRequest, Models, Progress, run,
+    EditContext, EditFailure, EditFormat, EditOptions, EditRequest, Models, Progress, RunPhase, run,
 };
 pub use proposal::{ApplyError, FileApply, Hunk, Proposal, ProposalFile, ProposalId, Proposals};

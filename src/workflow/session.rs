@@ -15,23 +15,33 @@
 //! ```text
 //! let mut run = runs.start_run(RunKind::Edit, "norm1");   // id "patchwise-edit-3", cancel token
 //! let events = run.take_events();                          // the edge forwards these ($/progress)
-//! let report = |p: Progress| run.report(p.percent, &p.message);
-//! let outcome = workflow::run(&ctx, request, &report, run.cancel_token()).await;
-//! run.finish("proposal ready");                            // last event; then the handle drops
+//! let proposal = prepared.run(&run).await;                 // reports on `run`, then ends it
 //! ```
 //!
 //! [`Runs::start_run`] registers the run's cancellation token under its id; [`Runs::cancel`]
 //! cancels one run by id (or all), which is what `patchwise.cancel` and a progress-cancel from
 //! the client call. Dropping the [`RunHandle`] — the run ended, or the edge dropped the future
 //! (`$/cancelRequest`) — cancels the token and forgets the run, so nothing keeps running
-//! unobserved. The events ([`RunEvent`]) arrive in the order they were reported; the stream
-//! ends with [`RunEvent::Finished`], or closes without it when the handle is dropped early.
+//! unobserved.
 //!
-//! To add a run kind (develop): add a [`RunKind`] variant (its `name` becomes the id prefix,
-//! its `title` the progress title) and a [`Command`] variant; in the edge, parse the command's
-//! arguments into the workflow's request, `start_run`, pass `run.cancel_token()` and a
-//! progress closure over `run.report` to the workflow, and `finish` with the message the user
-//! should see. Edit ([`edit`]) and research ([`research`]) are the two worked examples.
+//! The events ([`RunEvent`]) are typed and arrive in the order they happen: progress with a
+//! percentage and a [`RunPhase`] (an edge never reads the phase out of the message), a develop
+//! run's plan and each step's change, each check and test command as it starts and ends, model
+//! usage, a [`Question`] the run waits on (approve the plan: the edge asks its user and
+//! answers; dropping it unanswered lets the run go on), and last [`RunEvent::Finished`] with
+//! the [`RunOutcome`]. The session's run calls (`edit`, `develop`, `research`) end their runs
+//! themselves; a run dropped before it ended ends as cancelled. The result itself (the
+//! proposal, the research run) is what the call returns.
+//!
+//! To add a run kind: add a [`RunKind`] variant (its `name` becomes the id prefix, its `title`
+//! the progress title) and a [`Command`] variant; here, a call that reports on the run
+//! (`run.report`, `run.metered`) and ends it with its outcome; in the edge, parse the
+//! command's arguments, `start_run`, forward the events and call in. Edit ([`edit`]) and
+//! research ([`research`]) are the two small worked examples.
+//!
+//! # Files the client has open
+//! [`client_files`]: an edge whose client holds files open (an ACP panel) lets a develop run
+//! read them through it, unsaved text included.
 //!
 //! # Review
 //! [`review`] accepts and rejects proposals (whole or a hunk), follows the documents they are
@@ -45,6 +55,7 @@
 //! in byte offsets; the edge renders them.
 
 pub mod choices;
+pub mod client_files;
 pub mod develop;
 pub mod edit;
 pub mod research;
@@ -54,7 +65,7 @@ mod runs;
 pub use choices::{Choice, ChoiceArgument, ChoiceKind, ClientAbilities, ForeignDiagnostic, Lens};
 // A run's result as the edges show it.
 pub use crate::workflow::{Proposal, ProposalFile};
-pub use runs::{RunEvent, RunHandle, RunKind, RunUsage, Runs};
+pub use runs::{Question, RunEvent, RunHandle, RunKind, RunOutcome, RunPhase, RunUsage, Runs};
 
 /// One file for [`write_files`]: the text it must have on disk now (`None`: it must not exist
 /// yet) and the text to write.

@@ -16,7 +16,7 @@
 //       {op: "initialize"},
 //       {op: "new", cwd},                             // sessionId kept for later steps
 //       {op: "mode", mode},
-//       {op: "prompt", prompt: [ContentBlock...], cancelOn?: "<sessionUpdate kind>"},
+//       {op: "prompt", prompt: [ContentBlock...], cancelOn?: "<sessionUpdate kind>[:<tool kind>]"},
 //       {op: "prompt_twice", prompt},                 // a second prompt while the first runs,
 //                                                     // then the first cancelled
 //       {op: "load", sessionId?, cwd},
@@ -86,7 +86,7 @@ const app = acp
   .client({ name: "patchwise-acp-test" })
   .onNotification("session/update", ({ params }) => {
     out.updates.push({ step, ...mark(), ...params });
-    if (cancelOn && params.update.sessionUpdate === cancelOn && !cancelled) {
+    if (cancelOn && cancels(params.update) && !cancelled) {
       cancelled = Date.now();
       cx.notify("session/cancel", { sessionId: params.sessionId });
     }
@@ -128,6 +128,13 @@ const app = acp
     const fs = await import("node:fs/promises");
     return { content: await fs.readFile(params.path, "utf8") };
   });
+
+// `cancelOn`: a sessionUpdate kind, or `kind:toolKind` for a tool call of that kind
+// ("tool_call:edit").
+function cancels(update) {
+  const [kind, toolKind] = cancelOn.split(":");
+  return update.sessionUpdate === kind && (!toolKind || update.kind === toolKind);
+}
 
 async function call(method, params) {
   try {

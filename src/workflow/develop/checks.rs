@@ -23,6 +23,24 @@ use super::project::{CheckCommand, CheckKind, Checks, ProjectKind};
 /// Bytes of a command's output shown to a model (head and tail).
 const MODEL_OUTPUT: usize = 3500;
 
+/// A check, lint or test command of a run as it starts and as it ends, for an edge that shows
+/// each one when it runs (ACP's `execute` tool calls). `id` counts the run's commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandEvent {
+    Started {
+        id: usize,
+        kind: CheckKind,
+        line: String,
+    },
+    Ended {
+        id: usize,
+        run: CheckRun,
+    },
+}
+
+/// Told each [`CommandEvent`].
+pub type CommandObserver = Arc<dyn Fn(CommandEvent) + Send + Sync>;
+
 /// One command's run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckRun {
@@ -85,6 +103,9 @@ pub struct Checker {
     warned: Vec<String>,
     /// Warnings not yet collected by [`Checker::take_warnings`].
     warnings: Vec<String>,
+    observer: Option<CommandObserver>,
+    /// Commands started so far.
+    started: usize,
 }
 
 impl Checker {
@@ -108,6 +129,19 @@ impl Checker {
             baseline: HashMap::new(),
             warned: Vec::new(),
             warnings: Vec::new(),
+            observer: None,
+            started: 0,
+        }
+    }
+
+    /// Tells `observer` each command as it starts and ends.
+    pub fn observe(&mut self, observer: Option<CommandObserver>) {
+        self.observer = observer;
+    }
+
+    fn tell(&self, event: CommandEvent) {
+        if let Some(observer) = &self.observer {
+            observer(event);
         }
     }
 
@@ -158,6 +192,13 @@ impl Checker {
             if cancel.is_cancelled() {
                 return Err(CheckError::Cancelled);
             }
+            self.started += 1;
+            let id = self.started;
+            self.tell(CommandEvent::Started {
+                id,
+                kind,
+                line: command.line.clone(),
+            });
             let spec = CommandSpec {
                 env: self.env.clone(),
                 extra_path: self.checks.tool_dirs.iter().map(|d| dir.join(d)).collect(),
@@ -180,11 +221,15 @@ impl Checker {
                 exit: result.exit.clone(),
             };
             match &result.exit {
-                Exit::Cancelled => return Err(CheckError::Cancelled),
+                Exit::Cancelled => {
+                    self.tell(CommandEvent::Ended { id, run });
+                    return Err(CheckError::Cancelled);
+                }
                 Exit::Code(0) => run.passed = true,
                 Exit::Missing(tool) => {
                     run.passed = true;
                     if command.optional {
+                        self.tell(CommandEvent::Ended { id, run });
                         continue;
                     }
                     if !self.warned.contains(tool) {
@@ -217,6 +262,10 @@ impl Checker {
                 self.warnings.push(w.clone());
             }
             let failed = !run.passed;
+            self.tell(CommandEvent::Ended {
+                id,
+                run: run.clone(),
+            });
             out.push(run);
             if failed {
                 break;

@@ -15,16 +15,16 @@ use crate::tools::{self, ToolOutcome};
 use crate::workflow::model_loop::answer::push_results;
 
 use super::plan::{self, Plan, PlanError};
-use super::{DevelopFailure, EXPLORE, PLAN, Run};
+use super::{DevelopFailure, EXPLORE, PLAN, Run, RunPhase};
 
 impl Run<'_> {
     pub(super) async fn plan(&mut self) -> Result<Plan, DevelopFailure> {
         if let Some((plan, why)) = self.direct_plan() {
             self.report.planned = Some(why.clone());
-            self.report_progress(format!("plan: {why}"), PLAN);
+            self.report_progress(RunPhase::Plan, format!("plan: {why}"), PLAN);
             return Ok(plan);
         }
-        self.report_progress("explore: reading the workspace", EXPLORE);
+        self.report_progress(RunPhase::Explore, "explore: reading the workspace", EXPLORE);
         let first = self.explore_prompt();
         let planner = self.roles().planner.clone();
         let read_only: Vec<ToolSpec> = tools::specs()
@@ -42,6 +42,11 @@ impl Run<'_> {
                 (Vec::new(), ToolChoice::None)
             };
             self.report_progress(
+                if may_explore {
+                    RunPhase::Explore
+                } else {
+                    RunPhase::Plan
+                },
                 if may_explore {
                     format!("explore: asking {}", planner.name())
                 } else {

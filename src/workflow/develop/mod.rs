@@ -59,7 +59,7 @@ use crate::tools::overlay::Overlay;
 use crate::tools::process::{CommandSpec, Exit, ProcessRunner, RealRunner};
 use crate::tools::{FileSystem, RealFs, Session, Snapshot, ToolOptions, ToolOutcome};
 
-pub use super::edit::Progress;
+pub use super::edit::{Progress, RunPhase};
 use super::edit::{RULE_FILES, display_path};
 use super::model_loop::answer::{self, Reading};
 use super::model_loop::driver::{self, NoAnswer};
@@ -208,6 +208,9 @@ pub struct DevelopContext {
     /// Told each step as it ends, with what it changed, so an edge shows each step's change
     /// when the step is done rather than at the end of the run.
     pub on_step: Option<Arc<dyn Fn(StepEnded) + Send + Sync>>,
+    /// Told each check, lint and test command as it starts and ends, so an edge shows each
+    /// one as it runs rather than at the end of the run.
+    pub on_command: Option<checks::CommandObserver>,
 }
 
 impl DevelopContext {
@@ -232,6 +235,7 @@ impl DevelopContext {
             approver: None,
             on_stream: None,
             on_step: None,
+            on_command: None,
         }
     }
 }
@@ -604,9 +608,10 @@ const VERIFY: u32 = 80;
 const JUDGE: u32 = 90;
 
 impl Run<'_> {
-    fn report_progress(&mut self, message: impl Into<String>, percent: u32) {
+    fn report_progress(&mut self, phase: RunPhase, message: impl Into<String>, percent: u32) {
         self.percent = percent.clamp(self.percent, 100);
         (self.progress)(Progress {
+            phase,
             message: message.into(),
             percent: self.percent,
         });
@@ -671,6 +676,7 @@ impl Run<'_> {
             }
             let percent = EXECUTE + (VERIFY - EXECUTE) * i as u32 / total as u32;
             self.report_progress(
+                RunPhase::Step { number: s.number },
                 format!(
                     "step {}/{}: {}",
                     i + 1,
@@ -741,7 +747,11 @@ impl Run<'_> {
     // -- preflight ------------------------------------------------------------------------------
 
     async fn preflight(&mut self) -> Result<(), DevelopFailure> {
-        self.report_progress("preflight: workspace, git status, rules, project", 1);
+        self.report_progress(
+            RunPhase::Preflight,
+            "preflight: workspace, git status, rules, project",
+            1,
+        );
         let root = self.root();
         let options = ToolOptions::default();
         self.session = Some(Session::new(
@@ -791,7 +801,9 @@ impl Run<'_> {
         };
         match opened {
             Ok(Ok(overlay)) => {
-                self.checker = Some(Checker::new(overlay, checks, self.ctx.runner.clone()));
+                let mut checker = Checker::new(overlay, checks, self.ctx.runner.clone());
+                checker.observe(self.ctx.on_command.clone());
+                self.checker = Some(checker);
             }
             Ok(Err(e)) => self.report.warnings.push(format!("no checks can run: {e}")),
             Err(e) => self.report.warnings.push(format!(
@@ -801,7 +813,11 @@ impl Run<'_> {
         let wants_baseline = self.ctx.options.baseline
             && (self.has_checks(CheckKind::Check) || self.has_checks(CheckKind::Lint));
         if wants_baseline && let Some(mut checker) = self.checker.take() {
-            self.report_progress("preflight: checking the workspace as it is", 3);
+            self.report_progress(
+                RunPhase::Preflight,
+                "preflight: checking the workspace as it is",
+                3,
+            );
             let result = checker.baseline(&self.cancel).await;
             let warnings = checker.take_warnings();
             self.checker = Some(checker);
@@ -1061,6 +1077,7 @@ impl Run<'_> {
                 None => spent.to_string(),
             });
             self.report_progress(
+                RunPhase::Stopping,
                 format!("stopping: {spent}; keeping the steps that are done"),
                 self.percent,
             );
@@ -1098,7 +1115,11 @@ impl Run<'_> {
         let Some(approver) = self.ctx.approver.clone() else {
             return Ok(());
         };
-        self.report_progress("waiting for the plan to be approved", PLAN + 5);
+        self.report_progress(
+            RunPhase::Approve,
+            "waiting for the plan to be approved",
+            PLAN + 5,
+        );
         let review = PlanReview {
             plan: plan.clone(),
             markdown,
@@ -1226,6 +1247,7 @@ impl Run<'_> {
         let rounds = self.ctx.options.fix_rounds;
         for round in 0..=rounds {
             self.report_progress(
+                RunPhase::Verify { round },
                 if round == 0 {
                     "verify: running the tests".to_owned()
                 } else {
@@ -1306,7 +1328,7 @@ impl Run<'_> {
             self.judge_not_run(&spent);
             return Ok(());
         }
-        self.report_progress("judge: reviewing the diff", JUDGE);
+        self.report_progress(RunPhase::Judge, "judge: reviewing the diff", JUDGE);
         let judge_model = self.roles().judge.clone();
         let diff = self.diff();
         let system = self.system_prompt(
@@ -1534,7 +1556,7 @@ impl Run<'_> {
             }
             None => "proposal ready".to_owned(),
         };
-        self.report_progress(ready, 100);
+        self.report_progress(RunPhase::Ready, ready, 100);
         Ok(proposal)
     }
 }

@@ -3,10 +3,11 @@
 //! entry's status, so an edge shows a live plan (ACP's `plan` update) without knowing how
 //! develop reports its phases.
 //!
-//! The plan is seen through the run's [`Approver`]: the session always asks, and answers for
-//! the user when `[develop] approve = "auto"` or the edge has no one to ask (as `patchwise
-//! develop` does). Which step runs is read from develop's progress (`step i/n: …`,
-//! `verify: …`); the statuses at the end come from the report, which is the truth.
+//! The plan is seen through the run's approver: with `[develop] approve = "ask"` the session
+//! asks the edge a [`Question`](super::runs::Question) and waits for its answer (an edge with no
+//! one to ask drops it, and the run goes on). Which entry runs is read from develop's typed
+//! progress ([`RunPhase::Step`], [`RunPhase::Verify`]); the statuses at the end come from the
+//! report, which is the truth. The run ends with its [`RunOutcome`].
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,13 +15,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::BoxFuture;
 
 use super::edit::Workspace;
-use super::runs::{RunEvent, RunHandle};
+use super::runs::{Question, RunEvent, RunHandle, RunOutcome, RunPhase};
 use crate::workflow::develop::plan::Plan;
-use crate::workflow::develop::{self, ApproveMode, Outcome, Progress};
+use crate::workflow::develop::{self, ApproveMode, Approver, Outcome, Progress};
 // What an edge needs to ask for a run and read its report, without reaching into develop.
+pub use crate::workflow::develop::checks::{CheckRun, CommandEvent};
 pub use crate::workflow::develop::{
-    Approver, DevelopContext, DevelopModels, DevelopRequest, PlanReview, Report, StepEnded,
-    StepFile, StepReport, StepStatus, VerifyStatus,
+    DevelopContext, DevelopModels, DevelopRequest, PlanReview, Report, StepEnded, StepFile,
+    StepReport, StepStatus, VerifyStatus,
 };
 
 /// One entry of the plan as the user follows it.
@@ -63,15 +65,16 @@ pub fn context(workspace: Workspace, focus: Option<&Path>) -> DevelopContext {
     )
 }
 
-/// Runs `request`, reporting progress and the plan on `run`, stopping when it is cancelled.
+/// Runs `request`, reporting progress and the plan on `run`, asking the edge to approve the
+/// plan unless `[develop] approve = "auto"`, stopping when it is cancelled; ends `run`.
 pub async fn run(mut ctx: DevelopContext, request: DevelopRequest, run: &RunHandle) -> Outcome {
     let tracker = Arc::new(Tracker {
         items: Mutex::new(Vec::new()),
         events: run.sender(),
     });
-    let automatic = ctx.options.approve == ApproveMode::Auto || ctx.approver.is_none();
+    let ask = ctx.options.approve == ApproveMode::Ask;
     ctx.approver = Some(Arc::new(Watcher {
-        inner: (!automatic).then(|| ctx.approver.clone()).flatten(),
+        ask: ask.then(|| run.sender()),
         tracker: tracker.clone(),
     }));
     ctx.options.approve = ApproveMode::Ask;
@@ -82,15 +85,27 @@ pub async fn run(mut ctx: DevelopContext, request: DevelopRequest, run: &RunHand
     ctx.on_step = Some(Arc::new(move |ended| {
         let _ = steps.send(RunEvent::Step(Box::new(ended)));
     }));
+    let commands = run.sender();
+    ctx.on_command = Some(Arc::new(move |event| {
+        let _ = commands.send(RunEvent::Command(Box::new(event)));
+    }));
     let outcome = {
         let tracker = tracker.clone();
         let progress = move |p: Progress| {
-            tracker.progress(&p.message);
-            run.report(p.percent, &p.message);
+            tracker.progress(p.phase);
+            run.report(p.percent, p.phase, &p.message);
         };
         develop::run(&ctx, request, &progress, run.cancel_token()).await
     };
     tracker.settle(&outcome);
+    run.end(match &outcome.proposal {
+        Some(p) => RunOutcome::Proposal {
+            files: p.files.iter().map(|f| f.display_path.clone()).collect(),
+            stopped: outcome.report.stopped.clone(),
+        },
+        None if run.cancel_token().is_cancelled() => RunOutcome::Cancelled,
+        None => RunOutcome::Failed(outcome.report.failure.clone().unwrap_or_default()),
+    });
     outcome
 }
 
@@ -116,20 +131,19 @@ impl Tracker {
         self.update(|all| *all = items);
     }
 
-    /// Reads which entry runs from develop's progress message.
-    fn progress(&self, message: &str) {
-        if let Some(index) = work_step(message) {
+    /// Marks the entry develop's progress says runs.
+    fn progress(&self, phase: RunPhase) {
+        if let RunPhase::Step { number } = phase {
             self.update(|items| {
-                let mut work = items.iter_mut().filter(|i| !i.verify);
-                for (n, item) in work.by_ref().enumerate() {
-                    if n + 1 < index && item.status == ItemStatus::Running {
+                for item in items.iter_mut().filter(|i| !i.verify) {
+                    if item.number < number && item.status == ItemStatus::Running {
                         item.status = ItemStatus::Done;
-                    } else if n + 1 == index {
+                    } else if item.number == number {
                         item.status = ItemStatus::Running;
                     }
                 }
             });
-        } else if message.starts_with("verify:") {
+        } else if let RunPhase::Verify { .. } = phase {
             self.update(|items| {
                 for item in items.iter_mut() {
                     if item.verify {
@@ -178,41 +192,29 @@ impl Tracker {
     }
 }
 
-/// `step i/n: …` → `i` (develop's progress while step `i` of the work runs).
-fn work_step(message: &str) -> Option<usize> {
-    let rest = message.strip_prefix("step ")?;
-    let (fraction, _) = rest.split_once(':')?;
-    let (i, _) = fraction.split_once('/')?;
-    i.trim().parse().ok()
-}
-
-/// Sees the plan, then approves it as the edge would (or for the user).
+/// Sees the plan, then asks the edge to approve it ([`RunEvent::Question`]) or goes on.
 struct Watcher {
-    inner: Option<Arc<dyn Approver>>,
+    /// Where the question goes; `None`: approved without asking.
+    ask: Option<tokio::sync::mpsc::UnboundedSender<RunEvent>>,
     tracker: Arc<Tracker>,
 }
 
 impl Approver for Watcher {
     fn approve(&self, review: PlanReview) -> BoxFuture<'static, bool> {
         self.tracker.set_plan(&review.plan);
-        match &self.inner {
-            Some(inner) => inner.approve(review),
-            None => Box::pin(async { true }),
-        }
+        let Some(events) = &self.ask else {
+            return Box::pin(async { true });
+        };
+        let (question, asked) = Question::new(review);
+        let sent = events.send(RunEvent::Question(question)).is_ok();
+        // A question nobody reads, or one dropped unanswered: nobody is there to ask.
+        Box::pin(async move { !sent || asked.await.unwrap_or(true) })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_running_step_is_read_from_the_progress() {
-        assert_eq!(work_step("step 2/3: Print the count"), Some(2));
-        assert_eq!(work_step("step 10/12: a: b"), Some(10));
-        assert_eq!(work_step("verify: running the tests"), None);
-        assert_eq!(work_step("steps: x"), None);
-    }
 
     #[test]
     fn entries_run_in_turn_and_the_tests_last() {
@@ -232,10 +234,10 @@ mod tests {
         tracker.set_plan(&Plan {
             steps: vec![step(1, false), step(2, false), step(3, true)],
         });
-        tracker.progress("step 1/2: a");
-        tracker.progress("step 1/2: a");
-        tracker.progress("step 2/2: b");
-        tracker.progress("verify: running the tests");
+        tracker.progress(RunPhase::Step { number: 1 });
+        tracker.progress(RunPhase::Step { number: 1 });
+        tracker.progress(RunPhase::Step { number: 2 });
+        tracker.progress(RunPhase::Verify { round: 0 });
         let mut seen = Vec::new();
         while let Ok(RunEvent::Plan { items }) = events.try_recv() {
             seen.push(items.iter().map(|i| i.status).collect::<Vec<_>>());
@@ -250,5 +252,52 @@ mod tests {
                 vec![Done, Done, Running],
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn the_plan_is_a_question_the_edge_answers_or_drops() {
+        let runs = super::super::Runs::new();
+        let mut handle = runs.start_run(super::super::RunKind::Develop, "x");
+        let mut events = handle.take_events().unwrap();
+        let tracker = Arc::new(Tracker {
+            items: Mutex::new(Vec::new()),
+            events: handle.sender(),
+        });
+        let watcher = Watcher {
+            ask: Some(handle.sender()),
+            tracker,
+        };
+        let review = || PlanReview {
+            plan: Plan {
+                steps: vec![develop::plan::Step {
+                    number: 1,
+                    text: "one".into(),
+                    files: Vec::new(),
+                    verify: false,
+                }],
+            },
+            markdown: String::new(),
+            path: None,
+        };
+        let mut question = |answer: Option<bool>| {
+            let approved = watcher.approve(review());
+            // The plan goes out first (when it changed), then the question.
+            let q = loop {
+                match events.try_recv() {
+                    Ok(RunEvent::Plan { .. }) => continue,
+                    Ok(RunEvent::Question(q)) => break q,
+                    other => panic!("expected the question, found {other:?}"),
+                }
+            };
+            assert_eq!(q.review.plan.steps.len(), 1);
+            match answer {
+                Some(yes) => q.answer(yes),
+                None => drop(q),
+            }
+            approved
+        };
+        assert!(!question(Some(false)).await);
+        assert!(question(Some(true)).await);
+        assert!(question(None).await, "dropped unanswered: nobody to ask");
     }
 }

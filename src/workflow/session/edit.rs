@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::choices::{
     develop_comment, instruction_comment, strip_develop_comment, strip_instruction_comment,
 };
-use super::runs::RunHandle;
+use super::runs::{RunHandle, RunOutcome};
 use crate::config::Config;
 use crate::model::ModelRouter;
 use crate::tools::Snapshot;
@@ -96,20 +96,33 @@ impl PreparedEdit {
         &self.request.path
     }
 
-    /// Runs the edit, reporting progress on `run` and stopping when it is cancelled.
+    /// Runs the edit, reporting progress on `run` and stopping when it is cancelled; ends
+    /// `run`.
     pub async fn run(mut self, run: &RunHandle) -> Result<Proposal, EditFailure> {
         if let Models::Router(router) = &self.ctx.models {
             self.ctx.models = Models::Router(run.metered(router));
         }
-        let report = |p: workflow::Progress| run.report(p.percent, &p.message);
+        let report = |p: workflow::Progress| run.report(p.percent, p.phase, &p.message);
         let path = self.request.path.clone();
         let instruction = self.request.instruction.clone();
-        let proposal = workflow::run(&self.ctx, self.request, &report, run.cancel_token()).await?;
-        Ok(if self.remove_instruction_comment {
-            without_instruction_comment(proposal, &path, &instruction)
-        } else {
-            proposal
-        })
+        let result = workflow::run(&self.ctx, self.request, &report, run.cancel_token())
+            .await
+            .map(|proposal| {
+                if self.remove_instruction_comment {
+                    without_instruction_comment(proposal, &path, &instruction)
+                } else {
+                    proposal
+                }
+            });
+        run.end(match &result {
+            Ok(p) => RunOutcome::Proposal {
+                files: p.files.iter().map(|f| f.display_path.clone()).collect(),
+                stopped: None,
+            },
+            Err(EditFailure::Cancelled) => RunOutcome::Cancelled,
+            Err(e) => RunOutcome::Failed(e.to_string()),
+        });
+        result
     }
 }
 

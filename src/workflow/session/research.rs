@@ -8,7 +8,7 @@ use crate::model::ModelRouter;
 use crate::research::{Phase, Research};
 pub use crate::research::{ResearchError, ResearchRun, RunOptions};
 
-use super::runs::RunHandle;
+use super::runs::{RunHandle, RunOutcome, RunPhase};
 
 /// Percent at the start of each phase.
 fn phase_base(phase: Phase) -> u32 {
@@ -33,7 +33,8 @@ pub fn overall_percent(phase: Phase, percent: u8) -> u32 {
     base + (next - base) * u32::from(percent.min(100)) / 100
 }
 
-/// Runs `query`, reporting progress and model usage on `run`, stopping when it is cancelled.
+/// Runs `query`, reporting progress and model usage on `run`, stopping when it is cancelled;
+/// ends `run`.
 pub async fn run(
     config: &Config,
     query: &str,
@@ -43,14 +44,27 @@ pub async fn run(
     let progress = |phase: Phase, percent: u8, message: &str| {
         run.report(
             overall_percent(phase, percent),
+            RunPhase::Research(phase),
             &format!("{}: {message}", phase.name()),
         );
     };
-    let mut research = Research::new(config)?;
-    research.set_router(run.metered(&ModelRouter::new(config.clone())));
-    research
-        .run(query, options, &progress, run.cancel_token())
-        .await
+    let result = match Research::new(config) {
+        Ok(mut research) => {
+            research.set_router(run.metered(&ModelRouter::new(config.clone())));
+            research
+                .run(query, options, &progress, run.cancel_token())
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    run.end(match &result {
+        Ok(done) => RunOutcome::Report {
+            id: done.record.id.clone(),
+        },
+        Err(ResearchError::Cancelled) => RunOutcome::Cancelled,
+        Err(e) => RunOutcome::Failed(e.to_string()),
+    });
+    result
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::develop::{PlanItem, StepEnded};
+use super::develop::{CommandEvent, PlanItem, PlanReview, StepEnded};
 use crate::model::{ModelRouter, Usage};
+pub use crate::workflow::RunPhase;
 
 /// What kind of long work a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,18 +40,80 @@ impl RunKind {
 }
 
 /// What a run reports, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum RunEvent {
-    /// A phase message and an overall percentage (0..=100).
-    Progress { percent: u32, message: String },
+    /// Where the run is, a message for people and an overall percentage (0..=100).
+    Progress {
+        percent: u32,
+        phase: RunPhase,
+        message: String,
+    },
     /// A develop run's plan with where each entry stands (`develop::run`), whole each time.
     Plan { items: Vec<PlanItem> },
-    /// A develop step ended, with what it changed (`develop::run`).
+    /// A develop step ended, with what it changed (`develop::run`): the proposal growing step
+    /// by step.
     Step(Box<StepEnded>),
+    /// A develop run's check, lint or test command started or ended (with its output).
+    Command(Box<CommandEvent>),
     /// A model answer ended: its usage, and the run's so far.
     Usage(RunUsage),
-    /// The run ended; `message` says how (shown as the end of the progress).
-    Finished { message: String },
+    /// A question for the user that the run waits on: [`Question::answer`] it.
+    Question(Question),
+    /// The run ended, with what it produced; always the last event.
+    Finished(RunOutcome),
+}
+
+/// A question a run waits on: approve develop's plan. The edge asks its user and answers; an
+/// edge that drops the question unanswered lets the run go on, as when nobody is there to ask.
+#[derive(Debug)]
+pub struct Question {
+    pub review: PlanReview,
+    answer: tokio::sync::oneshot::Sender<bool>,
+}
+
+impl Question {
+    pub(super) fn new(review: PlanReview) -> (Question, tokio::sync::oneshot::Receiver<bool>) {
+        let (answer, asked) = tokio::sync::oneshot::channel();
+        (Question { review, answer }, asked)
+    }
+
+    /// `true`: go on; `false`: the user declined, and the run ends without a result.
+    pub fn answer(self, yes: bool) {
+        let _ = self.answer.send(yes);
+    }
+}
+
+/// How a run ended. The result itself (the proposal, the research run) is what the session
+/// call returns; the outcome says what it is, for progress and logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// A proposal over these files is ready; `stopped`: why a develop run stopped before doing
+    /// all it planned.
+    Proposal {
+        files: Vec<String>,
+        stopped: Option<String>,
+    },
+    /// A research report is saved in the library under `id`.
+    Report {
+        id: String,
+    },
+    /// No result; why, for the user.
+    Failed(String),
+    Cancelled,
+}
+
+impl std::fmt::Display for RunOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunOutcome::Proposal {
+                stopped: Some(why), ..
+            } => write!(f, "proposal ready; stopped early: {why}"),
+            RunOutcome::Proposal { .. } => f.write_str("proposal ready"),
+            RunOutcome::Report { .. } => f.write_str("report ready"),
+            RunOutcome::Failed(why) => f.write_str(why),
+            RunOutcome::Cancelled => f.write_str("cancelled"),
+        }
+    }
 }
 
 /// Token usage as a run goes, sent after each model answer.
@@ -91,6 +154,8 @@ pub struct RunHandle {
     cancel: CancellationToken,
     events: Option<mpsc::UnboundedReceiver<RunEvent>>,
     tx: mpsc::UnboundedSender<RunEvent>,
+    /// The last event ([`RunEvent::Finished`]) was sent.
+    ended: std::sync::atomic::AtomicBool,
     runs: Arc<Runs>,
 }
 
@@ -121,6 +186,7 @@ impl Runs {
             cancel,
             events: Some(rx),
             tx,
+            ended: std::sync::atomic::AtomicBool::new(false),
             runs: self.clone(),
         }
     }
@@ -210,23 +276,27 @@ impl RunHandle {
     }
 
     /// Reports progress (callable from any thread, never blocks).
-    pub fn report(&self, percent: u32, message: &str) {
+    pub fn report(&self, percent: u32, phase: RunPhase, message: &str) {
         let _ = self.tx.send(RunEvent::Progress {
             percent: percent.min(100),
+            phase,
             message: message.to_owned(),
         });
     }
 
-    /// Ends the run with the message the user sees.
-    pub fn finish(self, message: &str) {
-        let _ = self.tx.send(RunEvent::Finished {
-            message: message.to_owned(),
-        });
+    /// Ends the run with its outcome: the last event. The session's run calls end their runs
+    /// themselves; a second end is dropped.
+    pub(super) fn end(&self, outcome: RunOutcome) {
+        if !self.ended.swap(true, Ordering::Relaxed) {
+            let _ = self.tx.send(RunEvent::Finished(outcome));
+        }
     }
 }
 
 impl Drop for RunHandle {
+    /// A run dropped before it ended (the edge gave it up) ends as cancelled.
     fn drop(&mut self) {
+        self.end(RunOutcome::Cancelled);
         self.cancel.cancel();
         self.runs.lock().remove(&self.id);
         tracing::debug!(run = %self.id, "run ended");
@@ -261,29 +331,35 @@ mod tests {
         let mut run = runs.start_run(RunKind::Edit, "a.rs");
         let mut events = run.take_events().unwrap();
         assert!(run.take_events().is_none());
-        run.report(10, "asking");
-        run.report(250, "checking");
-        run.finish("done");
+        run.report(10, RunPhase::Read, "asking");
+        run.report(250, RunPhase::Attempt { attempt: 1 }, "checking");
+        run.end(RunOutcome::Failed("no".into()));
+        run.end(RunOutcome::Cancelled);
+        drop(run);
         let mut seen = Vec::new();
         while let Ok(e) = events.try_recv() {
-            seen.push(e);
+            seen.push(match e {
+                RunEvent::Progress {
+                    percent,
+                    phase,
+                    message,
+                } => format!("{percent} {} {message}", phase.name()),
+                RunEvent::Finished(outcome) => format!("end: {outcome}"),
+                other => panic!("{other:?}"),
+            });
         }
         assert_eq!(
             seen,
-            [
-                RunEvent::Progress {
-                    percent: 10,
-                    message: "asking".into()
-                },
-                RunEvent::Progress {
-                    percent: 100,
-                    message: "checking".into()
-                },
-                RunEvent::Finished {
-                    message: "done".into()
-                },
-            ]
+            ["10 reading asking", "100 attempt 1 checking", "end: no"]
         );
         assert!(runs.running().is_empty());
+        // A run given up before it ended ends as cancelled.
+        let mut run = runs.start_run(RunKind::Edit, "a.rs");
+        let mut events = run.take_events().unwrap();
+        drop(run);
+        assert!(matches!(
+            events.try_recv(),
+            Ok(RunEvent::Finished(RunOutcome::Cancelled))
+        ));
     }
 }
