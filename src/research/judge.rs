@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use crate::research::passages::content_stems;
-use crate::research::synthesis::{Validated, sentences, validate_judged};
+use crate::research::synthesis::{Validated, validate_judged};
 use crate::research::{citations, plural, support};
 use crate::store::{SentenceCounts, SourceRecord};
 
@@ -85,32 +85,7 @@ Example answer for three items:\n1: SUPPORTS\n2: UNRELATED\n3: PARTLY";
 /// The sentences (and code lines) of `passage` nearest `statement`: the best one and its
 /// neighbours, in their order, at most [`EXCERPT_CHARS`].
 pub fn excerpt(statement: &str, passage: &str) -> String {
-    let mut pieces: Vec<String> = Vec::new();
-    let mut paragraph = String::new();
-    let mut in_code = false;
-    let flush = |paragraph: &mut String, pieces: &mut Vec<String>| {
-        pieces.extend(sentences(paragraph));
-        paragraph.clear();
-    };
-    for line in passage.lines() {
-        let t = line.trim();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            flush(&mut paragraph, &mut pieces);
-            in_code = !in_code;
-            continue;
-        }
-        if in_code {
-            if !t.is_empty() {
-                pieces.push(t.to_owned());
-            }
-        } else if t.is_empty() || t.starts_with('#') {
-            flush(&mut paragraph, &mut pieces);
-        } else {
-            paragraph.push(' ');
-            paragraph.push_str(t.trim_start_matches(['-', '*', '>']).trim());
-        }
-    }
-    flush(&mut paragraph, &mut pieces);
+    let pieces = support::passage_pieces(passage);
     if pieces.is_empty() {
         return String::new();
     }

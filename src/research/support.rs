@@ -11,6 +11,7 @@
 use std::collections::HashSet;
 
 use crate::research::passages::content_stems;
+use crate::research::synthesis::sentences;
 
 /// At least this share of a sentence's content words in the passage: `supported`.
 pub const SUPPORTED: f64 = 0.6;
@@ -98,6 +99,8 @@ pub fn claim_stems(sentence: &str) -> Vec<String> {
 pub struct PassageWords {
     stems: HashSet<String>,
     flat: String,
+    /// The stems of each sentence of its prose and each line of its code ([`passage_pieces`]).
+    pieces: Vec<HashSet<String>>,
 }
 
 impl std::ops::Deref for PassageWords {
@@ -114,7 +117,66 @@ pub fn passage_stems(title: &str, text: &str) -> PassageWords {
             .into_iter()
             .collect(),
         flat: flatten_code(&format!("{title}\n{text}")),
+        pieces: passage_pieces(text)
+            .iter()
+            .map(|p| content_stems(p).into_iter().collect())
+            .collect(),
     }
+}
+
+/// The sentences of a passage's prose and the lines of its code, in order, without its
+/// headings: what a statement is matched against one piece at a time (the judge's excerpt,
+/// [`attribute`]'s choice between passages that hold nearly as many of a sentence's words).
+pub fn passage_pieces(passage: &str) -> Vec<String> {
+    let mut pieces: Vec<String> = Vec::new();
+    let mut paragraph = String::new();
+    let mut in_code = false;
+    let flush = |paragraph: &mut String, pieces: &mut Vec<String>| {
+        pieces.extend(sentences(paragraph));
+        paragraph.clear();
+    };
+    for line in passage.lines() {
+        let t = line.trim();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            flush(&mut paragraph, &mut pieces);
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            if !t.is_empty() {
+                pieces.push(t.to_owned());
+            }
+        } else if t.is_empty() || t.starts_with('#') {
+            flush(&mut paragraph, &mut pieces);
+        } else {
+            paragraph.push(' ');
+            paragraph.push_str(t.trim_start_matches(['-', '*', '>']).trim());
+        }
+    }
+    flush(&mut paragraph, &mut pieces);
+    pieces
+}
+
+/// How many of `claim`'s stems the two neighbouring sentences (or code lines) of the passage
+/// that hold the most of them hold: whether the passage says it in one place or only has its
+/// words here and there (in its heading, its prose and its code). Two, not one: mdBook's CI page
+/// says "You may want to run tests using `mdbook test` … This can be used to validate Rust code
+/// examples in the book." over two sentences, and one long sentence of the `--library-path`
+/// section ("For example, if your Rust project's book is in a directory named `my-book`, the
+/// following command would include … when running `test`") held more of "To test the Rust code
+/// examples of a book, you can use the `mdbook test` command" than either of them.
+pub fn densest(claim: &[String], passage: &PassageWords) -> usize {
+    let pieces = &passage.pieces;
+    (0..pieces.len())
+        .map(|i| {
+            let next = pieces.get(i + 1);
+            claim
+                .iter()
+                .filter(|s| pieces[i].contains(*s) || next.is_some_and(|n| n.contains(*s)))
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Text as code is compared: lower case, without white space, one kind of quote.
@@ -261,12 +323,21 @@ pub fn supports(sentence: &str, passage: &PassageWords) -> bool {
 }
 
 /// The passage an uncited sentence is attributed to, and a sentence whose cited passages do not
-/// support it is re-cited to: the one holding the largest share of its content words, when that
-/// share is at least [`ATTRIBUTE`], at least [`ATTRIBUTE_MIN_WORDS`] words are shared and the
-/// passage [`supports`] it. `passages[i]` is passage `i + 1`; `prose[i]` says whether it is
-/// prose (documentation, a web page, a paper) rather than code. On equal shares prose comes
-/// first, then the better-ranked passage: a sentence found word for word in a test's string
-/// literal and in the documentation is cited to the documentation.
+/// support it is re-cited to: among the passages holding at least [`ATTRIBUTE`] of its content
+/// words (at least [`ATTRIBUTE_MIN_WORDS`] of them) that [`supports`] it, the one holding the
+/// most of them. `passages[i]` is passage `i + 1`; `prose[i]` says whether it is prose
+/// (documentation, a web page, a paper) rather than code.
+///
+/// Passages within one word of the most that support it are a tie (the bar is met by the one
+/// holding the most), and the tie goes to the passage that says the sentence in one place: the
+/// most of its words in two neighbouring sentences or code lines ([`densest`]). A passage under a shared
+/// heading holds the framing words of every sentence about its topic: HTTPX's AnyIO section ("Async Support › Supported async environments ›
+/// AnyIO", a code example with `as client`) held all of "The async client supports both
+/// `asyncio` and `trio` as async environments" and took it from the section that says
+/// "HTTPX supports either `asyncio` or `trio` as an async environment", one word short.
+/// Then the larger share, then prose before code (a sentence found word for word in a test's
+/// string literal and in the documentation is cited to the documentation), then the
+/// better-ranked passage.
 pub fn attribute(sentence: &str, passages: &[PassageWords], prose: &[bool]) -> Option<u32> {
     let stems = claim_stems(sentence);
     let need = ATTRIBUTE_MIN_WORDS.min(stems.len()).max(2);
@@ -277,20 +348,33 @@ pub fn attribute(sentence: &str, passages: &[PassageWords], prose: &[bool]) -> O
         ATTRIBUTE
     };
     let is_prose = |i: usize| prose.get(i).copied().unwrap_or(true);
-    passages
+    let candidates: Vec<(usize, f64, usize)> = passages
         .iter()
         .enumerate()
-        .map(|(i, p)| (i, overlap(&stems, p)))
-        .filter(|(i, (share, shared))| {
-            *share >= bar && *shared >= need && supports(sentence, &passages[*i])
+        .map(|(i, p)| {
+            let (share, shared) = overlap(&stems, p);
+            (i, share, shared)
         })
+        .filter(|(i, _, shared)| *shared >= need && supports(sentence, &passages[*i]))
+        .collect();
+    // The bar is for the sentence: some passage must hold nearly all of it. A passage that ties
+    // with that one need only support it.
+    let most = candidates
+        .iter()
+        .filter(|c| c.1 >= bar)
+        .map(|c| c.2)
+        .max()?;
+    candidates
+        .into_iter()
+        .filter(|c| c.2 + 1 >= most)
+        .map(|(i, share, _)| (i, share, densest(&stems, &passages[i])))
         .max_by(|a, b| {
-            a.1.0
-                .total_cmp(&b.1.0)
+            a.2.cmp(&b.2)
+                .then(a.1.total_cmp(&b.1))
                 .then(is_prose(a.0).cmp(&is_prose(b.0)))
                 .then(b.0.cmp(&a.0))
         })
-        .map(|(i, _)| i as u32 + 1)
+        .map(|(i, _, _)| i as u32 + 1)
 }
 
 /// Whether a sentence's subject points back at an earlier sentence ("This command will run all
@@ -508,6 +592,60 @@ for more information."#),
         assert!(!refers_back("Thistle is not a pronoun."));
         assert!(!refers_back("It supports either `asyncio` or `trio`."));
         assert_eq!(attribute(own, &passages, &[]), Some(2));
+    }
+
+    /// Recorded from Qwen2.5-Coder-1.5B on HTTPX's docs (question: "how do I make async
+    /// requests, and which async environments are supported"): the AnyIO section holds every
+    /// word of the sentence — "client" only in its code example — and the section that says it
+    /// holds all but "client".
+    #[test]
+    fn a_tie_goes_to_the_passage_that_says_the_sentence_in_one_place() {
+        let environments = passage_stems(
+            "docs/async.md:131-136 — Async Support › Supported async environments",
+            "## Supported async environments\n\n\
+             HTTPX supports either `asyncio` or `trio` as an async environment.\n\n\
+             It will auto-detect which of those two to use as the backend\n\
+             for socket operations and concurrency primitives.",
+        );
+        let anyio = passage_stems(
+            "docs/async.md:176-190 — Async Support › Supported async environments › \
+             [AnyIO](https://github.com/agronholm/anyio)",
+            "### [AnyIO](https://github.com/agronholm/anyio)\n\n\
+             AnyIO is an [asynchronous networking and concurrency library](https://anyio.readthedocs.io/) \
+             that works on top of either `asyncio` or `trio`. It blends in with native libraries \
+             of your chosen backend (defaults to `asyncio`).\n\n\
+             ```python\nimport httpx\nimport anyio\n\nasync def main():\n    \
+             async with httpx.AsyncClient() as client:\n        \
+             response = await client.get('https://www.example.com/')\n        \
+             print(response)\n\nanyio.run(main, backend='trio')\n```",
+        );
+        let passages = vec![anyio, environments];
+        for sentence in [
+            "The async client supports both `asyncio` and `trio` as async environments.",
+            "This client supports both `asyncio` and `trio` as async environments.",
+        ] {
+            let stems = claim_stems(sentence);
+            // The AnyIO section holds one word more, scattered over its heading and its code;
+            // "This client …" points back, and only the AnyIO section holds nine tenths of it.
+            assert!(overlap(&stems, &passages[0]).1 == overlap(&stems, &passages[1]).1 + 1);
+            assert!(densest(&stems, &passages[0]) < densest(&stems, &passages[1]));
+            assert_eq!(attribute(sentence, &passages, &[]), Some(2), "{sentence}");
+        }
+        // A passage two words short is no tie: the one holding the sentence wins however
+        // scattered its words are.
+        let scattered = p(
+            "Clients pool connections.\n\nThe pool keeps idle connections for five \
+             seconds.\n\nA keep-alive connection is reused.",
+        );
+        let dense = p("The pool keeps connections alive for five seconds.");
+        assert_eq!(
+            attribute(
+                "The client pool keeps idle keep-alive connections for five seconds.",
+                &[dense, scattered],
+                &[]
+            ),
+            Some(2)
+        );
     }
 
     #[test]
