@@ -1228,7 +1228,11 @@ impl Run<'_> {
         if !says_tests_fail(&self.request.request) || !self.has_checks(CheckKind::Test) {
             return Ok(None);
         }
-        self.report_progress("preflight: running the tests the request says fail", 24);
+        self.report_progress(
+            RunPhase::Preflight,
+            "preflight: running the tests the request says fail",
+            24,
+        );
         let runs = self.run_checks(CheckKind::Test).await?;
         if runs.iter().all(|r| r.passed) {
             return Ok(None);
