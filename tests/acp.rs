@@ -498,7 +498,9 @@ fn cancel_ends_the_run_with_cancelled_and_writes_nothing_and_a_second_prompt_is_
         "steps": [
             { "op": "initialize" },
             { "op": "new", "cwd": setup.ws },
-            { "op": "prompt", "prompt": [develop_prompt()], "cancelOn": "tool_call:edit" },
+            // A second after step 1's edit call starts, the coder has been asked (and never
+            // answers).
+            { "op": "prompt", "prompt": [develop_prompt()], "cancelOn": "tool_call:edit", "cancelDelayMs": 1000 },
             { "op": "prompt_twice", "prompt": [develop_prompt()] },
             { "op": "mode", "mode": "research" },
         ],

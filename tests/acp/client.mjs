@@ -52,6 +52,8 @@ let promptAt = Date.now();
 const mark = () => ({ seq: seq++, ms: Date.now() - promptAt });
 let sessionId = null;
 let cancelOn = null;
+let cancelDelayMs = 0;
+let cancelPending = false;
 let cancelled = null;
 let promptDone = false;
 let cx = null;
@@ -86,9 +88,14 @@ const app = acp
   .client({ name: "patchwise-acp-test" })
   .onNotification("session/update", ({ params }) => {
     out.updates.push({ step, ...mark(), ...params });
-    if (cancelOn && cancels(params.update) && !cancelled) {
-      cancelled = Date.now();
-      cx.notify("session/cancel", { sessionId: params.sessionId });
+    if (cancelOn && cancels(params.update) && !cancelled && !cancelPending) {
+      // `cancelDelayMs`: the cancel goes out that long after the update (a run that is by then
+      // waiting for a model that never answers), timed from when it is sent.
+      cancelPending = true;
+      setTimeout(() => {
+        cancelled = Date.now();
+        cx.notify("session/cancel", { sessionId: params.sessionId });
+      }, cancelDelayMs);
     }
   })
   .onRequest("session/request_permission", async ({ params, signal }) => {
@@ -173,6 +180,8 @@ try {
           break;
         case "prompt": {
           cancelOn = s.cancelOn ?? null;
+          cancelDelayMs = s.cancelDelayMs ?? 0;
+          cancelPending = false;
           cancelled = null;
           promptDone = false;
           const started = Date.now();
