@@ -28,8 +28,6 @@ pub(crate) struct Resample {
     answers: HashSet<u64>,
     /// The last answer repeated an earlier one: the next request is sampled.
     repeated: bool,
-    /// Requests sent sampled, for the run's notes.
-    pub sampled: usize,
 }
 
 impl Resample {
@@ -44,7 +42,6 @@ impl Resample {
         let asked_before = !self.asked.insert(key);
         let after_repeat = std::mem::take(&mut self.repeated);
         if (asked_before || after_repeat) && configured.unwrap_or(0.0) < RESAMPLE_TEMPERATURE {
-            self.sampled += 1;
             Some(RESAMPLE_TEMPERATURE)
         } else {
             configured
@@ -98,7 +95,6 @@ mod tests {
         assert_eq!(r.temperature("big", &m, Some(0.0)), Some(0.0));
         // A higher configured temperature is kept.
         assert_eq!(r.temperature("qwen", &m, Some(1.0)), Some(1.0));
-        assert_eq!(r.sampled, 1);
     }
 
     #[test]
