@@ -121,10 +121,12 @@ impl Checker {
             ));
         }
         env.push(("NO_COLOR".to_owned(), "1".to_owned()));
-        // Python checks bytecode against the source's mtime in whole seconds and its size: a
-        // one-character fix synced into the overlay within a second of the run that compiled
-        // the old text (`+` for `*`) would run the stale bytecode. No `__pycache__`, no stale
-        // code (and the overlay stays as the workspace is).
+        // Python trusts bytecode whose source has the same mtime (whole seconds) and size: a
+        // one-character fix synced into the overlay within a second of `compileall` compiling
+        // the old text (`+` for `*`) ran the stale code. With SOURCE_DATE_EPOCH set,
+        // `compileall` writes hash-checked bytecode, which an import checks against the
+        // source's text; imports themselves write none.
+        env.push(("SOURCE_DATE_EPOCH".to_owned(), "0".to_owned()));
         env.push(("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()));
         Checker {
             overlay: Arc::new(Mutex::new(overlay)),
