@@ -698,6 +698,20 @@ async fn a_request_that_says_a_test_fails_shows_how_it_fails_before_the_first_an
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_round_whose_answers_repeat_the_wrong_code_starts_afresh_from_the_stub() {
+    let (run, _) = scenario("fix_round_starts_afresh_from_the_stub").await;
+    let proposal = run.outcome.proposal.as_ref().unwrap();
+    assert!(
+        proposal.files[0].new_text.contains("for char in alphabet:"),
+        "{}",
+        proposal.files[0].new_text
+    );
+    // The fix round's first prompt showed the wrong code; the afresh one shows the stub only.
+    let afresh = &run.requests["coder"][4];
+    assert!(!afresh.contains("if char not in alphabet:"), "{afresh}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_that_is_one_rename_is_done_by_the_server_without_a_model_call() {
     scenario("rename_by_the_server").await;
 }

@@ -699,6 +699,7 @@ impl Run<'_> {
                 files: s.files.clone(),
                 extra: failing_now.clone().filter(|_| i == 0),
                 goal: Some(goal),
+                afresh: false,
             };
             let report = self.run_step(&plan, &spec).await?;
             if let Some(e) = &report.error {
@@ -1282,6 +1283,7 @@ impl Run<'_> {
                 files,
                 extra: Some(format!("The tests fail on the changed code:\n{failures}")),
                 goal: None,
+                afresh: plan.work().count() == 1,
             };
             let report = self.run_step(plan, &spec).await?;
             let status = report.status;
@@ -1403,6 +1405,7 @@ impl Run<'_> {
                 files: self.changed_rel(),
                 extra: Some(format!("A reviewer objected to the change:\n{list}")),
                 goal: None,
+                afresh: false,
             };
             let report = self.run_step(plan, &spec).await?;
             let fixed = report.status == StepStatus::Done;

@@ -28,7 +28,7 @@ use crate::workflow::model_loop::{REWRITE_MAX_LINES, failure_notes};
 use super::explore::{is_source, is_test_file, known_path, says_create};
 use super::plan::Plan;
 use super::step::{STEP_ATTEMPTS, StepSpec, Turn};
-use super::{DevelopFailure, Run};
+use super::{DevelopFailure, Run, rel_of};
 
 /// The files of a step, as the rewrite protocol shows them.
 #[derive(Debug, Clone, Default)]
@@ -225,6 +225,7 @@ impl Run<'_> {
         spec: &StepSpec,
         files: &StepFiles,
         failures: &[String],
+        afresh: &[String],
         feedback: Option<&str>,
     ) -> Vec<Message> {
         let intro = if files.items.is_empty() {
@@ -309,6 +310,14 @@ impl Run<'_> {
         }
         for c in &files.create {
             user.push_str(&format!("\n{c} does not exist yet: create it.\n"));
+        }
+        if !afresh.is_empty() {
+            let names = afresh.join(" and ");
+            user.push_str(&format!(
+                "\nYour earlier version of {names} failed these tests and was undone: {names} \
+                 is shown as it was before the change. Write it anew so that the tests pass; do \
+                 not give the earlier version again.\n"
+            ));
         }
         if !failures.is_empty() {
             user.push('\n');
@@ -473,12 +482,16 @@ impl Run<'_> {
             };
             if files.read_only.contains(&rel) {
                 // The tests repeated as they are (a small model often copies every file it
-                // was shown) change nothing and need no correction.
+                // was shown) change nothing and need no correction; nor does a copy that left
+                // some of them out or broke off: told "the tests were not changed", the 1.5B
+                // model took that for the problem and gave the same wrong code three times
+                // (py-pangram), where what fails is its code.
                 let repeated = self.read_text(&rel).is_some_and(|current| {
-                    matches!(
-                        crate::edit::rewrite_whole(&current, &rel, &b.body),
-                        Err(r) if r.kind == RefusalKind::NoOp
-                    )
+                    copied_from(&current, &b.body)
+                        || matches!(
+                            crate::edit::rewrite_whole(&current, &rel, &b.body),
+                            Err(r) if r.kind == RefusalKind::NoOp
+                        )
                 });
                 if repeated {
                     out.unchanged = true;
@@ -594,6 +607,23 @@ impl Run<'_> {
             }
         }
         used
+    }
+
+    /// Sets every file the run changed back to its text before the run (files it created stay),
+    /// in the working copy and the ledger; returns their workspace-relative paths.
+    pub(super) fn back_to_the_originals(&mut self) -> Vec<String> {
+        let root = self.root();
+        let s = self.session();
+        let mut out = Vec::new();
+        for c in s.copy.changes() {
+            let Some(original) = c.original else {
+                continue;
+            };
+            s.copy.write(&c.path, &c.text, None, original.clone());
+            s.ledger.record_write(&c.path, &original);
+            out.push(rel_of(&root, &c.path));
+        }
+        out
     }
 
     /// Writes `text` over `current` in the working copy and records the write; false when the
@@ -781,6 +811,23 @@ fn step_names(spec: &StepSpec) -> Vec<String> {
 /// The workspace rules as the first lines of a step's user message: the rule files' own lines
 /// without their markdown headings (which the model copies as the start of its answer), under
 /// one sentence saying they are context. Empty without rules.
+/// Whether every line of `block` is a line of `current`, in order: a copy of the file that
+/// leaves lines out (or breaks off), not a change to it.
+fn copied_from(current: &str, block: &str) -> bool {
+    let mut lines = current.lines().map(str::trim_end);
+    let mut any = false;
+    for line in block.lines().map(str::trim_end) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        any = true;
+        if !lines.any(|l| l == line) {
+            return false;
+        }
+    }
+    any
+}
+
 fn rules_as_context(rules: &str) -> String {
     let lines: Vec<&str> = rules
         .lines()
@@ -1034,6 +1081,29 @@ fn asked_names(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_of_the_tests_that_leaves_lines_out_is_no_change() {
+        let tests = "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        \
+                     self.assertIs(f(\"\"), False)\n\n    def test_b(self):\n        \
+                     self.assertIs(f(\"x\"), True)\n";
+        // The last test left out, as the model wrote it in the py-pangram recording.
+        let shorter = "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        \
+                       self.assertIs(f(\"\"), False)\n";
+        assert!(copied_from(tests, shorter));
+        assert!(copied_from(tests, tests));
+        // An assertion changed, a line added, lines in another order: changes.
+        assert!(!copied_from(tests, &tests.replace("True", "False")));
+        assert!(!copied_from(
+            tests,
+            &format!("{tests}    def test_c(self):\n        pass\n")
+        ));
+        assert!(!copied_from(
+            tests,
+            "    def test_b(self):\n    def test_a(self):\n"
+        ));
+        assert!(!copied_from(tests, "\n\n"));
+    }
 
     #[test]
     fn what_a_step_asks_for() {

@@ -63,6 +63,9 @@ pub(super) struct StepSpec {
     /// What the step must have done besides passing the check (a plan step's text, and the
     /// request when the plan has one step); `None` for fix and judge rounds.
     pub goal: Option<String>,
+    /// A fix round of a one-step plan: its attempts after the first start from the files as
+    /// they were before the run, not from the code that fails (see [`Step::clean_start`]).
+    pub afresh: bool,
 }
 
 enum Attempt {
@@ -98,6 +101,8 @@ struct Step<'s, 'r> {
     /// The attempt asked now, and its model.
     attempt: usize,
     model: String,
+    /// The files this attempt shows as they were before the run (an afresh fix round).
+    afresh: Vec<String>,
 }
 
 impl Step<'_, '_> {
@@ -147,16 +152,34 @@ impl Policy for Step<'_, '_> {
         }
     }
 
+    /// A fix round's later attempts in a one-step plan start afresh: the files as they were
+    /// before the run, with how the earlier version failed. Shown the failing code, the 1.5B
+    /// model gives it back as it is, at temperature 0 and at 0.7 alike (py-pangram: the same
+    /// wrong `is_pangram` in all seven answers of the fix round); from the stub, with the
+    /// failures, it writes the code anew.
     fn clean_start(
         &mut self,
         at: &At,
         failures: &[String],
     ) -> Result<Vec<Message>, DevelopFailure> {
+        if self.spec.afresh && at.attempt >= 2 && self.afresh.is_empty() {
+            self.afresh = self.run.back_to_the_originals();
+            if !self.afresh.is_empty() {
+                self.memory.notes.push(format!(
+                    "attempt {} started afresh from {} as before the run",
+                    at.attempt,
+                    self.afresh.join(", ")
+                ));
+            }
+        } else if !self.afresh.is_empty() {
+            self.run.back_to_the_originals();
+        }
         Ok(match at.protocol {
             Protocol::Rewrite => {
                 let files = self.files.clone();
+                let afresh = self.afresh.clone();
                 self.run
-                    .rewrite_prompt(self.plan, self.spec, &files, failures, None)
+                    .rewrite_prompt(self.plan, self.spec, &files, failures, &afresh, None)
             }
             Protocol::Tools => self.run.step_prompt(self.plan, self.spec, failures),
         })
@@ -174,6 +197,7 @@ impl Policy for Step<'_, '_> {
             failures: &self.failures,
             protocol: at.protocol,
             before: &self.before_changes,
+            afresh: &self.afresh,
         };
         let attempted = self
             .run
@@ -233,6 +257,7 @@ impl Run<'_> {
             files: StepFiles::default(),
             attempt: 0,
             model: String::new(),
+            afresh: Vec::new(),
         };
         let driven = driver::drive(&mut step, coder, escalation).await;
         let report = |status, attempts, model, changed, notes, error| StepReport {
@@ -662,8 +687,14 @@ impl Run<'_> {
     /// they are now and `text` at its end (the files are shown once, never a second copy).
     fn say(&mut self, turn: &Turn<'_>, messages: &mut Vec<Message>, text: String) {
         if turn.protocol == Protocol::Rewrite && !self.writes.expects_content() {
-            *messages =
-                self.rewrite_prompt(turn.plan, turn.spec, turn.files, turn.failures, Some(&text));
+            *messages = self.rewrite_prompt(
+                turn.plan,
+                turn.spec,
+                turn.files,
+                turn.failures,
+                turn.afresh,
+                Some(&text),
+            );
         } else {
             messages.push(Message::user(text));
         }
@@ -759,6 +790,8 @@ pub(super) struct Turn<'t> {
     pub protocol: Protocol,
     /// The run's changed files and their text when the step began.
     pub before: &'t [(PathBuf, String)],
+    /// The files shown as they were before the run (an afresh fix round).
+    pub afresh: &'t [String],
 }
 
 impl Turn<'_> {
