@@ -465,12 +465,17 @@ fn develop_in_a_large_workspace_asks_the_client_only_for_the_files_it_reads() {
     for n in 0..300 {
         std::fs::write(
             extra.join(format!("part{n}.rs")),
-            format!("/// Part {n}.\npub fn part{n}(text: &str) -> usize {{\n    text.len() + {n}\n}}\n"),
+            format!(
+                "/// Part {n}.\npub fn part{n}(text: &str) -> usize {{\n    text.len() + {n}\n}}\n"
+            ),
         )
         .unwrap();
     }
     let main = setup.ws.join("src/main.rs");
-    let open = format!("// unsaved note\n{}", std::fs::read_to_string(&main).unwrap());
+    let open = format!(
+        "// unsaved note\n{}",
+        std::fs::read_to_string(&main).unwrap()
+    );
     let seen = setup.client(json!({
         "fs": { "readTextFile": true, "writeTextFile": true },
         "permission": "allow_once",
@@ -498,6 +503,13 @@ fn develop_in_a_large_workspace_asks_the_client_only_for_the_files_it_reads() {
         distinct.len(),
         reads.len()
     );
+    // Each file at most once, and none of the 300 files the run only listed.
+    assert_eq!(during.len(), distinct.len(), "{distinct:#?}");
+    assert!(
+        !during.iter().any(|p| p.contains("/src/extra/")),
+        "{distinct:#?}"
+    );
+    assert!(distinct.contains(&main.to_str().unwrap()), "{distinct:#?}");
     // The open file's unsaved text made it into the change.
     let diff = seen["permissions"][0]["toolCall"]["content"]
         .as_array()

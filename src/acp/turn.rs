@@ -352,7 +352,10 @@ impl Turn {
             return StopReason::Cancelled;
         }
         let Some(report) = ended.develop_report() else {
-            self.say(format!("The develop run ended without a report: {}", ended.outcome));
+            self.say(format!(
+                "The develop run ended without a report: {}",
+                ended.outcome
+            ));
             return StopReason::EndTurn;
         };
         self.say(report.summary());

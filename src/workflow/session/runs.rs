@@ -454,7 +454,10 @@ mod tests {
             files: Vec::new(),
             stopped: None,
         };
-        assert_eq!(run.end(None, Some(proposal.clone()), outcome.clone()), outcome);
+        assert_eq!(
+            run.end(None, Some(proposal.clone()), outcome.clone()),
+            outcome
+        );
         drop(run);
         let mut ended = RunEnded::default();
         let mut forwarded = Vec::new();
@@ -465,7 +468,10 @@ mod tests {
                 Err(other) => forwarded.push(other),
             }
         }
-        assert!(matches!(forwarded[..], [RunEvent::Progress { percent: 50, .. }]));
+        assert!(matches!(
+            forwarded[..],
+            [RunEvent::Progress { percent: 50, .. }]
+        ));
         assert_eq!(ended.proposal, Some(proposal));
         assert_eq!(ended.outcome, outcome);
         assert!(ended.report.is_none());
