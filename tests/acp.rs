@@ -453,6 +453,74 @@ fn develop_reads_the_files_the_client_has_open_with_their_unsaved_text() {
     assert_eq!(std::fs::read_to_string(&main).unwrap(), on_disk);
 }
 
+/// How many `fs/read_text_file` round trips a develop run makes in a workspace of a few hundred
+/// files (`cargo test --test acp round_trips -- --nocapture` prints them).
+#[test]
+fn develop_in_a_large_workspace_asks_the_client_only_for_the_files_it_reads() {
+    let setup = Setup::develop("rust_happy_path", 1, "");
+    // 300 more source files the request has nothing to do with (not in the crate's module
+    // tree, so the checks do not build them).
+    let extra = setup.ws.join("src/extra");
+    std::fs::create_dir_all(&extra).unwrap();
+    for n in 0..300 {
+        std::fs::write(
+            extra.join(format!("part{n}.rs")),
+            format!(
+                "/// Part {n}.\npub fn part{n}(text: &str) -> usize {{\n    text.len() + {n}\n}}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let main = setup.ws.join("src/main.rs");
+    let open = format!(
+        "// unsaved note\n{}",
+        std::fs::read_to_string(&main).unwrap()
+    );
+    let seen = setup.client(json!({
+        "fs": { "readTextFile": true, "writeTextFile": true },
+        "permission": "allow_once",
+        "open": { main.to_str().unwrap(): open },
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "prompt", "prompt": [develop_prompt()] },
+        ],
+    }));
+    assert_eq!(stop_reason(&seen, 0), "end_turn", "{}", agent_text(&seen));
+    let asked_at = seen["permissions"][0]["seq"].as_u64().unwrap();
+    let reads = seen["reads"].as_array().unwrap();
+    let during: Vec<&str> = reads
+        .iter()
+        .filter(|r| r["seq"].as_u64().unwrap() < asked_at)
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    let mut distinct = during.clone();
+    distinct.sort();
+    distinct.dedup();
+    eprintln!(
+        "round trips: {} fs/read_text_file during the run ({} files), {} in all",
+        during.len(),
+        distinct.len(),
+        reads.len()
+    );
+    // Each file at most once, and none of the 300 files the run only listed.
+    assert_eq!(during.len(), distinct.len(), "{distinct:#?}");
+    assert!(
+        !during.iter().any(|p| p.contains("/src/extra/")),
+        "{distinct:#?}"
+    );
+    assert!(distinct.contains(&main.to_str().unwrap()), "{distinct:#?}");
+    // The open file's unsaved text made it into the change.
+    let diff = seen["permissions"][0]["toolCall"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["path"] == main.display().to_string())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(diff["oldText"].as_str(), Some(open.as_str()));
+}
+
 #[test]
 fn a_rejected_change_writes_nothing_and_an_allowed_one_without_client_fs_lands_on_disk() {
     let setup = Setup::develop("rust_happy_path", 2, "");

@@ -37,7 +37,7 @@ use crate::workflow::session::develop::{
 };
 use crate::workflow::session::edit::{RequestedEdit, Workspace};
 use crate::workflow::session::{
-    self, Proposal, ProposalFile, RunEvent, RunHandle, RunKind, RunUsage, Runs, review,
+    self, Proposal, ProposalFile, RunEnded, RunEvent, RunHandle, RunKind, RunUsage, Runs, review,
 };
 
 const ALLOW_ONCE: &str = "allow-once";
@@ -277,7 +277,7 @@ impl Turn {
         snapshot
     }
 
-    fn start(&self, kind: RunKind, label: &str) -> (RunHandle, tokio::task::JoinHandle<()>) {
+    fn start(&self, kind: RunKind, label: &str) -> (RunHandle, tokio::task::JoinHandle<RunEnded>) {
         let mut run = self.runs.start_run(kind, label);
         let events = run.take_events();
         let forward = tokio::spawn(forward(self.peer.clone(), run.id().to_owned(), events));
@@ -336,7 +336,7 @@ impl Turn {
         }
         let (run, forward) = self.start(RunKind::Develop, &request);
         let id = run.id().to_owned();
-        let outcome = self
+        let ran = self
             .unless_cancelled(session::develop::run(
                 ctx,
                 DevelopRequest { request, focus },
@@ -345,21 +345,27 @@ impl Turn {
             .await;
         // Ended by the session, or (given up) as cancelled when dropped.
         drop(run);
-        let Some(outcome) = outcome.filter(|_| !self.cancel.is_cancelled()) else {
-            let _ = forward.await;
+        // Each step and each command went out as its tool call when it ended (`forward`); the
+        // report and the proposal come last.
+        let ended = forward.await.unwrap_or_default();
+        if ran.is_none() || self.cancel.is_cancelled() {
             return StopReason::Cancelled;
-        };
-        let report = &outcome.report;
-        // Each step and each command went out as its tool call when it ended (`forward`).
-        let _ = forward.await;
-        self.say(report.summary());
-        let Some(proposal) = outcome.proposal else {
+        }
+        let Some(report) = ended.develop_report() else {
+            self.say(format!(
+                "The develop run ended without a report: {}",
+                ended.outcome
+            ));
             return StopReason::EndTurn;
         };
+        self.say(report.summary());
         let mut note = String::new();
         if let VerifyStatus::Failed(_) = &report.verify {
             note = " The tests FAIL with this change.".to_owned();
         }
+        let Some(proposal) = ended.proposal else {
+            return StopReason::EndTurn;
+        };
         self.offer(&id, proposal, &note).await
     }
 
@@ -433,15 +439,15 @@ impl Turn {
         };
         let (run, forward) = self.start(RunKind::Edit, &path.display().to_string());
         let id = run.id().to_owned();
-        let result = self.unless_cancelled(prepared.run(&run)).await;
+        let ran = self.unless_cancelled(prepared.run(&run)).await;
         // Ended by the session, or (given up) as cancelled when dropped.
         drop(run);
-        let _ = forward.await;
-        let Some(result) = result.filter(|_| !self.cancel.is_cancelled()) else {
+        let ended = forward.await.unwrap_or_default();
+        if ran.is_none() || self.cancel.is_cancelled() {
             return StopReason::Cancelled;
-        };
-        match result {
-            Ok(proposal) => {
+        }
+        match ended.proposal {
+            Some(proposal) => {
                 self.say(format!(
                     "Proposed by {} ({} attempt{}).",
                     proposal.model,
@@ -450,8 +456,11 @@ impl Turn {
                 ));
                 self.offer(&id, proposal, "").await
             }
-            Err(err) => {
-                self.say(format!("The edit failed; nothing was changed: {err}"));
+            None => {
+                self.say(format!(
+                    "The edit failed; nothing was changed: {}",
+                    ended.outcome
+                ));
                 StopReason::EndTurn
             }
         }
@@ -469,7 +478,7 @@ impl Turn {
             workspace: Some(self.session.cwd.clone()),
             ..session::research::RunOptions::default()
         };
-        let result = self
+        let ran = self
             .unless_cancelled(session::research::run(
                 &self.session.config,
                 &query,
@@ -479,16 +488,13 @@ impl Turn {
             .await;
         // Ended by the session, or (given up) as cancelled when dropped.
         drop(run);
-        let _ = forward.await;
-        let Some(result) = result.filter(|_| !self.cancel.is_cancelled()) else {
+        let ended = forward.await.unwrap_or_default();
+        if ran.is_none() || self.cancel.is_cancelled() {
             return StopReason::Cancelled;
-        };
-        let done = match result {
-            Ok(done) => done,
-            Err(err) => {
-                self.say(format!("The research failed: {err}"));
-                return StopReason::EndTurn;
-            }
+        }
+        let Some(done) = ended.research() else {
+            self.say(format!("The research failed: {}", ended.outcome));
+            return StopReason::EndTurn;
         };
         let record = &done.record;
         self.say(record.synthesis.trim_end().to_owned());
@@ -707,15 +713,26 @@ impl Turn {
 /// as `plan` updates, each step as an `edit` tool call that starts when the step does, and
 /// each check, lint and test command as an `execute` call from when it starts to when it ends,
 /// with its output.
-async fn forward(peer: Peer, run: String, events: Option<mpsc::UnboundedReceiver<RunEvent>>) {
+async fn forward(
+    peer: Peer,
+    run: String,
+    events: Option<mpsc::UnboundedReceiver<RunEvent>>,
+) -> RunEnded {
+    let mut ended = RunEnded::default();
     let mut calls: Vec<String> = Vec::new();
     let Some(mut events) = events else {
-        return;
+        return ended;
     };
     let mut last_phase = None;
     let mut started: Vec<usize> = Vec::new();
     let mut extra = 0;
     while let Some(event) = events.recv().await {
+        // The report, the proposal and the end: kept for the turn to show when the run ended.
+        let event = match ended.gather(event) {
+            Ok(true) => break,
+            Ok(false) => continue,
+            Err(event) => event,
+        };
         match event {
             RunEvent::Progress { phase, message, .. } => {
                 // One thought per phase (each step, each attempt is a phase of its own).
@@ -817,9 +834,10 @@ async fn forward(peer: Peer, run: String, events: Option<mpsc::UnboundedReceiver
             // An agent panel's user reviews the change itself before anything is written
             // (`session/request_permission`); the plan goes on as it is shown.
             RunEvent::Question(question) => question.answer(true),
-            RunEvent::Finished(_) => break,
+            RunEvent::Report(_) | RunEvent::Proposal(_) | RunEvent::Finished(_) => {}
         }
     }
+    ended
 }
 
 /// ACP's usage update: the tokens in the context of the answer that just ended, of the model's

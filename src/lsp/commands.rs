@@ -22,7 +22,7 @@ use super::server::{Backend, State, request_failed};
 use crate::document::Document;
 use crate::tools::{OpenBuffer, Snapshot};
 use crate::workflow::session::choices::one_line;
-use crate::workflow::session::{Command, RunHandle, RunKind, edit};
+use crate::workflow::session::{Command, RunHandle, RunKind, RunOutcome, edit};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -218,19 +218,13 @@ impl Backend {
         uri: Uri,
     ) -> RunEnd {
         let auto_apply = prepared.auto_apply;
-        let outcome = prepared.run(&run).await;
-        let proposal = match outcome {
-            Ok(proposal) => proposal,
-            Err(failure) => {
-                let message = failure.to_string();
-                let cancelled = matches!(failure, edit::EditFailure::Cancelled);
-                let end = RunEnd::failed(run.id(), run.kind(), message, cancelled);
-                reporter.done().await;
-                return end;
-            }
-        };
+        prepared.run(&run).await;
         let (run_id, kind) = (run.id().to_owned(), run.kind());
-        reporter.done().await;
+        let ended = reporter.done().await;
+        let Some(proposal) = ended.proposal else {
+            let cancelled = ended.outcome == RunOutcome::Cancelled;
+            return RunEnd::failed(&run_id, kind, ended.outcome.to_string(), cancelled);
+        };
         let id = self.add_proposal(proposal.clone()).await;
         tracing::info!(id, model = %proposal.model, attempts = proposal.attempts, "proposal ready");
         let mut answer = EditAnswer {

@@ -24,7 +24,7 @@ use super::runs::{DevelopAnswer, DevelopFile, RunEnd, RunFinishedParams, RunProp
 use super::server::{Backend, show_file};
 use crate::workflow::session::choices::one_line;
 use crate::workflow::session::develop::{self, DevelopContext, DevelopRequest, PlanReview};
-use crate::workflow::session::{RunHandle, RunKind, edit};
+use crate::workflow::session::{RunHandle, RunKind, RunOutcome, RunReport, edit};
 
 #[derive(Debug, Deserialize)]
 pub struct DevelopCommandArgs {
@@ -87,20 +87,21 @@ impl Backend {
         let asked = request.request.clone();
         let focus = request.focus.clone();
         let roots = ctx.roots.clone();
-        let outcome = develop::run(ctx, request, &run).await;
-        let report = outcome.report;
+        develop::run(ctx, request, &run).await;
         let (run_id, kind) = (run.id().to_owned(), run.kind());
-        let Some(mut proposal) = outcome.proposal else {
-            let cancelled = run.cancel_token().is_cancelled();
-            reporter.done().await;
-            return RunEnd::failed(
-                &run_id,
-                kind,
-                format!("develop: {}", report.summary()),
-                cancelled,
-            );
+        let ended = reporter.done().await;
+        let (report, proposal) = match (ended.report, ended.proposal) {
+            (Some(RunReport::Develop(report)), Some(proposal)) => (report, proposal),
+            (report, _) => {
+                let why = match report {
+                    Some(RunReport::Develop(report)) => report.summary(),
+                    _ => ended.outcome.to_string(),
+                };
+                let cancelled = ended.outcome == RunOutcome::Cancelled;
+                return RunEnd::failed(&run_id, kind, format!("develop: {why}"), cancelled);
+            }
         };
-        reporter.done().await;
+        let mut proposal = proposal;
         if remove_comment && let Some(path) = &focus {
             let now = {
                 let state = self.state();

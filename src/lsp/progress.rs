@@ -1,6 +1,7 @@
 //! `$/progress` for a run: the run's events (`workflow::session::RunEvent`) become
 //! `WorkDoneProgress` notifications, in order, through one task per run, which also asks the
-//! run's questions (approve the plan) with `window/showMessageRequest`.
+//! run's questions (approve the plan) with `window/showMessageRequest` and keeps what the run
+//! produced (its report and proposal) for the command to show when the run ended.
 //!
 //! Without client support for `window/workDoneProgress/create` no progress is sent and the run
 //! simply goes on. The progress token is the run id, so `window/workDoneProgress/cancel` and
@@ -13,10 +14,10 @@ use tower_lsp_server::ls_types::{
     WorkDoneProgressEnd, WorkDoneProgressReport,
 };
 
-use crate::workflow::session::{RunEvent, RunHandle};
+use crate::workflow::session::{RunEnded, RunEvent, RunHandle};
 
 pub struct Reporter {
-    sender: Option<tokio::task::JoinHandle<()>>,
+    sender: Option<tokio::task::JoinHandle<RunEnded>>,
 }
 
 impl Reporter {
@@ -65,11 +66,20 @@ impl Reporter {
                 percentage: Some(0),
             }))
             .await;
+            let mut ended = RunEnded::default();
             let end = loop {
-                match events.recv().await {
-                    Some(RunEvent::Progress {
+                let Some(event) = events.recv().await else {
+                    break "stopped".to_owned();
+                };
+                let event = match ended.gather(event) {
+                    Ok(true) => break ended.outcome.to_string(),
+                    Ok(false) => continue,
+                    Err(event) => event,
+                };
+                match event {
+                    RunEvent::Progress {
                         percent, message, ..
-                    }) => {
+                    } => {
                         send(WorkDoneProgress::Report(WorkDoneProgressReport {
                             cancellable: Some(true),
                             message: Some(message),
@@ -77,7 +87,7 @@ impl Reporter {
                         }))
                         .await;
                     }
-                    Some(RunEvent::Question(question)) => {
+                    RunEvent::Question(question) => {
                         let yes =
                             super::develop::ask_plan(&client, show_document, &question.review)
                                 .await;
@@ -85,20 +95,14 @@ impl Reporter {
                     }
                     // The plan is its own document in an editor; steps, commands and usage have
                     // no place in LSP progress.
-                    Some(
-                        RunEvent::Plan { .. }
-                        | RunEvent::Step(_)
-                        | RunEvent::Command(_)
-                        | RunEvent::Usage(_),
-                    ) => {}
-                    Some(RunEvent::Finished(outcome)) => break outcome.to_string(),
-                    None => break "stopped".to_owned(),
+                    _ => {}
                 }
             };
             send(WorkDoneProgress::End(WorkDoneProgressEnd {
                 message: Some(end),
             }))
             .await;
+            ended
         });
         Self {
             sender: Some(sender),
@@ -106,10 +110,11 @@ impl Reporter {
     }
 
     /// Waits until every notification of the run has been handed to the client (call after
-    /// the run finished).
-    pub async fn done(self) {
-        if let Some(sender) = self.sender {
-            let _ = sender.await;
+    /// the run finished) and returns what the run produced.
+    pub async fn done(self) -> RunEnded {
+        match self.sender {
+            Some(sender) => sender.await.unwrap_or_default(),
+            None => RunEnded::default(),
         }
     }
 }

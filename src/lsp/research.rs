@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::research;
 use crate::workflow::session::choices::one_line;
 use crate::workflow::session::research::RunOptions;
-use crate::workflow::session::{self, RunHandle, RunKind};
+use crate::workflow::session::{self, RunHandle, RunKind, RunOutcome, RunReport};
 
 #[derive(Debug, Deserialize)]
 pub struct ResearchCommandArgs {
@@ -82,17 +82,14 @@ impl Backend {
         run: RunHandle,
         reporter: Reporter,
     ) -> RunEnd {
-        let outcome = session::research::run(&config, &query, options, &run).await;
+        session::research::run(&config, &query, options, &run).await;
         let (run_id, kind) = (run.id().to_owned(), run.kind());
-        let done = match outcome {
-            Ok(done) => done,
-            Err(err) => {
-                let cancelled = matches!(err, session::research::ResearchError::Cancelled);
-                reporter.done().await;
-                return RunEnd::failed(&run_id, kind, format!("research failed: {err}"), cancelled);
-            }
+        let ended = reporter.done().await;
+        let Some(RunReport::Research(done)) = ended.report else {
+            let cancelled = ended.outcome == RunOutcome::Cancelled;
+            let why = format!("research failed: {}", ended.outcome);
+            return RunEnd::failed(&run_id, kind, why, cancelled);
         };
-        reporter.done().await;
         let show = self.state().client.show_document;
         self.show_report(&done.report, show).await;
         let record = done.record;

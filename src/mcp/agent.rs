@@ -24,8 +24,8 @@ use crate::research;
 use crate::store::StoreError;
 use crate::tools::transaction::TransactionError;
 use crate::tools::{ChangedFile, RealFs, Session, Snapshot, Status, ToolOptions};
-use crate::workflow::session::research::{ResearchError, RunOptions};
-use crate::workflow::session::{self, RunEvent, RunKind, Runs};
+use crate::workflow::session::research::RunOptions;
+use crate::workflow::session::{self, RunEnded, RunEvent, RunKind, RunOutcome, Runs};
 use crate::workspace::ReadError;
 
 use super::catalog;
@@ -349,32 +349,37 @@ impl Agent {
         let mut run = self.runs.start_run(RunKind::Research, question);
         let mut events = run.take_events();
         let token = run.cancel_token();
-        let result = {
+        let mut ended = RunEnded::default();
+        {
             let research = session::research::run(&self.config, question, options, &run);
             tokio::pin!(research);
+            let mut ran = false;
+            // Until the run ended and its last event (the end, after the report) was read.
             loop {
                 tokio::select! {
-                    result = &mut research => break result,
+                    _ = &mut research, if !ran => ran = true,
                     _ = cancel.cancelled(), if !token.is_cancelled() => token.cancel(),
-                    Some(event) = async { events.as_mut()?.recv().await } => {
-                        if let RunEvent::Progress { percent, message, .. } = event {
+                    event = async { events.as_mut()?.recv().await } => match event.map(|e| ended.gather(e)) {
+                        None | Some(Ok(true)) => break,
+                        Some(Err(RunEvent::Progress { percent, message, .. })) => {
                             progress(percent.min(100) as u8, message);
                         }
-                    }
+                        Some(_) => {}
+                    },
                 }
             }
-        };
-        match result {
-            Ok(run) => CallReply::ok(format!(
+        }
+        match (ended.research(), &ended.outcome) {
+            (Some(run), _) => CallReply::ok(format!(
                 "{}\nlibrary id: {}\nreport file: {}\n",
                 research::report::render(&run.record).trim_end(),
                 run.record.id,
                 run.report.display()
             )),
-            Err(ResearchError::Cancelled) => {
+            (None, RunOutcome::Cancelled) => {
                 CallReply::error("research cancelled; nothing was saved")
             }
-            Err(e) => CallReply::error(format!("research failed: {e}")),
+            (None, outcome) => CallReply::error(format!("research failed: {outcome}")),
         }
     }
 

@@ -30,6 +30,22 @@ pub trait FileSystem: Send + Sync {
     /// The file as UTF-8 text.
     fn read_text(&self, path: &Path) -> Result<String, ReadError>;
 
+    /// The file as UTF-8 text for a scan over many files (a search, line counts, the files a
+    /// rename would touch): what [`read_text`](Self::read_text) gives, except where reading it
+    /// that way costs a round trip per file (an editor's buffers read through its client), which
+    /// a scan reads from disk instead; a scan's hits the run goes on with are read again with
+    /// `read_text`.
+    fn scan_text(&self, path: &Path) -> Result<String, ReadError> {
+        self.read_text(path)
+    }
+
+    /// Says that the run is about to `read_text` these files, so a file system that reads
+    /// them from far away can read them all at once (at most a few at a time) instead of one
+    /// by one as they are asked for.
+    fn prefetch(&self, paths: &[PathBuf]) {
+        let _ = paths;
+    }
+
     /// What `path` is (`None`: nothing there). A symlink is reported as such, not followed.
     fn kind(&self, path: &Path) -> Option<EntryKind>;
 

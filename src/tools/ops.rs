@@ -314,8 +314,8 @@ pub(super) fn list_files(session: &Session, args: &Args) -> Result<String, ToolE
         let row = if *len > session.options.max_count_bytes {
             format!("{rel} ({} bytes) [MASSIVE]", len)
         } else {
-            match session.copy.read(p, session.fs.as_ref()) {
-                Ok((text, _)) => {
+            match session.copy.scan(p, session.fs.as_ref()) {
+                Ok(text) => {
                     let n = lines_label(count_lines(&text));
                     match size_tag(count_lines(&text), &session.options.size) {
                         Some(tag) => format!("{rel} ({n}) {tag}"),
@@ -419,7 +419,7 @@ pub(super) fn search(session: &Session, args: &Args) -> Result<String, ToolError
             timed_out = true;
             break;
         }
-        let Ok((text, _)) = session.copy.read(p, session.fs.as_ref()) else {
+        let Ok(text) = session.copy.scan(p, session.fs.as_ref()) else {
             continue;
         };
         searched += 1;

@@ -67,6 +67,17 @@ impl WorkingCopy {
         fs.read_text(path).map(|t| (t, None))
     }
 
+    /// The current text of `path` for a scan over many files ([`FileSystem::scan_text`]).
+    pub fn scan(&self, path: &Path, fs: &dyn FileSystem) -> Result<String, ReadError> {
+        if let Some(s) = self.edited.get(path) {
+            return Ok(s.text.clone());
+        }
+        if let Some(b) = self.open.get(path) {
+            return Ok(b.text.clone());
+        }
+        fs.scan_text(path)
+    }
+
     /// Whether the file exists in the working copy (open, edited, created or on disk).
     pub fn exists(&self, path: &Path, fs: &dyn FileSystem) -> bool {
         self.edited.contains_key(path) || self.open.contains_key(path) || fs.kind(path).is_some()

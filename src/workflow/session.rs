@@ -15,7 +15,8 @@
 //! ```text
 //! let mut run = runs.start_run(RunKind::Edit, "norm1");   // id "patchwise-edit-3", cancel token
 //! let events = run.take_events();                          // the edge forwards these ($/progress)
-//! let proposal = prepared.run(&run).await;                 // reports on `run`, then ends it
+//! prepared.run(&run).await;                                // reports on `run`, then ends it
+//! // the events: Progress…, Usage…, Proposal(the proposal), Finished(RunOutcome::Proposal{..})
 //! ```
 //!
 //! [`Runs::start_run`] registers the run's cancellation token under its id; [`Runs::cancel`]
@@ -28,14 +29,18 @@
 //! percentage and a [`RunPhase`] (an edge never reads the phase out of the message), a develop
 //! run's plan and each step's change, each check and test command as it starts and ends, model
 //! usage, a [`Question`] the run waits on (approve the plan: the edge asks its user and
-//! answers; dropping it unanswered lets the run go on), and last [`RunEvent::Finished`] with
-//! the [`RunOutcome`]. The session's run calls (`edit`, `develop`, `research`) end their runs
-//! themselves; a run dropped before it ended ends as cancelled. The result itself (the
-//! proposal, the research run) is what the call returns.
+//! answers; dropping it unanswered lets the run go on), then what the run produced — its
+//! report ([`RunEvent::Report`]: develop's account of its steps and checks, research's saved
+//! report) and its proposal ([`RunEvent::Proposal`], ready for review) —, and last
+//! [`RunEvent::Finished`] with the [`RunOutcome`]. The session's run calls (`edit`, `develop`,
+//! `research`) end their runs themselves and return only the outcome: an edge takes the
+//! result from the events it subscribes to, as it takes everything else ([`RunEnded::gather`]
+//! keeps the last three while the edge forwards the rest); a run dropped before it ended ends
+//! as cancelled, with no result.
 //!
 //! To add a run kind: add a [`RunKind`] variant (its `name` becomes the id prefix, its `title`
 //! the progress title) and a [`Command`] variant; here, a call that reports on the run
-//! (`run.report`, `run.metered`) and ends it with its outcome; in the edge, parse the
+//! (`run.report`, `run.metered`) and ends it with its result and outcome; in the edge, parse the
 //! command's arguments, `start_run`, forward the events and call in. Edit ([`edit`]) and
 //! research ([`research`]) are the two small worked examples.
 //!
@@ -65,7 +70,10 @@ mod runs;
 pub use choices::{Choice, ChoiceArgument, ChoiceKind, ClientAbilities, ForeignDiagnostic, Lens};
 // A run's result as the edges show it.
 pub use crate::workflow::{Proposal, ProposalFile};
-pub use runs::{Question, RunEvent, RunHandle, RunKind, RunOutcome, RunPhase, RunUsage, Runs};
+pub use runs::{
+    Question, RunEnded, RunEvent, RunHandle, RunKind, RunOutcome, RunPhase, RunReport, RunUsage,
+    Runs,
+};
 
 /// One file for [`write_files`]: the text it must have on disk now (`None`: it must not exist
 /// yet) and the text to write.

@@ -42,8 +42,19 @@ impl Run<'_> {
             .into_iter()
             .filter(|f| in_scope(f))
             .collect();
+        // Scanned as they are on disk (an editor's client is not asked for every file); the
+        // files that name either word are read again as the editor has them, all at once.
+        let named: Vec<String> = files
+            .into_iter()
+            .filter(|rel| {
+                self.scan_text(rel).is_some_and(|t| {
+                    !word_positions(&t, &old).is_empty() || !word_positions(&t, &new).is_empty()
+                })
+            })
+            .collect();
+        self.prefetch(&named);
         let mut texts = Vec::new();
-        for rel in files {
+        for rel in named {
             let Some(text) = self.read_text(&rel) else {
                 continue;
             };

@@ -80,6 +80,14 @@ impl Run<'_> {
             spec.goal.as_deref().unwrap_or("")
         );
         let tests_change = changes_tests(&asked);
+        // The step's files are what it reads and changes: read at once, not one by one.
+        let named: Vec<String> = spec
+            .files
+            .iter()
+            .filter(|f| !f.ends_with('/'))
+            .cloned()
+            .collect();
+        self.prefetch(&named);
         for f in spec.files.iter().filter(|f| !f.ends_with('/')) {
             if self.read_text(f).is_some() {
                 if is_test_file(f) && !tests_change {
@@ -118,6 +126,26 @@ impl Run<'_> {
             .collect();
         out.read_only.extend(found);
         out
+    }
+
+    /// The text of a workspace-relative file in the working copy for a scan over many files
+    /// (`FileSystem::scan_text`: from disk where the run's reads go through an editor).
+    pub(super) fn scan_text(&mut self, rel: &str) -> Option<String> {
+        let s = self.session();
+        let resolved = s.sandbox.resolve(rel, s.fs.as_ref()).ok()?;
+        s.copy.scan(&resolved.abs, s.fs.as_ref()).ok()
+    }
+
+    /// Reads these workspace-relative files ahead, all at once (`FileSystem::prefetch`), for
+    /// the `read_text`s that follow.
+    pub(super) fn prefetch(&mut self, rels: &[String]) {
+        let s = self.session();
+        let paths: Vec<std::path::PathBuf> = rels
+            .iter()
+            .filter_map(|r| s.sandbox.resolve(r, s.fs.as_ref()).ok())
+            .map(|r| r.abs)
+            .collect();
+        s.fs.prefetch(&paths);
     }
 
     /// The text of a workspace-relative file in the working copy.

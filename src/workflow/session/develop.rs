@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::BoxFuture;
 
 use super::edit::Workspace;
-use super::runs::{Question, RunEvent, RunHandle, RunOutcome, RunPhase};
+use super::runs::{Question, RunEvent, RunHandle, RunOutcome, RunPhase, RunReport};
 use crate::workflow::develop::plan::Plan;
 use crate::workflow::develop::{self, ApproveMode, Approver, Outcome, Progress};
 // What an edge needs to ask for a run and read its report, without reaching into develop.
@@ -66,8 +66,9 @@ pub fn context(workspace: Workspace, focus: Option<&Path>) -> DevelopContext {
 }
 
 /// Runs `request`, reporting progress and the plan on `run`, asking the edge to approve the
-/// plan unless `[develop] approve = "auto"`, stopping when it is cancelled; ends `run`.
-pub async fn run(mut ctx: DevelopContext, request: DevelopRequest, run: &RunHandle) -> Outcome {
+/// plan unless `[develop] approve = "auto"`, stopping when it is cancelled; ends `run` with its
+/// report ([`RunEvent::Report`]) and proposal ([`RunEvent::Proposal`]) and returns the outcome.
+pub async fn run(mut ctx: DevelopContext, request: DevelopRequest, run: &RunHandle) -> RunOutcome {
     let tracker = Arc::new(Tracker {
         items: Mutex::new(Vec::new()),
         events: run.sender(),
@@ -98,15 +99,21 @@ pub async fn run(mut ctx: DevelopContext, request: DevelopRequest, run: &RunHand
         develop::run(&ctx, request, &progress, run.cancel_token()).await
     };
     tracker.settle(&outcome);
-    run.end(match &outcome.proposal {
+    let ended = match &outcome.proposal {
         Some(p) => RunOutcome::Proposal {
             files: p.files.iter().map(|f| f.display_path.clone()).collect(),
             stopped: outcome.report.stopped.clone(),
         },
         None if run.cancel_token().is_cancelled() => RunOutcome::Cancelled,
-        None => RunOutcome::Failed(outcome.report.failure.clone().unwrap_or_default()),
-    });
-    outcome
+        None => RunOutcome::Failed(
+            (outcome.report.failure.clone()).unwrap_or_else(|| "no proposal".to_owned()),
+        ),
+    };
+    run.end(
+        Some(RunReport::Develop(outcome.report)),
+        outcome.proposal,
+        ended,
+    )
 }
 
 /// The plan's entries as the run goes; each change goes out as a [`RunEvent::Plan`].

@@ -97,8 +97,9 @@ impl PreparedEdit {
     }
 
     /// Runs the edit, reporting progress on `run` and stopping when it is cancelled; ends
-    /// `run`.
-    pub async fn run(mut self, run: &RunHandle) -> Result<Proposal, EditFailure> {
+    /// `run` with the proposal ([`RunEvent::Proposal`](super::RunEvent)) and returns the
+    /// outcome.
+    pub async fn run(mut self, run: &RunHandle) -> RunOutcome {
         if let Models::Router(router) = &self.ctx.models {
             self.ctx.models = Models::Router(run.metered(router));
         }
@@ -114,15 +115,18 @@ impl PreparedEdit {
                     proposal
                 }
             });
-        run.end(match &result {
-            Ok(p) => RunOutcome::Proposal {
-                files: p.files.iter().map(|f| f.display_path.clone()).collect(),
-                stopped: None,
-            },
-            Err(EditFailure::Cancelled) => RunOutcome::Cancelled,
-            Err(e) => RunOutcome::Failed(e.to_string()),
-        });
-        result
+        match result {
+            Ok(p) => {
+                let files = p.files.iter().map(|f| f.display_path.clone()).collect();
+                let outcome = RunOutcome::Proposal {
+                    files,
+                    stopped: None,
+                };
+                run.end(None, Some(p), outcome)
+            }
+            Err(EditFailure::Cancelled) => run.end(None, None, RunOutcome::Cancelled),
+            Err(e) => run.end(None, None, RunOutcome::Failed(e.to_string())),
+        }
     }
 }
 

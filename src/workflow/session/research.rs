@@ -8,7 +8,7 @@ use crate::model::ModelRouter;
 use crate::research::{Phase, Research};
 pub use crate::research::{ResearchError, ResearchRun, RunOptions};
 
-use super::runs::{RunHandle, RunOutcome, RunPhase};
+use super::runs::{RunHandle, RunOutcome, RunPhase, RunReport};
 
 /// Percent at the start of each phase.
 fn phase_base(phase: Phase) -> u32 {
@@ -34,13 +34,9 @@ pub fn overall_percent(phase: Phase, percent: u8) -> u32 {
 }
 
 /// Runs `query`, reporting progress and model usage on `run`, stopping when it is cancelled;
-/// ends `run`.
-pub async fn run(
-    config: &Config,
-    query: &str,
-    options: RunOptions,
-    run: &RunHandle,
-) -> Result<ResearchRun, ResearchError> {
+/// ends `run` with the saved report ([`RunEvent::Report`](super::RunEvent)) and returns the
+/// outcome.
+pub async fn run(config: &Config, query: &str, options: RunOptions, run: &RunHandle) -> RunOutcome {
     let progress = |phase: Phase, percent: u8, message: &str| {
         run.report(
             overall_percent(phase, percent),
@@ -57,14 +53,16 @@ pub async fn run(
         }
         Err(e) => Err(e),
     };
-    run.end(match &result {
-        Ok(done) => RunOutcome::Report {
-            id: done.record.id.clone(),
-        },
-        Err(ResearchError::Cancelled) => RunOutcome::Cancelled,
-        Err(e) => RunOutcome::Failed(e.to_string()),
-    });
-    result
+    match result {
+        Ok(done) => {
+            let outcome = RunOutcome::Report {
+                id: done.record.id.clone(),
+            };
+            run.end(Some(RunReport::Research(done)), None, outcome)
+        }
+        Err(ResearchError::Cancelled) => run.end(None, None, RunOutcome::Cancelled),
+        Err(e) => run.end(None, None, RunOutcome::Failed(e.to_string())),
+    }
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::develop::{CommandEvent, PlanItem, PlanReview, StepEnded};
+use super::develop::{CommandEvent, PlanItem, PlanReview, Report, StepEnded};
 use crate::model::{ModelRouter, Usage};
+use crate::research::ResearchRun;
+use crate::workflow::Proposal;
 pub use crate::workflow::RunPhase;
 
 /// What kind of long work a run is.
@@ -59,8 +61,74 @@ pub enum RunEvent {
     Usage(RunUsage),
     /// A question for the user that the run waits on: [`Question::answer`] it.
     Question(Question),
-    /// The run ended, with what it produced; always the last event.
+    /// The run's report, just before it ends: a develop run's account of its plan, steps and
+    /// checks (with a proposal or without one), a research run's report saved in the library.
+    Report(Box<RunReport>),
+    /// The proposal an edit or develop run made, ready for review (accept or reject it through
+    /// `session::review`), just before the run ends.
+    Proposal(Box<Proposal>),
+    /// The run ended, with its outcome; always the last event.
     Finished(RunOutcome),
+}
+
+/// A run's report ([`RunEvent::Report`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunReport {
+    Develop(Report),
+    Research(ResearchRun),
+}
+
+/// What a run's last events carried, gathered by an edge that forwards the others as they
+/// come ([`RunEnded::gather`]) and acts on the result when the run has ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEnded {
+    pub outcome: RunOutcome,
+    pub report: Option<RunReport>,
+    pub proposal: Option<Proposal>,
+}
+
+impl Default for RunEnded {
+    /// A run whose events stopped without an end was given up: cancelled.
+    fn default() -> RunEnded {
+        RunEnded {
+            outcome: RunOutcome::Cancelled,
+            report: None,
+            proposal: None,
+        }
+    }
+}
+
+impl RunEnded {
+    /// Keeps `event` when it is the report, the proposal or the end (`Ok(true)` for the end);
+    /// hands any other event back for the edge to forward.
+    pub fn gather(&mut self, event: RunEvent) -> Result<bool, RunEvent> {
+        match event {
+            RunEvent::Report(report) => self.report = Some(*report),
+            RunEvent::Proposal(proposal) => self.proposal = Some(*proposal),
+            RunEvent::Finished(outcome) => {
+                self.outcome = outcome;
+                return Ok(true);
+            }
+            other => return Err(other),
+        }
+        Ok(false)
+    }
+
+    /// The develop report, when the run sent one.
+    pub fn develop_report(&self) -> Option<&Report> {
+        match &self.report {
+            Some(RunReport::Develop(report)) => Some(report),
+            _ => None,
+        }
+    }
+
+    /// The research run, when the run sent one.
+    pub fn research(&self) -> Option<&ResearchRun> {
+        match &self.report {
+            Some(RunReport::Research(run)) => Some(run),
+            _ => None,
+        }
+    }
 }
 
 /// A question a run waits on: approve develop's plan. The edge asks its user and answers; an
@@ -83,8 +151,8 @@ impl Question {
     }
 }
 
-/// How a run ended. The result itself (the proposal, the research run) is what the session
-/// call returns; the outcome says what it is, for progress and logs.
+/// How a run ended. The result itself went out just before ([`RunEvent::Proposal`],
+/// [`RunEvent::Report`]); the outcome says what it is, for progress and logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunOutcome {
     /// A proposal over these files is ready; `stopped`: why a develop run stopped before doing
@@ -284,19 +352,31 @@ impl RunHandle {
         });
     }
 
-    /// Ends the run with its outcome: the last event. The session's run calls end their runs
-    /// themselves; a second end is dropped.
-    pub(super) fn end(&self, outcome: RunOutcome) {
+    /// Ends the run: its report and proposal (when it has them), then its outcome, the last
+    /// event. The session's run calls end their runs themselves; a second end is dropped.
+    pub(super) fn end(
+        &self,
+        report: Option<RunReport>,
+        proposal: Option<Proposal>,
+        outcome: RunOutcome,
+    ) -> RunOutcome {
         if !self.ended.swap(true, Ordering::Relaxed) {
-            let _ = self.tx.send(RunEvent::Finished(outcome));
+            if let Some(report) = report {
+                let _ = self.tx.send(RunEvent::Report(Box::new(report)));
+            }
+            if let Some(proposal) = proposal {
+                let _ = self.tx.send(RunEvent::Proposal(Box::new(proposal)));
+            }
+            let _ = self.tx.send(RunEvent::Finished(outcome.clone()));
         }
+        outcome
     }
 }
 
 impl Drop for RunHandle {
     /// A run dropped before it ended (the edge gave it up) ends as cancelled.
     fn drop(&mut self) {
-        self.end(RunOutcome::Cancelled);
+        self.end(None, None, RunOutcome::Cancelled);
         self.cancel.cancel();
         self.runs.lock().remove(&self.id);
         tracing::debug!(run = %self.id, "run ended");
@@ -333,8 +413,8 @@ mod tests {
         assert!(run.take_events().is_none());
         run.report(10, RunPhase::Read, "asking");
         run.report(250, RunPhase::Attempt { attempt: 1 }, "checking");
-        run.end(RunOutcome::Failed("no".into()));
-        run.end(RunOutcome::Cancelled);
+        run.end(None, None, RunOutcome::Failed("no".into()));
+        run.end(None, None, RunOutcome::Cancelled);
         drop(run);
         let mut seen = Vec::new();
         while let Ok(e) = events.try_recv() {
@@ -361,5 +441,42 @@ mod tests {
             events.try_recv(),
             Ok(RunEvent::Finished(RunOutcome::Cancelled))
         ));
+    }
+
+    #[test]
+    fn the_result_comes_as_events_before_the_end_and_an_edge_gathers_it() {
+        let runs = Runs::new();
+        let mut run = runs.start_run(RunKind::Edit, "a.rs");
+        let mut events = run.take_events().unwrap();
+        let proposal = Proposal::new("add one", Vec::new(), "m", 1, "exact");
+        run.report(50, RunPhase::Read, "asking");
+        let outcome = RunOutcome::Proposal {
+            files: Vec::new(),
+            stopped: None,
+        };
+        assert_eq!(
+            run.end(None, Some(proposal.clone()), outcome.clone()),
+            outcome
+        );
+        drop(run);
+        let mut ended = RunEnded::default();
+        let mut forwarded = Vec::new();
+        while let Ok(event) = events.try_recv() {
+            match ended.gather(event) {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(other) => forwarded.push(other),
+            }
+        }
+        assert!(matches!(
+            forwarded[..],
+            [RunEvent::Progress { percent: 50, .. }]
+        ));
+        assert_eq!(ended.proposal, Some(proposal));
+        assert_eq!(ended.outcome, outcome);
+        assert!(ended.report.is_none());
+        // Nothing after the end; a stream that stops without one was given up.
+        assert!(events.try_recv().is_err());
+        assert_eq!(RunEnded::default().outcome, RunOutcome::Cancelled);
     }
 }
