@@ -1,4 +1,4 @@
-//! The session layer: what every editor-facing edge (LSP today, MCP and others next) shares,
+//! The session layer: what every editor-facing edge (LSP, MCP and ACP) shares,
 //! without a protocol type in sight — the command names, starting and cancelling runs, their
 //! progress events, the choices a code action offers, and the edit/research requests the edges
 //! turn their arguments into. An edge converts its protocol's request into these plain structs,
