@@ -612,8 +612,10 @@ fn the_model_judges_every_citation_in_one_call_by_default() {
             number_of(&prompt, "docs/retry.md", "Backoff"),
         )
     };
+    // The cache sentence is its passage's word for word: supported without asking. The two
+    // others say their passages in other words.
     let answer = format!(
-        "When the cache is full it evicts the least recently used entry [{cache}]. Every write is first appended to the write-ahead log [{wal}]. Retries use exponential backoff with full jitter [{retry}]."
+        "When the cache is full it evicts the least recently used entry [{cache}]. Each write is appended to the write-ahead log and flushed before the write is acknowledged [{wal}]. Retries wait with exponential backoff and full jitter [{retry}]."
     );
     // Then the pairs the check asks about, with a judge that answers nothing readable.
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -629,31 +631,39 @@ fn the_model_judges_every_citation_in_one_call_by_default() {
     );
     let judge = learn.requests()[1].json();
     let items = judge_items(judge["messages"][1]["content"].as_str().unwrap());
-    assert!(items.len() >= 3, "{items:?}");
+    assert!(items.len() >= 2, "{items:?}");
+    assert!(
+        !items
+            .iter()
+            .any(|(s, q)| s.starts_with("When the cache") && q.starts_with("docs/cache.md")),
+        "a verbatim pair is not asked about: {items:?}"
+    );
     assert!(
         first["notes"].to_string().contains(&format!(
-            "the model's check gave no verdict for {0} of {0} citations",
-            items.len()
+            "the model's check gave no verdict for {} of {} citations",
+            items.len(),
+            items.len() + 1
         )),
         "{}",
         first["notes"]
     );
     assert_eq!(first["support"]["method"], "overlap");
-    // Now a verdict per item: the retry sentence is contradicted wherever it is asked about,
-    // the write-ahead log sentence is judged partly, the rest supports; the answer also
+    // Now an answer per item: NONE for the retry sentence wherever it is asked about, the
+    // words of the write-ahead log passage that say part of its sentence, the statement
+    // itself copied for the rest (words no passage holds: no verdict); the answer also
     // invents item 40.
     let mut verdicts = String::new();
     for (i, (statement, _)) in items.iter().enumerate() {
-        let word = if statement.starts_with("Retries") {
-            "CONTRADICTS"
-        } else if statement.starts_with("Every write") {
-            "partly"
+        let copied = if statement.starts_with("Retries") {
+            "NONE".to_owned()
+        } else if statement.starts_with("Each write") {
+            "\"Every write is first appended\"".to_owned()
         } else {
-            "Supports"
+            format!("\"{statement}\"")
         };
-        verdicts.push_str(&format!("{}: {word}\n", i + 1));
+        verdicts.push_str(&format!("{}: {copied}\n", i + 1));
     }
-    verdicts.push_str("40: SUPPORTS\n");
+    verdicts.push_str("40: NONE\n");
     let model = runtime
         .block_on(ReplayServer::start(vec![
             scripted(&answer),
@@ -935,26 +945,36 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
                     serde_json::from_str(&read(format!("{name}.judge.request.json"))).unwrap();
                 let recorded_items =
                     judge_items(judged_request["messages"][1]["content"].as_str().unwrap());
-                let recorded = judge::parse(
-                    &answer_text(&read(format!("{name}.judge.http"))),
-                    recorded_items.len(),
-                );
-                // The recorded verdicts go to the pairs asked now by what each pair shows (a
-                // rule of the check changed since the recording asks about fewer or other
-                // pairs); a pair not asked then has no verdict, as if the judge skipped it.
-                let (_, prompt_now) = judge::prompt(&judge::pairs_of(&asked, &shown));
-                let judged = judge::Judged {
-                    verdicts: judge_items(&prompt_now)
-                        .iter()
-                        .map(|item| {
-                            recorded_items
-                                .iter()
-                                .position(|r| r == item)
-                                .and_then(|k| recorded.verdicts[k])
-                        })
-                        .collect(),
-                    invented: recorded.invented.clone(),
-                };
+                let recorded = judge::lines(&answer_text(&read(format!("{name}.judge.http"))));
+                // The recorded answer's lines go to the pairs asked now by what each pair
+                // shows (a rule of the check changed since the recording asks about fewer or
+                // other pairs); a pair not asked then has no verdict, as if the judge skipped
+                // it. Answers recorded before the check asked for copied words (a verdict
+                // word per line) give no verdict: a word the server cannot check.
+                let pairs_now = judge::pairs_of(&asked, &shown);
+                let asked_now: Vec<judge::Pair> = judge::to_ask(&pairs_now)
+                    .into_iter()
+                    .map(|i| pairs_now[i].clone())
+                    .collect();
+                let (_, prompt_now) = judge::prompt(&asked_now);
+                let items_now = judge_items(&prompt_now);
+                let lines: Vec<(u32, String)> = recorded
+                    .iter()
+                    .filter_map(|(k, rest)| {
+                        match (*k as usize)
+                            .checked_sub(1)
+                            .and_then(|i| recorded_items.get(i))
+                        {
+                            Some(item) => {
+                                let now = items_now.iter().position(|i| i == item)?;
+                                Some((now as u32 + 1, rest.clone()))
+                            }
+                            // Invented by the judge: still invented.
+                            None => Some((items_now.len() as u32 + *k, rest.clone())),
+                        }
+                    })
+                    .collect();
+                let judged = judge::decide(&pairs_now, &lines);
                 assert_eq!(judged.verdicts.len(), asked.len(), "{corpus}/{name}");
                 judge::apply(&answer, &shown, first, &asked, &judged, &mut counts)
             } else {
@@ -1038,8 +1058,9 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
     // under. Three live runs are recorded: `qNN` (the rules of 3296701), `run2-qNN` (5b2cafc)
     // and `run3-PROMPT-qNN`, five questions asked with the shipped prompt (`base`; one synthesis
     // was cut by the time budget and not recorded) and two alternatives (docs/research.md,
-    // "Prompt alternatives"). Through today's rules 40 of 49 hold (run2: 15 of 18); the answers
-    // lost are ones whose second part had no sentence a passage supports, read by hand, and two
-    // `fewshot` answers whose quotes of the docs the model's check rejected.
+    // "Prompt alternatives"). Through today's rules 49 of 49 hold: those runs' checks answered
+    // a verdict word per pair (by position, not by the pair), which the server no longer takes
+    // (it asks for copied words it can check), so only their verbatim pairs get a verdict; under
+    // the verdict words 40 of 49 held, the rest lost to citations rejected by position.
     assert!(kept * 10 >= total * 8, "kept {kept} of {total}");
 }

@@ -335,16 +335,24 @@ impl Research {
                 model.name()
             ),
         );
-        let (system, user) = judge::prompt(pairs);
+        // Pairs whose passage holds the statement word for word are not asked about.
+        let asked: Vec<judge::Pair> = judge::to_ask(pairs)
+            .into_iter()
+            .map(|i| pairs[i].clone())
+            .collect();
+        if asked.is_empty() {
+            return (Ok(judge::parse("", pairs)), Usage::default());
+        }
+        let (system, user) = judge::prompt(&asked);
+        // The copied words of a pair are about as long as its statement (a token is ~4
+        // characters), with room for the number, quotes and a model that copies more.
+        let room: usize = asked.iter().map(|p| p.statement.len() / 3 + 12).sum();
         let request = ChatRequest {
             messages: vec![Message::system(system), Message::user(user)],
             tools: Vec::new(),
             options: ChatOptions {
                 temperature: Some(0.0),
-                // "12: CONTRADICTS" is about 6 tokens; room for a model that adds words.
-                max_tokens: Some(
-                    (12 * pairs.len() as u32 + 16).min(self.settings.max_output_tokens),
-                ),
+                max_tokens: Some((room as u32 + 16).min(self.settings.max_output_tokens)),
                 ..ChatOptions::default()
             },
         };
@@ -358,7 +366,7 @@ impl Research {
         match tokio::time::timeout(left, complete(model, request, cancel.child_token())).await {
             Ok(Ok(answer)) => {
                 tracing::debug!(answer = %answer.text, "judge");
-                (Ok(judge::parse(&answer.text, pairs.len())), answer.usage)
+                (Ok(judge::parse(&answer.text, pairs)), answer.usage)
             }
             Ok(Err(err)) => (Err(format!("the model failed ({err})")), Usage::default()),
             Err(_) => (
