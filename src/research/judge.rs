@@ -492,11 +492,11 @@ pub fn apply(
 mod tests {
     use super::*;
 
-    /// HTTPX's docs/quickstart.md, "Redirection and History" (as the passage reaches the judge).
+    /// The HTTPX quickstart page, section "Redirection and History" (as the passage reaches the judge).
     const REDIRECTS: &str = "docs/quickstart.md:418-449 — QuickStart › Redirection and History\n## Redirection and History\n\nBy default, HTTPX will **not** follow redirects for all HTTP methods, although\nthis can be explicitly enabled.\n\nFor example, GitHub redirects all HTTP requests to HTTPS.\n\n```pycon\n>>> r = httpx.get('http://github.com/')\n>>> r.status_code\n301\n```\n\nYou can modify the default redirection handling with the `follow_redirects` parameter:\n\n```pycon\n>>> r = httpx.get('http://github.com/', follow_redirects=True)\n>>> r.history\n[<Response [301 Moved Permanently]>]\n```\n\nThe `history` property of the response can be used to inspect any followed redirects.\nIt contains a list of any redirect responses that were followed, in the order\nin which they were made.";
-    /// HTTPX's docs/advanced/transports.md, "Custom transports".
+    /// The HTTPX transports page, section "Custom transports".
     const TRANSPORTS: &str = "docs/advanced/transports.md:180-217 — Custom transports\n```python\nclass HTTPSRedirect(httpx.BaseTransport):\n    \"\"\"\n    A transport that always redirects to HTTPS.\n    \"\"\"\n    def handle_request(self, request):\n        url = request.url.copy_with(scheme=\"https\")\n        return httpx.Response(303, headers={\"Location\": str(url)})\n\n# A client where any `http` requests are always redirected to `https`\ntransport = httpx.Mounts({\n    'http://': HTTPSRedirect()\n    'https://': httpx.HTTPTransport()\n})\nclient = httpx.Client(transport=transport)\n```";
-    /// HTTPX's docs/compatibility.md, "Redirects".
+    /// The HTTPX compatibility guide, section "Redirects".
     const COMPAT: &str = "docs/compatibility.md — Requests Compatibility Guide › Redirects\nUnlike `requests`, HTTPX does **not follow redirects by default**.\n\nYou can still enable behaviour to automatically follow redirects, but you need to\ndo so explicitly...\n\n```python\nresponse = client.get(url, follow_redirects=True)\n```";
 
     fn pair(statement: &str, passage: &str) -> Pair {
