@@ -18,7 +18,7 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use patchwise::model::replay::{ReplayServer, Reply};
@@ -408,16 +408,7 @@ fn develop_reads_the_files_the_client_has_open_with_their_unsaved_text() {
     let on_disk = std::fs::read_to_string(&main).unwrap();
     // The editor has main.rs open with an unsaved line; nothing is attached to the prompt.
     let open = format!("// unsaved note\n{on_disk}");
-    let seen = setup.client(json!({
-        "fs": { "readTextFile": true, "writeTextFile": true },
-        "permission": "allow_once",
-        "open": { main.to_str().unwrap(): open },
-        "steps": [
-            { "op": "initialize" },
-            { "op": "new", "cwd": setup.ws },
-            { "op": "prompt", "prompt": [develop_prompt()] },
-        ],
-    }));
+    let seen = develop_with_open_file(&setup, &main, &open);
     assert_eq!(stop_reason(&seen, 0), "end_turn", "{}", agent_text(&seen));
     // The change to main.rs is made against the editor's text, before and after.
     let asked = &seen["permissions"][0]["toolCall"]["content"];
@@ -453,6 +444,21 @@ fn develop_reads_the_files_the_client_has_open_with_their_unsaved_text() {
     assert_eq!(std::fs::read_to_string(&main).unwrap(), on_disk);
 }
 
+/// A develop prompt from a client with fs capabilities that has `path` open with `text`
+/// (unsaved), allowing the write once.
+fn develop_with_open_file(setup: &Setup, path: &Path, text: &str) -> Value {
+    setup.client(json!({
+        "fs": { "readTextFile": true, "writeTextFile": true },
+        "permission": "allow_once",
+        "open": { path.to_str().unwrap(): text },
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "prompt", "prompt": [develop_prompt()] },
+        ],
+    }))
+}
+
 /// How many `fs/read_text_file` round trips a develop run makes in a workspace of a few hundred
 /// files (`cargo test --test acp round_trips -- --nocapture` prints them).
 #[test]
@@ -476,16 +482,7 @@ fn develop_in_a_large_workspace_asks_the_client_only_for_the_files_it_reads() {
         "// unsaved note\n{}",
         std::fs::read_to_string(&main).unwrap()
     );
-    let seen = setup.client(json!({
-        "fs": { "readTextFile": true, "writeTextFile": true },
-        "permission": "allow_once",
-        "open": { main.to_str().unwrap(): open },
-        "steps": [
-            { "op": "initialize" },
-            { "op": "new", "cwd": setup.ws },
-            { "op": "prompt", "prompt": [develop_prompt()] },
-        ],
-    }));
+    let seen = develop_with_open_file(&setup, &main, &open);
     assert_eq!(stop_reason(&seen, 0), "end_turn", "{}", agent_text(&seen));
     let asked_at = seen["permissions"][0]["seq"].as_u64().unwrap();
     let reads = seen["reads"].as_array().unwrap();

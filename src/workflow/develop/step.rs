@@ -162,17 +162,17 @@ impl Policy for Step<'_, '_> {
         at: &At,
         failures: &[String],
     ) -> Result<Vec<Message>, DevelopFailure> {
-        if self.spec.afresh && at.attempt >= 2 && self.afresh.is_empty() {
-            self.afresh = self.run.back_to_the_originals();
-            if !self.afresh.is_empty() {
+        if self.spec.afresh && at.attempt >= 2 {
+            // Every such attempt: a failed one restored the step's snapshot (the failing code).
+            let reset = self.run.back_to_the_originals();
+            if self.afresh.is_empty() && !reset.is_empty() {
                 self.memory.notes.push(format!(
                     "attempt {} started afresh from {} as before the run",
                     at.attempt,
-                    self.afresh.join(", ")
+                    reset.join(", ")
                 ));
             }
-        } else if !self.afresh.is_empty() {
-            self.run.back_to_the_originals();
+            self.afresh = reset;
         }
         Ok(match at.protocol {
             Protocol::Rewrite => {
