@@ -280,7 +280,12 @@ impl Run<'_> {
         let coder = self.roles().coder.clone();
         let window = coder.context_window();
         let encoding = Budget::for_window(coder.name(), window).encoding;
-        let mut user = rules_as_context(&self.rules);
+        // The order is the cache's: what stays the same across the attempts and rounds of a
+        // step (the rules, the tests, the request) comes first and what changes (the files as
+        // they are now, how the last answer failed) last. A local server reuses the prompt's
+        // unchanged beginning; Qwen2.5-Coder-1.5B on 2 cores reads ~27 prompt tokens a second,
+        // so a retry that began with the changed file paid ~50 s again for tests it had read.
+        let mut files_part = String::new();
         let mut used = 0;
         for f in &files.edit {
             let Some(text) = self.read_text(f) else {
@@ -290,21 +295,22 @@ impl Run<'_> {
             match items_of(files, f, &text) {
                 Some(targets) => {
                     let language = Language::from_path(f).unwrap_or(Language::Text);
-                    user.push_str(&format!(
+                    files_part.push_str(&format!(
                         "{f} is too large to show whole; its parts this step is about:\n\n"
                     ));
                     for t in &targets {
                         let shown = shown_target(f, language, t, t.text(&text));
                         used += count_tokens(&shown, encoding);
-                        user.push_str(&shown);
+                        files_part.push_str(&shown);
                     }
                 }
                 None => {
                     used += count_tokens(&text, encoding);
-                    user.push_str(&fenced(f, &text, ""));
+                    files_part.push_str(&fenced(f, &text, ""));
                 }
             }
         }
+        let mut user = rules_as_context(&self.rules);
         let reserve = self.rewrite_answer_tokens(files, coder.as_ref()) as usize;
         let room = (window * 9 / 10).saturating_sub(used + reserve + PROMPT_OVERHEAD);
         let mut test_tokens = 0;
@@ -331,13 +337,16 @@ impl Run<'_> {
         if spec.text.trim() != request {
             user.push_str(&format!("\nDo this now ({}): {}\n", spec.name, spec.text));
         }
-        if let Some(extra) = &spec.extra {
-            user.push('\n');
-            user.push_str(extra.trim_end());
-            user.push('\n');
-        }
         for c in &files.create {
             user.push_str(&format!("\n{c} does not exist yet: create it.\n"));
+        }
+        if !files_part.is_empty() {
+            user.push('\n');
+            user.push_str(&files_part);
+        }
+        if let Some(extra) = &spec.extra {
+            user.push_str(extra.trim_end());
+            user.push('\n');
         }
         if !afresh.is_empty() {
             let names = afresh.join(" and ");
