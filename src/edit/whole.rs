@@ -83,7 +83,7 @@ fn path_out_of_bare_fence(answer: &str) -> String {
 
 /// The path a line above a fence names: the line is only a path, perhaps marked up
 /// (`pangram.py`, `**src/lib.rs**`, `### File: a/b.ts`, `` `x.py`: ``).
-fn path_line(line: &str) -> Option<String> {
+pub fn path_line(line: &str) -> Option<String> {
     let mut t = line
         .trim()
         .trim_start_matches(['#', '*', '-', '>', ' '])

@@ -65,15 +65,41 @@ pub async fn collect(stream: ChatStream) -> Result<ChatResponse, ModelError> {
 /// [`collect`], telling `observe` about each event as it arrives (a terminal spinner ticks on
 /// them while the model answers).
 pub async fn collect_observed(
+    stream: ChatStream,
+    observe: &(dyn Fn(&StreamEvent) + Send + Sync),
+) -> Result<ChatResponse, ModelError> {
+    collect_until(stream, observe, &|_| None).await
+}
+
+/// Where to stop reading an answer that already holds all the caller needs: given the text so
+/// far, the length to keep, or `None` to read on.
+pub type Enough = dyn Fn(&str) -> Option<usize> + Send + Sync;
+
+/// [`collect_observed`], stopping as soon as `enough` says the text so far is the whole answer
+/// (asked after each text delta that ends a line): the stream is dropped, which abandons the
+/// request so the server stops generating, the text is cut where `enough` said, and the answer
+/// ends as a natural stop with no usage reported.
+pub async fn collect_until(
     mut stream: ChatStream,
     observe: &(dyn Fn(&StreamEvent) + Send + Sync),
+    enough: &Enough,
 ) -> Result<ChatResponse, ModelError> {
     let mut response = ChatResponse::default();
     while let Some(event) = stream.next().await {
         let event = event?;
         observe(&event);
         match event {
-            StreamEvent::TextDelta { text } => response.text.push_str(&text),
+            StreamEvent::TextDelta { text } => {
+                response.text.push_str(&text);
+                if text.contains('\n')
+                    && let Some(keep) = enough(&response.text)
+                {
+                    drop(stream);
+                    response.text.truncate(keep.min(response.text.len()));
+                    response.finish = Some(FinishReason::Stop);
+                    return Ok(response);
+                }
+            }
             StreamEvent::ToolCall { call, .. } => response.tool_calls.push(call),
             StreamEvent::TextToolCalls { prose } => response.text = prose,
             StreamEvent::ToolCallStarted { .. } | StreamEvent::ToolCallDelta { .. } => {}
@@ -97,4 +123,51 @@ pub async fn complete(
     cancel: CancellationToken,
 ) -> Result<ChatResponse, ModelError> {
     collect(model.chat(request, cancel)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(t: &str) -> Result<StreamEvent, ModelError> {
+        Ok(StreamEvent::TextDelta { text: t.to_owned() })
+    }
+
+    #[tokio::test]
+    async fn an_answer_is_read_only_until_it_is_whole() {
+        // After the cut the stream would fail: reading on would turn a whole answer into an
+        // error, so the test fails if `collect_until` reads past the line it stops at.
+        let events = vec![
+            text("a\n```\nx\n"),
+            text("```\n"),
+            text("tests.py\n"),
+            Err(ModelError::StreamEndedEarly {
+                url: "the model".into(),
+                detail: "read past the cut".into(),
+            }),
+        ];
+        let stream: ChatStream = Box::pin(futures::stream::iter(events));
+        let enough = |t: &str| {
+            t.ends_with("tests.py\n")
+                .then(|| t.len() - "tests.py\n".len())
+        };
+        let got = collect_until(stream, &|_| {}, &enough).await.unwrap();
+        assert_eq!(got.text, "a\n```\nx\n```\n");
+        assert_eq!(got.finish, Some(FinishReason::Stop));
+
+        // Never enough: the answer is read to its end.
+        let events = vec![
+            text("a\n"),
+            Ok(StreamEvent::Done {
+                finish: FinishReason::Length,
+                usage: Usage::default(),
+            }),
+        ];
+        let stream: ChatStream = Box::pin(futures::stream::iter(events));
+        let got = collect_until(stream, &|_| {}, &|_| None).await.unwrap();
+        assert_eq!(
+            (got.text.as_str(), got.finish),
+            ("a\n", Some(FinishReason::Length))
+        );
+    }
 }

@@ -804,7 +804,7 @@ impl<'a> Run<'a> {
             }
             Some(messages.to_vec())
         };
-        let asked = driver::ask(model, request, shrink, &cancel, None, &|_| {}).await;
+        let asked = driver::ask(model, request, shrink, &cancel, None, &|_| {}, &|_| None).await;
         match asked {
             Ok(r) => {
                 self.resample.answered(model.name(), &answer_key(&r));

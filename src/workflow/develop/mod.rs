@@ -51,7 +51,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ModelRole};
 use crate::model::{
-    ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter,
+    ChatModel, ChatOptions, ChatRequest, ChatResponse, Enough, Message, ModelError, ModelRouter,
     StreamEvent, ToolCall, ToolChoice, ToolSpec,
 };
 use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
@@ -981,6 +981,20 @@ impl Run<'_> {
         tool_choice: ToolChoice,
         limit: Option<u32>,
     ) -> Result<ChatResponse, DevelopFailure> {
+        self.ask_until(model, messages, tools, tool_choice, limit, &|_| None)
+            .await
+    }
+
+    /// [`Self::ask`], reading the answer only until `enough` says it is whole.
+    async fn ask_until(
+        &mut self,
+        model: &dyn ChatModel,
+        messages: &[Message],
+        tools: Vec<ToolSpec>,
+        tool_choice: ToolChoice,
+        limit: Option<u32>,
+        enough: &Enough,
+    ) -> Result<ChatResponse, DevelopFailure> {
         if self.cancel.is_cancelled() {
             return Err(DevelopFailure::Cancelled);
         }
@@ -1032,7 +1046,17 @@ impl Run<'_> {
         };
         // Fitted to the model's window as an edit's requests are (older turns cut first).
         let cancel = self.cancel.clone();
-        match driver::ask(model, request, |_| None, &cancel, Some(remaining), &observe).await {
+        match driver::ask(
+            model,
+            request,
+            |_| None,
+            &cancel,
+            Some(remaining),
+            &observe,
+            enough,
+        )
+        .await
+        {
             Ok(r) => {
                 self.resample.answered(model.name(), &answer_key(&r));
                 Ok(r)

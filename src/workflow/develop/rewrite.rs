@@ -14,7 +14,9 @@
 use similar::{ChangeTag, TextDiff};
 
 use crate::edit::RefusalKind;
-use crate::edit::whole::{FileBlock, duplicate_definitions, untouched_stubs};
+use crate::edit::whole::{
+    FileBlock, duplicate_definitions, file_blocks, path_line, untouched_stubs,
+};
 use crate::model::budget::Budget;
 use crate::model::{ChatModel, Message, ToolCall};
 use crate::syntax::Language;
@@ -43,6 +45,39 @@ pub(super) struct StepFiles {
     /// each: those items are shown and rewritten, one code block each, as an edit rewrites its
     /// target (`model_loop::target::named`, resolved again on the file as it is now).
     pub items: Vec<(String, Vec<String>)>,
+}
+
+impl StepFiles {
+    /// Where a whole-file answer is complete: every file the step changes or creates has its
+    /// closed code block, and the answer has gone on to a line naming a file it was shown only
+    /// to read — the start of a copy of the tests, which changes nothing (passed over when
+    /// read) and costs the user the time of writing it out: Qwen2.5-Coder-1.5B copied the tests
+    /// after its answer in 28 of 146 recorded step answers, a fifth of all their text, at ~9
+    /// tokens a second. Returns where to cut (the start of that line); `None` reads on. Files
+    /// shown in parts are never cut (their answer is several blocks per file).
+    pub(super) fn answer_complete(&self, text: &str) -> Option<usize> {
+        if !self.items.is_empty() || self.read_only.is_empty() {
+            return None;
+        }
+        let body = text.strip_suffix('\n')?;
+        let start = body.rfind('\n').map_or(0, |i| i + 1);
+        let named = path_line(&body[start..])?;
+        if !self.read_only.contains(&named) {
+            return None;
+        }
+        let blocks = file_blocks(&text[..start]);
+        let targets: Vec<&String> = self.edit.iter().chain(&self.create).collect();
+        let has = |t: &String| {
+            blocks.iter().any(|b| {
+                b.closed
+                    && match &b.path {
+                        Some(p) => p == t,
+                        None => targets.len() == 1,
+                    }
+            })
+        };
+        (!targets.is_empty() && targets.iter().all(|t| has(t))).then_some(start)
+    }
 }
 
 /// What the code blocks of one answer did.
@@ -280,11 +315,12 @@ impl Run<'_> {
         let coder = self.roles().coder.clone();
         let window = coder.context_window();
         let encoding = Budget::for_window(coder.name(), window).encoding;
-        // The order is the cache's: what stays the same across the attempts and rounds of a
-        // step (the rules, the tests, the request) comes first and what changes (the files as
-        // they are now, how the last answer failed) last. A local server reuses the prompt's
-        // unchanged beginning; Qwen2.5-Coder-1.5B on 2 cores reads ~27 prompt tokens a second,
-        // so a retry that began with the changed file paid ~50 s again for tests it had read.
+        // The tests come before the files: they stay the same across the attempts and rounds
+        // of a step while the files change, and a local server reuses a prompt's unchanged
+        // beginning (Qwen2.5-Coder-1.5B on 2 cores reads ~27 prompt tokens a second: a retry
+        // that began with the changed file paid ~50 s again for tests it had read). The
+        // request stays right after the files, nearest the answer: asked before the file, the
+        // 1.5B model gave the file back unchanged (the develop bench, rust-add-fn, 3 attempts).
         let mut files_part = String::new();
         let mut used = 0;
         for f in &files.edit {
@@ -329,6 +365,7 @@ impl Run<'_> {
                 " (the tests: read them, do not change them)",
             ));
         }
+        user.push_str(&files_part);
         let request = self.request.request.trim().to_owned();
         user.push_str(&format!("Request: {request}\n"));
         if plan.work().count() > 1 {
@@ -340,11 +377,8 @@ impl Run<'_> {
         for c in &files.create {
             user.push_str(&format!("\n{c} does not exist yet: create it.\n"));
         }
-        if !files_part.is_empty() {
-            user.push('\n');
-            user.push_str(&files_part);
-        }
         if let Some(extra) = &spec.extra {
+            user.push('\n');
             user.push_str(extra.trim_end());
             user.push('\n');
         }
@@ -1118,6 +1152,55 @@ fn asked_names(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The answer as read line by line: where `answer_complete` first says to stop.
+    fn cut_of(files: &StepFiles, answer: &str) -> Option<usize> {
+        answer
+            .match_indices('\n')
+            .find_map(|(i, _)| files.answer_complete(&answer[..=i]))
+    }
+
+    #[test]
+    fn a_whole_file_answer_is_read_until_it_starts_copying_the_tests() {
+        let files = StepFiles {
+            edit: vec!["src/lib.rs".into()],
+            read_only: vec!["tests/armstrong_numbers.rs".into()],
+            ..StepFiles::default()
+        };
+        // Recorded from Qwen2.5-Coder-1.5B (the develop bench, rust-armstrong, a fix round).
+        let block = "src/lib.rs\n```rust\npub fn is_armstrong_number(num: u32) -> bool {\n    \
+                     let digits = num.to_string().chars();\n    sum == num\n}\n```\n\n";
+        let copy = "tests/armstrong_numbers.rs (the tests: read them, do not change them)\n\
+                    ```rust\nuse armstrong_numbers::*;\n\n#[test]\nfn zero() {\n    \
+                    assert!(is_armstrong_number(0))\n}\n```\n";
+        let answer = format!("{block}{copy}");
+        assert_eq!(cut_of(&files, &answer), Some(block.len()));
+        // The tests named before the file's block: the block is still to come.
+        let tests_first = format!("{copy}\n{block}");
+        assert_eq!(cut_of(&files, &tests_first), None);
+        // A block still open, or a second file to change still missing, reads on.
+        let open = "src/lib.rs\n```rust\npub fn f() {}\ntests/armstrong_numbers.rs\n";
+        assert_eq!(cut_of(&files, open), None);
+        let two = StepFiles {
+            edit: vec!["src/lib.rs".into(), "src/main.rs".into()],
+            read_only: files.read_only.clone(),
+            ..StepFiles::default()
+        };
+        assert_eq!(cut_of(&two, &answer), None);
+        let both = format!("{block}src/main.rs\n```rust\nfn main() {{}}\n```\n{copy}");
+        assert_eq!(cut_of(&two, &both), Some(both.find("tests/").unwrap()));
+        // Without tests shown, or with a file shown in parts, nothing is cut.
+        let no_tests = StepFiles {
+            edit: files.edit.clone(),
+            ..StepFiles::default()
+        };
+        assert_eq!(cut_of(&no_tests, &answer), None);
+        let parts = StepFiles {
+            items: vec![("src/lib.rs".into(), vec!["is_armstrong_number".into()])],
+            ..files.clone()
+        };
+        assert_eq!(cut_of(&parts, &answer), None);
+    }
 
     #[test]
     fn a_copy_of_the_tests_that_leaves_lines_out_is_no_change() {

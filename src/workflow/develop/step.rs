@@ -28,7 +28,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::model::{ChatModel, Message, ToolCall, ToolChoice};
+use crate::model::{ChatModel, Enough, Message, ToolCall, ToolChoice};
 use crate::tools;
 use crate::workflow::edit::configured_format;
 use crate::workflow::model_loop::answer::{self, push_results, refuses, what_it_said};
@@ -415,8 +415,16 @@ impl Run<'_> {
             } else {
                 limit
             };
+            // A whole-file answer is read until it is whole: not through a copy of the tests.
+            let files = turn.files.clone();
+            let whole = move |text: &str| files.answer_complete(text);
+            let enough: &Enough = if rewrite && !self.writes.expects_content() {
+                &whole
+            } else {
+                &|_| None
+            };
             let response = match self
-                .ask(model, messages, offered, choice, asked_limit)
+                .ask_until(model, messages, offered, choice, asked_limit, enough)
                 .await
             {
                 Ok(r) => r,

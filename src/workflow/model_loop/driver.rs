@@ -21,7 +21,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::budget::{self, Budget};
-use crate::model::{ChatModel, ChatRequest, ChatResponse, Message, ModelError, StreamEvent};
+use crate::model::{
+    ChatModel, ChatRequest, ChatResponse, Enough, Message, ModelError, StreamEvent,
+};
 
 use super::{Protocol, Schedule, Unanswered, escalates, send};
 
@@ -192,13 +194,14 @@ pub(crate) async fn ask(
     cancel: &CancellationToken,
     deadline: Option<Duration>,
     observe: &(dyn Fn(&StreamEvent) + Send + Sync),
+    enough: &Enough,
 ) -> Result<ChatResponse, NoAnswer> {
     if cancel.is_cancelled() {
         return Err(NoAnswer::Cancelled);
     }
     let budget = Budget::for_window(model.name(), model.context_window());
     fit(&mut request, &budget, shrink).map_err(NoAnswer::Failed)?;
-    match send(model, request, cancel, deadline, observe).await {
+    match send(model, request, cancel, deadline, observe, enough).await {
         Ok(r) => Ok(r),
         Err(Unanswered::Cancelled) => Err(NoAnswer::Cancelled),
         Err(Unanswered::TimedOut) => Err(NoAnswer::TimedOut),

@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::EditFormat;
 use crate::model::{
-    ChatModel, ChatRequest, ChatResponse, ModelError, StreamEvent, ToolCall, collect_observed,
+    ChatModel, ChatRequest, ChatResponse, Enough, ModelError, StreamEvent, ToolCall, collect_until,
 };
 use crate::tools::{RealFs, Session, Snapshot, ToolOptions, ToolOutcome};
 
@@ -137,7 +137,8 @@ pub(crate) enum Unanswered {
     Failed(ModelError),
 }
 
-/// Sends one request and collects the answer, `observe` seeing each streamed event; cancelling
+/// Sends one request and collects the answer (until `enough` says it is whole), `observe` seeing
+/// each streamed event; cancelling
 /// the token or passing `deadline` ends the wait at once (the model is not held past either).
 pub(crate) async fn send(
     model: &dyn ChatModel,
@@ -145,11 +146,12 @@ pub(crate) async fn send(
     cancel: &CancellationToken,
     deadline: Option<Duration>,
     observe: &(dyn Fn(&StreamEvent) + Send + Sync),
+    enough: &Enough,
 ) -> Result<ChatResponse, Unanswered> {
     if cancel.is_cancelled() {
         return Err(Unanswered::Cancelled);
     }
-    let answer = collect_observed(model.chat(request, cancel.clone()), observe);
+    let answer = collect_until(model.chat(request, cancel.clone()), observe, enough);
     let waited = async {
         match deadline {
             Some(d) => tokio::time::sleep(d).await,
