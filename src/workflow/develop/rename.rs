@@ -73,8 +73,18 @@ impl Run<'_> {
         if texts.is_empty() {
             return Ok(None);
         }
+        let mut tests_renamed: Vec<String> = Vec::new();
         for (rel, text, at) in &texts {
-            let renamed = replace_at(text, at, old.len(), &new);
+            let mut edits: Vec<(usize, usize, String)> =
+                at.iter().map(|&i| (i, old.len(), new.clone())).collect();
+            for (i, len, name, was) in test_names(text, &old, &new) {
+                if !tests_renamed.contains(&was) {
+                    tests_renamed.push(was);
+                }
+                edits.push((i, len, name));
+            }
+            edits.sort_by_key(|e| e.0);
+            let renamed = replace_at(text, &edits);
             if self.write_text(rel, text, &renamed) {
                 places += at.len();
                 changed.push(rel.clone());
@@ -97,10 +107,18 @@ impl Run<'_> {
             attempts: 0,
             model: "server".to_owned(),
             notes: vec![format!(
-                "renamed `{old}` to `{new}` in {places} place{} ({}) without a model call; the \
+                "renamed `{old}` to `{new}` in {places} place{} ({}){} without a model call; the \
                  check passes",
                 if places == 1 { "" } else { "s" },
-                changed.join(", ")
+                changed.join(", "),
+                if tests_renamed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", and the tests named after it ({})",
+                        tests_renamed.join(", ")
+                    )
+                }
             )],
             changed,
             error: None,
@@ -230,12 +248,68 @@ fn word_positions(text: &str, name: &str) -> Vec<usize> {
         .collect()
 }
 
-/// `text` with the `len` bytes at each of `at` (ascending) replaced by `new`.
-fn replace_at(text: &str, at: &[usize], len: usize, new: &str) -> String {
-    let mut out = String::with_capacity(text.len() + at.len() * new.len());
+/// The tests named after the function a rename renames, as a user renames them with it:
+/// `test_low_stock` (and `test_low_stock_empty`) become `test_items_below`, `testTruncateSlug`
+/// becomes `testShortenSlug` — a test name left behind says the old name (the develop bench's
+/// check for py-rename, "no `low_stock` left", failed on `def test_low_stock`). Only names
+/// that start with `test` and then the old name: a name that merely contains it (`word_count`
+/// when renaming `count`) is another thing. A new test name already in use is left alone.
+/// Returns (offset, length, replacement, the old test name) for each place.
+fn test_names(text: &str, old: &str, new: &str) -> Vec<(usize, usize, String, String)> {
+    let capital = |w: &str| {
+        let mut c = w.chars();
+        c.next()
+            .map(|f| f.to_uppercase().chain(c).collect::<String>())
+            .unwrap_or_default()
+    };
+    let forms = [
+        (format!("test_{old}"), format!("test_{new}"), '_'),
+        (
+            format!("test{}", capital(old)),
+            format!("test{}", capital(new)),
+            'A',
+        ),
+    ];
+    let mut out = Vec::new();
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let mut start = None;
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
+        match (ident(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                start = None;
+                let id = &text[s..i];
+                for (was, now, joint) in &forms {
+                    let Some(rest) = id.strip_prefix(was.as_str()) else {
+                        continue;
+                    };
+                    // The name ends there, or goes on as a new word (`_empty`, `Empty`).
+                    let next = rest.chars().next();
+                    let goes_on = match joint {
+                        '_' => next.is_none_or(|c| c == '_'),
+                        _ => next.is_none_or(|c| c.is_uppercase() || c.is_ascii_digit()),
+                    };
+                    let renamed = format!("{now}{rest}");
+                    if goes_on && word_positions(text, &renamed).is_empty() {
+                        out.push((s, was.len(), now.clone(), id.to_owned()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `text` with each (offset, length, replacement) of `edits` (ascending, not overlapping) made.
+fn replace_at(text: &str, edits: &[(usize, usize, String)]) -> String {
+    let mut out = String::with_capacity(text.len() + edits.len() * 8);
     let mut last = 0;
-    for &i in at {
-        out.push_str(&text[last..i]);
+    for (i, len, new) in edits {
+        out.push_str(&text[last..*i]);
         out.push_str(new);
         last = i + len;
     }
@@ -287,12 +361,56 @@ mod tests {
         let text = "def low_stock(items):\n    return low_stock_all(items) + my_low_stock\n\nlow_stock([])  # low_stock\n";
         let at = word_positions(text, "low_stock");
         assert_eq!(at.len(), 3);
+        let edits: Vec<_> = at
+            .iter()
+            .map(|&i| (i, "low_stock".len(), "items_below".to_owned()))
+            .collect();
         assert_eq!(
-            replace_at(text, &at, "low_stock".len(), "items_below"),
+            replace_at(text, &edits),
             "def items_below(items):\n    return low_stock_all(items) + my_low_stock\n\nitems_below([])  # items_below\n"
         );
         assert!(word_positions("const $low = 1;", "low").is_empty());
         assert!(in_scope("textkit/__init__.py") && in_scope("src/lib.rs"));
         assert!(!in_scope("node_modules/x/index.js") && !in_scope("README.md"));
+    }
+
+    #[test]
+    fn the_tests_named_after_the_function_are_renamed_with_it() {
+        let py = "from inventory.core import low_stock\n\nclass CoreTest(unittest.TestCase):\n    \
+                  def test_low_stock(self):\n        pass\n\n    def test_low_stock_empty(self):\n        \
+                  pass\n\n    def test_low_stocks(self):\n        pass\n\n    def test_my_low_stock(self):\n        pass\n";
+        let got: Vec<_> = test_names(py, "low_stock", "items_below")
+            .into_iter()
+            .map(|(i, len, new, was)| (py[i..i + len].to_owned(), new, was))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "test_low_stock".into(),
+                    "test_items_below".into(),
+                    "test_low_stock".into()
+                ),
+                (
+                    "test_low_stock".into(),
+                    "test_items_below".into(),
+                    "test_low_stock_empty".into()
+                ),
+            ]
+        );
+        let js = "test('truncateSlug cuts', () => {});\nfunction testTruncateSlugLong() {}\n\
+                  function testTruncateSlugs() {}\n";
+        let got: Vec<_> = test_names(js, "truncateSlug", "shortenSlug")
+            .into_iter()
+            .map(|(_, _, new, was)| (new, was))
+            .collect();
+        assert_eq!(
+            got,
+            vec![("testShortenSlug".into(), "testTruncateSlugLong".into())]
+        );
+        // Renaming `count` leaves `word_count` and a `test_count_words` alone when
+        // `test_total_words` exists already.
+        let rs = "fn word_count() {}\nfn test_count_words() {}\nfn test_total_words() {}\n";
+        assert!(test_names(rs, "count", "total").is_empty());
     }
 }
