@@ -160,6 +160,35 @@ impl Run<'_> {
             .take(2usize.saturating_sub(named_tests))
             .collect();
         out.read_only.extend(found);
+        // A test file named after another module that imports the one the step changes
+        // exercises it too: `tests/test_core.py` tests `export` of `inventory/cli.py`. Not
+        // shown, the 1.5B model rewrote `export` for a `--json` flag and broke that test (the
+        // develop bench, py-flag).
+        if out.read_only.len() < 2 {
+            let targets: Vec<String> = out
+                .edit
+                .iter()
+                .filter(|f| !is_test_file(f))
+                .cloned()
+                .collect();
+            let candidates: Vec<String> = self
+                .workspace_files()
+                .into_iter()
+                .filter(|f| is_source(f) && is_test_file(f))
+                .filter(|f| !out.edit.contains(f) && !out.read_only.contains(f))
+                .collect();
+            for f in candidates {
+                if out.read_only.len() >= 2 {
+                    break;
+                }
+                let Some(text) = self.scan_text(&f) else {
+                    continue;
+                };
+                if targets.iter().any(|t| imports_module(&text, t)) {
+                    out.read_only.push(f);
+                }
+            }
+        }
         out
     }
 
@@ -927,6 +956,53 @@ fn fenced(rel: &str, text: &str, note: &str) -> String {
     out
 }
 
+/// Whether the source `text` (a test file) imports the module at workspace path `target`:
+/// Python `from inventory.cli import export`, `import inventory.cli`, `from inventory import
+/// cli`, `from .cli import x`; JavaScript and TypeScript `from '../src/cli'`,
+/// `require("./cli.js")`. Generic names (`lib`, `index`, `main`) never match: every test
+/// imports those.
+fn imports_module(text: &str, target: &str) -> bool {
+    let name = stem(target);
+    if name.len() < 3 || GENERIC_STEMS.contains(&name) {
+        return false;
+    }
+    if target.ends_with(".py") {
+        let dotted = target.trim_end_matches(".py").replace('/', ".");
+        let dotted = dotted.strip_prefix("src.").unwrap_or(&dotted);
+        let parent = dotted.rsplit_once('.').map(|(p, _)| p);
+        return text.lines().any(|l| {
+            let l = l.trim();
+            let words: Vec<&str> = l
+                .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
+                .filter(|w| !w.is_empty())
+                .collect();
+            match words.as_slice() {
+                ["from", module, "import", names @ ..] => {
+                    *module == dotted
+                        || *module == format!(".{name}")
+                        || (parent == Some(*module) && names.contains(&name))
+                }
+                ["import", modules @ ..] => modules.contains(&dotted),
+                _ => false,
+            }
+        });
+    }
+    let script = [".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx"]
+        .iter()
+        .any(|e| target.ends_with(e));
+    script
+        && text.lines().any(|l| {
+            (l.contains("import") || l.contains("require(")) && {
+                l.split(['\'', '"', '`']).skip(1).step_by(2).any(|spec| {
+                    spec.starts_with('.') && {
+                        let last = spec.rsplit('/').next().unwrap_or(spec);
+                        last == name || last.split('.').next() == Some(name)
+                    }
+                })
+            }
+        })
+}
+
 fn stem(path: &str) -> &str {
     let name = path.rsplit('/').next().unwrap_or(path);
     name.split('.').next().unwrap_or(name)
@@ -1200,6 +1276,45 @@ mod tests {
             ..files.clone()
         };
         assert_eq!(cut_of(&parts, &answer), None);
+    }
+
+    #[test]
+    fn a_test_file_that_imports_the_module_exercises_it() {
+        let py = "import unittest\n\nfrom inventory.cli import export\nfrom inventory.core import Item\n";
+        assert!(imports_module(py, "inventory/cli.py"));
+        assert!(imports_module(py, "inventory/core.py"));
+        assert!(!imports_module(py, "inventory/report.py"));
+        assert!(imports_module(
+            "import inventory.cli as cli\n",
+            "inventory/cli.py"
+        ));
+        assert!(imports_module(
+            "from inventory import cli, core\n",
+            "inventory/cli.py"
+        ));
+        assert!(imports_module(
+            "from .words import count\n",
+            "textkit/words.py"
+        ));
+        assert!(imports_module(
+            "from textkit.words import x\n",
+            "src/textkit/words.py"
+        ));
+        // A comment or a longer module name is no import of it.
+        assert!(!imports_module("# see inventory.cli\n", "inventory/cli.py"));
+        assert!(!imports_module(
+            "from inventory.cli_old import x\n",
+            "inventory/cli.py"
+        ));
+        let js = "const { parseTodo } = require('../src/todo');\nimport { sortByPriority } from \"./priority.js\";\n";
+        assert!(imports_module(js, "src/todo.js"));
+        assert!(imports_module(js, "src/priority.js"));
+        assert!(!imports_module(js, "src/cli.js"));
+        // Every test imports the crate's or the package's entry point: no signal.
+        assert!(!imports_module(
+            "import x from './index';\n",
+            "src/index.ts"
+        ));
     }
 
     #[test]
