@@ -278,18 +278,10 @@ impl Turn {
     }
 
     fn start(&self, kind: RunKind, label: &str) -> (RunHandle, tokio::task::JoinHandle<RunEnded>) {
-        let mut run = self.runs.start_run(kind, label);
+        // `session/cancel` cancels the prompt's token, and with it the run's.
+        let mut run = self.runs.start_run_within(kind, label, &self.cancel);
         let events = run.take_events();
         let forward = tokio::spawn(forward(self.peer.clone(), run.id().to_owned(), events));
-        // `session/cancel` cancels the run's token.
-        let token = run.cancel_token();
-        let cancel = self.cancel.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = cancel.cancelled() => token.cancel(),
-                _ = token.cancelled() => {}
-            }
-        });
         (run, forward)
     }
 
@@ -726,13 +718,8 @@ async fn forward(
     let mut last_phase = None;
     let mut started: Vec<usize> = Vec::new();
     let mut extra = 0;
-    while let Some(event) = events.recv().await {
-        // The report, the proposal and the end: kept for the turn to show when the run ended.
-        let event = match ended.gather(event) {
-            Ok(true) => break,
-            Ok(false) => continue,
-            Err(event) => event,
-        };
+    // The report, the proposal and the end are kept for the turn to show when the run ended.
+    while let Some(event) = ended.next(&mut events).await {
         match event {
             RunEvent::Progress { phase, message, .. } => {
                 // One thought per phase (each step, each attempt is a phase of its own).

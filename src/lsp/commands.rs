@@ -15,14 +15,13 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
 
 use super::from_proto;
-use super::progress::Reporter;
 use super::review::IdArgs;
-use super::runs::{EditAnswer, RunEnd, RunFinishedParams, RunProposal, RunWork};
+use super::runs::{EditAnswer, Failure, RunAnswer, RunProposal, RunResult, Shown};
 use super::server::{Backend, State, request_failed};
 use crate::document::Document;
 use crate::tools::{OpenBuffer, Snapshot};
 use crate::workflow::session::choices::one_line;
-use crate::workflow::session::{Command, RunHandle, RunKind, RunOutcome, edit};
+use crate::workflow::session::{Command, RunEnded, RunHandle, RunKind, edit};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -201,34 +200,33 @@ impl Backend {
             .as_deref()
             .map(one_line)
             .unwrap_or_default();
-        let uri = args.uri.clone();
-        let work: RunWork = Box::new(move |this, run, reporter| {
-            Box::pin(async move { this.finish_edit(prepared, run, reporter, uri).await })
-        });
-        self.launch(run, args.wait, &what, work).await
+        let (uri, auto_apply) = (args.uri.clone(), prepared.auto_apply);
+        let call = move |run: RunHandle| async move {
+            prepared.run(&run).await;
+            run
+        };
+        let finish = move |this: Backend, run_id, ended| async move {
+            this.edit_ended(run_id, ended, uri, auto_apply).await
+        };
+        self.launch(run, args.wait, &what, call, finish).await
     }
 
-    /// Runs a prepared edit to its end: the proposal stored and shown (or applied, with
+    /// What an edit run produced: the proposal stored and shown (or applied, with
     /// `auto_apply`).
-    async fn finish_edit(
+    async fn edit_ended(
         &self,
-        prepared: edit::PreparedEdit,
-        run: RunHandle,
-        reporter: Reporter,
+        run_id: String,
+        ended: RunEnded,
         uri: Uri,
-    ) -> RunEnd {
-        let auto_apply = prepared.auto_apply;
-        prepared.run(&run).await;
-        let (run_id, kind) = (run.id().to_owned(), run.kind());
-        let ended = reporter.done().await;
+        auto_apply: bool,
+    ) -> RunResult {
         let Some(proposal) = ended.proposal else {
-            let cancelled = ended.outcome == RunOutcome::Cancelled;
-            return RunEnd::failed(&run_id, kind, ended.outcome.to_string(), cancelled);
+            return Err(ended.outcome.to_string().into());
         };
         let id = self.add_proposal(proposal.clone()).await;
         tracing::info!(id, model = %proposal.model, attempts = proposal.attempts, "proposal ready");
         let mut answer = EditAnswer {
-            run_id: run_id.clone(),
+            run_id,
             id,
             uri: uri.as_str().to_owned(),
             diff: proposal.diff.clone(),
@@ -239,9 +237,10 @@ impl Backend {
         };
         if auto_apply {
             if let Err(err) = self.accept(id, None).await {
-                let mut end = RunEnd::failed(&run_id, kind, err.message.to_string(), false);
-                end.finished.proposal = Some(RunProposal::Edit(answer));
-                return end;
+                return Err(Failure {
+                    error: err.message.to_string(),
+                    proposal: Some(RunProposal::Edit(answer)),
+                });
             }
             answer.applied = true;
         } else {
@@ -260,18 +259,10 @@ impl Backend {
                 self.how_to_review()
             )
         };
-        RunEnd {
-            message: (MessageType::INFO, message),
-            finished: RunFinishedParams {
-                run_id,
-                kind: kind.name(),
-                ok: true,
-                cancelled: false,
-                error: None,
-                proposal: Some(RunProposal::Edit(answer)),
-                research: None,
-            },
-        }
+        Ok(Shown {
+            answer: RunAnswer::Proposal(RunProposal::Edit(answer)),
+            message,
+        })
     }
 
     /// How this client's user accepts or rejects a proposal.

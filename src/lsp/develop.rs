@@ -19,12 +19,11 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{MessageActionItem, MessageType, Uri};
 
 use super::from_proto;
-use super::progress::Reporter;
-use super::runs::{DevelopAnswer, DevelopFile, RunEnd, RunFinishedParams, RunProposal, RunWork};
+use super::runs::{DevelopAnswer, DevelopFile, RunAnswer, RunProposal, RunResult, Shown};
 use super::server::{Backend, show_file};
 use crate::workflow::session::choices::one_line;
-use crate::workflow::session::develop::{self, DevelopContext, DevelopRequest, PlanReview};
-use crate::workflow::session::{RunHandle, RunKind, RunOutcome, RunReport, edit};
+use crate::workflow::session::develop::{self, DevelopRequest, PlanReview};
+use crate::workflow::session::{RunEnded, RunHandle, RunKind, RunReport, edit};
 
 #[derive(Debug, Deserialize)]
 pub struct DevelopCommandArgs {
@@ -63,46 +62,38 @@ impl Backend {
         };
         let ctx = develop::context(workspace, focus.as_deref());
         let run = self.runs.start_run(RunKind::Develop, &request);
-        let remove_comment = args.remove_instruction_comment;
         let what = one_line(&request);
-        let work: RunWork = Box::new(move |this, run, reporter| {
-            Box::pin(async move {
-                let asked = DevelopRequest { request, focus };
-                this.finish_develop(ctx, asked, remove_comment, run, reporter)
-                    .await
-            })
-        });
-        self.launch(run, args.wait, &what, work).await
+        // The `patchwise develop:` comment the proposal drops: in `focus`, naming the request.
+        let comment = focus
+            .clone()
+            .filter(|_| args.remove_instruction_comment)
+            .map(|path| (path, request.clone(), ctx.roots.clone()));
+        let call = move |run: RunHandle| async move {
+            develop::run(ctx, DevelopRequest { request, focus }, &run).await;
+            run
+        };
+        let finish = move |this: Backend, run_id, ended| async move {
+            this.develop_ended(run_id, ended, comment).await
+        };
+        self.launch(run, args.wait, &what, call, finish).await
     }
 
-    /// Runs develop to its end: the proposal stored and shown.
-    async fn finish_develop(
+    /// What a develop run produced: the proposal stored and shown, without the develop comment
+    /// `(path, request, roots)` when one is given.
+    async fn develop_ended(
         &self,
-        ctx: DevelopContext,
-        request: DevelopRequest,
-        remove_comment: bool,
-        run: RunHandle,
-        reporter: Reporter,
-    ) -> RunEnd {
-        let asked = request.request.clone();
-        let focus = request.focus.clone();
-        let roots = ctx.roots.clone();
-        develop::run(ctx, request, &run).await;
-        let (run_id, kind) = (run.id().to_owned(), run.kind());
-        let ended = reporter.done().await;
-        let (report, proposal) = match (ended.report, ended.proposal) {
+        run_id: String,
+        ended: RunEnded,
+        comment: Option<(PathBuf, String, Vec<PathBuf>)>,
+    ) -> RunResult {
+        let (report, mut proposal) = match (ended.report, ended.proposal) {
             (Some(RunReport::Develop(report)), Some(proposal)) => (report, proposal),
-            (report, _) => {
-                let why = match report {
-                    Some(RunReport::Develop(report)) => report.summary(),
-                    _ => ended.outcome.to_string(),
-                };
-                let cancelled = ended.outcome == RunOutcome::Cancelled;
-                return RunEnd::failed(&run_id, kind, format!("develop: {why}"), cancelled);
+            (Some(RunReport::Develop(report)), None) => {
+                return Err(format!("develop: {}", report.summary()).into());
             }
+            _ => return Err(format!("develop: {}", ended.outcome).into()),
         };
-        let mut proposal = proposal;
-        if remove_comment && let Some(path) = &focus {
+        if let Some((path, asked, roots)) = &comment {
             let now = {
                 let state = self.state();
                 state.document_for_path(path).map(|(_, doc)| {
@@ -115,7 +106,7 @@ impl Backend {
                     (doc.text(), Some(doc.version), shown)
                 })
             };
-            proposal = edit::without_develop_comment(proposal, path, &asked, now);
+            proposal = edit::without_develop_comment(proposal, path, asked, now);
         }
         let id = self.add_proposal(proposal.clone()).await;
         tracing::info!(id, files = proposal.files.len(), "develop proposal ready");
@@ -142,25 +133,18 @@ impl Backend {
                 .join(", "),
             self.how_to_review()
         );
-        RunEnd {
-            message: (MessageType::INFO, message),
-            finished: RunFinishedParams {
-                run_id: run_id.clone(),
-                kind: kind.name(),
-                ok: true,
-                cancelled: false,
-                error: None,
-                proposal: Some(RunProposal::Develop(Box::new(DevelopAnswer {
-                    run_id,
-                    id,
-                    diff: proposal.diff,
-                    files,
-                    summary: report.summary(),
-                    report,
-                }))),
-                research: None,
-            },
-        }
+        let answer = DevelopAnswer {
+            run_id,
+            id,
+            diff: proposal.diff,
+            files,
+            summary: report.summary(),
+            report,
+        };
+        Ok(Shown {
+            answer: RunAnswer::Proposal(RunProposal::Develop(Box::new(answer))),
+            message,
+        })
     }
 }
 

@@ -67,15 +67,7 @@ impl Reporter {
             }))
             .await;
             let mut ended = RunEnded::default();
-            let end = loop {
-                let Some(event) = events.recv().await else {
-                    break "stopped".to_owned();
-                };
-                let event = match ended.gather(event) {
-                    Ok(true) => break ended.outcome.to_string(),
-                    Ok(false) => continue,
-                    Err(event) => event,
-                };
+            while let Some(event) = ended.next(&mut events).await {
                 match event {
                     RunEvent::Progress {
                         percent, message, ..
@@ -97,9 +89,9 @@ impl Reporter {
                     // no place in LSP progress.
                     _ => {}
                 }
-            };
+            }
             send(WorkDoneProgress::End(WorkDoneProgressEnd {
-                message: Some(end),
+                message: Some(ended.outcome.to_string()),
             }))
             .await;
             ended

@@ -8,17 +8,14 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::Result;
-use tower_lsp_server::ls_types::MessageType;
 
 use super::from_proto;
-use super::progress::Reporter;
-use super::runs::{ResearchAnswer, RunEnd, RunFinishedParams, RunWork};
+use super::runs::{ResearchAnswer, RunAnswer, RunResult, Shown};
 use super::server::{Backend, request_failed, show_file};
-use crate::config::Config;
 use crate::research;
 use crate::workflow::session::choices::one_line;
 use crate::workflow::session::research::RunOptions;
-use crate::workflow::session::{self, RunHandle, RunKind, RunOutcome, RunReport};
+use crate::workflow::session::{self, RunEnded, RunHandle, RunKind, RunReport};
 
 #[derive(Debug, Deserialize)]
 pub struct ResearchCommandArgs {
@@ -64,31 +61,19 @@ impl Backend {
         };
         let what = one_line(&args.query);
         let query = args.query;
-        let work: RunWork = Box::new(move |this, run, reporter| {
-            Box::pin(async move {
-                this.finish_research(config, query, options, run, reporter)
-                    .await
-            })
-        });
-        self.launch(run, args.wait, &what, work).await
+        let call = move |run: RunHandle| async move {
+            session::research::run(&config, &query, options, &run).await;
+            run
+        };
+        let finish =
+            |this: Backend, run_id, ended| async move { this.research_ended(run_id, ended).await };
+        self.launch(run, args.wait, &what, call, finish).await
     }
 
-    /// Runs research to its end: the report saved and shown.
-    async fn finish_research(
-        &self,
-        config: Config,
-        query: String,
-        options: RunOptions,
-        run: RunHandle,
-        reporter: Reporter,
-    ) -> RunEnd {
-        session::research::run(&config, &query, options, &run).await;
-        let (run_id, kind) = (run.id().to_owned(), run.kind());
-        let ended = reporter.done().await;
+    /// What a research run produced: the report saved, and shown.
+    async fn research_ended(&self, run_id: String, ended: RunEnded) -> RunResult {
         let Some(RunReport::Research(done)) = ended.report else {
-            let cancelled = ended.outcome == RunOutcome::Cancelled;
-            let why = format!("research failed: {}", ended.outcome);
-            return RunEnd::failed(&run_id, kind, why, cancelled);
+            return Err(format!("research failed: {}", ended.outcome).into());
         };
         let show = self.state().client.show_document;
         self.show_report(&done.report, show).await;
@@ -99,28 +84,21 @@ impl Backend {
             record.sources.len(),
             done.report.display()
         );
-        RunEnd {
-            message: (MessageType::INFO, message),
-            finished: RunFinishedParams {
-                run_id: run_id.clone(),
-                kind: kind.name(),
-                ok: true,
-                cancelled: false,
-                error: None,
-                proposal: None,
-                research: Some(ResearchAnswer {
-                    run_id,
-                    id: record.id,
-                    query: record.query,
-                    status: record.status,
-                    synthesis: record.synthesis,
-                    synthesis_kind: record.synthesis_kind,
-                    sources: record.sources.len(),
-                    notes: record.notes,
-                    report: done.report,
-                }),
-            },
-        }
+        let answer = ResearchAnswer {
+            run_id,
+            id: record.id,
+            query: record.query,
+            status: record.status,
+            synthesis: record.synthesis,
+            synthesis_kind: record.synthesis_kind,
+            sources: record.sources.len(),
+            notes: record.notes,
+            report: done.report,
+        };
+        Ok(Shown {
+            answer: RunAnswer::Research(answer),
+            message,
+        })
     }
 
     pub(super) async fn research_list(&self, args: ListArgs) -> Result<Value> {

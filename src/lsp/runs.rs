@@ -4,10 +4,13 @@
 //! with what the notification carries (the notification still comes, first). Edit, develop and
 //! research alike, so no client's request timeout is hit by a slow model (Emacs's jsonrpc gives
 //! up after 10 s).
+//!
+//! A command hands [`Backend::launch`] its session call and what it makes of the result once
+//! the run ended (a [`Shown`] answer, or a [`Failure`]); the progress, the waiting and the
+//! conversion of the end into the notification and the message are here, once for every kind.
 
 use std::path::PathBuf;
 
-use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 use tower_lsp_server::jsonrpc::Result;
@@ -16,7 +19,7 @@ use tower_lsp_server::ls_types::{MessageType, notification};
 use super::progress::Reporter;
 use super::server::{Backend, request_failed};
 use crate::workflow::session::develop::Report;
-use crate::workflow::session::{RunHandle, RunKind};
+use crate::workflow::session::{RunEnded, RunHandle, RunKind, RunOutcome};
 
 /// `patchwise/runFinished` (server → client): a run ended; see the module docs of `lsp`.
 pub enum RunFinished {}
@@ -38,12 +41,20 @@ pub struct RunFinishedParams {
     pub cancelled: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// `proposal` or `research`: what the run produced.
+    #[serde(flatten)]
+    pub answer: Option<RunAnswer>,
+}
+
+/// What a run produced, as `patchwise/runFinished` carries it and a command with `wait`
+/// answers.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunAnswer {
     /// An edit's or a develop run's proposal.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub proposal: Option<RunProposal>,
+    Proposal(RunProposal),
     /// A research run's saved record.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub research: Option<ResearchAnswer>,
+    Research(ResearchAnswer),
 }
 
 /// The answer to a command that started a run without `wait`.
@@ -108,67 +119,117 @@ pub struct ResearchAnswer {
     pub report: PathBuf,
 }
 
-/// How a run ended: the notification, and what to tell a user whose client follows no runs.
-pub struct RunEnd {
-    pub finished: RunFinishedParams,
-    pub message: (MessageType, String),
+/// What a command made of its run's result: what clients read and what to tell a user whose
+/// client follows no runs.
+pub struct Shown {
+    pub answer: RunAnswer,
+    pub message: String,
 }
 
-impl RunEnd {
-    /// A run that failed (or was cancelled) with `error`.
-    pub fn failed(run_id: &str, kind: RunKind, error: String, cancelled: bool) -> RunEnd {
-        let level = if cancelled {
-            MessageType::INFO
-        } else {
-            MessageType::WARNING
-        };
-        RunEnd {
-            message: (level, format!("patchwise: {error}")),
-            finished: RunFinishedParams {
-                run_id: run_id.to_owned(),
-                kind: kind.name(),
-                ok: false,
-                cancelled,
-                error: Some(error),
-                proposal: None,
-                research: None,
-            },
+/// Why a run has no usable result: the run ended without one (failed, cancelled), or the result
+/// could not be used (an auto-applied edit that could not be written: it still shows the
+/// proposal).
+pub struct Failure {
+    pub error: String,
+    pub proposal: Option<RunProposal>,
+}
+
+/// What a command made of its run's result.
+pub type RunResult = std::result::Result<Shown, Failure>;
+
+impl From<String> for Failure {
+    fn from(error: String) -> Failure {
+        Failure {
+            error,
+            proposal: None,
         }
     }
 }
 
-/// The rest of a run once it started: given the server, its handle and its progress reporter.
-pub type RunWork =
-    Box<dyn FnOnce(Backend, RunHandle, Reporter) -> BoxFuture<'static, RunEnd> + Send>;
+/// How a run ended: the notification, and what to tell a user whose client follows no runs.
+struct RunEnd {
+    finished: RunFinishedParams,
+    message: (MessageType, String),
+}
+
+impl RunEnd {
+    /// The one conversion of a run's end (edit, develop and research alike): `cancelled` says
+    /// whether the run ended cancelled, `result` what the command made of what it produced.
+    fn new(run_id: String, kind: RunKind, cancelled: bool, result: RunResult) -> RunEnd {
+        let (answer, message, error) = match result {
+            Ok(Shown { answer, message }) => (Some(answer), (MessageType::INFO, message), None),
+            Err(Failure { error, proposal }) => {
+                let level = if cancelled {
+                    MessageType::INFO
+                } else {
+                    MessageType::WARNING
+                };
+                let message = (level, format!("patchwise: {error}"));
+                (proposal.map(RunAnswer::Proposal), message, Some(error))
+            }
+        };
+        let finished = RunFinishedParams {
+            run_id,
+            kind: kind.name(),
+            ok: error.is_none(),
+            cancelled: cancelled && error.is_some(),
+            error,
+            answer,
+        };
+        RunEnd { finished, message }
+    }
+}
 
 impl Backend {
-    /// Runs `work` as the run `run`: answers `{runId}` at once and lets it go on in a task, or
-    /// with `wait` answers when it ends. `what` says what the run works on, for clients without
-    /// progress.
-    pub(super) async fn launch(
+    /// Runs `run`: `call` is the session call that does the work (it ends the run), `finish`
+    /// what the command makes of the result once the run ended (given the run id and the
+    /// gathered end). Answers `{runId}` at once and lets the run go on in a task, or with `wait`
+    /// answers when it ends. `what` says what the run works on, for clients without progress.
+    pub(super) async fn launch<C, CF, F, FF>(
         &self,
         mut run: RunHandle,
         wait: bool,
         what: &str,
-        work: RunWork,
-    ) -> Result<Value> {
+        call: C,
+        finish: F,
+    ) -> Result<Value>
+    where
+        C: FnOnce(RunHandle) -> CF + Send + 'static,
+        CF: Future<Output = RunHandle> + Send,
+        F: FnOnce(Backend, String, RunEnded) -> FF + Send + 'static,
+        FF: Future<Output = RunResult> + Send,
+    {
         let (progress, show) = {
             let state = self.state();
             (state.client.work_done_progress, state.client.show_document)
         };
+        let started = to_value(RunStarted {
+            run_id: run.id().to_owned(),
+        });
+        let kind = run.kind();
+        let this = self.clone();
+        // Progress while `call` runs; then the end, converted. The handle lives until the
+        // result is shown: the run can be cancelled until then.
+        let ending = async move {
+            let reporter = Reporter::start(&this.client, progress, show, &mut run).await;
+            let run_id = run.id().to_owned();
+            let run = call(run).await;
+            let ended = reporter.done().await;
+            let cancelled = ended.outcome == RunOutcome::Cancelled;
+            let result = finish(this.clone(), run_id.clone(), ended).await;
+            drop(run);
+            (this, RunEnd::new(run_id, kind, cancelled, result))
+        };
         if wait {
-            let reporter = Reporter::start(&self.client, progress, show, &mut run).await;
-            let end = work(self.clone(), run, reporter).await;
+            let (_, end) = ending.await;
             self.run_finished(&end.finished).await;
             self.flush().await;
-            let finished = end.finished;
-            return match (finished.ok, finished.proposal, finished.research) {
-                (true, Some(proposal), _) => Ok(to_value(proposal)),
-                (true, None, Some(research)) => Ok(to_value(research)),
-                (_, _, _) => Err(request_failed(finished.error.unwrap_or_default())),
+            return match (end.finished.ok, end.finished.answer) {
+                (true, Some(RunAnswer::Proposal(proposal))) => Ok(to_value(proposal)),
+                (true, Some(RunAnswer::Research(research))) => Ok(to_value(research)),
+                _ => Err(request_failed(end.finished.error.unwrap_or_default())),
             };
         }
-        let run_id = run.id().to_owned();
         // A client without progress support would show nothing until the run ends, minutes
         // later with a real model: say that it started, before the answer and before anything
         // the run sends (docs/editors.md, Emacs).
@@ -178,7 +239,7 @@ impl Backend {
                     MessageType::INFO,
                     format!(
                         "patchwise: working on: {what} (a message says when the {} is ready)",
-                        match run.kind() {
+                        match kind {
                             RunKind::Research => "report",
                             _ => "proposal",
                         }
@@ -187,15 +248,13 @@ impl Backend {
                 .await;
             self.flush().await;
         }
-        let this = self.clone();
         tokio::spawn(async move {
-            let reporter = Reporter::start(&this.client, progress, show, &mut run).await;
-            let end = work(this.clone(), run, reporter).await;
+            let (this, end) = ending.await;
             let (kind, message) = end.message;
             this.client.show_message(kind, message).await;
             this.run_finished(&end.finished).await;
         });
-        Ok(to_value(RunStarted { run_id }))
+        Ok(started)
     }
 
     async fn run_finished(&self, params: &RunFinishedParams) {

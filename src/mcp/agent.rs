@@ -346,29 +346,24 @@ impl Agent {
             workspace: self.roots.first().cloned(),
             ..RunOptions::default()
         };
-        let mut run = self.runs.start_run(RunKind::Research, question);
-        let mut events = run.take_events();
-        let token = run.cancel_token();
+        let mut run = self
+            .runs
+            .start_run_within(RunKind::Research, question, &cancel);
+        let events = run.take_events();
         let mut ended = RunEnded::default();
-        {
-            let research = session::research::run(&self.config, question, options, &run);
-            tokio::pin!(research);
-            let mut ran = false;
-            // Until the run ended and its last event (the end, after the report) was read.
-            loop {
-                tokio::select! {
-                    _ = &mut research, if !ran => ran = true,
-                    _ = cancel.cancelled(), if !token.is_cancelled() => token.cancel(),
-                    event = async { events.as_mut()?.recv().await } => match event.map(|e| ended.gather(e)) {
-                        None | Some(Ok(true)) => break,
-                        Some(Err(RunEvent::Progress { percent, message, .. })) => {
-                            progress(percent.min(100) as u8, message);
-                        }
-                        Some(_) => {}
-                    },
+        let forward = async {
+            let Some(mut events) = events else { return };
+            while let Some(event) = ended.next(&mut events).await {
+                if let RunEvent::Progress {
+                    percent, message, ..
+                } = event
+                {
+                    progress(percent.min(100) as u8, message);
                 }
             }
-        }
+        };
+        let research = session::research::run(&self.config, question, options, &run);
+        tokio::join!(research, forward);
         match (ended.research(), &ended.outcome) {
             (Some(run), _) => CallReply::ok(format!(
                 "{}\nlibrary id: {}\nreport file: {}\n",

@@ -21,8 +21,9 @@
 //!
 //! [`Runs::start_run`] registers the run's cancellation token under its id; [`Runs::cancel`]
 //! cancels one run by id (or all), which is what `patchwise.cancel` and a progress-cancel from
-//! the client call. Dropping the [`RunHandle`] — the run ended, or the edge dropped the future
-//! (`$/cancelRequest`) — cancels the token and forgets the run, so nothing keeps running
+//! the client call; [`Runs::start_run_within`] also cancels it with the work around it (an MCP
+//! request, an ACP prompt). Dropping the [`RunHandle`] — the run ended, or the edge dropped the
+//! future (`$/cancelRequest`) — cancels the token and forgets the run, so nothing keeps running
 //! unobserved.
 //!
 //! The events ([`RunEvent`]) are typed and arrive in the order they happen: progress with a
@@ -34,7 +35,7 @@
 //! report) and its proposal ([`RunEvent::Proposal`], ready for review) —, and last
 //! [`RunEvent::Finished`] with the [`RunOutcome`]. The session's run calls (`edit`, `develop`,
 //! `research`) end their runs themselves and return only the outcome: an edge takes the
-//! result from the events it subscribes to, as it takes everything else ([`RunEnded::gather`]
+//! result from the events it subscribes to, as it takes everything else ([`RunEnded::next`]
 //! keeps the last three while the edge forwards the rest); a run dropped before it ended ends
 //! as cancelled, with no result.
 //!

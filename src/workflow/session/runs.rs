@@ -79,7 +79,7 @@ pub enum RunReport {
 }
 
 /// What a run's last events carried, gathered by an edge that forwards the others as they
-/// come ([`RunEnded::gather`]) and acts on the result when the run has ended.
+/// come ([`RunEnded::next`]) and acts on the result when the run has ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunEnded {
     pub outcome: RunOutcome,
@@ -99,9 +99,24 @@ impl Default for RunEnded {
 }
 
 impl RunEnded {
+    /// The next event of `events` for the edge to forward, keeping the report, the proposal and
+    /// the end on the way; `None` once the run ended (then `self` holds what it produced).
+    pub async fn next(
+        &mut self,
+        events: &mut mpsc::UnboundedReceiver<RunEvent>,
+    ) -> Option<RunEvent> {
+        loop {
+            match self.gather(events.recv().await?) {
+                Ok(true) => return None,
+                Ok(false) => {}
+                Err(event) => return Some(event),
+            }
+        }
+    }
+
     /// Keeps `event` when it is the report, the proposal or the end (`Ok(true)` for the end);
-    /// hands any other event back for the edge to forward.
-    pub fn gather(&mut self, event: RunEvent) -> Result<bool, RunEvent> {
+    /// hands any other event back.
+    fn gather(&mut self, event: RunEvent) -> Result<bool, RunEvent> {
         match event {
             RunEvent::Report(report) => self.report = Some(*report),
             RunEvent::Proposal(proposal) => self.proposal = Some(*proposal),
@@ -235,9 +250,28 @@ impl Runs {
     /// Starts a run of `kind` on `target` (a label for logs: a path, a query): a fresh id and
     /// cancellation token, registered until the handle is dropped.
     pub fn start_run(self: &Arc<Self>, kind: RunKind, target: &str) -> RunHandle {
+        self.start(kind, target, CancellationToken::new())
+    }
+
+    /// [`Runs::start_run`] inside work the edge cancels as a whole (an MCP request, an ACP
+    /// prompt): cancelling `outer` cancels the run; the run's end leaves `outer` alone.
+    pub fn start_run_within(
+        self: &Arc<Self>,
+        kind: RunKind,
+        target: &str,
+        outer: &CancellationToken,
+    ) -> RunHandle {
+        self.start(kind, target, outer.child_token())
+    }
+
+    fn start(
+        self: &Arc<Self>,
+        kind: RunKind,
+        target: &str,
+        cancel: CancellationToken,
+    ) -> RunHandle {
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("patchwise-{}-{n}", kind.name());
-        let cancel = CancellationToken::new();
         self.lock().insert(
             id.clone(),
             Entry {
@@ -444,7 +478,19 @@ mod tests {
     }
 
     #[test]
-    fn the_result_comes_as_events_before_the_end_and_an_edge_gathers_it() {
+    fn a_run_within_outer_work_is_cancelled_with_it_and_its_end_leaves_the_work_alone() {
+        let runs = Runs::new();
+        let outer = CancellationToken::new();
+        let first = runs.start_run_within(RunKind::Research, "why", &outer);
+        drop(first);
+        assert!(!outer.is_cancelled());
+        let second = runs.start_run_within(RunKind::Research, "how", &outer);
+        outer.cancel();
+        assert!(second.cancel_token().is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn the_result_comes_as_events_before_the_end_and_an_edge_gathers_it() {
         let runs = Runs::new();
         let mut run = runs.start_run(RunKind::Edit, "a.rs");
         let mut events = run.take_events().unwrap();
@@ -461,12 +507,8 @@ mod tests {
         drop(run);
         let mut ended = RunEnded::default();
         let mut forwarded = Vec::new();
-        while let Ok(event) = events.try_recv() {
-            match ended.gather(event) {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(other) => forwarded.push(other),
-            }
+        while let Some(event) = ended.next(&mut events).await {
+            forwarded.push(event);
         }
         assert!(matches!(
             forwarded[..],
