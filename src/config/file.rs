@@ -280,11 +280,11 @@ pub struct ResearchSection {
     /// Progress heartbeat during synthesis.
     #[schemars(range(min = 1, max = 600))]
     pub heartbeat_secs: u64,
-    /// Every citation of a model's synthesis is checked in one more call per report: a sentence
-    /// its passage holds word for word is supported without asking, for the others the model
-    /// copies the passage's words that say the sentence (or NONE) and the server decides
-    /// (supports / partly / unrelated); rejected citations are removed before the report is kept
-    /// or falls back (`--no-verify` for one run).
+    /// Every citation of a model's synthesis is checked by the model: a sentence its passage
+    /// holds word for word is supported without asking; each other sentence–passage pair gets
+    /// one short call ("Does the QUOTE say what the STATEMENT says?", YES or NO); rejected
+    /// citations are removed before the report is kept or falls back (`--no-verify` for one
+    /// run).
     pub verify: bool,
     /// Sources by name: a built-in kind (openalex, arxiv, crossref, semantic_scholar, searxng,
     /// brave, feeds, workspace, library), or any name with `kind = "…"`.

@@ -314,9 +314,10 @@ impl Research {
         out
     }
 
-    /// The independent check: ONE call asking `model` for a verdict on every (sentence,
-    /// passage) pair (`judge.rs`). Returns the parsed answer (`None` when the call failed or
-    /// the time ran out, with why) and the tokens used.
+    /// The independent check: one short call to `model` per (sentence, passage) pair not
+    /// held word for word (`judge.rs`), in order. Returns the verdicts (an error, with why,
+    /// when not one pair got an answer) and the tokens used. A call that fails or the time
+    /// running out ends the check; the pairs not asked keep no verdict.
     pub(crate) async fn judge(
         &self,
         model: &dyn ChatModel,
@@ -325,54 +326,57 @@ impl Research {
         progress: ProgressFn<'_>,
         cancel: &CancellationToken,
     ) -> (Result<judge::Judged, String>, Usage) {
-        progress(
-            Phase::Corroboration,
-            90,
-            &format!(
-                "checking {} citation{} with {} in one pass",
-                pairs.len(),
-                crate::research::plural(pairs.len()),
-                model.name()
-            ),
-        );
         // Pairs whose passage holds the statement word for word are not asked about.
-        let asked: Vec<judge::Pair> = judge::to_ask(pairs)
-            .into_iter()
-            .map(|i| pairs[i].clone())
-            .collect();
-        if asked.is_empty() {
-            return (Ok(judge::parse("", pairs)), Usage::default());
-        }
-        let (system, user) = judge::prompt(&asked);
-        // The copied words of a pair are about as long as its statement (a token is ~4
-        // characters), with room for the number, quotes and a model that copies more.
-        let room: usize = asked.iter().map(|p| p.statement.len() / 3 + 12).sum();
-        let request = ChatRequest {
-            messages: vec![Message::system(system), Message::user(user)],
-            tools: Vec::new(),
-            options: ChatOptions {
-                temperature: Some(0.0),
-                max_tokens: Some((room as u32 + 16).min(self.settings.max_output_tokens)),
-                ..ChatOptions::default()
-            },
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return (
-                Err("the time budget ran out before the check".to_owned()),
-                Usage::default(),
+        let asked = judge::to_ask(pairs);
+        let mut answers: Vec<String> = Vec::new();
+        let mut usage = Usage::default();
+        let mut stopped = None;
+        for (k, i) in asked.iter().enumerate() {
+            progress(
+                Phase::Corroboration,
+                90,
+                &format!(
+                    "checking citation {} of {} with {}",
+                    k + 1,
+                    asked.len(),
+                    model.name()
+                ),
             );
-        }
-        match tokio::time::timeout(left, complete(model, request, cancel.child_token())).await {
-            Ok(Ok(answer)) => {
-                tracing::debug!(answer = %answer.text, "judge");
-                (Ok(judge::parse(&answer.text, pairs)), answer.usage)
+            let request = ChatRequest {
+                messages: judge::messages(&pairs[*i]),
+                tools: Vec::new(),
+                options: ChatOptions {
+                    temperature: Some(0.0),
+                    // YES or NO, with room for a model that starts with a mark.
+                    max_tokens: Some(3),
+                    ..ChatOptions::default()
+                },
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                stopped = Some("the time budget ran out during the check".to_owned());
+                break;
             }
-            Ok(Err(err)) => (Err(format!("the model failed ({err})")), Usage::default()),
-            Err(_) => (
-                Err("the time budget ran out during the check".to_owned()),
-                Usage::default(),
-            ),
+            match tokio::time::timeout(left, complete(model, request, cancel.child_token())).await {
+                Ok(Ok(answer)) => {
+                    tracing::debug!(answer = %answer.text, pair = k + 1, "judge");
+                    usage.input_tokens += answer.usage.input_tokens;
+                    usage.output_tokens += answer.usage.output_tokens;
+                    answers.push(answer.text);
+                }
+                Ok(Err(err)) => {
+                    stopped = Some(format!("the model failed ({err})"));
+                    break;
+                }
+                Err(_) => {
+                    stopped = Some("the time budget ran out during the check".to_owned());
+                    break;
+                }
+            }
+        }
+        match stopped {
+            Some(why) if answers.is_empty() && !asked.is_empty() => (Err(why), usage),
+            stopped => (Ok(judge::decide(pairs, &answers, stopped)), usage),
         }
     }
 }

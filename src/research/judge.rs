@@ -1,30 +1,29 @@
-//! The independent support check: every citation the overlap check kept gets an entailment
-//! verdict — supports / partly / contradicts / unrelated — from ONE batched call per report (all
-//! sentence–passage pairs in one prompt, numbered; the answer is one line per pair). A local
-//! model reads a prompt at tens of tokens a second, so each pair shows the passage's sentences
-//! nearest the statement (at most [`EXCERPT_CHARS`]), not the whole passage.
+//! The independent support check: every citation the overlap check kept gets a verdict from
+//! the model — does the passage say what the sentence says? — asked **one pair per call**: the
+//! same short instructions and two worked examples, then the pair (the passage's sentences
+//! nearest the statement, at most [`EXCERPT_CHARS`], and the statement), answered YES or NO.
+//! A local model reads a prompt at tens of tokens a second, and a server such as llama.cpp
+//! keeps the shared beginning of consecutive prompts, so a call costs the pair's own tokens
+//! and one token of answer.
 //!
-//! The model is not asked for a verdict word: Qwen2.5-Coder-1.5B answered a list of verdicts by
-//! position (in all 48 recorded answers items 1 and 2 were SUPPORTS and PARTLY and item 3 mostly
-//! CONTRADICTS, the order the instructions listed them in, whatever the pairs were). It is asked
-//! to copy the words of the quote that say the statement, or NONE, and the server decides
-//! ([`copied_verdict`]): NONE is unrelated, copied words the passage does not hold are no
-//! verdict (the model copies the statement itself when the passage says it in other words as
-//! often as when the passage does not say it), copied words it holds give a verdict by the
-//! share of the statement's content words they hold. A
-//! statement its passage holds word for word ([`verbatim`]) is supported without asking.
+//! Why not one batched call, a verdict word per pair, or copied evidence (what the check asked
+//! before): on 70 sentence–passage pairs from recorded runs, read by hand (docs/research.md,
+//! "The model's check, measured"), Qwen2.5-Coder-1.5B answered a numbered list of verdicts by
+//! position (35 of 70 agreed with the hand labels), and asked to copy the passage's words that
+//! say each statement it copied the statement itself, on wrong pairs as on right ones (it caught
+//! 1 of the 11 wrong citations). Asked one pair at a time, with an example of a quote that
+//! shares a statement's words without saying it, it answered NO to wrong pairs and YES to every
+//! right one, in less time per report (34 s against 43 s: the answer is one word per pair).
 //!
-//! The answer of a small model is parsed leniently and distrustfully: a pair it skips keeps no
-//! verdict (the overlap verdict stands and the report says so), a number it invents is ignored
-//! and counted, a pair it answers twice keeps the first answer. Pure functions: no I/O.
+//! A statement its passage holds word for word ([`verbatim`]) is supported without asking. The
+//! answer is read distrustfully: a first word other than YES or NO is no verdict (the overlap
+//! verdict stands and the report says so); a call that fails or runs out of time ends the
+//! check, and the pairs not asked keep no verdict. Pure functions: no I/O.
 
-use std::sync::OnceLock;
-
-use regex::Regex;
-
+use crate::model::Message;
 use crate::research::passages::content_stems;
 use crate::research::synthesis::{Validated, validate_judged};
-use crate::research::{citations, plural, support};
+use crate::research::{plural, support};
 use crate::store::{SentenceCounts, SourceRecord};
 
 /// Characters of a passage shown per pair.
@@ -54,24 +53,21 @@ impl CitationVerdict {
     pub fn keeps(self) -> bool {
         matches!(self, CitationVerdict::Supports | CitationVerdict::Partly)
     }
+}
 
-    fn parse(word: &str) -> Option<CitationVerdict> {
-        let w = word.to_lowercase();
-        if w.starts_with("support") || w == "yes" || w == "entails" {
-            Some(CitationVerdict::Supports)
-        } else if w.starts_with("part") {
-            Some(CitationVerdict::Partly)
-        } else if w.starts_with("contradict") {
-            Some(CitationVerdict::Contradicts)
-        } else if w.starts_with("unrelated")
-            || w.starts_with("irrelevant")
-            || w == "no"
-            || w == "none"
-        {
-            Some(CitationVerdict::Unrelated)
-        } else {
-            None
-        }
+/// The verdict an answer gives: its first word, YES (supports) or NO (unrelated); anything else
+/// is no verdict. `**Yes.**`, `NO, the quote…` and `yes` count; `The quote says…` does not.
+pub fn verdict_of(answer: &str) -> Option<CitationVerdict> {
+    let word: String = answer
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .chars()
+        .take_while(|c| c.is_alphanumeric())
+        .collect::<String>()
+        .to_lowercase();
+    match word.as_str() {
+        "yes" => Some(CitationVerdict::Supports),
+        "no" => Some(CitationVerdict::Unrelated),
+        _ => None,
     }
 }
 
@@ -83,15 +79,49 @@ pub struct Pair {
     pub passage: String,
 }
 
-pub const SYSTEM: &str = "You check a report against its sources. Each numbered item gives a \
-QUOTE from a source and a STATEMENT from the report. For each item, write one line: the item's \
-number, a colon, and the words of the QUOTE that say what the STATEMENT says, copied exactly, \
-between double quotes. If the QUOTE does not say it, write NONE after the colon.\n\n\
-Example: for the item\n7.\nQUOTE: Bread dough rises for an hour in a warm place. Knead it again \
-before baking.\nSTATEMENT: The dough needs about an hour to rise.\nthe line is:\n\
-7: \"Bread dough rises for an hour\"";
+pub const SYSTEM: &str = "You check a report against its sources. You get a QUOTE from a \
+source and a STATEMENT from the report. Answer YES if the QUOTE says what the STATEMENT says, \
+NO if it does not. Answer with one word.";
 
-/// Text as compared for copying: lower case, Markdown emphasis and backticks dropped, curly
+/// What each pair is asked, after its QUOTE and STATEMENT.
+pub const QUESTION: &str = "Does the QUOTE say what the STATEMENT says?";
+
+/// The worked examples, as earlier turns of the conversation: first a quote that shares the
+/// statement's words (an hour, knead, dough) without saying it — without it the model answered
+/// YES to four of the right pairs' wrong twins it now rejects, and NO to four right pairs
+/// (`pairyn` beside `pairshot` in the measurement) — then one that says it in other words.
+pub const EXAMPLES: [(&str, &str, &str); 2] = [
+    (
+        "Bread dough rises for an hour in a warm place. Knead it again before baking.",
+        "Knead the dough for an hour.",
+        "NO",
+    ),
+    (
+        "Bread dough rises for an hour in a warm place. Knead it again before baking.",
+        "The dough needs about an hour to rise.",
+        "YES",
+    ),
+];
+
+fn ask(quote: &str, statement: &str) -> String {
+    format!("QUOTE: {quote}\nSTATEMENT: {statement}\n{QUESTION}")
+}
+
+/// The messages of the call about one pair: the instructions, the examples, the pair.
+pub fn messages(pair: &Pair) -> Vec<Message> {
+    let mut messages = vec![Message::system(SYSTEM)];
+    for (quote, statement, answer) in EXAMPLES {
+        messages.push(Message::user(ask(quote, statement)));
+        messages.push(Message::assistant(answer));
+    }
+    messages.push(Message::user(ask(
+        &excerpt(&pair.statement, &pair.passage),
+        pair.statement.trim(),
+    )));
+    messages
+}
+
+/// Text as compared word for word: lower case, Markdown emphasis and backticks dropped, curly
 /// quotes straightened, whitespace collapsed.
 fn normalized(text: &str) -> String {
     let plain: String = text
@@ -109,9 +139,8 @@ fn normalized(text: &str) -> String {
 
 /// Whether `passage` holds `statement` word for word (its end punctuation aside, Markdown
 /// emphasis and spacing ignored), at least four words of it: such a pair is supported by
-/// construction, and the model is not asked (Qwen2.5-Coder-1.5B "contradicted" HTTPX's "You
-/// can modify the default redirection handling with the `follow_redirects` parameter" beside
-/// the passage that says it).
+/// construction, and the model is not asked (22 such pairs of the 70 read by hand, all
+/// supported).
 pub fn verbatim(statement: &str, passage: &str) -> bool {
     let s = normalized(statement);
     let s = s.trim_end_matches(['.', ':', ';', '!', ' ']);
@@ -172,36 +201,15 @@ pub fn excerpt(statement: &str, passage: &str) -> String {
     cut(&pieces[lo..=hi].join(" "))
 }
 
-/// The user message: the numbered pairs and what to answer.
-pub fn prompt(pairs: &[Pair]) -> (String, String) {
-    let mut user = String::new();
-    for (i, pair) in pairs.iter().enumerate() {
-        user.push_str(&format!(
-            "{}.\nQUOTE: {}\nSTATEMENT: {}\n\n",
-            i + 1,
-            excerpt(&pair.statement, &pair.passage),
-            pair.statement.trim()
-        ));
-    }
-    user.push_str(&format!(
-        "Answer with one line for each item, 1 to {}: its number, a colon and the copied words in double quotes, or NONE.",
-        pairs.len()
-    ));
-    (SYSTEM.to_owned(), user)
-}
-
-/// The judge's answer, parsed.
+/// The judge's answers, read.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Judged {
-    /// One per pair: `None` where the answer gave no (readable) verdict.
+    /// One per pair: `None` where no (readable) verdict came.
     pub verdicts: Vec<Option<CitationVerdict>>,
-    /// Item numbers the answer gave a verdict for that were not asked.
-    pub invented: Vec<u32>,
     /// Pairs supported without asking: the passage holds the statement word for word.
     pub verbatim: usize,
-    /// Pairs whose copied words the passage does not hold (no verdict: the model copied the
-    /// statement itself as often as it paraphrased a passage that says it).
-    pub not_in_passage: usize,
+    /// Why the check stopped before asking about every pair (a failed call, the time budget).
+    pub stopped: Option<String>,
 }
 
 impl Judged {
@@ -210,133 +218,19 @@ impl Judged {
     }
 }
 
-fn line_regex() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    // `1: "words"`, `2. NONE`, `**3** - "words"`, `Item 4: "words"`, `[5]: NONE`.
-    citations::regex(
-        &RE,
-        r"(?im)^[\s>*\-#]*(?:item|pair|statement)?\s*\[?\*{0,2}(\d{1,3})\*{0,2}\]?\s*[:.)\-–=]+[ \t]*(.*)$",
-    )
-}
-
-/// What one answer line says about its pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Copied {
-    /// The verdict the server gives the copied words.
-    Verdict(CitationVerdict),
-    /// Copied words the passage (as shown or whole) does not hold: the statement copied, or
-    /// the passage paraphrased — nothing the server can stand behind either way.
-    NotInPassage,
-    /// Nothing the server can check (a bare verdict word, an empty line).
-    Unreadable,
-}
-
-/// The server's verdict on the words the judge copied for `pair` (`rest`: the line after the
-/// item's number). NONE is unrelated; copied words must be in the passage (or its excerpt, as
-/// shown), and then the share of the statement's content words they hold decides, as the
-/// overlap check does: at least 0.6 supports, 0.3 partly, less unrelated (the model copied
-/// words about something else).
-pub fn copied_verdict(rest: &str, pair: &Pair) -> Copied {
-    let rest = rest.trim().trim_start_matches('*').trim();
-    let first_word: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect::<String>()
-        .to_lowercase();
-    if first_word == "none" {
-        return Copied::Verdict(CitationVerdict::Unrelated);
-    }
-    let span = match (rest.find(['"', '\u{201c}']), rest.rfind(['"', '\u{201d}'])) {
-        (Some(open), Some(close)) if close > open => {
-            let open = open + rest[open..].chars().next().map_or(1, char::len_utf8);
-            &rest[open..close]
-        }
-        _ => {
-            // Words without quotes: a verdict word can't be checked; other words are taken
-            // as the copy.
-            if CitationVerdict::parse(&first_word).is_some() && rest.split_whitespace().count() <= 3
-            {
-                return Copied::Unreadable;
-            }
-            rest
-        }
-    };
-    let copy = normalized(span);
-    let copy = copy.trim_matches(|c: char| c == '.' || c == ' ' || c == ',' || c == ':');
-    if copy.split_whitespace().count() < 2 {
-        return Copied::Unreadable;
-    }
-    let shown = normalized(&excerpt(&pair.statement, &pair.passage));
-    let shown = shown.trim_end_matches('…');
-    if !shown.contains(copy) && !normalized(&pair.passage).contains(copy) {
-        return Copied::NotInPassage;
-    }
-    let wanted = support::claim_stems(&pair.statement);
-    let have: std::collections::HashSet<String> = content_stems(span).into_iter().collect();
-    let (share, _) = support::overlap(&wanted, &have);
-    Copied::Verdict(if share >= support::SUPPORTED {
-        CitationVerdict::Supports
-    } else if share >= support::PARTLY {
-        CitationVerdict::Partly
-    } else {
-        CitationVerdict::Unrelated
-    })
-}
-
-/// The answer's lines: the item number and what follows it, in the answer's order.
-pub fn lines(answer: &str) -> Vec<(u32, String)> {
-    line_regex()
-        .captures_iter(answer)
-        .filter_map(|caps| {
-            let k = caps[1].parse::<u32>().ok()?;
-            Some((k, caps.get(2).map_or("", |m| m.as_str()).to_owned()))
-        })
-        .collect()
-}
-
-/// Parses the judge's answer about `pairs` (all the pairs of the report: the [`verbatim`]
-/// ones are supported without asking, the answer's items are the others, [`to_ask`], in
-/// order).
-pub fn parse(answer: &str, pairs: &[Pair]) -> Judged {
-    decide(pairs, &lines(answer))
-}
-
-/// [`parse`] of the answer's [`lines`].
-pub fn decide(pairs: &[Pair], lines: &[(u32, String)]) -> Judged {
-    let asked = to_ask(pairs);
+/// The verdicts for `pairs` (all the pairs of the report): the [`verbatim`] ones supported
+/// without asking, the others ([`to_ask`], in order) by their answers — `answers[k]` is the
+/// answer about the k-th pair asked; a pair past the end of `answers` was not asked (the check
+/// stopped, `stopped` says why).
+pub fn decide(pairs: &[Pair], answers: &[String], stopped: Option<String>) -> Judged {
     let mut judged = Judged {
-        verdicts: vec![None; pairs.len()],
-        ..Judged::default()
+        verdicts: vec![Some(CitationVerdict::Supports); pairs.len()],
+        verbatim: pairs.len(),
+        stopped,
     };
-    for i in 0..pairs.len() {
-        if !asked.contains(&i) {
-            judged.verdicts[i] = Some(CitationVerdict::Supports);
-            judged.verbatim += 1;
-        }
-    }
-    let mut answered = vec![false; asked.len()];
-    for (k, rest) in lines {
-        let k = *k;
-        match (k as usize).checked_sub(1).filter(|i| *i < asked.len()) {
-            Some(i) if !answered[i] => {
-                answered[i] = true;
-                let pair = &pairs[asked[i]];
-                judged.verdicts[asked[i]] = match copied_verdict(rest, pair) {
-                    Copied::Verdict(v) => Some(v),
-                    Copied::NotInPassage => {
-                        judged.not_in_passage += 1;
-                        None
-                    }
-                    Copied::Unreadable => None,
-                };
-            }
-            Some(_) => {}
-            None => {
-                if !judged.invented.contains(&k) {
-                    judged.invented.push(k);
-                }
-            }
-        }
+    for (k, i) in to_ask(pairs).into_iter().enumerate() {
+        judged.verbatim -= 1;
+        judged.verdicts[i] = answers.get(k).and_then(|a| verdict_of(a));
     }
     judged
 }
@@ -424,23 +318,14 @@ pub fn apply(
     let skipped = judged.skipped();
     if skipped > 0 {
         notes.push(format!(
-            "the model's check gave no verdict for {skipped} of {} citation{}; the overlap measure stands for those",
+            "the model's check gave no verdict for {skipped} of {} citation{}{}; the overlap measure stands for those",
             asked.len(),
-            plural(asked.len())
-        ));
-    }
-    if !judged.invented.is_empty() {
-        notes.push(format!(
-            "the model's check answered for {} item{} it was not asked about (ignored)",
-            judged.invented.len(),
-            plural(judged.invented.len())
-        ));
-    }
-    if judged.not_in_passage > 0 {
-        notes.push(format!(
-            "the model's check copied, for {} citation{}, words the passage does not hold (no verdict)",
-            judged.not_in_passage,
-            plural(judged.not_in_passage)
+            plural(asked.len()),
+            judged
+                .stopped
+                .as_ref()
+                .map(|why| format!(" ({why})"))
+                .unwrap_or_default()
         ));
     }
     let rejected: Vec<(String, u32)> = asked
@@ -532,135 +417,101 @@ mod tests {
                 "For example, GitHub redirects all HTTP requests to HTTPS.",
                 REDIRECTS,
             ),
-            pair(
-                "For example, GitHub redirects all HTTP requests to HTTPS.",
-                TRANSPORTS,
-            ),
+            pair("By default, HTTPX does not follow redirects.", COMPAT),
         ];
         assert_eq!(to_ask(&pairs), vec![1]);
-        let (_, user) = prompt(&[pairs[1].clone()]);
-        assert!(
-            user.starts_with("1.\nQUOTE: docs/advanced/transports.md"),
-            "{user}"
-        );
-        assert!(!user.contains("2.\nQUOTE"), "{user}");
+        // Nothing answered: the verbatim pair is supported, the other has no verdict.
+        let judged = decide(&pairs, &[], Some("the model failed".into()));
+        assert_eq!(judged.verdicts, vec![Some(CitationVerdict::Supports), None]);
+        assert_eq!((judged.verbatim, judged.skipped()), (1, 1));
     }
 
-    /// Items 2, 4 and 6 of the report on HTTPX's redirects: the model's answer to the check
-    /// (`scripts/bench/research-judge`, variant `copy`, 2026-11-27), the verbatim items aside.
+    /// The first report on HTTPX's redirects (`httpx/q03`): its six pairs, none verbatim, and
+    /// Qwen2.5-Coder-1.5B's answers to them, one call each (`scripts/bench/research-judge`,
+    /// variant `pairshot`, 2026-11-27). By hand: the transports passage does not say the
+    /// statement (pair 2); the rest support it or part of it.
     #[test]
-    fn the_server_decides_on_the_words_the_model_copied() {
+    fn each_pair_gets_the_verdict_of_its_own_answer() {
+        let default =
+            "The default behavior of HTTPX is to **not** follow redirects for all HTTP methods.";
+        let enabled =
+            "This can be explicitly enabled by setting the `follow_redirects` parameter to `True`.";
         let pairs = [
-            pair(
-                "By default, HTTPX will **not** follow redirects for all HTTP methods, although this can be explicitly enabled.",
-                REDIRECTS,
-            ),
-            pair(
-                "By default, HTTPX will **not** follow redirects for all HTTP methods, although this can be explicitly enabled.",
-                COMPAT,
-            ),
-            pair(
-                "For example, GitHub redirects all HTTP requests to HTTPS.",
-                TRANSPORTS,
-            ),
-            pair(
-                "This can be explicitly enabled by setting the `follow_redirects` parameter to `True`.",
-                COMPAT,
-            ),
+            pair(default, REDIRECTS),
+            pair(default, TRANSPORTS),
+            pair(enabled, REDIRECTS),
+            pair(enabled, COMPAT),
         ];
-        assert_eq!(to_ask(&pairs), vec![1, 2, 3]);
-        let answer = "1: \"Unlike `requests`, HTTPX does **not follow redirects by default**. You can still enable behaviour to automatically follow redirects, but you need to do so explicitly...\"\n2: \"For example, GitHub redirects all HTTP requests to HTTPS.\"\n3: NONE";
-        let judged = parse(answer, &pairs);
+        assert_eq!(to_ask(&pairs), vec![0, 1, 2, 3]);
+        let answers = ["YES", "NO", "YES", "YES"].map(String::from);
+        let judged = decide(&pairs, &answers, None);
         assert_eq!(
             judged.verdicts,
             vec![
-                // Verbatim: supported without asking.
                 Some(CitationVerdict::Supports),
-                // Copied from the passage, and holding most of the statement's words.
-                Some(CitationVerdict::Supports),
-                // The statement put in the passage's mouth: no verdict (the overlap stands).
-                None,
-                // NONE.
                 Some(CitationVerdict::Unrelated),
-            ]
-        );
-        assert_eq!((judged.verbatim, judged.not_in_passage), (1, 1));
-        // Copied words about something else in the passage are unrelated; a part of the
-        // statement is partly.
-        assert_eq!(
-            copied_verdict("\"GitHub redirects all HTTP requests to HTTPS\"", &pairs[0]),
-            Copied::Verdict(CitationVerdict::Unrelated)
-        );
-        assert_eq!(
-            copied_verdict(
-                "“The `history` property of the response can be used to inspect any followed redirects.”",
-                &pair(
-                    "The `history` property of a response lists the redirects that were followed, in the order in which they were made.",
-                    REDIRECTS
-                )
-            ),
-            Copied::Verdict(CitationVerdict::Partly)
-        );
-        // A verdict word can't be checked: no verdict.
-        assert_eq!(copied_verdict("SUPPORTS", &pairs[1]), Copied::Unreadable);
-    }
-
-    #[test]
-    fn a_skipped_pair_has_no_verdict_and_an_invented_one_is_counted() {
-        let pairs = [
-            pair(
-                "HTTPX does not follow redirects by default, unlike requests.",
-                COMPAT,
-            ),
-            pair(
-                "For example, GitHub redirects all HTTP requests to HTTPS.",
-                TRANSPORTS,
-            ),
-            pair("GitHub redirects all HTTP requests.", COMPAT),
-        ];
-        assert_eq!(to_ask(&pairs), vec![0, 1, 2]);
-        // The answer skips 2, answers 1 twice (the first counts), invents 4 and 7, and
-        // writes the number forms a small model writes.
-        let judged = parse(
-            "**1** - \"Unlike `requests`, HTTPX does **not follow redirects by default**\"\n[3]: NONE\nItem 4: NONE\n1: NONE\n7. \"x y\"\nAll done.",
-            &pairs,
-        );
-        assert_eq!(
-            judged.verdicts,
-            vec![
                 Some(CitationVerdict::Supports),
-                None,
-                Some(CitationVerdict::Unrelated)
+                Some(CitationVerdict::Supports),
             ]
         );
-        assert_eq!(judged.invented, vec![4, 7]);
-        assert_eq!(judged.skipped(), 1);
-        // Nothing readable.
-        assert_eq!(parse("1: MAYBE", &pairs[..1]).verdicts, vec![None]);
+        // Read leniently at the start, not beyond the first word.
+        for (answer, verdict) in [
+            ("YES", Some(CitationVerdict::Supports)),
+            ("**Yes.**", Some(CitationVerdict::Supports)),
+            (
+                "no, the quote is about transports",
+                Some(CitationVerdict::Unrelated),
+            ),
+            ("NO", Some(CitationVerdict::Unrelated)),
+            ("The QUOTE says so.", None),
+            ("Nope", None),
+            ("", None),
+        ] {
+            assert_eq!(verdict_of(answer), verdict, "{answer:?}");
+        }
+        // The check stopped after two answers: the pairs not asked keep no verdict.
+        let judged = decide(
+            &pairs,
+            &answers[..2],
+            Some("the time budget ran out".into()),
+        );
+        assert_eq!(judged.verdicts[2..], [None, None]);
+        assert_eq!(judged.skipped(), 2);
     }
 
     #[test]
-    fn the_prompt_numbers_the_pairs_and_quotes_the_nearest_sentences() {
+    fn each_call_has_the_instructions_the_examples_and_the_pair() {
         let passage = "# Timeouts\n\nHTTPX is careful to enforce timeouts everywhere by default. The default behavior is to raise a `TimeoutException` after 5 seconds of network inactivity.\n\n## Setting and disabling timeouts\n\nYou can set timeouts for an individual request:\n\n```python\nhttpx.get('http://example.com/api/v1/example', timeout=10.0)\n```";
-        let pairs = vec![
-            Pair {
-                statement: "HTTPX raises a TimeoutException after 5 seconds of network inactivity."
-                    .into(),
-                passage: passage.into(),
-            },
-            Pair {
-                statement: "A timeout can be set for one request.".into(),
-                passage: passage.into(),
-            },
-        ];
-        let (system, user) = prompt(&pairs);
-        assert!(system.contains("copied exactly"));
-        assert!(system.contains("NONE"));
-        assert!(user.starts_with("1.\nQUOTE: HTTPX is careful"), "{user}");
-        assert!(user.contains("STATEMENT: A timeout can be set for one request."));
-        assert!(user.ends_with(
-            "1 to 2: its number, a colon and the copied words in double quotes, or NONE."
+        let messages = messages(&pair(
+            "  HTTPX raises a TimeoutException after 5 seconds of network inactivity. ",
+            passage,
         ));
+        let text: Vec<(String, String)> = messages
+            .iter()
+            .map(|m| match m {
+                Message::System { content } => ("system".to_owned(), content.clone()),
+                Message::User { content } => ("user".to_owned(), content.clone()),
+                Message::Assistant { content, .. } => ("assistant".to_owned(), content.clone()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let roles: Vec<&str> = text.iter().map(|(r, _)| r.as_str()).collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "user", "assistant", "user"]
+        );
+        assert_eq!(text[0].1, SYSTEM);
+        assert_eq!(
+            text[1].1,
+            "QUOTE: Bread dough rises for an hour in a warm place. Knead it again before baking.\nSTATEMENT: Knead the dough for an hour.\nDoes the QUOTE say what the STATEMENT says?"
+        );
+        assert_eq!((text[2].1.as_str(), text[4].1.as_str()), ("NO", "YES"));
+        let last = &text[5].1;
+        assert!(last.starts_with("QUOTE: HTTPX is careful"), "{last}");
+        assert!(
+            last.ends_with("\nSTATEMENT: HTTPX raises a TimeoutException after 5 seconds of network inactivity.\nDoes the QUOTE say what the STATEMENT says?"),
+            "{last}"
+        );
         let long = "Unrelated words about nothing at all here. ".repeat(40)
             + "The pool keeps ten connections alive.";
         let e = excerpt("How many connections does the pool keep alive?", &long);

@@ -234,7 +234,7 @@ fn final_support(r: &ResearchRecord) -> String {
         None => "Supported citations: none to check (the synthesis cites no source).".to_owned(),
         Some(share) => {
             let how = if s.method == "model" {
-                "each judged by the model in one pass over all citations"
+                "each judged by the model"
             } else {
                 "by content-word overlap with the cited source"
             };

@@ -290,7 +290,7 @@ impl Research {
     }
 
     /// Validates the model's citations (the overlap check), has the judge give every kept
-    /// citation a verdict in one call (`verify`), removes the citations it rejects (the
+    /// citation a verdict, one call per pair (`verify`), removes the citations it rejects (the
     /// sentence re-cited, attributed or dropped), and decides: a synthesis with too little
     /// supported text is replaced by the extractive one, saying why; a part of the question
     /// the model left without a supported sentence gets quoted sentences, or is said to have
@@ -495,8 +495,8 @@ impl Research {
         }
     }
 
-    /// The judge's pass over a validated model answer: one call with every kept citation and
-    /// an alternate passage per sentence ([`judge::pairs_for`]), then the answer validated
+    /// The judge's pass over a validated model answer: a call per kept citation and per
+    /// alternate passage of a sentence ([`judge::pairs_for`]), then the answer validated
     /// again without the pairs it rejected ([`judge::apply`]). Returns the validated answer
     /// with each claim's verdicts, the notes and the tokens used.
     #[allow(clippy::too_many_arguments)]
