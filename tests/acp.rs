@@ -836,9 +836,10 @@ fn research_cites_sources_as_links_saves_the_session_and_a_new_agent_loads_it() 
         "progress streams as thoughts"
     );
     // One usage update per model answer, as develop and edit report theirs: the synthesis and
-    // the check of its citations (each scripted answer reports 700 in, 50 out); the totals run.
+    // the check of its two citations, one judge call per citation (each scripted answer
+    // reports 700 in, 50 out); the totals run.
     let usage = updates(&seen, "usage_update");
-    assert_eq!(usage.len(), 2, "{usage:#?}");
+    assert_eq!(usage.len(), 3, "{usage:#?}");
     for (i, update) in usage.iter().enumerate() {
         assert_eq!(update["used"], 750, "{update:#}");
         assert!(update["size"].as_u64().unwrap() > 0, "{update:#}");
