@@ -147,9 +147,12 @@ impl Run<'_> {
             out.edit = std::mem::take(&mut out.read_only);
         }
         let named_tests = out.read_only.len();
-        let found: Vec<String> = all
+        let tests: Vec<String> = all
             .into_iter()
             .filter(|f| is_source(f) && is_test_file(f))
+            .collect();
+        let found: Vec<String> = tests
+            .iter()
             .filter(|f| {
                 !out.edit.contains(f) && !out.create.contains(f) && !out.read_only.contains(f)
             })
@@ -158,6 +161,7 @@ impl Run<'_> {
                 stems.iter().any(|s| name.contains(s.as_str()))
             })
             .take(2usize.saturating_sub(named_tests))
+            .cloned()
             .collect();
         out.read_only.extend(found);
         // A test file named after another module that imports the one the step changes
@@ -171,10 +175,8 @@ impl Run<'_> {
                 .filter(|f| !is_test_file(f))
                 .cloned()
                 .collect();
-            let candidates: Vec<String> = self
-                .workspace_files()
+            let candidates: Vec<String> = tests
                 .into_iter()
-                .filter(|f| is_source(f) && is_test_file(f))
                 .filter(|f| !out.edit.contains(f) && !out.read_only.contains(f))
                 .collect();
             for f in candidates {

@@ -416,6 +416,7 @@ impl Run<'_> {
                 limit
             };
             // A whole-file answer is read until it is whole: not through a copy of the tests.
+            // Owned: `Enough` is a `'static` trait object, so the closure cannot borrow `turn`.
             let files = turn.files.clone();
             let whole = move |text: &str| files.answer_complete(text);
             let enough: &Enough = if rewrite && !self.writes.expects_content() {
