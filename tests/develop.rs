@@ -768,6 +768,11 @@ async fn real_small_model_fix_with_its_path_inside_a_bare_fence() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_fix_that_dropped_an_annotation_gets_it_put_back() {
+    scenario("rust_rewritten_line_put_back").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_small_model_rename_that_dropped_a_path_is_shown_what_it_dropped() {
     scenario("qwen_rename_dropped_path_shown").await;
 }

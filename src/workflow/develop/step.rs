@@ -37,7 +37,7 @@ use crate::workflow::model_loop::feedback::{self, CheckFeedback, Repeats, Stuck}
 use crate::workflow::model_loop::{Protocol, Schedule, broke_off, empty_session, failure_notes};
 use crate::workflow::write_session::WriteSessions;
 
-use super::checks::describe_failures;
+use super::checks::{CheckRun, describe_failures};
 use super::plan::Plan;
 use super::project::CheckKind;
 use super::rewrite::StepFiles;
@@ -589,6 +589,19 @@ impl Run<'_> {
                 runs.extend(self.run_checks(CheckKind::Lint).await?);
             }
             check_ok = runs.iter().all(|r| r.passed);
+            if !check_ok && let Some(put_back) = self.put_back_touched(turn, &runs).await? {
+                check_ok = true;
+                memory.notes.push(format!(
+                    "the check failed on {} line(s) the model rewrote that the step did not ask \
+                     to change; put back as they were, the check passes",
+                    put_back.len()
+                ));
+                written.push_str(&format!(
+                    "The check failed on lines your change rewrote; they were put back as they \
+                     were, and the check passes now:\n{}\n",
+                    put_back.join("\n")
+                ));
+            }
             if check_ok {
                 let missing = self.not_done_yet(turn);
                 if missing.is_empty() || asked_missing {
@@ -689,6 +702,68 @@ impl Run<'_> {
             }
         }
         crate::edit::text::clip(&out, 1200)
+    }
+
+    /// When the check fails on lines this step rewrote (`feedback::restore_touched`: small
+    /// rewrites of existing lines, such as a dropped type annotation), those lines as they were
+    /// when the step began, kept only when the check (and the lint) then passes and the step
+    /// still changes something; else the model's text stays, for the check's feedback. Returns
+    /// each line put back, as the model is told.
+    async fn put_back_touched(
+        &mut self,
+        turn: &Turn<'_>,
+        runs: &[CheckRun],
+    ) -> Result<Option<Vec<String>>, DevelopFailure> {
+        let failing: Vec<CheckRun> = runs.iter().filter(|r| !r.passed).cloned().collect();
+        let output = describe_failures(&failing);
+        let root = self.root();
+        let mut restored = Vec::new();
+        let mut said = Vec::new();
+        let mut still_changes = false;
+        for c in self.session().copy.changes() {
+            let rel = rel_of(&root, &c.path);
+            let before = turn.text_before(&c.path, c.original.as_deref());
+            let lines = feedback::lines_named(&output, &rel);
+            match feedback::restore_touched(&before, &c.text, &lines) {
+                Some((text, back)) => {
+                    still_changes |= text != before;
+                    said.extend(
+                        back.into_iter()
+                            .map(|(was, now)| format!("{rel}: `{was}` (your answer had `{now}`)")),
+                    );
+                    restored.push((c.path, c.text, text));
+                }
+                None => still_changes |= c.text != before,
+            }
+        }
+        if restored.is_empty() || !still_changes {
+            return Ok(None);
+        }
+        let set = |run: &mut Run, texts: Vec<(PathBuf, String, String)>| {
+            let s = run.session();
+            for (path, from, to) in texts {
+                s.copy.write(&path, &from, None, to.clone());
+                s.ledger.record_write(&path, &to);
+            }
+        };
+        let forth = restored
+            .iter()
+            .map(|(p, model, back)| (p.clone(), model.clone(), back.clone()));
+        set(self, forth.collect());
+        let reported = self.report.checks.clone();
+        let mut again = self.run_checks(CheckKind::Check).await?;
+        if again.iter().all(|r| r.passed) {
+            again.extend(self.run_checks(CheckKind::Lint).await?);
+        }
+        if again.iter().all(|r| r.passed) {
+            return Ok(Some(said));
+        }
+        let back = restored
+            .into_iter()
+            .map(|(p, model, back)| (p, back, model));
+        set(self, back.collect());
+        self.report.checks = reported;
+        Ok(None)
     }
 
     /// Tells the model `text` for its next answer: in the tools protocol a message after the

@@ -200,6 +200,53 @@ pub(crate) fn touched_lines(before: &str, after: &str, lines: &[usize]) -> Vec<(
     out
 }
 
+/// `after` with the small rewrites of existing lines (at most three lines each way) that the
+/// check points at (`lines`, 1-based in `after`) put back as they were in `before`, and each
+/// line put back (as it was, as the change had it). `None` when no such rewrite is named.
+///
+/// Small models tidy lines a step did not ask to touch (a type annotation dropped, a crate path
+/// shortened); when the check then fails on exactly those lines, the lines as they were are the
+/// likelier meaning. The caller keeps the result only when the check passes with it.
+pub(crate) fn restore_touched(
+    before: &str,
+    after: &str,
+    lines: &[usize],
+) -> Option<(String, Vec<(String, String)>)> {
+    use similar::{DiffOp, TextDiff};
+    let diff = TextDiff::from_lines(before, after);
+    let old: Vec<&str> = before.split_inclusive('\n').collect();
+    let new: Vec<&str> = after.split_inclusive('\n').collect();
+    let join = |ls: &[&str]| ls.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+    let mut text = String::with_capacity(after.len());
+    let mut put_back = Vec::new();
+    for op in diff.ops() {
+        let (new_index, new_len) = (op.new_range().start, op.new_range().len());
+        let hit = lines
+            .iter()
+            .any(|l| *l > new_index && *l <= new_index + new_len);
+        if let DiffOp::Replace {
+            old_index, old_len, ..
+        } = *op
+            && hit
+            && old_len <= 3
+            && new_len <= 3
+        {
+            let was = old.get(old_index..old_index + old_len).unwrap_or(&[]);
+            let now = new.get(new_index..new_index + new_len).unwrap_or(&[]);
+            text.extend(was.iter().copied());
+            put_back.push((join(was), join(now)));
+            continue;
+        }
+        text.extend(
+            new.get(new_index..new_index + new_len)
+                .unwrap_or(&[])
+                .iter()
+                .copied(),
+        );
+    }
+    (!put_back.is_empty()).then_some((text, put_back))
+}
+
 #[cfg(test)]
 mod located_tests {
     use super::*;
@@ -221,5 +268,32 @@ mod located_tests {
             )]
         );
         assert!(touched_lines(before, after, &[1]).is_empty());
+    }
+
+    #[test]
+    fn lines_the_check_points_at_are_put_back() {
+        // Qwen2.5-Coder-1.5B on the bench task rust-fix-test: the fix (`>`) came with the type
+        // annotation dropped two lines above it, and the check failed on that line.
+        let before = "fn f() {\n    let mut best: Option<&str> = None;\n    for w in x {\n        \
+                      if best.map_or(true, |b| w.len() < b.len()) {\n    }\n}";
+        let after = "fn f() {\n    let mut best = None;\n    for w in x {\n        \
+                     if best.is_none() || w.len() > best.unwrap().len() {\n    }\n}";
+        let (text, put_back) = restore_touched(before, after, &[2]).unwrap();
+        assert_eq!(
+            text,
+            "fn f() {\n    let mut best: Option<&str> = None;\n    for w in x {\n        \
+             if best.is_none() || w.len() > best.unwrap().len() {\n    }\n}"
+        );
+        assert_eq!(
+            put_back,
+            [(
+                "let mut best: Option<&str> = None;".to_owned(),
+                "let mut best = None;".to_owned()
+            )]
+        );
+        // A line the change added, an unchanged line, or a large rewrite is not put back.
+        assert!(restore_touched("a\nb\n", "a\nnew\nb\n", &[2]).is_none());
+        assert!(restore_touched(before, after, &[3]).is_none());
+        assert!(restore_touched("a\nb\nc\nd\ne\n", "1\n2\n3\n4\ne\n", &[1]).is_none());
     }
 }
