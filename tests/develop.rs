@@ -768,6 +768,11 @@ async fn real_small_model_fix_with_its_path_inside_a_bare_fence() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_source_file_beside_its_tests_needs_no_plan() {
+    scenario("one_source_file_beside_its_tests").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_small_model_fix_that_dropped_an_annotation_gets_it_put_back() {
     scenario("rust_rewritten_line_put_back").await;
 }
