@@ -175,11 +175,12 @@ impl Run<'_> {
                 .filter(|f| !is_test_file(f))
                 .cloned()
                 .collect();
-            let candidates: Vec<String> = tests
+            let mut candidates: Vec<String> = tests
                 .into_iter()
                 .filter(|f| !out.edit.contains(f) && !out.read_only.contains(f))
                 .collect();
-            for f in candidates {
+            nearest_first(&mut candidates, &targets);
+            for f in candidates.into_iter().take(IMPORT_SCAN_FILES) {
                 if out.read_only.len() >= 2 {
                     break;
                 }
@@ -963,6 +964,33 @@ fn fenced(rel: &str, text: &str, note: &str) -> String {
 /// cli`, `from .cli import x`; JavaScript and TypeScript `from '../src/cli'`,
 /// `require("./cli.js")`. Generic names (`lib`, `index`, `main`) never match: every test
 /// imports those.
+/// Test files read in search of one that imports a step's module: a bound on a step's start in
+/// a workspace with thousands of tests (the nearest to the module are read first).
+const IMPORT_SCAN_FILES: usize = 200;
+
+/// Orders `files` by how many leading directories they share with the nearest of `targets`,
+/// most first (the order among equals kept): `pkg/tests/test_a.py` before `other/test_b.py`
+/// for `pkg/a.py`.
+fn nearest_first(files: &mut [String], targets: &[String]) {
+    let dirs = |p: &str| -> Vec<String> {
+        let mut parts: Vec<String> = p.split('/').map(str::to_owned).collect();
+        parts.pop();
+        parts
+    };
+    let shared = |f: &str| -> usize {
+        let fd = dirs(f);
+        targets
+            .iter()
+            .map(|t| {
+                let td = dirs(t);
+                fd.iter().zip(&td).take_while(|(a, b)| a == b).count()
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    files.sort_by_cached_key(|f| std::cmp::Reverse(shared(f)));
+}
+
 fn imports_module(text: &str, target: &str) -> bool {
     let name = stem(target);
     if name.len() < 3 || GENERIC_STEMS.contains(&name) {
@@ -1317,6 +1345,18 @@ mod tests {
             "import x from './index';\n",
             "src/index.ts"
         ));
+    }
+
+    #[test]
+    fn tests_nearest_the_module_are_read_first() {
+        let mut files: Vec<String> = ["other/test_b.py", "test_top.py", "pkg/tests/test_a.py"]
+            .map(str::to_owned)
+            .to_vec();
+        nearest_first(&mut files, &["pkg/core.py".to_owned()]);
+        assert_eq!(
+            files,
+            ["pkg/tests/test_a.py", "other/test_b.py", "test_top.py"]
+        );
     }
 
     #[test]
