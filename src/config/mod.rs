@@ -516,6 +516,17 @@ impl Config {
 
     /// Settings for `model` served by `provider` (`[models."provider/model"]` wins over
     /// `[models."model"]`).
+    /// Whether `model` (`provider/model`) is served by its vendor's own API (OpenAI, Anthropic,
+    /// Gemini at their default base URLs): hosted models call tools well, so `auto` starts an
+    /// edit in the tools protocol for them (`docs/editing.md`). A server on this machine or the
+    /// network, even one speaking a vendor's protocol, is not.
+    pub fn vendor_hosted(&self, model: &str) -> bool {
+        let provider = model.split_once('/').map_or("", |(p, _)| p);
+        self.providers
+            .get(provider)
+            .is_some_and(|p| p.base_url() == p.kind.default_base_url().trim_end_matches('/'))
+    }
+
     pub fn model_settings(&self, provider: &str, model: &str) -> ModelSettings {
         let full = self.models.get(&format!("{provider}/{model}"));
         let bare = self.models.get(model);

@@ -470,3 +470,33 @@ fn suggestions_only_for_near_misses() {
     assert_eq!(did_you_mean("colour", keys.into_iter()), None);
     assert_eq!(did_you_mean("escalate", keys.into_iter()), None);
 }
+
+#[test]
+fn only_a_vendors_own_api_is_hosted() {
+    let (config, problems) = Config::from_toml_str(
+        r#"
+[providers.local]
+kind = "openai"
+base_url = "http://127.0.0.1:11434/v1/"
+
+[providers.lan]
+kind = "openai"
+base_url = "http://192.168.1.20:8080/v1"
+
+[providers.openai]
+kind = "openai"
+
+[providers.claude]
+kind = "anthropic"
+base_url = "https://api.anthropic.com/"
+"#,
+        file("a.toml"),
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(config.vendor_hosted("openai/gpt-5"));
+    assert!(config.vendor_hosted("claude/claude-sonnet-4-5"));
+    assert!(!config.vendor_hosted("local/qwen2.5-coder:7b"));
+    assert!(!config.vendor_hosted("lan/qwen2.5-coder:7b"));
+    assert!(!config.vendor_hosted("nowhere/x"));
+    assert!(!config.vendor_hosted("gpt-5"));
+}

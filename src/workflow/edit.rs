@@ -538,6 +538,7 @@ impl<'a> Run<'a> {
                 format: EditFormat::Auto,
                 fits: false,
                 creating: false,
+                hosted: false,
                 primary_attempts: 1,
             },
             matched: Vec::new(),
@@ -574,6 +575,7 @@ impl<'a> Run<'a> {
             format: self.edit_format(coder.name()),
             fits: rewrite_fits,
             creating: !self.creates.is_empty(),
+            hosted: self.ctx.config.vendor_hosted(coder.name()),
             primary_attempts: 1,
         };
         match driver::drive(&mut self, coder, escalation).await? {

@@ -137,6 +137,7 @@ impl Policy for Step<'_, '_> {
             format,
             fits,
             creating: false,
+            hosted: self.run.ctx.config.vendor_hosted(model.name()),
             primary_attempts: 2,
         }
     }

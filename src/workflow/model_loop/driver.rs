@@ -288,6 +288,7 @@ mod tests {
                 format: EditFormat::Rewrite,
                 fits: true,
                 creating: false,
+                hosted: false,
                 primary_attempts: 1,
             },
         };
@@ -322,6 +323,7 @@ mod tests {
                 format: EditFormat::Auto,
                 fits: true,
                 creating: false,
+                hosted: false,
                 primary_attempts: 1,
             },
         };

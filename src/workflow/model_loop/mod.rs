@@ -68,6 +68,9 @@ pub(crate) struct Schedule {
     pub fits: bool,
     /// The run creates a file: `auto` takes the tools protocol (a write session streams it).
     pub creating: bool,
+    /// The model is served by its vendor (`Config::vendor_hosted`): `auto` starts in the tools
+    /// protocol, which hosted models use well, and falls back to rewrite.
+    pub hosted: bool,
     /// Attempts asked in the primary protocol before `auto` falls back to the other: 1 for an
     /// edit; 2 for a develop step, whose second rewrite (told why the first failed, sampled
     /// when it repeats) solved tasks the tools fallback never did with a 1.5B model (the
@@ -80,7 +83,7 @@ impl Schedule {
     pub fn primary(&self) -> Protocol {
         match self.format {
             EditFormat::Tools => Protocol::Tools,
-            EditFormat::Auto if self.creating => Protocol::Tools,
+            EditFormat::Auto if self.creating || self.hosted => Protocol::Tools,
             _ if self.fits => Protocol::Rewrite,
             _ => Protocol::Tools,
         }
@@ -259,9 +262,16 @@ mod tests {
             format: EditFormat::Auto,
             fits: true,
             creating: false,
+            hosted: false,
             primary_attempts: 1,
         };
         assert_eq!(protocols(edit), [R, T, R, T, R]);
+        // A hosted model starts with tools and falls back to rewrite.
+        let hosted = Schedule {
+            hosted: true,
+            ..edit
+        };
+        assert_eq!(protocols(hosted), [T, R, T, R, T]);
         let step = Schedule {
             primary_attempts: 2,
             ..edit
