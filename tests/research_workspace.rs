@@ -1096,3 +1096,52 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
     // the verdict words 40 of 49 held, the rest lost to citations rejected by position.
     assert!(kept * 10 >= total * 8, "kept {kept} of {total}");
 }
+
+/// A sentence that points back at the sentence before it ("This property contains a list of
+/// …") is dropped with that sentence: Qwen2.5-Coder-1.5B's answer to "how can I see the
+/// redirect history of a response" over HTTPX's docs (closing measurement, b3efe29) named the
+/// `history` property in a sentence no passage holds closely enough, and the server kept the
+/// next one, "This property contains a list of any redirect responses …", after a sentence
+/// about `follow_redirects` — so the report said `follow_redirects` holds the history.
+#[test]
+fn a_sentence_pointing_back_at_a_dropped_sentence_is_dropped_with_it() {
+    use patchwise::research::{parts, synthesis};
+    let dir = support::fixture("model/qwen2.5-coder-1.5b/research/httpx");
+    let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap();
+    let answer = answer_text(&read("run5-q03.http"));
+    assert!(answer.contains(
+        "you can access the `history` property of the response object. This property contains"
+    ));
+    let request: Value = serde_json::from_str(&read("run5-q03.request.json")).unwrap();
+    let prompt = request["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap();
+    let shown = passages_of(prompt);
+    let v = synthesis::validate_citations(&answer, &shown);
+    assert!(!v.text.contains("This property"), "{}", v.text);
+    assert!(
+        v.claims
+            .iter()
+            .all(|c| !c.text.starts_with("This property")),
+        "{:?}",
+        v.claims
+    );
+    // What stays is the model's answer to the first part; the second has no supported sentence
+    // of the model's, so it is not counted as answered.
+    let question = prompt
+        .lines()
+        .next()
+        .unwrap()
+        .strip_prefix("Question: ")
+        .unwrap();
+    let question_parts = parts::parts_of(question);
+    assert_eq!(question_parts.len(), 2);
+    assert!(
+        v.claims
+            .iter()
+            .all(|c| !parts::answers(&c.text, &question_parts).contains(&1)),
+        "{:?}",
+        v.claims
+    );
+    assert_eq!((v.cited, v.attributed), (0, 2), "{}", v.text);
+}
