@@ -473,6 +473,15 @@ pub fn validate_judged(
                 },
             }
         };
+        // A sentence that points back ("This property contains a list of …") at the sentence
+        // before it in its paragraph says nothing a reader can place once that sentence is
+        // dropped: "this" would then name whatever the kept sentence before it named.
+        let dangling = support::refers_back(clean) && antecedent_dropped(&items, i);
+        let outcome = match outcome {
+            Outcome::Cited(..) if dangling => Outcome::Unsupported,
+            Outcome::Attributed(_) if dangling => Outcome::Dropped,
+            outcome => outcome,
+        };
         let kept = matches!(
             outcome,
             Outcome::Cited(..) | Outcome::Attributed(_) | Outcome::Connective
@@ -573,6 +582,16 @@ pub fn validate_judged(
     v.notes = notes_of(&v, &removed, n_sources);
     v.text = tidy(&text).trim().to_owned();
     v
+}
+
+/// Whether the sentence before `items[i]` in its paragraph was dropped (no passage holds it).
+fn antecedent_dropped(items: &[Item], i: usize) -> bool {
+    i > 0
+        && items[i - 1].block == items[i].block
+        && matches!(
+            items[i - 1].outcome,
+            Outcome::Dropped | Outcome::Unsupported
+        )
 }
 
 /// The markers an uncited sentence may take its citation from: those of the next sentence with
