@@ -773,6 +773,11 @@ async fn one_source_file_beside_its_tests_needs_no_plan() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_stub_rewritten_without_its_skeleton_comments() {
+    scenario("rewrite_skeleton_replaced_whole").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_small_model_fix_that_dropped_an_annotation_gets_it_put_back() {
     scenario("rust_rewritten_line_put_back").await;
 }

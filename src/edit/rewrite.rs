@@ -318,7 +318,12 @@ fn check_lines_up(
     // A whole file may grow without limit (a stub implemented); a region may not.
     let superset = whole.is_none() && b.len() > 3 * t.len() + 10;
     let fragment = t.len() >= 3 && b.len() * 2 < t.len() && kept * 2 < t.len();
-    let lines_up = (kept * 2 >= t.len() || edges || t.len() <= 2) && !fragment && !superset;
+    // A whole file answered with at least as many lines is not a part of it: a stub whose
+    // skeleton comments the implementation drops (the 1.5B model's answers to js-roman, refused
+    // three times as "a part of the file" before this) is rewritten, not cut.
+    let replaced = whole.is_some() && b.len() >= t.len();
+    let lines_up =
+        (kept * 2 >= t.len() || edges || t.len() <= 2 || replaced) && !fragment && !superset;
     if lines_up {
         return Ok(());
     }
@@ -415,6 +420,13 @@ mod tests {
         assert!(a.text.ends_with("    return out\r\n"), "{:?}", a.text);
         // The first lines are the file's own bytes: one replacement, after them.
         assert_eq!(a.located[0].replacements.len(), 1, "{:?}", a.located);
+        let skeleton = "//\n// This is only a SKELETON file for the 'Roman Numerals' exercise.\n//\n\n\
+                        export const toRoman = () => {\n  throw new Error('Remove this');\n};\n";
+        let implemented = "const NUMERALS = [[1000, 'M'], [900, 'CM'], [5, 'V'], [4, 'IV'], [1, 'I']];\n\n\
+                           export function toRoman(n) {\n  let out = '';\n  for (const [v, s] of NUMERALS) {\n\
+                           \x20   while (n >= v) {\n      out += s;\n      n -= v;\n    }\n  }\n  return out;\n}\n";
+        let a = rewrite_whole(skeleton, "roman-numerals.js", implemented).unwrap();
+        assert_eq!(a.text, implemented);
         let long: String = (0..40).map(|i| format!("x{i} = {i}\n")).collect();
         let r = rewrite_whole(&long, "big.py", "def only_new():\n    return 1\n").unwrap_err();
         assert_eq!(r.kind, RefusalKind::Misaligned, "{}", r.message);
