@@ -1091,8 +1091,8 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
     // under. Four live runs are recorded: `qNN` (the rules of 3296701), `run2-qNN` (5b2cafc)
     // and `run3-PROMPT-qNN`, five questions asked with the shipped prompt (`base`; one synthesis
     // was cut by the time budget and not recorded) and two alternatives (docs/research.md,
-    // "Prompt alternatives"), and `run5-qNN`, the closing measurement of issue 23 (b3efe29, the
-    // shipped defaults; its per-pair judge calls are in judge-pairs.jsonl): 14 of 15 kept live,
+    // "Prompt alternatives"), and `run5-qNN`, the closing measurement (docs/research.md,
+    // "Measured: two corpora patchwise did not write"; b3efe29, the shipped defaults; its per-pair judge calls are in judge-pairs.jsonl): 14 of 15 kept live,
     // 13 now that a sentence pointing back at a dropped one is dropped with it (httpx q03, as in
     // `qNN` and `run2-qNN`, which makes 47 of 49 for the earlier runs). Those runs' checks
     // answered a verdict word per pair (by position, not by the pair), which the server no
