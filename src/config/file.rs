@@ -130,7 +130,7 @@ pub struct ModelTable {
     /// Tokens reserved for the answer when a request sets none.
     #[schemars(range(min = 1))]
     pub max_output_tokens: Option<u32>,
-    /// How edits are asked of this model (default: auto).
+    /// How edits are asked of this model (default: auto — rewrite first for a local or self-hosted server, tools first for a vendor's own API; a failed attempt tries the other).
     pub edit_format: Option<EditFormat>,
 }
 
