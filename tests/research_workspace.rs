@@ -967,12 +967,7 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
             let prompt = request["messages"].as_array().unwrap().last().unwrap()["content"]
                 .as_str()
                 .unwrap();
-            let question = prompt
-                .lines()
-                .next()
-                .unwrap()
-                .strip_prefix("Question: ")
-                .unwrap();
+            let question = question_of(prompt);
             let shown = passages_of(prompt);
             total += 1;
             let run = match name.rsplit_once("-q") {
@@ -1132,12 +1127,7 @@ fn a_sentence_pointing_back_at_a_dropped_sentence_is_dropped_with_it() {
     );
     // What stays is the model's answer to the first part; the second has no supported sentence
     // of the model's, so it is not counted as answered.
-    let question = prompt
-        .lines()
-        .next()
-        .unwrap()
-        .strip_prefix("Question: ")
-        .unwrap();
+    let question = question_of(prompt);
     let question_parts = parts::parts_of(question);
     assert_eq!(question_parts.len(), 2);
     assert!(
@@ -1148,4 +1138,13 @@ fn a_sentence_pointing_back_at_a_dropped_sentence_is_dropped_with_it() {
         v.claims
     );
     assert_eq!((v.cited, v.attributed), (0, 2), "{}", v.text);
+}
+
+/// The question of a recorded synthesis request: its prompt's first line, `Question: …`.
+fn question_of(prompt: &str) -> &str {
+    prompt
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("Question: "))
+        .expect("a synthesis prompt starts with `Question: `")
 }

@@ -740,17 +740,20 @@ impl Run<'_> {
         if restored.is_empty() || !still_changes {
             return Ok(None);
         }
-        let set = |run: &mut Run, texts: Vec<(PathBuf, String, String)>| {
+        // Each file set to its put-back text (`back`) or, undone, to the model's again.
+        let set = |run: &mut Run, back: bool| {
             let s = run.session();
-            for (path, from, to) in texts {
-                s.copy.write(&path, &from, None, to.clone());
-                s.ledger.record_write(&path, &to);
+            for (path, model, put_back) in &restored {
+                let (from, to) = if back {
+                    (model, put_back)
+                } else {
+                    (put_back, model)
+                };
+                s.copy.write(path, from, None, to.clone());
+                s.ledger.record_write(path, to);
             }
         };
-        let forth = restored
-            .iter()
-            .map(|(p, model, back)| (p.clone(), model.clone(), back.clone()));
-        set(self, forth.collect());
+        set(self, true);
         let reported = self.report.checks.clone();
         let mut again = self.run_checks(CheckKind::Check).await?;
         if again.iter().all(|r| r.passed) {
@@ -759,10 +762,7 @@ impl Run<'_> {
         if again.iter().all(|r| r.passed) {
             return Ok(Some(said));
         }
-        let back = restored
-            .into_iter()
-            .map(|(p, model, back)| (p, back, model));
-        set(self, back.collect());
+        set(self, false);
         self.report.checks = reported;
         Ok(None)
     }
