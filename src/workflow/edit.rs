@@ -24,7 +24,7 @@
 
 pub(crate) mod prompt;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -39,19 +39,19 @@ use crate::edit::RefusalKind;
 use crate::edit::text::fenced_blocks;
 use crate::model::budget::{Budget, UNKNOWN_WINDOW, count_request};
 use crate::model::{
-    ChatModel, ChatOptions, ChatRequest, ChatResponse, Message, ModelError, ModelRouter, ToolCall,
-    ToolChoice, ToolSpec,
+    ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelRouter, ToolCall, ToolChoice,
+    ToolSpec,
 };
 use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
 use crate::tokens::{count_tokens, truncate_to_tokens};
 use crate::tools::{
     self, CODING_AGENT, FileSystem, RealFs, Session, Snapshot, Status, ToolError, ToolOptions,
-    ToolOutcome, WholeMode,
+    WholeMode,
 };
 
 use super::model_loop::answer::{self, Reading};
-use super::model_loop::driver::{self, At, Driven, Ended, NoAnswer, Policy};
-use super::model_loop::resample::{Resample, answer_key};
+use super::model_loop::driver::{self, Answer, Asking, At, Driven, Ended, Next, NoAnswer, Policy};
+use super::model_loop::resample::Resample;
 use super::model_loop::target::{self, EditTarget};
 use super::model_loop::{self, Interrupted, Protocol, REWRITE_MAX_LINES, Schedule};
 use super::proposal::{Proposal, ProposalFile};
@@ -400,22 +400,11 @@ struct Run<'a> {
     schedule: Schedule,
     /// How the edits were placed (the matching passes), for the proposal.
     matched: Vec<String>,
+    /// Files changed by the answers of the attempt asked now.
+    edits: usize,
     /// A request asked again is sampled (`model_loop::resample`).
     resample: Resample,
 }
-
-/// How one model answer went.
-enum Round {
-    /// Tool calls ran, no edit was refused; ask again.
-    Continue,
-    /// The model is done (no more calls, at least one edit made).
-    Done,
-    /// The attempt failed with this message for the model (and the user).
-    Failed { reason: String, refused: bool },
-}
-
-/// How an attempt ended: `None` done, or why it failed and whether that was a refusal.
-type AttemptEnd = Option<(String, bool)>;
 
 /// The edit's policy over the shared driver (`model_loop::driver`): a failed attempt in the
 /// same protocol goes on in the same conversation (the refusal, and the current text in the
@@ -433,6 +422,7 @@ impl Policy for Run<'_> {
     }
 
     fn starting(&mut self, at: &At) {
+        self.edits = 0;
         if at.attempt > 1 {
             self.report(
                 RunPhase::Attempt {
@@ -470,28 +460,114 @@ impl Policy for Run<'_> {
         self.feedback(at.protocol, at.attempt, at.max, reason, messages)
     }
 
-    async fn attempt(
+    fn rounds(&self, at: &At) -> usize {
+        match at.protocol {
+            // One answer: the target's new text (or, from a model that still calls a tool, its
+            // calls).
+            Protocol::Rewrite => 1,
+            Protocol::Tools => self.ctx.options.max_rounds,
+        }
+    }
+
+    async fn ask(
         &mut self,
         at: &At,
+        round: usize,
         messages: &mut Vec<Message>,
-    ) -> Result<Ended, EditFailure> {
-        let mut matched = std::mem::take(&mut self.matched);
-        let model = at.model.as_ref();
-        let end = match at.protocol {
-            Protocol::Rewrite => {
-                self.rewrite_attempt(model, messages, &mut matched, at.attempt, at.max)
-                    .await
-            }
-            Protocol::Tools => {
-                self.tools_attempt(model, messages, &mut matched, at.attempt, at.max)
-                    .await
-            }
-        };
-        self.matched = matched;
-        Ok(match end? {
-            None => Ended::Done,
-            Some((reason, refused)) => Ended::Failed { reason, refused },
+    ) -> Result<Result<ChatResponse, String>, EditFailure> {
+        let percent = 10 + ((at.attempt - 1) * 80 + (round - 1).min(8) * 8) / at.max;
+        self.report(
+            RunPhase::Attempt {
+                attempt: at.attempt,
+            },
+            format!("asking {}", at.model.name()),
+            percent as u32,
+        );
+        self.ask_model(
+            at.model.as_ref(),
+            messages,
+            at.protocol,
+            at.attempt < at.max,
+        )
+        .await
+    }
+
+    fn hands(&mut self) -> (&mut Option<Session>, &mut WriteSessions) {
+        (&mut self.session, &mut self.writes)
+    }
+
+    fn cancel(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    fn calls_in(&self, _at: &At, response: &ChatResponse) -> Vec<ToolCall> {
+        if !response.tool_calls.is_empty() {
+            return response.tool_calls.clone();
+        }
+        self.calls_in_text(&response.text)
+    }
+
+    fn as_meant(&mut self, calls: Vec<ToolCall>) -> (Vec<ToolCall>, HashMap<String, String>) {
+        (self.prepare_calls(calls), HashMap::new())
+    }
+
+    fn interrupted(&self, why: Interrupted) -> EditFailure {
+        match why {
+            Interrupted::Cancelled => EditFailure::Cancelled,
+            Interrupted::Failed(why) => EditFailure::Target(why),
+        }
+    }
+
+    async fn judge(
+        &mut self,
+        at: &At,
+        answer: Answer,
+        response: &ChatResponse,
+        messages: &mut Vec<Message>,
+    ) -> Result<Next, EditFailure> {
+        if at.protocol == Protocol::Tools {
+            return self.handle(answer, response, messages).await;
+        }
+        // The rewrite protocol's one answer: its code block is the target's new text; a model
+        // may still answer with an edit call (native, or JSON in the text).
+        if let Answer::Text = answer {
+            return Ok(match self.apply_block(&response.text, true) {
+                Ok(by) => {
+                    self.matched_once(by);
+                    Next::Done
+                }
+                Err(why) => {
+                    let (reason, refused) = self.no_block_reason(why, response);
+                    Next::Failed { reason, refused }
+                }
+            });
+        }
+        Ok(match self.handle(answer, response, messages).await? {
+            failed @ Next::Failed { .. } => failed,
+            _ if self.edits > 0 => Next::Done,
+            _ => Next::Failed {
+                reason: format!(
+                    "the answer made no edit; reply with the complete rewritten {} in one code \
+                     block",
+                    self.target_label()
+                ),
+                refused: false,
+            },
         })
+    }
+
+    fn out_of_rounds(&mut self, _at: &At) -> Ended {
+        if self.edits > 0 {
+            Ended::Done
+        } else {
+            Ended::Failed {
+                reason: format!(
+                    "the model used {} answers without making an edit",
+                    self.ctx.options.max_rounds
+                ),
+                refused: false,
+            }
+        }
     }
 }
 
@@ -542,6 +618,7 @@ impl<'a> Run<'a> {
                 primary_attempts: 1,
             },
             matched: Vec::new(),
+            edits: 0,
             resample: Resample::default(),
         })
     }
@@ -641,116 +718,10 @@ impl<'a> Run<'a> {
         }
     }
 
-    // -- attempts -----------------------------------------------------------------------------
-
-    /// One rewrite attempt: one answer, whose code block replaces the target.
-    async fn rewrite_attempt(
-        &mut self,
-        model: &dyn ChatModel,
-        messages: &mut Vec<Message>,
-        matched: &mut Vec<String>,
-        attempt: usize,
-        max: usize,
-    ) -> Result<AttemptEnd, EditFailure> {
-        self.report(
-            RunPhase::Attempt { attempt },
-            format!("asking {}", model.name()),
-            (10 + (attempt - 1) * 80 / max) as u32,
-        );
-        let response = match self
-            .ask(model, messages, Protocol::Rewrite, attempt < max)
-            .await?
-        {
-            Ok(r) => r,
-            Err(reason) => return Ok(Some((reason, false))),
-        };
-        // A model may still answer with an edit call (native, or JSON in the text).
-        if !response.tool_calls.is_empty() || !self.calls_in_text(&response.text).is_empty() {
-            let mut edits = 0;
-            return Ok(
-                match self
-                    .handle(&response, messages, &mut edits, matched)
-                    .await?
-                {
-                    Round::Failed { reason, refused } => Some((reason, refused)),
-                    _ if edits > 0 => None,
-                    _ => Some((
-                        format!(
-                            "the answer made no edit; reply with the complete rewritten {} in \
-                             one code block",
-                            self.target_label()
-                        ),
-                        false,
-                    )),
-                },
-            );
-        }
-        messages.push(Message::assistant(response.text.clone()));
-        match self.apply_block(&response.text, true) {
-            Ok(by) => {
-                if !matched.contains(&by) {
-                    matched.push(by);
-                }
-                Ok(None)
-            }
-            Err(why) => Ok(Some(self.no_block_reason(why, &response))),
-        }
-    }
-
-    /// One tools attempt: rounds of tool calls until the model is done or an edit is refused.
-    async fn tools_attempt(
-        &mut self,
-        model: &dyn ChatModel,
-        messages: &mut Vec<Message>,
-        matched: &mut Vec<String>,
-        attempt: usize,
-        max: usize,
-    ) -> Result<AttemptEnd, EditFailure> {
-        let mut rounds = 0;
-        let mut edits = 0usize;
-        loop {
-            rounds += 1;
-            if rounds > self.ctx.options.max_rounds {
-                return Ok(if edits > 0 {
-                    None
-                } else {
-                    Some((
-                        format!(
-                            "the model used {} answers without making an edit",
-                            self.ctx.options.max_rounds
-                        ),
-                        false,
-                    ))
-                });
-            }
-            let percent = 10 + ((attempt - 1) * 80 + (rounds - 1).min(8) * 8) / max;
-            self.report(
-                RunPhase::Attempt { attempt },
-                format!("asking {}", model.name()),
-                percent as u32,
-            );
-            let response = match self
-                .ask(model, messages, Protocol::Tools, attempt < max)
-                .await?
-            {
-                Ok(r) => r,
-                Err(reason) => return Ok(Some((reason, false))),
-            };
-            match self
-                .handle(&response, messages, &mut edits, matched)
-                .await?
-            {
-                Round::Continue => continue,
-                Round::Done => return Ok(None),
-                Round::Failed { reason, refused } => return Ok(Some((reason, refused))),
-            }
-        }
-    }
-
     /// Sends one request (fitted to the model's window by the driver: older turns first, then
     /// the region a tools prompt shows shrinks); `Ok(Err(reason))` when the answer broke off
     /// and another attempt may still come (a shared server interrupting it, a cut stream).
-    async fn ask(
+    async fn ask_model(
         &mut self,
         model: &dyn ChatModel,
         messages: &mut [Message],
@@ -760,7 +731,7 @@ impl<'a> Run<'a> {
         if self.cancel.is_cancelled() {
             return Err(EditFailure::Cancelled);
         }
-        let tool_choice = if self.writes.expects_content() {
+        let choice = if self.writes.expects_content() {
             // A write session's content comes as plain text.
             ToolChoice::None
         } else if protocol == Protocol::Tools && std::mem::take(&mut self.force_edit) {
@@ -774,27 +745,24 @@ impl<'a> Run<'a> {
         } else {
             self.answer_reserve(protocol)
         };
-        let request = ChatRequest {
-            messages: messages.to_vec(),
+        let asking = Asking {
             tools: if protocol == Protocol::Tools {
                 self.tools()
             } else {
                 Vec::new()
             },
-            options: ChatOptions {
-                temperature: self.resample.temperature(
-                    model.name(),
-                    messages,
-                    self.ctx.options.temperature,
-                ),
-                max_tokens: Some(self.ctx.options.max_tokens.unwrap_or(reserve as u32)),
-                tool_choice,
-                ..ChatOptions::default()
-            },
+            choice,
+            max_tokens: Some(self.ctx.options.max_tokens.unwrap_or(reserve as u32)),
+            temperature: self.ctx.options.temperature,
+            deadline: None,
+            observe: &|_| {},
+            enough: &|_| None,
         };
         // A request is never refused for size: when cutting older turns is not enough, the
         // region a tools prompt shows shrinks (and stays smaller for the rounds after).
         let cancel = self.cancel.clone();
+        let mut resample = std::mem::take(&mut self.resample);
+        let shown = messages.to_vec();
         let shrink = |over_by: usize| {
             if protocol != Protocol::Tools || self.region_budget <= 300 {
                 return None;
@@ -806,12 +774,11 @@ impl<'a> Run<'a> {
             }
             Some(messages.to_vec())
         };
-        let asked = driver::ask(model, request, shrink, &cancel, None, &|_| {}, &|_| None).await;
+        let asked =
+            driver::ask_sampled(model, &shown, asking, &mut resample, shrink, &cancel).await;
+        self.resample = resample;
         match asked {
-            Ok(r) => {
-                self.resample.answered(model.name(), &answer_key(&r));
-                Ok(Ok(r))
-            }
+            Ok(r) => Ok(Ok(r)),
             Err(NoAnswer::BrokeOff(e)) if may_retry => {
                 Ok(Err(format!("the answer broke off ({e})")))
             }
@@ -1129,129 +1096,121 @@ impl<'a> Run<'a> {
 
     // -- answers --------------------------------------------------------------------------------
 
-    /// Runs the calls of one answer (native, written as text, or an edit format in the text).
+    /// Notes how an edit was placed (each way once, in order), for the proposal.
+    fn matched_once(&mut self, by: impl Into<String>) {
+        let by = by.into();
+        if !self.matched.contains(&by) {
+            self.matched.push(by);
+        }
+    }
+
+    /// What an answer of the tools protocol (or a rewrite answer that called a tool) amounts
+    /// to: a write session's content, the outcomes of its calls, or its text.
     async fn handle(
         &mut self,
+        answer: Answer,
         response: &ChatResponse,
         messages: &mut Vec<Message>,
-        edits: &mut usize,
-        matched: &mut Vec<String>,
-    ) -> Result<Round, EditFailure> {
-        let session = self.session.get_or_insert_with(model_loop::empty_session);
-        if let Some(collected) = self.writes.take_answer(session, response) {
-            messages.push(Message::assistant(response.text.clone()));
-            messages.push(Message::user(collected.reply));
-            if collected.wrote.is_some() {
-                *edits += 1;
-                if !matched.iter().any(|m| m == "write-session") {
-                    matched.push("write-session".to_owned());
+    ) -> Result<Next, EditFailure> {
+        let (calls, outcomes) = match answer {
+            Answer::Write { reply, wrote } => {
+                messages.push(Message::user(reply));
+                if wrote {
+                    self.edits += 1;
+                    self.matched_once("write-session");
+                    if self.ctx.options.stop_after_edit {
+                        return Ok(Next::Done);
+                    }
                 }
-                if self.ctx.options.stop_after_edit {
-                    return Ok(Round::Done);
-                }
+                return Ok(Next::Ask);
             }
-            return Ok(Round::Continue);
-        }
-        let native = !response.tool_calls.is_empty();
-        let calls = if native {
-            response.tool_calls.clone()
-        } else {
-            self.calls_in_text(&response.text)
+            Answer::Text => return Ok(self.no_calls(response, messages)),
+            Answer::Calls { calls, outcomes } => (calls, outcomes),
         };
-        messages.push(response.to_message());
-        if calls.is_empty() {
-            if *edits > 0 {
-                return Ok(Round::Done);
-            }
-            // A code block instead of a begin_write call for a new (or empty) target: its
-            // content, through a write session (validated, continued when cut).
-            if self.creates.contains(&self.rel) && !fenced_blocks(&response.text).is_empty() {
-                let rel = self.rel.clone();
-                let mode = if self.target_exists() {
-                    WholeMode::Overwrite
-                } else {
-                    WholeMode::Create
-                };
-                let session = self.session.get_or_insert_with(model_loop::empty_session);
-                if let Ok(collected) = self.writes.adopt_block(session, &rel, mode, response) {
-                    messages.push(Message::user(collected.reply));
-                    if collected.wrote.is_none() {
-                        return Ok(Round::Continue);
-                    }
-                    *edits += 1;
-                    if !matched.iter().any(|m| m == "write-session") {
-                        matched.push("write-session".to_owned());
-                    }
-                    return Ok(Round::Done);
-                }
-            }
-            // A code block instead of a call: the selection (or the target) rewritten.
-            if !fenced_blocks(&response.text).is_empty() {
-                match self.apply_block(&response.text, false) {
-                    Ok(by) => {
-                        *edits += 1;
-                        if !matched.contains(&by) {
-                            matched.push(by);
-                        }
-                        return Ok(Round::Done);
-                    }
-                    Err(BlockError::Refused(reason)) => {
-                        return Ok(Round::Failed {
-                            reason,
-                            refused: true,
-                        });
-                    }
-                    Err(BlockError::NoBlock) => {}
-                }
-            }
-            self.force_edit = self.ctx.options.force_edit;
-            let way = match self.still_to_create() {
-                Some(new) => format!(
-                    "call begin_write with path \"{new}\", then send the file's content as \
-                     plain text"
-                ),
-                None => "call edit_file with old_string copied from the file and the \
-                         new_string that carries out the instruction"
-                    .to_owned(),
-            };
-            let reason = format!(
-                "the answer contained no tool call and no edit ({}); {way}",
-                answer::what_it_said(response, 200)
-            );
-            return Ok(Round::Failed {
-                reason,
-                refused: false,
-            });
-        }
-        let calls = self.prepare_calls(calls);
-        let outcomes = self.execute(calls.clone()).await?;
-        let tally = answer::tally(&outcomes, *edits > 0);
+        let tally = answer::tally(&outcomes, self.edits > 0);
         for by in tally.matched_by {
-            if !matched.contains(&by) {
-                matched.push(by);
-            }
+            self.matched_once(by);
         }
-        let refusal = tally.refused.map(|i| {
+        if let Some(i) = tally.refused {
             let e = match &outcomes[i].status {
                 Status::Failed(e) => e.clone(),
                 _ => unreachable!("a refusal is a failed call"),
             };
-            self.explain_refusal(&calls[i], &e, &outcomes[i].content)
-        });
-        answer::push_results(messages, &outcomes, native);
-        let made = tally.made;
-        *edits += made;
-        if let Some(reason) = refusal {
-            return Ok(Round::Failed {
+            let reason = self.explain_refusal(&calls[i], &e, &outcomes[i].content);
+            return Ok(Next::Failed {
                 reason,
                 refused: true,
             });
         }
-        let only_repeats = made == 0 && *edits > 0 && tally.all_failed;
+        let made = tally.made;
+        self.edits += made;
+        let only_repeats = made == 0 && self.edits > 0 && tally.all_failed;
         if only_repeats || (made > 0 && self.ctx.options.stop_after_edit) {
-            return Ok(Round::Done);
+            return Ok(Next::Done);
         }
-        Ok(Round::Continue)
+        Ok(Next::Ask)
+    }
+
+    /// An answer without a call: done after an edit; else its code block (a new file's content
+    /// through a write session, or the selection or target rewritten); else why it failed.
+    fn no_calls(&mut self, response: &ChatResponse, messages: &mut Vec<Message>) -> Next {
+        if self.edits > 0 {
+            return Next::Done;
+        }
+        // A code block instead of a begin_write call for a new (or empty) target: its
+        // content, through a write session (validated, continued when cut).
+        if self.creates.contains(&self.rel) && !fenced_blocks(&response.text).is_empty() {
+            let rel = self.rel.clone();
+            let mode = if self.target_exists() {
+                WholeMode::Overwrite
+            } else {
+                WholeMode::Create
+            };
+            let session = self.session.get_or_insert_with(model_loop::empty_session);
+            if let Ok(collected) = self.writes.adopt_block(session, &rel, mode, response) {
+                messages.push(Message::user(collected.reply));
+                if collected.wrote.is_none() {
+                    return Next::Ask;
+                }
+                self.edits += 1;
+                self.matched_once("write-session");
+                return Next::Done;
+            }
+        }
+        // A code block instead of a call: the selection (or the target) rewritten.
+        if !fenced_blocks(&response.text).is_empty() {
+            match self.apply_block(&response.text, false) {
+                Ok(by) => {
+                    self.edits += 1;
+                    self.matched_once(by);
+                    return Next::Done;
+                }
+                Err(BlockError::Refused(reason)) => {
+                    return Next::Failed {
+                        reason,
+                        refused: true,
+                    };
+                }
+                Err(BlockError::NoBlock) => {}
+            }
+        }
+        self.force_edit = self.ctx.options.force_edit;
+        let way = match self.still_to_create() {
+            Some(new) => format!(
+                "call begin_write with path \"{new}\", then send the file's content as plain \
+                 text"
+            ),
+            None => "call edit_file with old_string copied from the file and the new_string \
+                     that carries out the instruction"
+                .to_owned(),
+        };
+        Next::Failed {
+            reason: format!(
+                "the answer contained no tool call and no edit ({}); {way}",
+                answer::what_it_said(response, 200)
+            ),
+            refused: false,
+        }
     }
 
     /// Tool calls written in the text (models without native tools that the model layer did
@@ -1483,16 +1442,6 @@ impl<'a> Run<'a> {
                 false,
             ),
         }
-    }
-
-    /// Runs tool calls on a blocking thread (they read the disk), honouring cancellation.
-    async fn execute(&mut self, calls: Vec<ToolCall>) -> Result<Vec<ToolOutcome>, EditFailure> {
-        model_loop::execute(&self.cancel, &mut self.session, &mut self.writes, calls)
-            .await
-            .map_err(|i| match i {
-                Interrupted::Cancelled => EditFailure::Cancelled,
-                Interrupted::Failed(why) => EditFailure::Target(why),
-            })
     }
 
     /// The target's text in the working copy; empty while a target the run creates does not

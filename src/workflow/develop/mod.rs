@@ -51,8 +51,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ModelRole};
 use crate::model::{
-    ChatModel, ChatOptions, ChatRequest, ChatResponse, Enough, Message, ModelError, ModelRouter,
-    StreamEvent, ToolCall, ToolChoice, ToolSpec,
+    ChatModel, ChatResponse, Enough, Message, ModelError, ModelRouter, StreamEvent, ToolCall,
+    ToolChoice, ToolSpec,
 };
 use crate::syntax::{Language, RegionOptions, SyntaxTree, Target, extract_region};
 use crate::tools::overlay::Overlay;
@@ -63,7 +63,7 @@ pub use super::edit::{Progress, RunPhase};
 use super::edit::{RULE_FILES, display_path};
 use super::model_loop::answer::{self, Reading};
 use super::model_loop::driver::{self, NoAnswer};
-use super::model_loop::resample::{Resample, answer_key};
+use super::model_loop::resample::Resample;
 use super::model_loop::{self, Interrupted, empty_session};
 use super::proposal::{Proposal, ProposalFile};
 use super::write_session::WriteSessions;
@@ -1012,24 +1012,6 @@ impl Run<'_> {
                 None => self.report.calls_by_phase.push((self.phase.to_owned(), 1)),
             },
         }
-        let request = ChatRequest {
-            messages: messages.to_vec(),
-            tools,
-            options: ChatOptions {
-                temperature: self.resample.temperature(
-                    model.name(),
-                    messages,
-                    self.ctx.options.temperature,
-                ),
-                // The tighter of `[edit] max_tokens` and the phase's own limit.
-                max_tokens: match (self.ctx.options.max_tokens, limit) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                },
-                tool_choice,
-                ..ChatOptions::default()
-            },
-        };
         let on_stream = self.ctx.on_stream.clone();
         let observe = move |event: &StreamEvent| {
             let bytes = match event {
@@ -1044,23 +1026,32 @@ impl Run<'_> {
                 on_stream(bytes);
             }
         };
+        let asking = driver::Asking {
+            tools,
+            choice: tool_choice,
+            // The tighter of `[edit] max_tokens` and the phase's own limit.
+            max_tokens: match (self.ctx.options.max_tokens, limit) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            temperature: self.ctx.options.temperature,
+            deadline: Some(remaining),
+            observe: &observe,
+            enough,
+        };
         // Fitted to the model's window as an edit's requests are (older turns cut first).
         let cancel = self.cancel.clone();
-        match driver::ask(
+        match driver::ask_sampled(
             model,
-            request,
+            messages,
+            asking,
+            &mut self.resample,
             |_| None,
             &cancel,
-            Some(remaining),
-            &observe,
-            enough,
         )
         .await
         {
-            Ok(r) => {
-                self.resample.answered(model.name(), &answer_key(&r));
-                Ok(r)
-            }
+            Ok(r) => Ok(r),
             Err(NoAnswer::Cancelled) => Err(DevelopFailure::Cancelled),
             Err(NoAnswer::TimedOut) => Err(self.spend(self.time_spent())),
             Err(NoAnswer::BrokeOff(e) | NoAnswer::Failed(e)) => Err(model_failure(e)),

@@ -28,13 +28,15 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::model::{ChatModel, Enough, Message, ToolCall, ToolChoice};
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{ChatModel, ChatResponse, Enough, Message, ToolCall, ToolChoice};
 use crate::tools;
 use crate::workflow::edit::configured_format;
-use crate::workflow::model_loop::answer::{self, push_results, refuses, what_it_said};
-use crate::workflow::model_loop::driver::{self, At, Driven, Ended, Policy};
+use crate::workflow::model_loop::answer::{self, Reading, refuses, what_it_said};
+use crate::workflow::model_loop::driver::{self, Answer, At, Driven, Ended, Next, Policy};
 use crate::workflow::model_loop::feedback::{self, CheckFeedback, Repeats, Stuck};
-use crate::workflow::model_loop::{Protocol, Schedule, broke_off, empty_session, failure_notes};
+use crate::workflow::model_loop::{Interrupted, Protocol, Schedule, broke_off, failure_notes};
 use crate::workflow::write_session::WriteSessions;
 
 use super::checks::{CheckRun, describe_failures};
@@ -68,9 +70,28 @@ pub(super) struct StepSpec {
     pub afresh: bool,
 }
 
-enum Attempt {
-    Done,
-    Failed(String),
+/// What the answers of the attempt asked now have done so far.
+#[derive(Default)]
+struct Answers {
+    /// An answer changed a file.
+    edited: bool,
+    /// The check failed after the last change.
+    check_failed: bool,
+    /// The model was asked once for what the step still lacked.
+    asked_missing: bool,
+    /// The model was told once that its code block changed nothing.
+    told_unchanged: bool,
+    /// Answers in a row whose blocks were all refused.
+    refused_in_a_row: usize,
+    stuck: Stuck,
+}
+
+/// An attempt that ends with `reason` (not a refused edit: the step's check decides).
+fn failed(reason: String) -> Next {
+    Next::Failed {
+        reason,
+        refused: false,
+    }
 }
 
 /// Per-step memory across attempts.
@@ -94,6 +115,8 @@ struct Step<'s, 'r> {
     /// The run's changed files and their text when the step began.
     before_changes: Vec<(PathBuf, String)>,
     memory: Memory,
+    /// The answers of the attempt asked now.
+    answers: Answers,
     /// Why the earlier attempts failed.
     failures: Vec<String>,
     /// The files of the attempt being planned (from [`Policy::schedule`]).
@@ -143,6 +166,7 @@ impl Policy for Step<'_, '_> {
     }
 
     fn starting(&mut self, at: &At) {
+        self.answers = Answers::default();
         self.attempt = at.attempt;
         self.model = at.model.name().to_owned();
         if at.escalated {
@@ -186,11 +210,84 @@ impl Policy for Step<'_, '_> {
         })
     }
 
-    async fn attempt(
+    fn rounds(&self, _at: &At) -> usize {
+        self.run.ctx.options.max_rounds.max(1)
+    }
+
+    async fn ask(
         &mut self,
         at: &At,
+        _round: usize,
         messages: &mut Vec<Message>,
-    ) -> Result<Ended, DevelopFailure> {
+    ) -> Result<Result<ChatResponse, String>, DevelopFailure> {
+        let rewrite = at.protocol == Protocol::Rewrite;
+        let content = self.run.writes.expects_content();
+        // A write session's content comes as plain text.
+        let choice = if content {
+            ToolChoice::None
+        } else {
+            ToolChoice::Auto
+        };
+        // The rewrite protocol offers no tools: a model that still writes a call is read.
+        let offered = if rewrite { Vec::new() } else { tools::specs() };
+        let limit = (rewrite && !content).then(|| {
+            self.run
+                .rewrite_answer_tokens(&self.files, at.model.as_ref())
+        });
+        // A whole-file answer is read until it is whole: not through a copy of the tests.
+        // Owned: `Enough` is a `'static` trait object, so the closure cannot borrow the files.
+        let files = self.files.clone();
+        let whole = move |text: &str| files.answer_complete(text);
+        let enough: &Enough = if rewrite && !content {
+            &whole
+        } else {
+            &|_| None
+        };
+        match self
+            .run
+            .ask_until(at.model.as_ref(), messages, offered, choice, limit, enough)
+            .await
+        {
+            Ok(r) => Ok(Ok(r)),
+            Err(DevelopFailure::Model(e)) if broke_off(&e) => {
+                Ok(Err(format!("the answer broke off ({e})")))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn hands(&mut self) -> (&mut Option<tools::Session>, &mut WriteSessions) {
+        (&mut self.run.session, &mut self.run.writes)
+    }
+
+    fn cancel(&self) -> CancellationToken {
+        self.run.cancel.clone()
+    }
+
+    /// Native calls, or calls written as text (tool blocks, SEARCH/REPLACE blocks and diffs
+    /// naming their file: a step spans several files, so a pathless one is not read).
+    fn calls_in(&self, _at: &At, response: &ChatResponse) -> Vec<ToolCall> {
+        answer::calls_in(response, &tools::specs(), &Reading::default())
+    }
+
+    fn as_meant(&mut self, calls: Vec<ToolCall>) -> (Vec<ToolCall>, HashMap<String, String>) {
+        self.run.as_meant(calls)
+    }
+
+    fn interrupted(&self, why: Interrupted) -> DevelopFailure {
+        match why {
+            Interrupted::Cancelled => DevelopFailure::Cancelled,
+            Interrupted::Failed(why) => DevelopFailure::Request(why),
+        }
+    }
+
+    async fn judge(
+        &mut self,
+        at: &At,
+        answer: Answer,
+        response: &ChatResponse,
+        messages: &mut Vec<Message>,
+    ) -> Result<Next, DevelopFailure> {
         let turn = Turn {
             spec: self.spec,
             plan: self.plan,
@@ -200,17 +297,31 @@ impl Policy for Step<'_, '_> {
             before: &self.before_changes,
             afresh: &self.afresh,
         };
-        let attempted = self
-            .run
-            .attempt(&turn, at.model.as_ref(), messages, &mut self.memory)
-            .await?;
-        Ok(match attempted {
-            Attempt::Done => Ended::Done,
-            Attempt::Failed(reason) => Ended::Failed {
-                reason,
-                refused: false,
-            },
-        })
+        self.run
+            .judge_answer(
+                &turn,
+                answer,
+                response,
+                messages,
+                &mut self.memory,
+                &mut self.answers,
+            )
+            .await
+    }
+
+    fn out_of_rounds(&mut self, _at: &At) -> Ended {
+        Ended::Failed {
+            reason: format!(
+                "the step was not finished in {} answers{}",
+                self.run.ctx.options.max_rounds,
+                if self.answers.check_failed {
+                    " (the check still failed)"
+                } else {
+                    ""
+                }
+            ),
+            refused: false,
+        }
     }
 
     fn failed(&mut self, at: &At, reason: &str) {
@@ -254,6 +365,7 @@ impl Run<'_> {
             before,
             before_changes,
             memory: Memory::default(),
+            answers: Answers::default(),
             failures: Vec::new(),
             files: StepFiles::default(),
             attempt: 0,
@@ -385,297 +497,258 @@ impl Run<'_> {
         (calls, notes)
     }
 
-    async fn attempt(
+    /// What one answer of a step amounts to (read by the driver: a write session's content,
+    /// tool calls that ran, or its text): a change is checked, and a passing check ends the step
+    /// only when what it asked for is there; an answer without a change is stuck (coached
+    /// once); a failing check goes back to the model, the same error again in a firmer tone.
+    async fn judge_answer(
         &mut self,
         turn: &Turn<'_>,
-        model: &dyn ChatModel,
+        answer: Answer,
+        response: &ChatResponse,
         messages: &mut Vec<Message>,
         memory: &mut Memory,
-    ) -> Result<Attempt, DevelopFailure> {
+        state: &mut Answers,
+    ) -> Result<Next, DevelopFailure> {
         let spec = turn.spec;
         let rewrite = turn.protocol == Protocol::Rewrite;
-        let tools = tools::specs();
-        let limit = rewrite.then(|| self.rewrite_answer_tokens(turn.files, model));
-        let mut stuck = Stuck::default();
-        let mut edited = false;
-        let mut check_ok = true;
-        let mut asked_missing = false;
-        let mut told_unchanged = false;
-        let mut refused_in_a_row = 0;
-        for _ in 0..self.ctx.options.max_rounds.max(1) {
-            // A write session's content comes as plain text.
-            let choice = if self.writes.expects_content() {
-                ToolChoice::None
-            } else {
-                ToolChoice::Auto
-            };
-            // The rewrite protocol offers no tools: a model that still writes a call is read.
-            let offered = if rewrite { Vec::new() } else { tools.clone() };
-            let asked_limit = if self.writes.expects_content() {
-                None
-            } else {
-                limit
-            };
-            // A whole-file answer is read until it is whole: not through a copy of the tests.
-            // Owned: `Enough` is a `'static` trait object, so the closure cannot borrow `turn`.
-            let files = turn.files.clone();
-            let whole = move |text: &str| files.answer_complete(text);
-            let enough: &Enough = if rewrite && !self.writes.expects_content() {
-                &whole
-            } else {
-                &|_| None
-            };
-            let response = match self
-                .ask_until(model, messages, offered, choice, asked_limit, enough)
-                .await
-            {
-                Ok(r) => r,
-                Err(DevelopFailure::Model(e)) if broke_off(&e) => {
-                    return Ok(Attempt::Failed(format!("the answer broke off ({e})")));
-                }
-                Err(e) => return Err(e),
-            };
+        let mut written = String::new();
+        match answer {
             // The content of an open write session (or its continuation); once applied, the
             // check runs as after any edit, its message after the session's.
-            let session = self.session.get_or_insert_with(empty_session);
-            let mut written = String::new();
-            if let Some(collected) = self.writes.take_answer(session, &response) {
-                messages.push(Message::assistant(response.text.clone()));
-                if collected.wrote.is_none() {
-                    messages.push(Message::user(collected.reply));
-                    continue;
+            Answer::Write { reply, wrote } => {
+                if !wrote {
+                    messages.push(Message::user(reply));
+                    return Ok(Next::Ask);
                 }
-                written = format!("{}\n", collected.reply);
-            } else {
-                let calls = self.calls_in(&response, &tools);
-                let native = !response.tool_calls.is_empty();
-                messages.push(response.to_message());
-                if calls.is_empty() {
-                    // Whole files in code blocks, under their paths.
-                    let blocks = crate::edit::whole::file_blocks(&response.text);
-                    let applied = if blocks.is_empty() {
-                        None
-                    } else {
-                        Some(self.apply_blocks(turn, blocks).await?)
-                    };
-                    // Blocks that only repeat the files as they are: the model has no change.
-                    let repeated = applied.as_ref().is_some_and(|a| {
-                        a.changed.is_empty() && a.unchanged && a.problems.is_empty()
-                    });
-                    if let Some(applied) = applied.filter(|_| !repeated) {
-                        if applied.changed.is_empty() {
-                            refused_in_a_row += 1;
-                            let reasons = applied.problems.join("\n");
-                            if refused_in_a_row >= 3 {
-                                return Ok(Attempt::Failed(format!(
-                                    "the answer was not applied, three times: {reasons}"
-                                )));
-                            }
-                            let again = self.answer_again(turn);
-                            self.say(turn, messages, feedback::not_applied(&reasons, &again));
-                            continue;
-                        }
-                        refused_in_a_row = 0;
-                        if !applied.problems.is_empty() {
-                            written = format!(
-                                "Applied to {}. Not applied:\n{}\n",
-                                applied.changed.join(", "),
-                                applied.problems.join("\n")
-                            );
-                        }
-                    } else {
-                        // No block, or only blocks that repeat the files as they are.
-                        if edited && check_ok {
-                            return Ok(Attempt::Done);
-                        }
-                        // A block that repeats the file while something still fails (the
-                        // check, or the tests a fix round is given): said once, with what fails.
-                        if repeated
-                            && !told_unchanged
-                            && let Some(failing) = self.still_failing(turn, memory)
-                        {
-                            told_unchanged = true;
-                            memory.notes.push(
-                                "its code block changed nothing while something still failed; \
-                                 told so once"
-                                    .to_owned(),
-                            );
-                            let again = self.answer_again(turn);
-                            self.say(
-                                turn,
-                                messages,
-                                format!(
-                                    "Your code block is the same as the current file: it changed \
-                                     nothing, and this still fails:\n{}\n\nChange the code so \
-                                     that it passes. {again}",
-                                    crate::edit::text::clip(failing.trim(), 1500)
-                                ),
-                            );
-                            continue;
-                        }
-                        let said = response.text.trim();
-                        let why = if repeated {
-                            "its code block left the file as it was".to_owned()
-                        } else if rewrite {
-                            format!("no code block: {}", what_it_said(&response, 160))
-                        } else {
-                            format!("no tool call: {}", what_it_said(&response, 160))
-                        };
-                        if stuck.coach_now(edited) {
-                            memory.notes.push(format!("stuck ({why}); coached once"));
-                            let coaching = if rewrite {
-                                self.rewrite_coaching(turn, refuses(said))
-                            } else {
-                                self.coaching(spec, refuses(said))
-                            };
-                            self.say(turn, messages, coaching);
-                            continue;
-                        }
-                        if edited && !check_ok {
-                            return Ok(Attempt::Failed(format!(
-                                "the model stopped while the check still failed ({why})"
+                written = format!("{reply}\n");
+            }
+            Answer::Text => {
+                // Whole files in code blocks, under their paths.
+                let blocks = crate::edit::whole::file_blocks(&response.text);
+                let applied = if blocks.is_empty() {
+                    None
+                } else {
+                    Some(self.apply_blocks(turn, blocks).await?)
+                };
+                // Blocks that only repeat the files as they are: the model has no change.
+                let repeated = applied
+                    .as_ref()
+                    .is_some_and(|a| a.changed.is_empty() && a.unchanged && a.problems.is_empty());
+                if let Some(applied) = applied.filter(|_| !repeated) {
+                    if applied.changed.is_empty() {
+                        state.refused_in_a_row += 1;
+                        let reasons = applied.problems.join("\n");
+                        if state.refused_in_a_row >= 3 {
+                            return Ok(failed(format!(
+                                "the answer was not applied, three times: {reasons}"
                             )));
                         }
-                        return Ok(Attempt::Failed(format!("no change was made: {why}")));
+                        let again = self.answer_again(turn);
+                        self.say(turn, messages, feedback::not_applied(&reasons, &again));
+                        return Ok(Next::Ask);
+                    }
+                    state.refused_in_a_row = 0;
+                    if !applied.problems.is_empty() {
+                        written = format!(
+                            "Applied to {}. Not applied:\n{}\n",
+                            applied.changed.join(", "),
+                            applied.problems.join("\n")
+                        );
                     }
                 } else {
-                    let (calls, notes) = self.as_meant(calls);
-                    let mut outcomes = self.execute(calls).await?;
-                    for o in &mut outcomes {
-                        if let Some(note) = notes.get(&o.call_id) {
-                            o.content = format!("{note}\n{}", o.content);
-                        }
+                    // No block, or only blocks that repeat the files as they are.
+                    if state.edited && !state.check_failed {
+                        return Ok(Next::Done);
                     }
-                    push_results(messages, &outcomes, native);
-                    if answer::tally(&outcomes, edited).made == 0 {
-                        let no_op = answer::tally(&outcomes, edited).all_repeats;
-                        if no_op && edited && check_ok {
-                            // Repeating an edit that went through is the model saying it is done.
-                            return Ok(Attempt::Done);
-                        }
-                        if no_op && stuck.coach_now(edited) {
-                            memory
-                                .notes
-                                .push("stuck (its edit changed nothing); coached once".to_owned());
-                            let coaching = if rewrite {
-                                self.rewrite_coaching(turn, false)
-                            } else {
-                                self.coaching(spec, false)
-                            };
-                            self.say(turn, messages, coaching);
-                        } else if rewrite {
-                            // The rewrite protocol's way, after a call that did not go through.
-                            let results: Vec<String> = outcomes
-                                .iter()
-                                .map(|o| crate::edit::text::clip(o.content.trim(), 400))
-                                .collect();
-                            let again = self.answer_again(turn);
-                            self.say(
-                                turn,
-                                messages,
-                                format!(
-                                    "Your tool call made no change: {}\n\n{again}",
-                                    results.join("\n")
-                                ),
-                            );
-                        }
-                        // Reads, or refusals the model can read and correct: next round.
-                        continue;
+                    // A block that repeats the file while something still fails (the check, or
+                    // the tests a fix round is given): said once, with what fails.
+                    if repeated
+                        && !state.told_unchanged
+                        && let Some(failing) = self.still_failing(turn, memory)
+                    {
+                        state.told_unchanged = true;
+                        memory.notes.push(
+                            "its code block changed nothing while something still failed; told \
+                             so once"
+                                .to_owned(),
+                        );
+                        let again = self.answer_again(turn);
+                        self.say(
+                            turn,
+                            messages,
+                            format!(
+                                "Your code block is the same as the current file: it changed \
+                                 nothing, and this still fails:\n{}\n\nChange the code so that it \
+                                 passes. {again}",
+                                crate::edit::text::clip(failing.trim(), 1500)
+                            ),
+                        );
+                        return Ok(Next::Ask);
                     }
+                    let said = response.text.trim();
+                    let why = if repeated {
+                        "its code block left the file as it was".to_owned()
+                    } else if rewrite {
+                        format!("no code block: {}", what_it_said(response, 160))
+                    } else {
+                        format!("no tool call: {}", what_it_said(response, 160))
+                    };
+                    if state.stuck.coach_now(state.edited) {
+                        memory.notes.push(format!("stuck ({why}); coached once"));
+                        let coaching = if rewrite {
+                            self.rewrite_coaching(turn, refuses(said))
+                        } else {
+                            self.coaching(spec, refuses(said))
+                        };
+                        self.say(turn, messages, coaching);
+                        return Ok(Next::Ask);
+                    }
+                    if state.edited && state.check_failed {
+                        return Ok(failed(format!(
+                            "the model stopped while the check still failed ({why})"
+                        )));
+                    }
+                    return Ok(failed(format!("no change was made: {why}")));
                 }
             }
-            edited = true;
-            let mut runs = self.run_checks(CheckKind::Check).await?;
-            if runs.iter().all(|r| r.passed) {
-                runs.extend(self.run_checks(CheckKind::Lint).await?);
-            }
-            check_ok = runs.iter().all(|r| r.passed);
-            if !check_ok && let Some(put_back) = self.put_back_touched(turn, &runs).await? {
-                check_ok = true;
-                memory.notes.push(format!(
-                    "the check failed on {} line(s) the model rewrote that the step did not ask \
-                     to change; put back as they were, the check passes",
-                    put_back.len()
-                ));
-                written.push_str(&format!(
-                    "The check failed on lines your change rewrote; they were put back as they \
-                     were, and the check passes now:\n{}\n",
-                    put_back.join("\n")
-                ));
-            }
-            if check_ok {
-                let missing = self.not_done_yet(turn);
-                if missing.is_empty() || asked_missing {
-                    return Ok(Attempt::Done);
-                }
-                asked_missing = true;
-                memory.notes.push(format!(
-                    "the check passed, but the step was not finished ({}); asked once more",
-                    missing.join("; ")
-                ));
-                let way = match (rewrite, turn.files.items.is_empty()) {
-                    (true, true) => "Reply with the complete new file(s) that add it, each in one \
-                                     code block with its path on the line above"
-                        .to_owned(),
-                    (true, false) => self.answer_again(turn).trim_end_matches('.').to_owned(),
-                    (false, _) => "Change the files now".to_owned(),
-                };
-                self.say(
-                    turn,
-                    messages,
-                    format!(
-                        "{written}The check passes, but this step is not finished: {}. {way}; \
-                         if nothing is missing, answer `done`.",
-                        missing.join("; ")
-                    ),
-                );
-                continue;
-            }
-            let failing: Vec<_> = runs.iter().filter(|r| !r.passed).cloned().collect();
-            let fingerprint = failing.first().map_or(0, |r| r.fingerprint());
-            let mut text = describe_failures(&failing);
-            memory.failing = Some(text.clone());
-            // The lines the check points at that this step changed, as they were: a rewrite
-            // that dropped something (a `wordstat::` path) sees what it dropped.
-            let touched = self.touched_at_errors(turn, &text);
-            if !touched.is_empty() {
-                text.push_str(&format!(
-                    "\nLines the errors point at that your change rewrote (before → now); keep \
-                     what the step does not ask to change:\n{touched}"
-                ));
-            }
-            let fix = if rewrite {
-                self.correction(turn)
-            } else {
-                "Fix these errors with edit_file (old_string copied from the current file)."
-                    .to_owned()
-            };
-            let message = match memory
-                .errors
-                .check_failed(fingerprint, &text, turn.protocol, &fix)
-            {
-                CheckFeedback::GiveUp(reason) => return Ok(Attempt::Failed(reason)),
-                CheckFeedback::Again { message, repeat } => {
-                    if repeat > 1 {
-                        memory.notes.push(format!(
-                            "the same check error came back a {} time",
-                            if repeat == 2 { "second" } else { "third" }
-                        ));
+            Answer::Calls { outcomes, .. } => {
+                let tally = answer::tally(&outcomes, state.edited);
+                if tally.made == 0 {
+                    let no_op = tally.all_repeats;
+                    if no_op && state.edited && !state.check_failed {
+                        // Repeating an edit that went through is the model saying it is done.
+                        return Ok(Next::Done);
                     }
-                    message
+                    if no_op && state.stuck.coach_now(state.edited) {
+                        memory
+                            .notes
+                            .push("stuck (its edit changed nothing); coached once".to_owned());
+                        let coaching = if rewrite {
+                            self.rewrite_coaching(turn, false)
+                        } else {
+                            self.coaching(spec, false)
+                        };
+                        self.say(turn, messages, coaching);
+                    } else if rewrite {
+                        // The rewrite protocol's way, after a call that did not go through.
+                        let results: Vec<String> = outcomes
+                            .iter()
+                            .map(|o| crate::edit::text::clip(o.content.trim(), 400))
+                            .collect();
+                        let again = self.answer_again(turn);
+                        self.say(
+                            turn,
+                            messages,
+                            format!(
+                                "Your tool call made no change: {}\n\n{again}",
+                                results.join("\n")
+                            ),
+                        );
+                    }
+                    // Reads, or refusals the model can read and correct: next round.
+                    return Ok(Next::Ask);
                 }
-            };
-            self.say(turn, messages, format!("{written}{message}"));
+            }
         }
-        Ok(Attempt::Failed(format!(
-            "the step was not finished in {} answers{}",
-            self.ctx.options.max_rounds,
-            if check_ok {
-                ""
-            } else {
-                " (the check still failed)"
+        self.checked(turn, written, messages, memory, state).await
+    }
+
+    /// After an answer that changed a file: the check (and the lint when it passes), lines the
+    /// model rewrote by accident put back, what the step still lacks asked for once, or the
+    /// check's errors told.
+    async fn checked(
+        &mut self,
+        turn: &Turn<'_>,
+        mut written: String,
+        messages: &mut Vec<Message>,
+        memory: &mut Memory,
+        state: &mut Answers,
+    ) -> Result<Next, DevelopFailure> {
+        let rewrite = turn.protocol == Protocol::Rewrite;
+        state.edited = true;
+        let mut runs = self.run_checks(CheckKind::Check).await?;
+        if runs.iter().all(|r| r.passed) {
+            runs.extend(self.run_checks(CheckKind::Lint).await?);
+        }
+        let mut check_ok = runs.iter().all(|r| r.passed);
+        if !check_ok && let Some(put_back) = self.put_back_touched(turn, &runs).await? {
+            check_ok = true;
+            memory.notes.push(format!(
+                "the check failed on {} line(s) the model rewrote that the step did not ask to \
+                 change; put back as they were, the check passes",
+                put_back.len()
+            ));
+            written.push_str(&format!(
+                "The check failed on lines your change rewrote; they were put back as they were, \
+                 and the check passes now:\n{}\n",
+                put_back.join("\n")
+            ));
+        }
+        state.check_failed = !check_ok;
+        if check_ok {
+            let missing = self.not_done_yet(turn);
+            if missing.is_empty() || state.asked_missing {
+                return Ok(Next::Done);
             }
-        )))
+            state.asked_missing = true;
+            memory.notes.push(format!(
+                "the check passed, but the step was not finished ({}); asked once more",
+                missing.join("; ")
+            ));
+            let way = match (rewrite, turn.files.items.is_empty()) {
+                (true, true) => "Reply with the complete new file(s) that add it, each in one \
+                                 code block with its path on the line above"
+                    .to_owned(),
+                (true, false) => self.answer_again(turn).trim_end_matches('.').to_owned(),
+                (false, _) => "Change the files now".to_owned(),
+            };
+            self.say(
+                turn,
+                messages,
+                format!(
+                    "{written}The check passes, but this step is not finished: {}. {way}; if \
+                     nothing is missing, answer `done`.",
+                    missing.join("; ")
+                ),
+            );
+            return Ok(Next::Ask);
+        }
+        let failing: Vec<_> = runs.iter().filter(|r| !r.passed).cloned().collect();
+        let fingerprint = failing.first().map_or(0, |r| r.fingerprint());
+        let mut text = describe_failures(&failing);
+        memory.failing = Some(text.clone());
+        // The lines the check points at that this step changed, as they were: a rewrite that
+        // dropped something (a `wordstat::` path) sees what it dropped.
+        let touched = self.touched_at_errors(turn, &text);
+        if !touched.is_empty() {
+            text.push_str(&format!(
+                "\nLines the errors point at that your change rewrote (before → now); keep what \
+                 the step does not ask to change:\n{touched}"
+            ));
+        }
+        let fix = if rewrite {
+            self.correction(turn)
+        } else {
+            "Fix these errors with edit_file (old_string copied from the current file).".to_owned()
+        };
+        let message = match memory
+            .errors
+            .check_failed(fingerprint, &text, turn.protocol, &fix)
+        {
+            CheckFeedback::GiveUp(reason) => return Ok(failed(reason)),
+            CheckFeedback::Again { message, repeat } => {
+                if repeat > 1 {
+                    memory.notes.push(format!(
+                        "the same check error came back a {} time",
+                        if repeat == 2 { "second" } else { "third" }
+                    ));
+                }
+                message
+            }
+        };
+        self.say(turn, messages, format!("{written}{message}"));
+        Ok(Next::Ask)
     }
 
     /// What still fails in this step: the check's last failure in this attempt, else the

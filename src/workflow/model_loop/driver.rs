@@ -1,20 +1,27 @@
-//! The attempts of a run, and how each request is fitted and sent: the one driver an edit and a
-//! develop step both run. What differs per run kind is a [`Policy`]:
+//! The attempts of a run, the answers of each attempt, and how each request is fitted and sent:
+//! the one model loop an edit and a develop step both run. What differs per run kind is a
+//! [`Policy`]:
 //!
 //! | | edit (`workflow/edit.rs`) | develop step (`workflow/develop/step.rs`) |
 //! |---|---|---|
 //! | target | the selection's item, or the file | the files the step names (whole, or their items) |
 //! | a failed attempt, same protocol and model | goes on in the same conversation, with the refusal and the current text | starts clean from the step's snapshot |
 //! | done | the answer's edit applied | the edit applied, the check passes, and what the step asked for is there |
-//! | the answer | one block (rewrite) or tool rounds | rounds of blocks or tool calls, the check after each change |
+//! | answers per attempt | one (rewrite) or tool rounds | rounds of blocks or tool calls, the check after each change |
 //!
 //! The driver owns what is the same: which model an attempt goes to (the last one to the
 //! `escalation` model, [`escalates`]), which protocol it asks in ([`Schedule`]), when an attempt
 //! starts clean (always after escalating or switching protocol) and with which notes on the
-//! earlier failures ([`failure_notes`]), and — in [`ask`] — fitting each request to the model's
-//! window (older turns cut first, then the policy's shown text shrunk) and sending it under the
-//! run's cancellation token and deadline.
+//! earlier failures ([`failure_notes`]); within an attempt, the rounds ([`rounds`]): one request
+//! ([`Policy::ask`], built by [`ask_sampled`]: sampled when asked again, fitted to the model's
+//! window — older turns cut first, then the policy's shown text shrunk — and sent under the
+//! run's cancellation token and deadline), the answer read the same way for every run kind
+//! ([`read`]: a write session's content, else its tool calls — native or written as text — run
+//! on the run's session and their results given to the model, else its text), and the policy's
+//! verdict on it ([`Policy::judge`]: ask again, done, or failed). How a model answer becomes a
+//! change is this loop; what counts as done and what the model is told is the policy.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,10 +29,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::budget::{self, Budget};
 use crate::model::{
-    ChatModel, ChatRequest, ChatResponse, Enough, Message, ModelError, StreamEvent,
+    ChatModel, ChatOptions, ChatRequest, ChatResponse, Enough, Message, ModelError, StreamEvent,
+    ToolCall, ToolChoice, ToolSpec,
 };
+use crate::tools::{Session, ToolOutcome};
 
-use super::{Protocol, Schedule, Unanswered, escalates, send};
+use super::super::write_session::WriteSessions;
+use super::answer::push_results;
+use super::resample::{Resample, answer_key};
+use super::{Interrupted, Protocol, Schedule, Unanswered, escalates, send};
 
 /// One attempt as the driver plans it.
 #[derive(Clone)]
@@ -87,11 +99,140 @@ pub(crate) trait Policy {
     fn retry(&mut self, _at: &At, reason: &str, _messages: &[Message]) -> String {
         reason.to_owned()
     }
-    /// One attempt: asks until it is done or failed.
-    async fn attempt(&mut self, at: &At, messages: &mut Vec<Message>)
-    -> Result<Ended, Self::Error>;
     /// After a failed attempt.
     fn failed(&mut self, _at: &At, _reason: &str) {}
+
+    // -- the answers of one attempt ([`rounds`]) --
+
+    /// Answers `at` may take before it ends ([`Policy::out_of_rounds`]).
+    fn rounds(&self, at: &At) -> usize;
+    /// Asks `at.model` for the next answer (through [`ask_sampled`]); `Ok(Err(reason))`: the
+    /// answer broke off and the attempt ends with `reason`.
+    async fn ask(
+        &mut self,
+        at: &At,
+        round: usize,
+        messages: &mut Vec<Message>,
+    ) -> Result<Result<ChatResponse, String>, Self::Error>;
+    /// The run's tool session (`None` only while tools run) and its write sessions.
+    fn hands(&mut self) -> (&mut Option<Session>, &mut WriteSessions);
+    /// The run's cancellation token.
+    fn cancel(&self) -> CancellationToken;
+    /// The tool calls of `response`: native, or written in its text as this run kind reads
+    /// them (`answer::calls_in`).
+    fn calls_in(&self, at: &At, response: &ChatResponse) -> Vec<ToolCall>;
+    /// What small models mean by the calls they send, before they run (an empty
+    /// `old_string` that means "add this"): the calls to run, and a note for the model keyed
+    /// by call id, put before that call's result.
+    fn as_meant(&mut self, calls: Vec<ToolCall>) -> (Vec<ToolCall>, HashMap<String, String>) {
+        (calls, HashMap::new())
+    }
+    /// The error for tools that could not finish (cancelled, or a panic on the tools' thread).
+    fn interrupted(&self, why: Interrupted) -> Self::Error;
+    /// What comes after `answer` (read by [`read`]; its assistant turn and any tool results are
+    /// in `messages` already): ask again, done, or failed — with what the model is told pushed
+    /// onto `messages`.
+    async fn judge(
+        &mut self,
+        at: &At,
+        answer: Answer,
+        response: &ChatResponse,
+        messages: &mut Vec<Message>,
+    ) -> Result<Next, Self::Error>;
+    /// How an attempt ends that used all its rounds without being done or failed.
+    fn out_of_rounds(&mut self, at: &At) -> Ended;
+}
+
+/// What one answer amounted to, read by [`read`] the same way for every run kind.
+pub(crate) enum Answer {
+    /// An open write session took the answer as the file's content: `reply` is for the model;
+    /// `wrote` when the file was written (else the session goes on, `reply` saying how).
+    Write { reply: String, wrote: bool },
+    /// Tool calls ran (as [`Policy::as_meant`] read them); their results are in the messages.
+    Calls {
+        calls: Vec<ToolCall>,
+        outcomes: Vec<ToolOutcome>,
+    },
+    /// Neither: its text is the answer (code blocks, or prose).
+    Text,
+}
+
+/// What the policy makes of an answer ([`Policy::judge`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Ask again in the same attempt.
+    Ask,
+    Done,
+    Failed {
+        reason: String,
+        refused: bool,
+    },
+}
+
+/// One attempt: answers asked, read and judged until the policy says done or failed, or the
+/// rounds run out.
+pub(crate) async fn rounds<P: Policy>(
+    policy: &mut P,
+    at: &At,
+    messages: &mut Vec<Message>,
+) -> Result<Ended, P::Error> {
+    for round in 1..=policy.rounds(at).max(1) {
+        let response = match policy.ask(at, round, messages).await? {
+            Ok(r) => r,
+            Err(reason) => {
+                return Ok(Ended::Failed {
+                    reason,
+                    refused: false,
+                });
+            }
+        };
+        let answer = read(policy, at, &response, messages).await?;
+        match policy.judge(at, answer, &response, messages).await? {
+            Next::Ask => continue,
+            Next::Done => return Ok(Ended::Done),
+            Next::Failed { reason, refused } => return Ok(Ended::Failed { reason, refused }),
+        }
+    }
+    Ok(policy.out_of_rounds(at))
+}
+
+/// Reads one answer the same way for every run kind: an open write session's content; else
+/// its tool calls, run on the run's session (on a blocking thread, cancellable) with their
+/// results pushed for the model; else its text. The answer's assistant turn is pushed first.
+pub(crate) async fn read<P: Policy>(
+    policy: &mut P,
+    at: &At,
+    response: &ChatResponse,
+    messages: &mut Vec<Message>,
+) -> Result<Answer, P::Error> {
+    let (session, writes) = policy.hands();
+    let s = session.get_or_insert_with(super::empty_session);
+    if let Some(collected) = writes.take_answer(s, response) {
+        messages.push(Message::assistant(response.text.clone()));
+        return Ok(Answer::Write {
+            reply: collected.reply,
+            wrote: collected.wrote.is_some(),
+        });
+    }
+    let calls = policy.calls_in(at, response);
+    let native = !response.tool_calls.is_empty();
+    messages.push(response.to_message());
+    if calls.is_empty() {
+        return Ok(Answer::Text);
+    }
+    let (calls, notes) = policy.as_meant(calls);
+    let cancel = policy.cancel();
+    let (session, writes) = policy.hands();
+    let mut outcomes = super::execute(&cancel, session, writes, calls.clone())
+        .await
+        .map_err(|why| policy.interrupted(why))?;
+    for o in &mut outcomes {
+        if let Some(note) = notes.get(&o.call_id) {
+            o.content = format!("{note}\n{}", o.content);
+        }
+    }
+    push_results(messages, &outcomes, native);
+    Ok(Answer::Calls { calls, outcomes })
 }
 
 /// Runs the attempts of `policy` until one is done or the last has failed.
@@ -129,7 +270,7 @@ pub(crate) async fn drive<P: Policy>(
             _ => messages = policy.clean_start(&at, &failures)?,
         }
         previous = Some(protocol);
-        match policy.attempt(&at, &mut messages).await? {
+        match rounds(policy, &at, &mut messages).await? {
             Ended::Done => {
                 return Ok(Driven::Done {
                     attempts: attempt,
@@ -210,6 +351,57 @@ pub(crate) async fn ask(
     }
 }
 
+/// One request as a run asks it: besides the messages, what [`ask_sampled`] sends.
+pub(crate) struct Asking<'a> {
+    pub tools: Vec<ToolSpec>,
+    pub choice: ToolChoice,
+    pub max_tokens: Option<u32>,
+    /// The configured temperature (a request asked again is sampled above it).
+    pub temperature: Option<f32>,
+    pub deadline: Option<Duration>,
+    pub observe: &'a (dyn Fn(&StreamEvent) + Send + Sync),
+    pub enough: &'a Enough,
+}
+
+/// Asks `model` once, the same way for every run kind: the request built from `messages` and
+/// `asking` — a request asked before (or after an answer that repeated one) sampled at a higher
+/// temperature ([`Resample`]) — fitted and sent by [`ask`]; the answer noted for the next
+/// request's sampling.
+pub(crate) async fn ask_sampled(
+    model: &dyn ChatModel,
+    messages: &[Message],
+    asking: Asking<'_>,
+    resample: &mut Resample,
+    shrink: impl FnMut(usize) -> Option<Vec<Message>>,
+    cancel: &CancellationToken,
+) -> Result<ChatResponse, NoAnswer> {
+    if cancel.is_cancelled() {
+        return Err(NoAnswer::Cancelled);
+    }
+    let request = ChatRequest {
+        messages: messages.to_vec(),
+        tools: asking.tools,
+        options: ChatOptions {
+            temperature: resample.temperature(model.name(), messages, asking.temperature),
+            max_tokens: asking.max_tokens,
+            tool_choice: asking.choice,
+            ..ChatOptions::default()
+        },
+    };
+    let r = ask(
+        model,
+        request,
+        shrink,
+        cancel,
+        asking.deadline,
+        asking.observe,
+        asking.enough,
+    )
+    .await?;
+    resample.answered(model.name(), &answer_key(&r));
+    Ok(r)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,11 +423,26 @@ mod tests {
         }
     }
 
-    /// A policy that fails `fail` attempts, then is done; records what the driver did.
+    /// A policy that fails `fail` attempts, then is done; records what the driver did. Its
+    /// answers are canned: each attempt reads one, whose text names the attempt.
     struct Script {
         fail: usize,
         continues_log: Vec<String>,
         schedule: Schedule,
+        session: Option<Session>,
+        writes: WriteSessions,
+    }
+
+    impl Script {
+        fn new(fail: usize, schedule: Schedule) -> Script {
+            Script {
+                fail,
+                continues_log: Vec::new(),
+                schedule,
+                session: None,
+                writes: WriteSessions::new(Default::default()),
+            }
+        }
     }
 
     impl Policy for Script {
@@ -262,15 +469,51 @@ mod tests {
                 .push(format!("retry {} {reason}", at.attempt));
             reason.to_owned()
         }
-        async fn attempt(&mut self, at: &At, _m: &mut Vec<Message>) -> Result<Ended, ()> {
+        fn rounds(&self, _at: &At) -> usize {
+            1
+        }
+        async fn ask(
+            &mut self,
+            at: &At,
+            _round: usize,
+            _messages: &mut Vec<Message>,
+        ) -> Result<Result<ChatResponse, String>, ()> {
+            Ok(Ok(ChatResponse {
+                text: format!("answer {}", at.attempt),
+                ..ChatResponse::default()
+            }))
+        }
+        fn hands(&mut self) -> (&mut Option<Session>, &mut WriteSessions) {
+            (&mut self.session, &mut self.writes)
+        }
+        fn cancel(&self) -> CancellationToken {
+            CancellationToken::new()
+        }
+        fn calls_in(&self, _at: &At, _response: &ChatResponse) -> Vec<ToolCall> {
+            Vec::new()
+        }
+        fn interrupted(&self, _why: Interrupted) {}
+        async fn judge(
+            &mut self,
+            at: &At,
+            answer: Answer,
+            response: &ChatResponse,
+            messages: &mut Vec<Message>,
+        ) -> Result<Next, ()> {
+            // The answer was read as text, and its turn is in the conversation.
+            assert!(matches!(answer, Answer::Text));
+            assert_eq!(messages.last(), Some(&response.to_message()));
             Ok(if at.attempt <= self.fail {
-                Ended::Failed {
+                Next::Failed {
                     reason: format!("no {}", at.attempt),
                     refused: true,
                 }
             } else {
-                Ended::Done
+                Next::Done
             })
+        }
+        fn out_of_rounds(&mut self, _at: &At) -> Ended {
+            unreachable!("every answer is judged done or failed")
         }
     }
 
@@ -281,17 +524,16 @@ mod tests {
     #[tokio::test]
     async fn a_failed_attempt_continues_or_starts_clean() {
         // One protocol: the second attempt continues; the third escalates and starts clean.
-        let mut p = Script {
-            fail: 3,
-            continues_log: Vec::new(),
-            schedule: Schedule {
+        let mut p = Script::new(
+            3,
+            Schedule {
                 format: EditFormat::Rewrite,
                 fits: true,
                 creating: false,
                 hosted: false,
                 primary_attempts: 1,
             },
-        };
+        );
         let driven = drive(&mut p, model("small"), Some(model("big")))
             .await
             .unwrap();
@@ -316,17 +558,16 @@ mod tests {
         assert_eq!(last.name(), "big");
 
         // `auto` alternates: every attempt starts clean; the second is done.
-        let mut p = Script {
-            fail: 1,
-            continues_log: Vec::new(),
-            schedule: Schedule {
+        let mut p = Script::new(
+            1,
+            Schedule {
                 format: EditFormat::Auto,
                 fits: true,
                 creating: false,
                 hosted: false,
                 primary_attempts: 1,
             },
-        };
+        );
         let driven = drive(&mut p, model("small"), None).await.unwrap();
         assert_eq!(
             p.continues_log,
