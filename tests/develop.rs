@@ -778,6 +778,11 @@ async fn real_small_model_stub_rewritten_without_its_skeleton_comments() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_copy_of_the_tests_under_the_source_name_is_refused() {
+    scenario("rewrite_tests_copied_under_the_source_name").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_small_model_fix_that_dropped_an_annotation_gets_it_put_back() {
     scenario("rust_rewritten_line_put_back").await;
 }

@@ -544,6 +544,7 @@ pub async fn run(
         phase: "plan",
         step_texts: HashMap::new(),
         resample: Resample::default(),
+        tests_after_files: false,
     };
     let result = run.go().await;
     run.report.model_calls = run.calls.load(Ordering::Relaxed);
@@ -598,6 +599,9 @@ struct Run<'a> {
     step_texts: HashMap<PathBuf, String>,
     /// A request asked again is sampled (`model_loop::resample`).
     resample: Resample,
+    /// The step being run shows the files it changes before the tests (`rewrite.rs`): the
+    /// model answered with a copy of the tests under a file's name.
+    tests_after_files: bool,
 }
 
 /// Percent of the bar where each phase starts.

@@ -11,6 +11,8 @@
 //! definition written twice, no stub the request asked for left as it was beside a new
 //! function. Also here: what a step must have done besides passing the check (`not_done_yet`).
 
+use std::collections::HashSet;
+
 use similar::{ChangeTag, TextDiff};
 
 use crate::edit::RefusalKind;
@@ -89,6 +91,8 @@ pub(super) struct BlocksApplied {
     pub problems: Vec<String>,
     /// Some block repeated its file as it is.
     pub unchanged: bool,
+    /// Some block for a file to change was a copy of the tests ([`copies_tests`]).
+    pub copied_tests: bool,
 }
 
 /// File stems too common to say which test belongs to a file.
@@ -382,6 +386,7 @@ impl Run<'_> {
         let reserve = self.rewrite_answer_tokens(files, coder.as_ref()) as usize;
         let room = (window * 9 / 10).saturating_sub(used + reserve + PROMPT_OVERHEAD);
         let mut test_tokens = 0;
+        let mut tests_part = String::new();
         for t in &files.read_only {
             let Some(text) = self.read_text(t) else {
                 continue;
@@ -391,13 +396,22 @@ impl Run<'_> {
                 continue;
             }
             test_tokens += n;
-            user.push_str(&fenced(
+            tests_part.push_str(&fenced(
                 t,
                 &text,
                 " (the tests: read them, do not change them)",
             ));
         }
-        user.push_str(&files_part);
+        // Once the model has answered with a copy of the tests under a file's name, the rest
+        // of the step shows the files first and the tests after them, as the plain prompt
+        // does: the 1.5B model copies the first file it is shown.
+        if self.tests_after_files {
+            user.push_str(&files_part);
+            user.push_str(&tests_part);
+        } else {
+            user.push_str(&tests_part);
+            user.push_str(&files_part);
+        }
         let request = self.request.request.trim().to_owned();
         user.push_str(&format!("Request: {request}\n"));
         if plan.work().count() > 1 {
@@ -612,6 +626,21 @@ impl Run<'_> {
                      parts shown ({}), complete, with its path on the line above",
                     names.join(", ")
                 ));
+                continue;
+            }
+            // The tests pasted under the source's name (with or without code below them): the
+            // 1.5B model's first answer to js-roman at temperature 0 and six more after it were
+            // roman-numerals.test.js under `roman-numerals.js`, which then held the tests.
+            if let Some(tests) = files.read_only.iter().find(|t| {
+                self.read_text(t)
+                    .is_some_and(|text| copies_tests(&text, &b.body))
+            }) {
+                out.problems.push(format!(
+                    "your code block for {rel} is a copy of {tests} (the tests, shown to read \
+                     only), so it was not applied: {rel} must hold only the code the tests import, \
+                     never the tests themselves; write {rel} alone"
+                ));
+                out.copied_tests = true;
                 continue;
             }
             match self.read_text(&rel) {
@@ -929,6 +958,18 @@ fn copied_from(current: &str, block: &str) -> bool {
         }
     }
     any
+}
+
+/// Whether `block` (the answer for a file to change) holds a copy of the tests `tests`: at
+/// least five of the tests' distinctive lines (not blank, not punctuation only, not shorter
+/// than eight characters), and at least three in five of them. Code can share a line or two
+/// with its tests (an import, a signature); it does not share most of them.
+pub(super) fn copies_tests(tests: &str, block: &str) -> bool {
+    let distinctive = |l: &&str| l.len() >= 8 && l.chars().any(char::is_alphanumeric);
+    let theirs: HashSet<&str> = tests.lines().map(str::trim).filter(distinctive).collect();
+    let ours: HashSet<&str> = block.lines().map(str::trim).filter(distinctive).collect();
+    let shared = theirs.intersection(&ours).count();
+    shared >= 5 && shared * 5 >= theirs.len() * 3
 }
 
 fn rules_as_context(rules: &str) -> String {
@@ -1380,6 +1421,27 @@ mod tests {
             "    def test_b(self):\n    def test_a(self):\n"
         ));
         assert!(!copied_from(tests, "\n\n"));
+    }
+
+    #[test]
+    fn a_copy_of_the_tests_is_not_the_code() {
+        let tests = "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\n\n\
+                     import { toRoman } from './roman-numerals.js';\n\nconst cases = [\n  [1, 'I'],\n  \
+                     [4, 'IV'],\n  [9, 'IX'],\n  [3999, 'MMMCMXCIX'],\n];\n\n\
+                     for (const [number, roman] of cases) {\n  test(`${number} is ${roman}`, () => {\n    \
+                     assert.equal(toRoman(number), roman);\n  });\n}\n";
+        // The model's js-roman answer: the tests whole; and the tests with the code below them.
+        assert!(copies_tests(tests, tests));
+        let code = "export const toRoman = (number) => {\n  const numerals = [\n    \
+                    { value: 1000, symbol: 'M' },\n  ];\n  let result = '';\n  return result;\n};\n";
+        assert!(copies_tests(tests, &format!("{tests}\n{code}")));
+        // The code alone shares no line with its tests; nor does code that names their cases.
+        assert!(!copies_tests(tests, code));
+        let cases = "// toRoman(4) is 'IV'\nimport assert from 'node:assert/strict';\n\
+                     export const toRoman = (number) => {\n  return 'IV';\n};\n";
+        assert!(!copies_tests(tests, cases));
+        // Small tests (fewer than five distinctive lines) are never taken for a copy.
+        assert!(!copies_tests("assert f(1) == 2\n", "assert f(1) == 2\n"));
     }
 
     #[test]

@@ -356,6 +356,7 @@ impl Run<'_> {
             (s.copy.clone(), s.ledger.clone())
         };
         let before_changes = self.changes();
+        self.tests_after_files = false;
         let coder = self.roles().coder.clone();
         let escalation = self.roles().escalation.clone();
         let mut step = Step {
@@ -536,6 +537,14 @@ impl Run<'_> {
                     .as_ref()
                     .is_some_and(|a| a.changed.is_empty() && a.unchanged && a.problems.is_empty());
                 if let Some(applied) = applied.filter(|_| !repeated) {
+                    if applied.copied_tests && !self.tests_after_files {
+                        self.tests_after_files = true;
+                        memory.notes.push(
+                            "its answer was a copy of the tests under a file's name; from then on \
+                             the step showed the files before the tests"
+                                .to_owned(),
+                        );
+                    }
                     if applied.changed.is_empty() {
                         state.refused_in_a_row += 1;
                         let reasons = applied.problems.join("\n");
