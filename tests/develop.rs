@@ -783,6 +783,11 @@ async fn real_small_model_copy_of_the_tests_under_the_source_name_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_repeat_after_being_asked_for_the_flag_is_not_done() {
+    scenario("flag_still_missing_after_a_repeat").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_small_model_fix_that_dropped_an_annotation_gets_it_put_back() {
     scenario("rust_rewritten_line_put_back").await;
 }

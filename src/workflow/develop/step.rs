@@ -81,6 +81,9 @@ struct Answers {
     asked_missing: bool,
     /// The model was told once that its code block changed nothing.
     told_unchanged: bool,
+    /// Asked for what the step lacked, the model gave the files back unchanged, and was told
+    /// once more.
+    told_missing_again: bool,
     /// Answers in a row whose blocks were all refused.
     refused_in_a_row: usize,
     stuck: Stuck,
@@ -567,6 +570,34 @@ impl Run<'_> {
                     }
                 } else {
                     // No block, or only blocks that repeat the files as they are.
+                    // Asked for what the step still lacks, the model gave its files back as
+                    // they are: not an answer that it is done (that is `done`, or no block). Said
+                    // once more, with what is missing; the repeat makes the next request sampled.
+                    // At temperature 0 the 1.5B model's js-todo-flag answer filtered every
+                    // listing and read no `--pending`; asked, it gave the same file back, and
+                    // the step ended "done" with the flag never read.
+                    if repeated && state.asked_missing && !state.told_missing_again {
+                        let missing = self.not_done_yet(turn);
+                        if !missing.is_empty() {
+                            state.told_missing_again = true;
+                            memory.notes.push(format!(
+                                "asked for what was missing, it gave the files back unchanged \
+                                 ({}); asked once more",
+                                missing.join("; ")
+                            ));
+                            let again = self.answer_again(turn);
+                            self.say(
+                                turn,
+                                messages,
+                                format!(
+                                    "Your code block is the same as the current file, and this \
+                                     step is still not finished: {}. {again}",
+                                    missing.join("; ")
+                                ),
+                            );
+                            return Ok(Next::Ask);
+                        }
+                    }
                     if state.edited && !state.check_failed {
                         return Ok(Next::Done);
                     }
