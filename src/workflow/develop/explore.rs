@@ -134,12 +134,17 @@ impl Run<'_> {
 
     fn parse_plan(&mut self, answer: &str) -> Result<Plan, PlanError> {
         let files = self.workspace_files();
-        let known = |w: &str| known_path(&files, w);
+        // The new files the request names count as known: a step that names one by its file
+        // name alone means that file (js-todo-module: "Create `src/priority.js` … a new file
+        // named `priority.js` in the `src` directory" made the step create both, and the model
+        // was asked for `priority.js` beside `src/priority.js` until the run timed out).
+        let grounding = with_new_files(&files, &self.request.request);
+        let known = |w: &str| known_path(&grounding, w);
         let mut plan = plan::parse(answer, &known)?;
         // A step says the path it works on as the tree has it (`src/core.py` was mapped to
         // `inventory/core.py`): the coder reads the step's text.
         for step in &mut plan.steps {
-            step.text = ground_text(&step.text, &files);
+            step.text = ground_text(&step.text, &grounding);
         }
         let request_creates = says_create(&self.request.request);
         let request = self.request.request.clone();
@@ -357,6 +362,24 @@ pub(super) fn known_path(files: &[String], w: &str) -> Option<String> {
     only(by_name.into_iter())
 }
 
+/// The workspace's `files` and the new files `request` names by a path with a directory
+/// (`src/priority.js`, not in the tree): what a plan's paths are grounded in.
+fn with_new_files(files: &[String], request: &str) -> Vec<String> {
+    let mut out = files.to_vec();
+    for w in crate::workflow::edit::named_paths(request) {
+        let w = w.trim_start_matches("./");
+        if crate::edit::whole::looks_like_path(w)
+            && w.contains('/')
+            && !w.ends_with('/')
+            && known_path(files, w).is_none()
+            && !out.iter().any(|f| f == w)
+        {
+            out.push(w.to_owned());
+        }
+    }
+    out
+}
+
 /// `text` with each path it names that maps to another workspace file (`known_path`) written
 /// as the workspace has it.
 fn ground_text(text: &str, files: &[String]) -> String {
@@ -481,6 +504,36 @@ fn keywords(request: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_file_the_request_names_is_the_one_a_step_names_by_its_name() {
+        let files: Vec<String> = ["src/todo.js", "src/cli.js", "test/todo.test.js"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let request = "add a module src/priority.js that exports sortByPriority(items): a new \
+                       array of the items sorted by priority; with tests in test/priority.test.js";
+        let grounding = with_new_files(&files, request);
+        assert_eq!(
+            grounding[3..],
+            [
+                "src/priority.js".to_owned(),
+                "test/priority.test.js".to_owned()
+            ]
+        );
+        // The 1.5B model's plan for js-todo-module (its first two steps, code left out).
+        let answer = "1. **Create `src/priority.js`**:\n   - Create a new file named `priority.js` \
+                      in the `src` directory.\n\n2. **Create `test/priority.test.js`**:\n   - \
+                      Create a new file named `priority.test.js` in the `test` directory.\n\n3. \
+                      Verify: run the checks and the tests\n";
+        let known = |w: &str| known_path(&grounding, w);
+        let plan = plan::parse(answer, &known).unwrap();
+        assert_eq!(plan.steps[0].files, ["src/priority.js"]);
+        assert_eq!(plan.steps[1].files, ["test/priority.test.js"]);
+        // Without them, each step named two files to create.
+        let bare = |w: &str| known_path(&files, w);
+        assert_eq!(plan::parse(answer, &bare).unwrap().steps[0].files.len(), 2);
+    }
 
     #[test]
     fn plan_paths_map_to_the_one_file_with_that_name() {
