@@ -302,8 +302,9 @@ pub struct Quoted {
 }
 
 /// The best sentences for each of `wanted` (indices of `all`): for a question of several parts
-/// the one or two sentences holding most of the part's own words (at least half of them), for a
-/// question of one part the best sentence of up to four sources.
+/// the one or two sentences holding the largest share of the part's weighted words (at least
+/// half, [`parts::enough_for`]), for a question of one part the best sentence of up to four
+/// sources.
 pub fn quote(
     question: &str,
     all: &[QuestionPart],
@@ -321,19 +322,19 @@ pub fn quote(
     let per_part = if all.len() <= 1 { 4 } else { 2 };
     for &p in wanted {
         let part = &all[p];
-        let mut scored: Vec<(usize, usize, &Candidate)> = pool
+        let mut scored: Vec<(f64, usize, &Candidate)> = pool
             .iter()
             .filter(|c| parts::enough_for(&c.sentence, part))
             .map(|c| {
                 let words = content_stems(&c.sentence);
                 let q = question_stems.iter().filter(|w| words.contains(w)).count();
-                (parts::hits(&c.sentence, part), q, c)
+                (parts::share(&c.sentence, part), q, c)
             })
             .collect();
-        // Most of the part's words, then of the question's, then the better-ranked source,
-        // then the shorter sentence.
+        // The largest share of the part's weight, then most of the question's words, then the
+        // better-ranked source, then the shorter sentence.
         scored.sort_by(|a, b| {
-            b.0.cmp(&a.0)
+            b.0.total_cmp(&a.0)
                 .then(b.1.cmp(&a.1))
                 .then(a.2.n.cmp(&b.2.n))
                 .then(a.2.sentence.len().cmp(&b.2.sentence.len()))
@@ -401,7 +402,7 @@ pub fn extractive(
     sources: &[SourceRecord],
     reason: &str,
 ) -> (String, Vec<(String, Vec<u32>)>) {
-    let all = parts::parts_of(question);
+    let all = parts::parts_for(question, sources);
     let wanted: Vec<usize> = (0..all.len()).collect();
     let quoted = quote(question, &all, &wanted, sources);
     let mut text = format!(

@@ -309,7 +309,7 @@ impl Research {
         let mut model_support = None;
         let mut sentences = None;
         let mut usage = synthesis.usage;
-        let all_parts = parts::parts_of(&plan.query);
+        let all_parts = parts::parts_for(&plan.query, candidates);
         let (mut validated, kind) = match synthesis.extractive_claims.take() {
             Some(claims) => (
                 synthesis::number_extractive(&synthesis.text, claims),
@@ -381,7 +381,7 @@ impl Research {
         // Which parts the kept sentences answer; quoted sentences for the others.
         let mut answered: Vec<Vec<u32>> = vec![Vec::new(); all_parts.len()];
         for claim in &validated.claims {
-            for p in parts::answers(&claim.text, &all_parts) {
+            for p in claim.parts(&all_parts) {
                 for n in &claim.sources {
                     if !answered[p].contains(n) {
                         answered[p].push(*n);
@@ -433,6 +433,7 @@ impl Research {
                         sources,
                         attributed: false,
                         verdicts: Vec::new(),
+                        under: None,
                     });
                 }
                 if !extra.is_empty() {

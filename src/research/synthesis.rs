@@ -35,6 +35,30 @@ pub struct ValidClaim {
     pub attributed: bool,
     /// The judge's verdict per source (in the order of `sources`), when it judged the pair.
     pub verdicts: Vec<Option<&'static str>>,
+    /// The line the model put the sentence under: its copy of a part of the question ("1. Why
+    /// should I use a Client instead of the top-level functions?") or a Markdown heading of its
+    /// own, the last one before the sentence.
+    pub under: Option<String>,
+}
+
+impl ValidClaim {
+    /// The parts of the question the sentence answers: those its own words answer
+    /// ([`parts::answers`]), and the one part the line it stands under names, when it names
+    /// one — a model that copies each part above its answer says which part the sentences
+    /// below answer, in words of their own ("It provides more efficient usage of network
+    /// resources by reusing connections" under "Why should I use a Client instead of the
+    /// top-level functions?").
+    pub fn parts(&self, parts: &[QuestionPart]) -> Vec<usize> {
+        let mut out = parts::answers(&self.text, parts);
+        if let Some(line) = &self.under
+            && let [p] = parts::answered_by(line, parts)[..]
+            && !out.contains(&p)
+        {
+            out.push(p);
+            out.sort_unstable();
+        }
+        out
+    }
 }
 
 /// A model answer after validation.
@@ -122,11 +146,7 @@ impl Validated {
     /// model's answer to each part, with citations the server stands behind, rather than quotes.
     pub fn fallback_reason_for(&self, parts: &[QuestionPart]) -> Option<String> {
         let every_part = !parts.is_empty()
-            && (0..parts.len()).all(|p| {
-                self.claims
-                    .iter()
-                    .any(|c| parts::answers(&c.text, parts).contains(&p))
-            });
+            && (0..parts.len()).all(|p| self.claims.iter().any(|c| c.parts(parts).contains(&p)));
         // At least a sentence per part: one sentence said to answer two parts is too little.
         if self.cited + self.attributed >= parts.len() && every_part {
             None
@@ -514,14 +534,19 @@ pub fn validate_judged(
     }
     v.raw = raw.summary();
 
-    // (sentence with prompt numbers, numbers, attributed)
-    let mut raw_claims: Vec<(String, Vec<u32>, bool)> = Vec::new();
+    // (sentence with prompt numbers, numbers, attributed, the line it stands under)
+    let mut raw_claims: Vec<(String, Vec<u32>, bool, Option<String>)> = Vec::new();
+    let mut under: Option<String> = None;
     let mut out_blocks: Vec<String> = Vec::new();
     let mut next = items.iter().peekable();
     for (b, block) in parsed.into_iter().enumerate() {
         match block {
             Block::Blank => out_blocks.push(String::new()),
-            Block::Heading(h) => out_blocks.push(strip_markers(&h)),
+            Block::Heading(h) => {
+                let h = strip_markers(&h);
+                under = Some(h.trim_start_matches('#').trim().to_owned());
+                out_blocks.push(h);
+            }
             Block::Code(code) => {
                 let words = support::claim_stems(&code);
                 let quoted = stems
@@ -540,16 +565,30 @@ pub fn validate_judged(
                         Outcome::Connective => kept.push(item.clean.clone()),
                         Outcome::Cited(numbers, Cite::Own) => {
                             kept.push(keep_markers(&item.sentence, numbers));
-                            raw_claims.push((item.clean.clone(), numbers.clone(), false));
+                            raw_claims.push((
+                                item.clean.clone(),
+                                numbers.clone(),
+                                false,
+                                under.clone(),
+                            ));
                         }
                         Outcome::Cited(numbers, how) => {
                             let label = (*how == Cite::Recited).then_some("re-cited");
                             kept.push(mark_cited(&item.clean, numbers[0], label));
-                            raw_claims.push((item.clean.clone(), numbers.clone(), false));
+                            raw_claims.push((
+                                item.clean.clone(),
+                                numbers.clone(),
+                                false,
+                                under.clone(),
+                            ));
                         }
                         Outcome::Attributed(n) => {
                             kept.push(mark_cited(&item.clean, *n, Some("attributed")));
-                            raw_claims.push((item.clean.clone(), vec![*n], true));
+                            raw_claims.push((item.clean.clone(), vec![*n], true, under.clone()));
+                        }
+                        // A copy of a part of the question: what follows answers it.
+                        Outcome::Repeated if echoes_prompt(&item.clean) => {
+                            under = Some(item.clean.clone());
                         }
                         Outcome::NamesSources
                         | Outcome::Dropped
@@ -567,8 +606,8 @@ pub fn validate_judged(
     let (text, order, renumber) = renumber(&text);
     v.claims = raw_claims
         .into_iter()
-        .filter(|(text, _, _)| text.chars().count() > 3)
-        .map(|(text, numbers, attributed)| ValidClaim {
+        .filter(|(text, _, _, _)| text.chars().count() > 3)
+        .map(|(text, numbers, attributed, under)| ValidClaim {
             text,
             sources: numbers
                 .iter()
@@ -576,6 +615,7 @@ pub fn validate_judged(
                 .collect(),
             attributed,
             verdicts: Vec::new(),
+            under,
         })
         .collect();
     v.order = order;
@@ -753,6 +793,7 @@ pub fn number_extractive(text: &str, claims: Vec<(String, Vec<u32>)>) -> Validat
                 .collect(),
             attributed: false,
             verdicts: Vec::new(),
+            under: None,
         })
         .collect();
     Validated {
@@ -1090,6 +1131,7 @@ mod tests {
                 sources: vec![1, 2],
                 attributed: false,
                 verdicts: Vec::new(),
+                under: None,
             }]
         );
         assert!(
