@@ -423,6 +423,12 @@ impl Policy for Run<'_> {
 
     fn starting(&mut self, at: &At) {
         self.edits = 0;
+        // A rewrite attempt's answer is the target's new text: a write session an earlier
+        // attempt left open (a `begin_write` written as text, then a refusal) is dropped, so
+        // the answer is never taken as a file's streamed content.
+        if at.protocol == Protocol::Rewrite {
+            self.writes = WriteSessions::new(self.ctx.config.tools.clone());
+        }
         if at.attempt > 1 {
             self.report(
                 RunPhase::Attempt {

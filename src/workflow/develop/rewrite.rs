@@ -631,10 +631,12 @@ impl Run<'_> {
             // The tests pasted under the source's name (with or without code below them): the
             // 1.5B model's first answer to js-roman at temperature 0 and six more after it were
             // roman-numerals.test.js under `roman-numerals.js`, which then held the tests.
-            if let Some(tests) = files.read_only.iter().find(|t| {
-                self.read_text(t)
-                    .is_some_and(|text| copies_tests(&text, &b.body))
-            }) {
+            if !is_test_file(&rel)
+                && let Some(tests) = files.read_only.iter().find(|t| {
+                    self.read_text(t)
+                        .is_some_and(|text| copies_tests(&text, &b.body))
+                })
+            {
                 out.problems.push(format!(
                     "your code block for {rel} is a copy of {tests} (the tests, shown to read \
                      only), so it was not applied: {rel} must hold only the code the tests import, \

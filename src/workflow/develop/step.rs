@@ -86,6 +86,8 @@ struct Answers {
     told_missing_again: bool,
     /// Answers in a row whose blocks were all refused.
     refused_in_a_row: usize,
+    /// The output-token limit of a rewrite answer, from the files as the attempt began.
+    limit: Option<u32>,
     stuck: Stuck,
 }
 
@@ -233,10 +235,18 @@ impl Policy for Step<'_, '_> {
         };
         // The rewrite protocol offers no tools: a model that still writes a call is read.
         let offered = if rewrite { Vec::new() } else { tools::specs() };
-        let limit = (rewrite && !content).then(|| {
-            self.run
-                .rewrite_answer_tokens(&self.files, at.model.as_ref())
-        });
+        // The answer's limit, from the files as the attempt began.
+        let limit = if rewrite && !content {
+            let (run, files) = (&mut *self.run, &self.files);
+            Some(
+                *self
+                    .answers
+                    .limit
+                    .get_or_insert_with(|| run.rewrite_answer_tokens(files, at.model.as_ref())),
+            )
+        } else {
+            None
+        };
         // A whole-file answer is read until it is whole: not through a copy of the tests.
         // Owned: `Enough` is a `'static` trait object, so the closure cannot borrow the files.
         let files = self.files.clone();
@@ -576,7 +586,11 @@ impl Run<'_> {
                     // At temperature 0 the 1.5B model's js-todo-flag answer filtered every
                     // listing and read no `--pending`; asked, it gave the same file back, and
                     // the step ended "done" with the flag never read.
-                    if repeated && state.asked_missing && !state.told_missing_again {
+                    if repeated
+                        && state.asked_missing
+                        && !state.check_failed
+                        && !state.told_missing_again
+                    {
                         let missing = self.not_done_yet(turn);
                         if !missing.is_empty() {
                             state.told_missing_again = true;
