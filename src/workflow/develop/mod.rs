@@ -965,10 +965,7 @@ impl Run<'_> {
     async fn execute(&mut self, calls: Vec<ToolCall>) -> Result<Vec<ToolOutcome>, DevelopFailure> {
         model_loop::execute(&self.cancel, &mut self.session, &mut self.writes, calls)
             .await
-            .map_err(|i| match i {
-                Interrupted::Cancelled => DevelopFailure::Cancelled,
-                Interrupted::Failed(why) => DevelopFailure::Request(why),
-            })
+            .map_err(DevelopFailure::from)
     }
 
     /// The calls of an answer: native, or written as text (tool blocks, SEARCH/REPLACE blocks
@@ -1584,6 +1581,16 @@ impl Run<'_> {
         };
         self.report_progress(RunPhase::Ready, ready, 100);
         Ok(proposal)
+    }
+}
+
+/// Tools that could not finish: the run was cancelled, or their thread failed.
+impl From<Interrupted> for DevelopFailure {
+    fn from(why: Interrupted) -> DevelopFailure {
+        match why {
+            Interrupted::Cancelled => DevelopFailure::Cancelled,
+            Interrupted::Failed(why) => DevelopFailure::Request(why),
+        }
     }
 }
 

@@ -288,10 +288,7 @@ impl Policy for Step<'_, '_> {
     }
 
     fn interrupted(&self, why: Interrupted) -> DevelopFailure {
-        match why {
-            Interrupted::Cancelled => DevelopFailure::Cancelled,
-            Interrupted::Failed(why) => DevelopFailure::Request(why),
-        }
+        why.into()
     }
 
     async fn judge(
