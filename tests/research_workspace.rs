@@ -299,17 +299,26 @@ fn patchwise_data_is_never_indexed_even_inside_the_workspace() {
 }
 
 fn scripted(answer: &str) -> Reply {
-    let chunk = serde_json::json!({
-        "id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "scripted",
-        "choices": [{"index": 0, "delta": {"role": "assistant", "content": answer}, "finish_reason": null}]
-    });
+    scripted_chunks(&[answer])
+}
+
+/// An answer streamed in `chunks`, one event each, as a server streams it.
+fn scripted_chunks(chunks: &[&str]) -> Reply {
+    let mut events = String::new();
+    for chunk in chunks {
+        let chunk = serde_json::json!({
+            "id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "scripted",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": chunk}, "finish_reason": null}]
+        });
+        events.push_str(&format!("data: {chunk}\n\n"));
+    }
     let done = serde_json::json!({
         "id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "scripted",
         "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 900, "completion_tokens": 60, "total_tokens": 960}
     });
     Reply::parse(&format!(
-        "HTTP/1.1 200 OK\ncontent-type: text/event-stream\n\ndata: {chunk}\n\ndata: {done}\n\ndata: [DONE]\n\n"
+        "HTTP/1.1 200 OK\ncontent-type: text/event-stream\n\n{events}data: {done}\n\ndata: [DONE]\n\n"
     ))
 }
 
@@ -587,6 +596,68 @@ fn a_part_the_model_left_out_gets_quoted_sentences() {
     assert_eq!(parts[2]["answered"], true, "{parts:?}");
     assert_eq!(parts[2]["quoted"], true);
     assert_eq!(parts[0]["quoted"], false);
+}
+
+/// Passage `n` of a synthesis prompt: its header line (`[n] title`) and its lines.
+fn passage_in(prompt: &str, n: u32) -> (String, Vec<String>) {
+    let header = format!("[{n}] ");
+    let next = format!("[{}] ", n + 1);
+    let mut lines = prompt.lines().skip_while(|l| !l.starts_with(&header));
+    let head = lines
+        .next()
+        .expect("the passage is in the prompt")
+        .to_owned();
+    let body = lines
+        .take_while(|l| !l.starts_with(&next) && !l.starts_with("Question: "))
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    (head, body)
+}
+
+#[test]
+fn a_copy_of_the_passages_after_the_answer_is_left_out() {
+    // Qwen2.5-Coder-1.5B, on mdBook's guide, answered, then copied passage [1] under its
+    // header and went on copying for 4,700 characters; every copied line became a sentence.
+    let (_, _, prompt, _) = run_with(scripted("The cache evicts entries [1]."));
+    let cache = number_of(&prompt, "docs/cache.md", "Eviction");
+    let (header, body) = passage_in(&prompt, cache);
+    let answer = format!(
+        "When the cache is full it evicts the least recently used entry first [{cache}].\n\n"
+    );
+    let copy = format!("{header}\n{}\n", body[0]);
+    let rest = format!("{}\n", body[1..].join("\n"));
+    let (run, _, _, report) = run_with(scripted_chunks(&[&answer, &copy, &rest]));
+    let synthesis = run["synthesis"].as_str().unwrap();
+    assert_eq!(run["synthesis_kind"], "model", "{synthesis}");
+    let title = header.split_once("] ").unwrap().1;
+    assert!(!synthesis.contains(title), "{synthesis}");
+    // None of the passage's other sentences is in the answer, where the old reading kept them
+    // as sentences of the model's, attributed to the passage they were copied from.
+    let copied = body.join(" ");
+    let others: Vec<&str> = copied
+        .split(". ")
+        .map(|s| s.trim().trim_end_matches('.'))
+        .filter(|s| s.split_whitespace().count() >= 5 && !s.contains("evicts the least"))
+        .collect();
+    assert!(!others.is_empty(), "{copied}");
+    for sentence in others {
+        assert!(!synthesis.contains(sentence), "{sentence} in {synthesis}");
+    }
+    assert!(
+        synthesis.contains("evicts the least recently used entry"),
+        "{synthesis}"
+    );
+    assert!(
+        run["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("began copying the passages")),
+        "{}",
+        run["notes"]
+    );
+    assert!(report.contains("began copying the passages"), "{report}");
 }
 
 /// A judge call's messages as the OpenAI wire writes them (role and content).
@@ -943,6 +1014,7 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
     .map(|l| serde_json::from_str(l).unwrap())
     .collect();
     let mut replayed = 0;
+    let mut copies = 0;
     for corpus in ["httpx", "mdbook"] {
         let dir = support::fixture(&format!("model/qwen2.5-coder-1.5b/research/{corpus}"));
         // A corpus whose answers were not recorded yet has no folder.
@@ -969,6 +1041,14 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
                 .unwrap();
             let question = question_of(prompt);
             let shown = passages_of(prompt);
+            // Where the model began copying its passages, the server stopped reading.
+            let answer = match synthesis::copying_passages_from(&answer, &shown, true) {
+                Some(at) => {
+                    copies += 1;
+                    answer[..at].to_owned()
+                }
+                None => answer,
+            };
             total += 1;
             let run = match name.rsplit_once("-q") {
                 Some((run, _)) => run.to_owned(),
@@ -1069,7 +1149,7 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
         }
     }
     snapshot.push_str(&format!(
-        "kept {kept} of {total} ({without_markers} answers without any [n]); parts the kept syntheses answer {answered}/{all_parts}\n"
+        "kept {kept} of {total} ({without_markers} answers without any [n], {copies} ending in a copy of the passages); parts the kept syntheses answer {answered}/{all_parts}\n"
     ));
     for (run, (n, k)) in &runs {
         snapshot.push_str(&format!("{run}: kept {k} of {n}\n"));

@@ -67,6 +67,9 @@ struct Streamed {
     failure: Option<String>,
     /// The model hit its output limit.
     cut: bool,
+    /// The model began copying the prompt's passages after its answer; the text ends before
+    /// the copy ([`synthesis::copying_passages_from`]).
+    copied: bool,
 }
 
 impl Research {
@@ -133,10 +136,25 @@ impl Research {
                 &format!("writing the synthesis with {name}: {t:.0} s, {chars} characters so far"),
             );
         };
+        let shown_sources = &candidates[..shown];
+        let copying =
+            |text: &str, done: bool| synthesis::copying_passages_from(text, shown_sources, done);
         let mut answer = self
-            .stream(model.as_ref(), request, deadline, &heartbeat, cancel)
+            .stream(
+                model.as_ref(),
+                request,
+                deadline,
+                &heartbeat,
+                &copying,
+                cancel,
+            )
             .await;
-        if answer.cut {
+        if answer.copied {
+            notes.push(
+                "the model began copying the passages after its answer; it was stopped there and the copy left out"
+                    .to_owned(),
+            );
+        } else if answer.cut {
             notes.push(
                 "the model hit its output-token limit; the synthesis may be cut short".to_owned(),
             );
@@ -255,15 +273,17 @@ impl Research {
             .max(200)
     }
 
-    /// Streams one answer until it is done, fails, is cancelled or the deadline passes, calling
-    /// `heartbeat` (seconds, characters so far) at the configured interval. Unlike
-    /// [`complete`], an answer cut short keeps the text it had.
+    /// Streams one answer until it is done, fails, is cancelled, the deadline passes or
+    /// `copying` (the text so far, whether it is complete) finds where the model began copying
+    /// its passages, calling `heartbeat` (seconds, characters so far) at the configured
+    /// interval. Unlike [`complete`], an answer cut short keeps the text it had.
     async fn stream(
         &self,
         model: &dyn ChatModel,
         request: ChatRequest,
         deadline: Instant,
         heartbeat: &(dyn Fn(f64, usize) + Send + Sync),
+        copying: &(dyn Fn(&str, bool) -> Option<usize> + Send + Sync),
         cancel: &CancellationToken,
     ) -> Streamed {
         let call_cancel = cancel.child_token();
@@ -276,6 +296,7 @@ impl Research {
             usage: Usage::default(),
             failure: None,
             cut: false,
+            copied: false,
         };
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -292,11 +313,27 @@ impl Research {
                 }
                 _ = beat.tick() => heartbeat(started.elapsed().as_secs_f64(), out.text.chars().count()),
                 event = stream.next() => match event {
-                    Some(Ok(StreamEvent::TextDelta { text: delta })) => out.text.push_str(&delta),
+                    Some(Ok(StreamEvent::TextDelta { text: delta })) => {
+                        out.text.push_str(&delta);
+                        if delta.contains('\n')
+                            && let Some(at) = copying(&out.text, false)
+                        {
+                            // What follows is the prompt's passages, not an answer: stop
+                            // paying for it.
+                            call_cancel.cancel();
+                            out.text.truncate(at);
+                            out.copied = true;
+                            break;
+                        }
+                    }
                     Some(Ok(StreamEvent::TextToolCalls { prose })) => out.text = prose,
                     Some(Ok(StreamEvent::Done { usage, finish })) => {
                         out.usage = usage;
                         out.cut = finish == crate::model::FinishReason::Length;
+                        if let Some(at) = copying(&out.text, true) {
+                            out.text.truncate(at);
+                            out.copied = true;
+                        }
                         break;
                     }
                     Some(Ok(_)) => {}

@@ -1012,6 +1012,80 @@ fn echoes_prompt(sentence: &str) -> bool {
     QUESTION.contains(&first) && (t.ends_with('?') || !t.ends_with(['.', '!', ':']))
 }
 
+/// Where the model, having answered, began copying the prompt's passages: the byte offset of
+/// the first line that is a passage's header as the prompt shows it (`[n] TITLE`, or the
+/// title alone; of a workspace passage, its `path:lines` with or without its headings), after
+/// at least one sentence of answer, and followed by nothing, by another header, or by that
+/// passage's own words. Qwen2.5-Coder-1.5B does this on a few answers in a
+/// hundred, and then goes on: mdBook's "how does SUMMARY.md define the structure of a book"
+/// wrote 5,600 characters, 4,700 of them passages, for 120 s — every copied line then became a
+/// sentence to check, 46 calls for another 115 s (docs/research.md). The copy is no answer of
+/// its own, so the writer stops reading there.
+///
+/// `done`: the answer is complete. While it is streaming, a header is decided only once the
+/// line after it is complete (a model that puts a passage's label above words of its own is
+/// still answering); `None` until then.
+pub fn copying_passages_from(text: &str, shown: &[SourceRecord], done: bool) -> Option<usize> {
+    // What a header is known by: a workspace passage's location (`path:lines`, before the
+    // ` — ` and its headings, which the model shortens), any other source's title.
+    let keys: Vec<&str> = shown
+        .iter()
+        .map(|s| {
+            let title = s.title.trim();
+            title.split_once(" — ").map_or(title, |(at, _)| at)
+        })
+        .collect();
+    static NUMBER: OnceLock<Regex> = OnceLock::new();
+    let number = NUMBER.get_or_init(|| Regex::new(r"^\[\d+\]\s*").expect("number pattern"));
+    let header_of = |line: &str| -> Option<usize> {
+        let line = line.trim();
+        let line = list_prefix(line).map_or(line, |n| line[n..].trim_start());
+        let line = number.find(line).map_or(line, |m| &line[m.end()..]);
+        keys.iter().position(|key| {
+            key.len() >= 8
+                && line.strip_prefix(key).is_some_and(|rest| {
+                    rest.is_empty() || rest.starts_with(" —") || rest.starts_with(" (")
+                })
+        })
+    };
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        let complete = line.ends_with('\n') || done;
+        if complete {
+            lines.push((start, line.trim_end_matches(['\n', '\r'])));
+        }
+        start += line.len();
+    }
+    for (k, &(at, line)) in lines.iter().enumerate() {
+        let Some(source) = header_of(line) else {
+            continue;
+        };
+        if !sentences(&text[..at])
+            .iter()
+            .any(|s| ends_sentence_before_markers(s) && words_of(s).split(' ').count() >= 4)
+        {
+            continue;
+        }
+        let next = lines[k + 1..].iter().find(|(_, l)| !l.trim().is_empty());
+        let copied = match next {
+            None if done => true,
+            None => return None,
+            Some(&(_, l)) if header_of(l).is_some() => true,
+            Some(&(_, l)) => {
+                let words = words_of(l);
+                !words.is_empty()
+                    && format!(" {} ", words_of(&shown[source].snippet))
+                        .contains(&format!(" {words} "))
+            }
+        };
+        if copied {
+            return Some(at);
+        }
+    }
+    None
+}
+
 /// Whether `answer` is the system prompt's example rather than an answer: two of its three
 /// sentences, ignoring citation markers, case and punctuation.
 pub fn repeats_example(answer: &str) -> bool {
@@ -1421,6 +1495,73 @@ mod tests {
             "Every write is first appended to the write-ahead log [1]."
         );
         assert_eq!((v.cited, v.unsupported), (1, 1));
+    }
+
+    #[test]
+    fn a_copy_of_the_passages_after_the_answer_is_where_the_answer_ends() {
+        // The shape of Qwen2.5-Coder-1.5B's answer to "how does SUMMARY.md define the structure
+        // of a book" over mdBook's guide: its answer, then passage [1] under its header.
+        let summary = source(
+            "guide/src/format/summary.md:32-58 — SUMMARY.md › Structure",
+            "1. ***Part Title*** -\n   Level 1 headers can be used as a title for the following numbered chapters.",
+        );
+        let build = source(
+            "guide/src/cli/build.md:1-14 — The build command",
+            "# The build command\n\nThe build command is used to render your book:",
+        );
+        let shown = [summary, build];
+        let answer = "The SUMMARY.md file defines the structure of a book by outlining the main content.\n\n";
+        let copy = format!(
+            "{answer}[1] guide/src/format/summary.md:32-58 — SUMMARY.md › Structure\n1. ***Part Title*** -\n   Level 1 headers can be used"
+        );
+        assert_eq!(
+            copying_passages_from(&copy, &shown, false),
+            Some(answer.len())
+        );
+        // While streaming, the header alone is not yet a copy: the next line decides.
+        let header = format!(
+            "{answer}[1] guide/src/format/summary.md:32-58 — SUMMARY.md › Structure\n1. ***Part"
+        );
+        assert_eq!(copying_passages_from(&header, &shown, false), None);
+        // A header at the very end of a complete answer, and one followed by another header
+        // (with a list number, as recorded), are copies.
+        let last = format!("{answer}[2] guide/src/cli/build.md:1-14 — The build command");
+        assert_eq!(
+            copying_passages_from(&last, &shown, true),
+            Some(answer.len())
+        );
+        assert_eq!(copying_passages_from(&last, &shown, false), None);
+        let two = format!(
+            "{answer}[1] guide/src/format/summary.md:32-58 — SUMMARY.md › Structure\n2. guide/src/cli/build.md:1-14 — The build command\n"
+        );
+        assert_eq!(
+            copying_passages_from(&two, &shown, false),
+            Some(answer.len())
+        );
+        // The model shortens the headings after a location (recorded: "[1]
+        // guide/src/format/summary.md:60-77 — SUMMARY.md › Structure" for a passage whose
+        // title goes on), and may number it as it likes.
+        let short = format!(
+            "{answer}[3] guide/src/format/summary.md:32-58 — SUMMARY.md\n   Level 1 headers can be used as a title\n"
+        );
+        assert_eq!(
+            copying_passages_from(&short, &shown, false),
+            Some(answer.len())
+        );
+        // Not copies: a header above words of the model's own, a header before any answer,
+        // a citation at the start of a line, a header whose next line is another passage's.
+        let own = format!(
+            "{answer}[2] guide/src/cli/build.md:1-14 — The build command\nRun mdbook build to render it [2].\n"
+        );
+        assert_eq!(copying_passages_from(&own, &shown, true), None);
+        let first = "[2] guide/src/cli/build.md:1-14 — The build command\nThe build command is used to render your book:\n";
+        assert_eq!(copying_passages_from(first, &shown, true), None);
+        let cited = format!("{answer}[2] The build command renders the book.\nMore.\n");
+        assert_eq!(copying_passages_from(&cited, &shown, true), None);
+        let other = format!(
+            "{answer}[2] guide/src/cli/build.md:1-14 — The build command\nLevel 1 headers can be used as a title\n"
+        );
+        assert_eq!(copying_passages_from(&other, &shown, true), None);
     }
 
     #[test]
