@@ -1001,8 +1001,9 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
     let mut snapshot = String::new();
     let (mut total, mut kept, mut without_markers, mut answered, mut all_parts) = (0, 0, 0, 0, 0);
     // (answers, kept) per live run: `qNN`, `run2-qNN`, `run3-PROMPT-qNN` (the shipped prompt
-    // `base` beside the alternatives `fewshot` and `fewfirst`, on the same questions) and
-    // `run5-qNN` (the closing measurement).
+    // `base` beside the alternatives `fewshot` and `fewfirst`, on the same questions),
+    // `run5-qNN` (the closing measurement) and `run6-qNN` (the same-session measurement against
+    // the binary of the day, at 01e4286).
     let mut runs: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
     // The model's check as it is now, one call per pair, recorded on the 11 reports whose
     // pairs were read by hand (`scripts/bench/research-judge --export pairshot:FILE`).
@@ -1015,6 +1016,7 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
     .collect();
     let mut replayed = 0;
     let mut copies = 0;
+    let mut loops = 0;
     for corpus in ["httpx", "mdbook"] {
         let dir = support::fixture(&format!("model/qwen2.5-coder-1.5b/research/{corpus}"));
         // A corpus whose answers were not recorded yet has no folder.
@@ -1041,10 +1043,14 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
                 .unwrap();
             let question = question_of(prompt);
             let shown = passages_of(prompt);
-            // Where the model began copying its passages, the server stopped reading.
-            let answer = match synthesis::copying_passages_from(&answer, &shown, true) {
-                Some(at) => {
-                    copies += 1;
+            // Where the model began copying its passages or went round in a loop, the server
+            // stopped reading.
+            let answer = match synthesis::stop_reading(&answer, &shown, true) {
+                Some((at, why)) => {
+                    match why {
+                        synthesis::Stop::Copy => copies += 1,
+                        synthesis::Stop::Loop => loops += 1,
+                    }
                     answer[..at].to_owned()
                 }
                 None => answer,
@@ -1149,7 +1155,7 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
         }
     }
     snapshot.push_str(&format!(
-        "kept {kept} of {total} ({without_markers} answers without any [n], {copies} ending in a copy of the passages); parts the kept syntheses answer {answered}/{all_parts}\n"
+        "kept {kept} of {total} ({without_markers} answers without any [n], {copies} ending in a copy of the passages, {loops} in a loop); parts the kept syntheses answer {answered}/{all_parts}\n"
     ));
     for (run, (n, k)) in &runs {
         snapshot.push_str(&format!("{run}: kept {k} of {n}\n"));

@@ -59,6 +59,10 @@ impl Synthesis {
     }
 }
 
+/// Where and why to stop reading an answer, given the text so far and whether it is complete
+/// ([`synthesis::stop_reading`]).
+type StopReading<'a> = dyn Fn(&str, bool) -> Option<(usize, synthesis::Stop)> + Send + Sync + 'a;
+
 /// An answer streamed from a model.
 struct Streamed {
     text: String,
@@ -67,9 +71,9 @@ struct Streamed {
     failure: Option<String>,
     /// The model hit its output limit.
     cut: bool,
-    /// The model began copying the prompt's passages after its answer; the text ends before
-    /// the copy ([`synthesis::copying_passages_from`]).
-    copied: bool,
+    /// Why the writer stopped reading before the answer's end (the model began copying its
+    /// passages, or went round in a loop); the text ends there ([`synthesis::stop_reading`]).
+    stopped: Option<synthesis::Stop>,
 }
 
 impl Research {
@@ -137,23 +141,12 @@ impl Research {
             );
         };
         let shown_sources = &candidates[..shown];
-        let copying =
-            |text: &str, done: bool| synthesis::copying_passages_from(text, shown_sources, done);
+        let stop = |text: &str, done: bool| synthesis::stop_reading(text, shown_sources, done);
         let mut answer = self
-            .stream(
-                model.as_ref(),
-                request,
-                deadline,
-                &heartbeat,
-                &copying,
-                cancel,
-            )
+            .stream(model.as_ref(), request, deadline, &heartbeat, &stop, cancel)
             .await;
-        if answer.copied {
-            notes.push(
-                "the model began copying the passages after its answer; it was stopped there and the copy left out"
-                    .to_owned(),
-            );
+        if let Some(stop) = answer.stopped {
+            notes.push(stop.note().to_owned());
         } else if answer.cut {
             notes.push(
                 "the model hit its output-token limit; the synthesis may be cut short".to_owned(),
@@ -273,17 +266,17 @@ impl Research {
             .max(200)
     }
 
-    /// Streams one answer until it is done, fails, is cancelled, the deadline passes or
-    /// `copying` (the text so far, whether it is complete) finds where the model began copying
-    /// its passages, calling `heartbeat` (seconds, characters so far) at the configured
-    /// interval. Unlike [`complete`], an answer cut short keeps the text it had.
+    /// Streams one answer until it is done, fails, is cancelled, the deadline passes or `stop`
+    /// (the text so far, whether it is complete) says where the model stopped answering,
+    /// calling `heartbeat` (seconds, characters so far) at the configured interval. Unlike
+    /// [`complete`], an answer cut short keeps the text it had.
     async fn stream(
         &self,
         model: &dyn ChatModel,
         request: ChatRequest,
         deadline: Instant,
         heartbeat: &(dyn Fn(f64, usize) + Send + Sync),
-        copying: &(dyn Fn(&str, bool) -> Option<usize> + Send + Sync),
+        stop: &StopReading<'_>,
         cancel: &CancellationToken,
     ) -> Streamed {
         let call_cancel = cancel.child_token();
@@ -296,7 +289,7 @@ impl Research {
             usage: Usage::default(),
             failure: None,
             cut: false,
-            copied: false,
+            stopped: None,
         };
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -316,13 +309,13 @@ impl Research {
                     Some(Ok(StreamEvent::TextDelta { text: delta })) => {
                         out.text.push_str(&delta);
                         if delta.contains('\n')
-                            && let Some(at) = copying(&out.text, false)
+                            && let Some((at, why)) = stop(&out.text, false)
                         {
-                            // What follows is the prompt's passages, not an answer: stop
-                            // paying for it.
+                            // What follows is the prompt's passages or the same block again,
+                            // not an answer: stop paying for it.
                             call_cancel.cancel();
                             out.text.truncate(at);
-                            out.copied = true;
+                            out.stopped = Some(why);
                             break;
                         }
                     }
@@ -330,9 +323,9 @@ impl Research {
                     Some(Ok(StreamEvent::Done { usage, finish })) => {
                         out.usage = usage;
                         out.cut = finish == crate::model::FinishReason::Length;
-                        if let Some(at) = copying(&out.text, true) {
+                        if let Some((at, why)) = stop(&out.text, true) {
                             out.text.truncate(at);
-                            out.copied = true;
+                            out.stopped = Some(why);
                         }
                         break;
                     }

@@ -35,9 +35,11 @@ pub struct ValidClaim {
     pub attributed: bool,
     /// The judge's verdict per source (in the order of `sources`), when it judged the pair.
     pub verdicts: Vec<Option<&'static str>>,
-    /// The line the model put the sentence under: its copy of a part of the question ("1. Why
-    /// should I use a Client instead of the top-level functions?") or a Markdown heading of its
-    /// own, the last one before the sentence.
+    /// The line the model put the sentence under: the lead-in of the list the sentence is an
+    /// item of ("HTTPX reads several environment variables to configure proxies:" above
+    /// "`HTTP_PROXY`: A URL to a proxy for HTTP requests."), else its copy of a part of the
+    /// question ("1. Why should I use a Client instead of the top-level functions?") or a
+    /// Markdown heading of its own, the last one before the sentence.
     pub under: Option<String>,
 }
 
@@ -430,6 +432,7 @@ pub fn validate_judged(
 
     let mut raw = Checks::default();
     let mut seen: Vec<String> = Vec::new();
+    let mut seen_tokens: Vec<Vec<String>> = Vec::new();
     for i in 0..items.len() {
         let item = &items[i];
         let clean = item.clean.as_str();
@@ -507,11 +510,16 @@ pub fn validate_judged(
             Outcome::Cited(..) | Outcome::Attributed(_) | Outcome::Connective
         );
         let key = words_of(clean);
-        let outcome = if kept && !key.is_empty() && seen.contains(&key) {
+        let tokens = tokens_of(clean);
+        let outcome = if kept
+            && !key.is_empty()
+            && (seen.contains(&key) || seen_tokens.iter().any(|t| restates(&tokens, t)))
+        {
             Outcome::Repeated
         } else {
             if kept {
                 seen.push(key);
+                seen_tokens.push(tokens);
             }
             outcome
         };
@@ -537,6 +545,10 @@ pub fn validate_judged(
     // (sentence with prompt numbers, numbers, attributed, the line it stands under)
     let mut raw_claims: Vec<(String, Vec<u32>, bool, Option<String>)> = Vec::new();
     let mut under: Option<String> = None;
+    // A lead-in ("HTTPX reads several environment variables to configure proxies:") and the
+    // list items after it: each item stands under it, as under a heading, until a paragraph
+    // that is no list item.
+    let mut lead_in: Option<String> = None;
     let mut out_blocks: Vec<String> = Vec::new();
     let mut next = items.iter().peekable();
     for (b, block) in parsed.into_iter().enumerate() {
@@ -545,6 +557,7 @@ pub fn validate_judged(
             Block::Heading(h) => {
                 let h = strip_markers(&h);
                 under = Some(h.trim_start_matches('#').trim().to_owned());
+                lead_in = None;
                 out_blocks.push(h);
             }
             Block::Code(code) => {
@@ -559,8 +572,20 @@ pub fn validate_judged(
                 }
             }
             Block::Prose { prefix, .. } => {
+                if list_prefix(&prefix).is_none() {
+                    lead_in = None;
+                }
                 let mut kept: Vec<String> = Vec::new();
                 while let Some(item) = next.next_if(|item| item.block == b) {
+                    let standing = lead_in.clone().or_else(|| under.clone());
+                    if item.clean.trim_end().ends_with(':')
+                        && matches!(
+                            item.outcome,
+                            Outcome::Connective | Outcome::Cited(..) | Outcome::Attributed(_)
+                        )
+                    {
+                        lead_in = Some(item.clean.clone());
+                    }
                     match &item.outcome {
                         Outcome::Connective => kept.push(item.clean.clone()),
                         Outcome::Cited(numbers, Cite::Own) => {
@@ -569,7 +594,7 @@ pub fn validate_judged(
                                 item.clean.clone(),
                                 numbers.clone(),
                                 false,
-                                under.clone(),
+                                standing.clone(),
                             ));
                         }
                         Outcome::Cited(numbers, how) => {
@@ -579,12 +604,12 @@ pub fn validate_judged(
                                 item.clean.clone(),
                                 numbers.clone(),
                                 false,
-                                under.clone(),
+                                standing.clone(),
                             ));
                         }
                         Outcome::Attributed(n) => {
                             kept.push(mark_cited(&item.clean, *n, Some("attributed")));
-                            raw_claims.push((item.clean.clone(), vec![*n], true, under.clone()));
+                            raw_claims.push((item.clean.clone(), vec![*n], true, standing.clone()));
                         }
                         // A copy of a part of the question: what follows answers it.
                         Outcome::Repeated if echoes_prompt(&item.clean) => {
@@ -968,6 +993,41 @@ fn words_of(text: &str) -> String {
         .join(" ")
 }
 
+/// The words of a sentence in order, numbers included, lower case.
+fn tokens_of(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether a sentence of `later` words says again what an `earlier` one said: four words or
+/// more, all of them in the earlier sentence in the same order, and none of the words it
+/// leaves out a negation (without it the later sentence would say the opposite). Recorded
+/// from Qwen2.5-Coder-1.5B: "The default timeout is 5 seconds by default." then "The default
+/// timeout is 5 seconds." (HTTPX), "… via HTTP at `localhost:3000` by default." then the same
+/// without "by default" (mdBook): a reader gets the sentence twice, and the check asks twice.
+fn restates(later: &[String], earlier: &[String]) -> bool {
+    const NEGATIONS: [&str; 6] = ["not", "no", "never", "t", "none", "nor"];
+    if later.len() < 4 || later.len() >= earlier.len() {
+        return false;
+    }
+    let mut rest = earlier.iter();
+    let mut left_out = Vec::new();
+    for word in later {
+        loop {
+            match rest.next() {
+                Some(w) if w == word => break,
+                Some(w) => left_out.push(w),
+                None => return false,
+            }
+        }
+    }
+    left_out.extend(rest);
+    !left_out.iter().any(|w| NEGATIONS.contains(&w.as_str()))
+}
+
 /// The sentences of the system prompt's example, as [`words_of`].
 fn example_sentences() -> Vec<String> {
     let example = SYSTEM
@@ -1081,6 +1141,83 @@ pub fn copying_passages_from(text: &str, shown: &[SourceRecord], done: bool) -> 
         };
         if copied {
             return Some(at);
+        }
+    }
+    None
+}
+
+/// Why the writer stopped reading an answer before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The model began copying its passages ([`copying_passages_from`]).
+    Copy,
+    /// The model began writing a block a third time ([`looping_from`]).
+    Loop,
+}
+
+impl Stop {
+    /// The note the report carries.
+    pub fn note(self) -> &'static str {
+        match self {
+            Stop::Copy => {
+                "the model began copying the passages after its answer; it was stopped there and the copy left out"
+            }
+            Stop::Loop => {
+                "the model began writing the same block a third time; it was stopped there and the repeats left out"
+            }
+        }
+    }
+}
+
+/// Where the writer stops reading `text` (the answer so far; `done`: complete), and why: the
+/// earlier of a copy of the passages and a loop.
+pub fn stop_reading(text: &str, shown: &[SourceRecord], done: bool) -> Option<(usize, Stop)> {
+    let copy = copying_passages_from(text, shown, done).map(|at| (at, Stop::Copy));
+    let looping = looping_from(text).map(|at| (at, Stop::Loop));
+    match (copy, looping) {
+        (Some(c), Some(l)) => Some(if l.0 < c.0 { l } else { c }),
+        (c, l) => c.or(l),
+    }
+}
+
+/// Where the model began going round in a loop: the byte offset of the first block (a
+/// paragraph, a list item or a fenced code block, forty characters or more) written for the
+/// third time. Qwen2.5-Coder-1.5B on mdBook's "how do I configure a custom backend command"
+/// wrote the same `diff` block seven times until its output limit, 126 s of writing
+/// (docs/research.md). Twice is not a loop: an answer may show a block and then "this will
+/// render as" the same block. Repeated sentences are left out of the report anyway; this
+/// stops paying for them. Only complete blocks count: the last line must have ended.
+pub fn looping_from(text: &str) -> Option<usize> {
+    let mut blocks: Vec<(usize, String)> = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    let mut fences = Fences::default();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        if !line.ends_with('\n') {
+            break;
+        }
+        let kind = fences.line(line);
+        let blank = line.trim().is_empty();
+        let item = list_prefix(line).is_some() && kind == FenceLine::Outside;
+        if kind == FenceLine::Open || (kind == FenceLine::Outside && (blank || item)) {
+            blocks.extend(current.take());
+        }
+        if kind != FenceLine::Outside || !blank {
+            current
+                .get_or_insert_with(|| (start, String::new()))
+                .1
+                .push_str(line.trim());
+        }
+        if kind == FenceLine::Close {
+            blocks.extend(current.take());
+        }
+        if let Some((start, last)) = blocks.last()
+            && last.chars().count() >= 40
+            && blocks.iter().filter(|(_, b)| b == last).count() >= 3
+        {
+            return Some(*start);
         }
     }
     None
@@ -1562,6 +1699,125 @@ mod tests {
             "{answer}[2] guide/src/cli/build.md:1-14 — The build command\nLevel 1 headers can be used as a title\n"
         );
         assert_eq!(copying_passages_from(&other, &shown, true), None);
+    }
+
+    #[test]
+    fn a_sentence_said_again_with_fewer_words_is_a_repeat() {
+        let t = |s: &str| tokens_of(s);
+        // Recorded answers of Qwen2.5-Coder-1.5B on HTTPX's and mdBook's docs.
+        assert!(restates(
+            &t("The default timeout is 5 seconds."),
+            &t("The default timeout is 5 seconds by default.")
+        ));
+        assert!(restates(
+            &t(
+                "The serve command is used to preview a book by serving it via HTTP at `localhost:3000`."
+            ),
+            &t(
+                "The serve command is used to preview a book by serving it via HTTP at `localhost:3000` by default."
+            )
+        ));
+        // Not repeats: another number, the words in another order, fewer than four words,
+        // a negation left out, the longer sentence after the shorter one.
+        assert!(!restates(
+            &t("The default timeout is 10 seconds."),
+            &t("The default timeout is 5 seconds by default.")
+        ));
+        assert!(!restates(
+            &t("Seconds is the default timeout."),
+            &t("The default timeout is 5 seconds by default.")
+        ));
+        assert!(!restates(
+            &t("It is supported."),
+            &t("It is supported on Linux.")
+        ));
+        assert!(!restates(
+            &t("Redirects are followed by default."),
+            &t("Redirects are not followed by default.")
+        ));
+        assert!(!restates(
+            &t("Redirects are followed by the client."),
+            &t("Redirects aren't followed by the async client.")
+        ));
+        assert!(!restates(
+            &t("The default timeout is 5 seconds by default."),
+            &t("The default timeout is 5 seconds.")
+        ));
+        let answer = "The default timeout is 5 seconds by default [1]. The default timeout is 5 seconds [1].";
+        let v = validate_citations(
+            answer,
+            &[source(
+                "docs/timeouts.md:1-4 — Timeouts",
+                "The default behavior is to raise a `TimeoutException` after 5 seconds of network inactivity. The default timeout is 5 seconds by default.",
+            )],
+        );
+        assert_eq!(v.repeated, 1, "{}", v.text);
+        assert_eq!(v.claims.len(), 1, "{}", v.text);
+    }
+
+    #[test]
+    fn a_block_written_a_third_time_is_a_loop() {
+        let block = "```diff\n [book]\n title = \"mdBook Documentation\"\n\n+ [output.html]\n\n+ [output.wordcount]\n```\n\n";
+        let answer = "A backend receives a JSON representation of the book via `stdin` [1].\n\n";
+        let twice = format!("{answer}{block}{block}");
+        assert_eq!(looping_from(&twice), None);
+        let thrice = format!("{twice}{block}");
+        assert_eq!(looping_from(&thrice), Some(twice.len()));
+        // While the third is still being written, nothing is decided.
+        let writing = format!("{twice}```diff\n [book]\n");
+        assert_eq!(looping_from(&writing), None);
+        // A paragraph said three times, and list items, count; short lines do not.
+        let para = "Every write is first appended to the write-ahead log and flushed.\n\n";
+        let looped = format!("{para}{para}{para}");
+        assert_eq!(looping_from(&looped), Some(2 * para.len()));
+        let items =
+            "- `max_connections`: 100\n- `max_connections`: 100\n- `max_connections`: 100\n";
+        assert_eq!(looping_from(items), None, "shorter than forty characters");
+        let long = "- `max_keepalive_connections`, number of allowable keep-alive connections\n";
+        let list = format!("{long}{long}{long}\n");
+        assert_eq!(looping_from(&list), Some(2 * long.len()));
+        // Blank lines inside a code block do not end it.
+        let code = "```python\nclient = httpx.Client()\n\nresponse = client.get(url)\n```\n";
+        let three = format!("{code}Then:\n\n{code}Or:\n\n{code}");
+        assert_eq!(
+            looping_from(&three),
+            Some(three.rfind("```python").unwrap())
+        );
+    }
+
+    #[test]
+    fn list_items_stand_under_their_lead_in() {
+        // Qwen2.5-Coder-1.5B over HTTPX's docs: the items name the variables, the lead-in
+        // says what they are; the part "which environment variables does HTTPX read for
+        // proxies" is answered by the items under it.
+        let shown = [
+            source(
+                "docs/advanced/proxies.md:1-6",
+                "HTTPX supports setting up HTTP proxies via the `proxy` parameter to be passed on client initialization.",
+            ),
+            source(
+                "docs/environment_variables.md:20-35 — Environment Variables › Proxies",
+                "Valid values: A URL to a proxy. `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` set the proxy to be used for `http`, `https`, or all requests respectively.",
+            ),
+        ];
+        let answer = "To send requests through a proxy, you can use the `proxy` parameter on client initialization [1].\n\nHTTPX reads several environment variables to configure proxies:\n- `HTTP_PROXY`: A URL to a proxy for `http` requests [2].\n\nHTTPX supports setting up HTTP proxies via the `proxy` parameter [1].";
+        let v = validate_citations(answer, &shown);
+        let under: Vec<Option<&str>> = v.claims.iter().map(|c| c.under.as_deref()).collect();
+        assert_eq!(
+            under,
+            [
+                None,
+                Some("HTTPX reads several environment variables to configure proxies:"),
+                None
+            ],
+            "{:?}",
+            v.claims
+        );
+        let parts = crate::research::parts::parts_of(
+            "how do I send requests through a proxy, and which environment variables does HTTPX read for proxies",
+        );
+        assert!(v.claims[1].parts(&parts).contains(&1), "{:?}", v.claims[1]);
+        assert!(!v.claims[2].parts(&parts).contains(&1), "{:?}", v.claims[2]);
     }
 
     #[test]
