@@ -1238,9 +1238,20 @@ fn question_of(prompt: &str) -> &str {
 /// A recorded run of the closing measurement (`run5-qNN`): its question, the passages its
 /// synthesis prompt showed (credible, so they may be quoted) and the model's answer.
 fn closing_run(corpus: &str, n: u32) -> (String, Vec<patchwise::store::SourceRecord>, String) {
+    recorded_run(corpus, "run5", n)
+}
+
+/// Question `n` of the recorded live run `run` (`run5`, `run6`) over `corpus`: as
+/// [`closing_run`].
+fn recorded_run(
+    corpus: &str,
+    run: &str,
+    n: u32,
+) -> (String, Vec<patchwise::store::SourceRecord>, String) {
     let dir = support::fixture(&format!("model/qwen2.5-coder-1.5b/research/{corpus}"));
     let read = |file: String| std::fs::read_to_string(dir.join(file)).unwrap();
-    let request: Value = serde_json::from_str(&read(format!("run5-q{n:02}.request.json"))).unwrap();
+    let request: Value =
+        serde_json::from_str(&read(format!("{run}-q{n:02}.request.json"))).unwrap();
     let prompt = request["messages"].as_array().unwrap().last().unwrap()["content"]
         .as_str()
         .unwrap();
@@ -1251,8 +1262,65 @@ fn closing_run(corpus: &str, n: u32) -> (String, Vec<patchwise::store::SourceRec
     (
         question_of(prompt).to_owned(),
         shown,
-        answer_text(&read(format!("run5-q{n:02}.http"))),
+        answer_text(&read(format!("{run}-q{n:02}.http"))),
     )
+}
+
+/// A quote for a part of several words must hold two of them: on mdBook's "how can environment
+/// variables override the book configuration, and how are the variable names formed"
+/// (same-session run at 01e4286), the model's "The key is created by removing the `MDBOOK_`
+/// prefix …" holds none of the second part's words, and the report quoted for it "Create a new
+/// file with the name of the file you want to override …" and a sentence about `--chapter`,
+/// each holding "name" alone.
+#[test]
+fn a_quote_for_a_part_holds_more_than_one_of_its_words() {
+    use patchwise::research::{extractive, parts};
+    let (question, mut shown, _) = recorded_run("mdbook", "run6", 7);
+    // The two passages the report quoted from were candidates beyond the prompt's twelve.
+    for (title, snippet) in [
+        (
+            "guide/src/format/theme/README.md:1-12 — Theme",
+            "# Theme\n\nThe default renderer uses a [handlebars](https://handlebarsjs.com) template to\nrender your markdown files and comes with a default theme included in the mdBook\nbinary.\n\nThe theme is totally customizable, you can selectively replace every file from\nthe theme by your own by adding a `theme` directory next to `src` folder in your\nproject root. Create a new file with the name of the file you want to override\nand now that file will be used instead of the default file.\n\nHere are the files you can override:",
+        ),
+        (
+            "guide/src/cli/test.md:57-60 — The test command › `--chapter`",
+            "#### `--chapter`\n\nThe `--chapter` (`-c`) option allows you to test a specific chapter of the\nbook using the chapter name or the relative path to the chapter.",
+        ),
+    ] {
+        shown.push(patchwise::store::SourceRecord {
+            key: format!("file:{}", title.split(':').next().unwrap()),
+            title: title.to_owned(),
+            snippet: snippet.to_owned(),
+            venue_type: "workspace".into(),
+            credibility: patchwise::store::Credibility {
+                score: 0.5,
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+    }
+    let qp = parts::parts_for(&question, &shown);
+    assert_eq!(qp.len(), 2);
+    let quoted = extractive::quote(&question, &qp, &[1], &shown);
+    let said: Vec<&str> = quoted.claims.iter().map(|(t, _)| t.as_str()).collect();
+    assert!(
+        said.iter()
+            .all(|t| !t.contains("override") && !t.contains("--chapter")),
+        "{said:?}"
+    );
+    for t in &said {
+        assert!(parts::weighed_hits(t, &qp[1]).0 >= 2, "{t}");
+    }
+    // A quote that holds two of them stays: httpx 3's history part.
+    let (question, shown, _) = closing_run("httpx", 3);
+    let qp = parts::parts_for(&question, &shown);
+    let quoted = extractive::quote(&question, &qp, &[1], &shown);
+    assert_eq!(
+        quoted.claims.first().map(|(t, _)| t.as_str()),
+        Some(
+            "The `history` property of the response can be used to inspect any followed redirects."
+        )
+    );
 }
 
 /// The parts of the question by reading, on the closing measurement's recorded runs over

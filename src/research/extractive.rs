@@ -325,6 +325,13 @@ pub fn quote(
         let mut scored: Vec<(f64, usize, &Candidate)> = pool
             .iter()
             .filter(|c| parts::enough_for(&c.sentence, part))
+            // A part of several words that count is not answered by one of them, however rare:
+            // for "how are the variable names formed" mdBook's passages gave "Create a new file
+            // with the name of the file you want to override …" (docs/research.md).
+            .filter(|c| {
+                let (held, counted) = parts::weighed_hits(&c.sentence, part);
+                counted < 2 || held >= 2
+            })
             .map(|c| {
                 let words = content_stems(&c.sentence);
                 let q = question_stems.iter().filter(|w| words.contains(w)).count();

@@ -188,6 +188,17 @@ pub fn hits(sentence: &str, part: &QuestionPart) -> usize {
     held(sentence, part).into_iter().filter(|h| *h).count()
 }
 
+/// How many of `part`'s stems that weigh something the sentence holds, and how many there are.
+pub fn weighed_hits(sentence: &str, part: &QuestionPart) -> (usize, usize) {
+    let weighed = |w: &f64| *w > 1e-9;
+    let held = held(sentence, part)
+        .into_iter()
+        .zip(&part.weights)
+        .filter(|(h, w)| *h && weighed(w))
+        .count();
+    (held, part.weights.iter().filter(|w| weighed(w)).count())
+}
+
 /// The share of `part`'s weight the sentence holds: the weights of the stems it holds over
 /// the weights of all of them.
 pub fn share(sentence: &str, part: &QuestionPart) -> f64 {
