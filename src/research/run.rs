@@ -433,7 +433,7 @@ impl Research {
                         sources,
                         attributed: false,
                         verdicts: Vec::new(),
-                        under: None,
+                        under: Vec::new(),
                     });
                 }
                 if !extra.is_empty() {

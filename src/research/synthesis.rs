@@ -35,30 +35,32 @@ pub struct ValidClaim {
     pub attributed: bool,
     /// The judge's verdict per source (in the order of `sources`), when it judged the pair.
     pub verdicts: Vec<Option<&'static str>>,
-    /// The line the model put the sentence under: the lead-in of the list the sentence is an
-    /// item of ("HTTPX reads several environment variables to configure proxies:" above
-    /// "`HTTP_PROXY`: A URL to a proxy for HTTP requests."), else its copy of a part of the
-    /// question ("1. Why should I use a Client instead of the top-level functions?") or a
-    /// Markdown heading of its own, the last one before the sentence.
-    pub under: Option<String>,
+    /// The lines the model put the sentence under, nearest first: the lead-in of the list the
+    /// sentence is an item of ("HTTPX reads several environment variables to configure
+    /// proxies:" above "`HTTP_PROXY`: A URL to a proxy for HTTP requests."), then its copy of a
+    /// part of the question ("1. Why should I use a Client instead of the top-level
+    /// functions?") or a Markdown heading of its own, the last one before the sentence.
+    pub under: Vec<String>,
 }
 
 impl ValidClaim {
     /// The parts of the question the sentence answers: those its own words answer
-    /// ([`parts::answers`]), and the one part the line it stands under names, when it names
+    /// ([`parts::answers`]), and the one part each line it stands under names, when it names
     /// one — a model that copies each part above its answer says which part the sentences
     /// below answer, in words of their own ("It provides more efficient usage of network
     /// resources by reusing connections" under "Why should I use a Client instead of the
-    /// top-level functions?").
+    /// top-level functions?"). A lead-in that names no part ("For example:") leaves the
+    /// heading above it to say.
     pub fn parts(&self, parts: &[QuestionPart]) -> Vec<usize> {
         let mut out = parts::answers(&self.text, parts);
-        if let Some(line) = &self.under
-            && let [p] = parts::answered_by(line, parts)[..]
-            && !out.contains(&p)
-        {
-            out.push(p);
-            out.sort_unstable();
+        for line in &self.under {
+            if let [p] = parts::answered_by(line, parts)[..]
+                && !out.contains(&p)
+            {
+                out.push(p);
+            }
         }
+        out.sort_unstable();
         out
     }
 }
@@ -542,8 +544,8 @@ pub fn validate_judged(
     }
     v.raw = raw.summary();
 
-    // (sentence with prompt numbers, numbers, attributed, the line it stands under)
-    let mut raw_claims: Vec<(String, Vec<u32>, bool, Option<String>)> = Vec::new();
+    // (sentence with prompt numbers, numbers, attributed, the lines it stands under)
+    let mut raw_claims: Vec<(String, Vec<u32>, bool, Vec<String>)> = Vec::new();
     let mut under: Option<String> = None;
     // A lead-in ("HTTPX reads several environment variables to configure proxies:") and the
     // list items after it: each item stands under it, as under a heading, until a paragraph
@@ -577,7 +579,7 @@ pub fn validate_judged(
                 }
                 let mut kept: Vec<String> = Vec::new();
                 while let Some(item) = next.next_if(|item| item.block == b) {
-                    let standing = lead_in.clone().or_else(|| under.clone());
+                    let standing: Vec<String> = lead_in.iter().chain(&under).cloned().collect();
                     if item.clean.trim_end().ends_with(':')
                         && matches!(
                             item.outcome,
@@ -818,7 +820,7 @@ pub fn number_extractive(text: &str, claims: Vec<(String, Vec<u32>)>) -> Validat
                 .collect(),
             attributed: false,
             verdicts: Vec::new(),
-            under: None,
+            under: Vec::new(),
         })
         .collect();
     Validated {
@@ -1342,7 +1344,7 @@ mod tests {
                 sources: vec![1, 2],
                 attributed: false,
                 verdicts: Vec::new(),
-                under: None,
+                under: Vec::new(),
             }]
         );
         assert!(
@@ -1802,13 +1804,13 @@ mod tests {
         ];
         let answer = "To send requests through a proxy, you can use the `proxy` parameter on client initialization [1].\n\nHTTPX reads several environment variables to configure proxies:\n- `HTTP_PROXY`: A URL to a proxy for `http` requests [2].\n\nHTTPX supports setting up HTTP proxies via the `proxy` parameter [1].";
         let v = validate_citations(answer, &shown);
-        let under: Vec<Option<&str>> = v.claims.iter().map(|c| c.under.as_deref()).collect();
+        let under: Vec<Vec<String>> = v.claims.iter().map(|c| c.under.clone()).collect();
         assert_eq!(
             under,
             [
-                None,
-                Some("HTTPX reads several environment variables to configure proxies:"),
-                None
+                vec![],
+                vec!["HTTPX reads several environment variables to configure proxies:".to_owned()],
+                vec![]
             ],
             "{:?}",
             v.claims
@@ -1818,6 +1820,19 @@ mod tests {
         );
         assert!(v.claims[1].parts(&parts).contains(&1), "{:?}", v.claims[1]);
         assert!(!v.claims[2].parts(&parts).contains(&1), "{:?}", v.claims[2]);
+        // A lead-in that names no part leaves the model's copy of a part above it to say.
+        let copied = "1. which environment variables does HTTPX read for proxies\n\nFor example:\n- `HTTP_PROXY`: A URL to a proxy for `http` requests [2].\n";
+        let v = validate_citations(copied, &shown);
+        assert_eq!(
+            v.claims[0].under,
+            [
+                "For example:".to_owned(),
+                "which environment variables does HTTPX read for proxies".to_owned()
+            ],
+            "{:?}",
+            v.claims
+        );
+        assert!(v.claims[0].parts(&parts).contains(&1));
     }
 
     #[test]
