@@ -263,6 +263,16 @@ pub enum EditFailure {
     Cancelled,
 }
 
+/// Tools that could not finish: the run was cancelled, or their thread failed.
+impl From<Interrupted> for EditFailure {
+    fn from(why: Interrupted) -> EditFailure {
+        match why {
+            Interrupted::Cancelled => EditFailure::Cancelled,
+            Interrupted::Failed(why) => EditFailure::Target(why),
+        }
+    }
+}
+
 /// Runs the edit workflow for `request`. See the module docs.
 pub async fn run(
     ctx: &EditContext,
@@ -515,13 +525,6 @@ impl Policy for Run<'_> {
 
     fn as_meant(&mut self, calls: Vec<ToolCall>) -> (Vec<ToolCall>, HashMap<String, String>) {
         (self.prepare_calls(calls), HashMap::new())
-    }
-
-    fn interrupted(&self, why: Interrupted) -> EditFailure {
-        match why {
-            Interrupted::Cancelled => EditFailure::Cancelled,
-            Interrupted::Failed(why) => EditFailure::Target(why),
-        }
     }
 
     async fn judge(

@@ -36,7 +36,7 @@ use crate::workflow::edit::configured_format;
 use crate::workflow::model_loop::answer::{self, Reading, refuses, what_it_said};
 use crate::workflow::model_loop::driver::{self, Answer, At, Driven, Ended, Next, Policy};
 use crate::workflow::model_loop::feedback::{self, CheckFeedback, Repeats, Stuck};
-use crate::workflow::model_loop::{Interrupted, Protocol, Schedule, broke_off, failure_notes};
+use crate::workflow::model_loop::{Protocol, Schedule, broke_off, failure_notes};
 use crate::workflow::write_session::WriteSessions;
 
 use super::checks::{CheckRun, describe_failures};
@@ -285,10 +285,6 @@ impl Policy for Step<'_, '_> {
 
     fn as_meant(&mut self, calls: Vec<ToolCall>) -> (Vec<ToolCall>, HashMap<String, String>) {
         self.run.as_meant(calls)
-    }
-
-    fn interrupted(&self, why: Interrupted) -> DevelopFailure {
-        why.into()
     }
 
     async fn judge(

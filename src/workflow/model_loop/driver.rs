@@ -81,7 +81,9 @@ pub(crate) enum Driven {
 
 /// What a run kind decides: its prompts, how an attempt reads answers and when it is done.
 pub(crate) trait Policy {
-    type Error;
+    /// The run's failure; tools that could not finish (cancelled, or a panic on the tools'
+    /// thread) become one through `From`.
+    type Error: From<Interrupted>;
     /// A failed attempt in the same protocol, to the same model, goes on in the same
     /// conversation with [`Policy::retry`]'s message; otherwise every attempt starts clean.
     const CONTINUES: bool;
@@ -127,8 +129,6 @@ pub(crate) trait Policy {
     fn as_meant(&mut self, calls: Vec<ToolCall>) -> (Vec<ToolCall>, HashMap<String, String>) {
         (calls, HashMap::new())
     }
-    /// The error for tools that could not finish (cancelled, or a panic on the tools' thread).
-    fn interrupted(&self, why: Interrupted) -> Self::Error;
     /// What comes after `answer` (read by [`read`]; its assistant turn and any tool results are
     /// in `messages` already): ask again, done, or failed — with what the model is told pushed
     /// onto `messages`.
@@ -225,7 +225,7 @@ pub(crate) async fn read<P: Policy>(
     let (session, writes) = policy.hands();
     let mut outcomes = super::execute(&cancel, session, writes, calls.clone())
         .await
-        .map_err(|why| policy.interrupted(why))?;
+        .map_err(P::Error::from)?;
     for o in &mut outcomes {
         if let Some(note) = notes.get(&o.call_id) {
             o.content = format!("{note}\n{}", o.content);
@@ -446,7 +446,7 @@ mod tests {
     }
 
     impl Policy for Script {
-        type Error = ();
+        type Error = Interrupted;
         const CONTINUES: bool = true;
         fn attempts(&self) -> (usize, bool) {
             (3, true)
@@ -454,7 +454,11 @@ mod tests {
         fn schedule(&mut self, _model: &dyn ChatModel) -> Schedule {
             self.schedule
         }
-        fn clean_start(&mut self, at: &At, failures: &[String]) -> Result<Vec<Message>, ()> {
+        fn clean_start(
+            &mut self,
+            at: &At,
+            failures: &[String],
+        ) -> Result<Vec<Message>, Interrupted> {
             self.continues_log.push(format!(
                 "clean {} {:?} {} after {}",
                 at.attempt,
@@ -477,7 +481,7 @@ mod tests {
             at: &At,
             _round: usize,
             _messages: &mut Vec<Message>,
-        ) -> Result<Result<ChatResponse, String>, ()> {
+        ) -> Result<Result<ChatResponse, String>, Interrupted> {
             Ok(Ok(ChatResponse {
                 text: format!("answer {}", at.attempt),
                 ..ChatResponse::default()
@@ -492,14 +496,13 @@ mod tests {
         fn calls_in(&self, _at: &At, _response: &ChatResponse) -> Vec<ToolCall> {
             Vec::new()
         }
-        fn interrupted(&self, _why: Interrupted) {}
         async fn judge(
             &mut self,
             at: &At,
             answer: Answer,
             response: &ChatResponse,
             messages: &mut Vec<Message>,
-        ) -> Result<Next, ()> {
+        ) -> Result<Next, Interrupted> {
             // The answer was read as text, and its turn is in the conversation.
             assert!(matches!(answer, Answer::Text));
             assert_eq!(messages.last(), Some(&response.to_message()));
