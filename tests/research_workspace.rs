@@ -868,6 +868,17 @@ fn streamed_text(http: &str) -> String {
         .collect()
 }
 
+/// A workspace passage as the prompt shows it: `title` (`path:lines — headings`) and its text.
+fn workspace_source(title: &str, snippet: &str) -> patchwise::store::SourceRecord {
+    patchwise::store::SourceRecord {
+        key: format!("file:{}", title.split(':').next().unwrap()),
+        snippet: snippet.to_owned(),
+        title: title.to_owned(),
+        venue_type: "workspace".into(),
+        ..Default::default()
+    }
+}
+
 /// The numbered passages of a synthesis prompt (`[n] title` then the passage, up to the next
 /// number or the closing question), as the sources the model was shown.
 fn passages_of(prompt: &str) -> Vec<patchwise::store::SourceRecord> {
@@ -879,13 +890,7 @@ fn passages_of(prompt: &str) -> Vec<patchwise::store::SourceRecord> {
         let end = line.starts_with("Question: ");
         if line.starts_with(&next) || end {
             if let Some((title, lines)) = current.take() {
-                out.push(patchwise::store::SourceRecord {
-                    key: format!("file:{}", title.split(':').next().unwrap()),
-                    snippet: lines.join("\n").trim().to_owned(),
-                    title,
-                    venue_type: "workspace".into(),
-                    ..Default::default()
-                });
+                out.push(workspace_source(&title, lines.join("\n").trim()));
             }
             if end {
                 break;
@@ -1287,17 +1292,9 @@ fn a_quote_for_a_part_holds_more_than_one_of_its_words() {
             "#### `--chapter`\n\nThe `--chapter` (`-c`) option allows you to test a specific chapter of the\nbook using the chapter name or the relative path to the chapter.",
         ),
     ] {
-        shown.push(patchwise::store::SourceRecord {
-            key: format!("file:{}", title.split(':').next().unwrap()),
-            title: title.to_owned(),
-            snippet: snippet.to_owned(),
-            venue_type: "workspace".into(),
-            credibility: patchwise::store::Credibility {
-                score: 0.5,
-                ..Default::default()
-            },
-            ..Default::default()
-        });
+        let mut source = workspace_source(title, snippet);
+        source.credibility.score = 0.5;
+        shown.push(source);
     }
     let qp = parts::parts_for(&question, &shown);
     assert_eq!(qp.len(), 2);

@@ -183,11 +183,6 @@ fn held(sentence: &str, part: &QuestionPart) -> Vec<bool> {
         .collect()
 }
 
-/// How many of `part`'s stems the sentence holds.
-pub fn hits(sentence: &str, part: &QuestionPart) -> usize {
-    held(sentence, part).into_iter().filter(|h| *h).count()
-}
-
 /// How many of `part`'s stems that weigh something the sentence holds, and how many there are.
 pub fn weighed_hits(sentence: &str, part: &QuestionPart) -> (usize, usize) {
     let weighed = |w: &f64| *w > 1e-9;
@@ -251,7 +246,7 @@ pub fn answers(sentence: &str, parts: &[QuestionPart]) -> Vec<usize> {
 /// Whether a quoted sentence is enough of an answer to `part` to quote for it: at least half
 /// of the part's weight ([`ENOUGH`]; one of one or two words weighing alike).
 pub fn enough_for(sentence: &str, part: &QuestionPart) -> bool {
-    hits(sentence, part) > 0 && share(sentence, part) >= ENOUGH - 1e-9
+    share(sentence, part) >= ENOUGH - 1e-9
 }
 
 #[cfg(test)]

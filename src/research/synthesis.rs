@@ -985,23 +985,23 @@ Example of the form (for a question about baking; never copy it):\n\
 The oven is preheated to 220 degrees before the first batch [2]. Each loaf rests for ten minutes \
 after baking [1][3]. The passages do not say how long the dough rises.";
 
-/// The words of `text` for comparing sentences: lower case, without numbers (citation
-/// markers), punctuation or case.
-fn words_of(text: &str) -> String {
-    text.to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty() && !w.chars().all(|c| c.is_ascii_digit()))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// The words of a sentence in order, numbers included, lower case.
+/// The words of `text` in order, numbers included: lower case, without punctuation.
 fn tokens_of(text: &str) -> Vec<String> {
     text.to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+/// The words of `text` for comparing sentences: [`tokens_of`] without numbers (citation
+/// markers), joined.
+fn words_of(text: &str) -> String {
+    tokens_of(text)
+        .into_iter()
+        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Whether a sentence of `later` words says again what an `earlier` one said: four words or
