@@ -433,8 +433,8 @@ pub fn validate_judged(
     }
 
     let mut raw = Checks::default();
-    let mut seen: Vec<String> = Vec::new();
-    let mut seen_tokens: Vec<Vec<String>> = Vec::new();
+    // The kept sentences so far: their words (as compared for a repeat) and their tokens.
+    let mut seen: Vec<(String, Vec<String>)> = Vec::new();
     for i in 0..items.len() {
         let item = &items[i];
         let clean = item.clean.as_str();
@@ -515,13 +515,12 @@ pub fn validate_judged(
         let tokens = tokens_of(clean);
         let outcome = if kept
             && !key.is_empty()
-            && (seen.contains(&key) || seen_tokens.iter().any(|t| restates(&tokens, t)))
+            && seen.iter().any(|(k, t)| *k == key || restates(&tokens, t))
         {
             Outcome::Repeated
         } else {
             if kept {
-                seen.push(key);
-                seen_tokens.push(tokens);
+                seen.push((key, tokens));
             }
             outcome
         };
@@ -1174,12 +1173,13 @@ impl Stop {
 /// Where the writer stops reading `text` (the answer so far; `done`: complete), and why: the
 /// earlier of a copy of the passages and a loop.
 pub fn stop_reading(text: &str, shown: &[SourceRecord], done: bool) -> Option<(usize, Stop)> {
-    let copy = copying_passages_from(text, shown, done).map(|at| (at, Stop::Copy));
-    let looping = looping_from(text).map(|at| (at, Stop::Loop));
-    match (copy, looping) {
-        (Some(c), Some(l)) => Some(if l.0 < c.0 { l } else { c }),
-        (c, l) => c.or(l),
-    }
+    [
+        copying_passages_from(text, shown, done).map(|at| (at, Stop::Copy)),
+        looping_from(text).map(|at| (at, Stop::Loop)),
+    ]
+    .into_iter()
+    .flatten()
+    .min_by_key(|(at, _)| *at)
 }
 
 /// Where the model began going round in a loop: the byte offset of the first block (a
