@@ -879,3 +879,41 @@ fn pull_downloads_checks_the_sha256_and_never_leaves_a_bad_file_under_its_name()
     assert!(output.status.success());
     assert!(!dest.exists());
 }
+
+/// In an editor, with nothing configured, no server and no model: the edit's error, which the
+/// editor shows, leads with the one command to run.
+#[test]
+fn an_editor_with_nothing_to_answer_is_told_to_run_model_pull() {
+    use support::client::{RunFinished, TestServer};
+    use tower_lsp_server::ls_types::Uri;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("a.py"), "def f():\n    return 1\n").unwrap();
+    let (mut server, _) = TestServer::builder()
+        .root(&ws)
+        .config_home(&dir.path().join("config"))
+        .initialization_options(json!({"data_dir": dir.path().join("data").display().to_string()}))
+        .start();
+    server.ignore::<tower_lsp_server::ls_types::notification::ShowMessage>();
+    server.ignore::<tower_lsp_server::ls_types::notification::Progress>();
+    server.ignore::<tower_lsp_server::ls_types::notification::LogMessage>();
+    server.ignore_request::<tower_lsp_server::ls_types::request::WorkDoneProgressCreate>();
+    let uri: Uri = format!("file://{}", ws.join("a.py").display())
+        .parse()
+        .unwrap();
+    server.open(&uri, "python", "def f():\n    return 1\n", 1);
+    let answer = server.command(
+        "patchwise.edit",
+        json!({"uri": uri, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 12}},
+               "instruction": "return 2", "wait": true}),
+    );
+    let finished = server.notification::<RunFinished>();
+    let message = answer.err().map(|e| e.message).or(finished.error).unwrap();
+    assert!(
+        message.contains(
+            "no model server answers and no model is downloaded: run `patchwise model pull`"
+        ),
+        "{message}"
+    );
+}
