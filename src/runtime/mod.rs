@@ -91,6 +91,11 @@ pub struct Generation {
     /// 0: greedy (the most likely token every time).
     pub temperature: f32,
     pub top_p: f32,
+    /// llama.cpp's penalty on the last 64 tokens (1: none, llama.cpp server's default;
+    /// llama-cpp-python's server uses 1.1); frequency and presence penalties as OpenAI's.
+    pub repeat_penalty: f32,
+    pub frequency_penalty: f32,
+    pub presence_penalty: f32,
     pub seed: u32,
     /// Strings that end the answer (not included in it).
     pub stop: Vec<String>,
@@ -516,6 +521,18 @@ fn forget_after(ctx: &mut LlamaContext<'_>, cache: &mut Vec<LlamaToken>) {
 
 fn sampler_for(model: &LlamaModel, generation: &Generation) -> Result<LlamaSampler, RuntimeError> {
     let mut chain = Vec::new();
+    if generation.repeat_penalty != 1.0
+        || generation.frequency_penalty != 0.0
+        || generation.presence_penalty != 0.0
+    {
+        chain.push(LlamaSampler::penalties(
+            model.n_vocab(),
+            64,
+            generation.repeat_penalty,
+            generation.frequency_penalty,
+            generation.presence_penalty,
+        ));
+    }
     if let Some(grammar) = &generation.grammar {
         chain.push(
             LlamaSampler::grammar(model, grammar, "root").map_err(|err| {

@@ -47,7 +47,7 @@ const MAX_BODY: usize = 32 * 1024 * 1024;
 /// How often a streamed answer that has no token yet sends an SSE comment: a client that went
 /// away is noticed at the next write, so this bounds how long a prompt keeps being read for
 /// nobody.
-const HEARTBEAT: Duration = Duration::from_millis(40);
+const HEARTBEAT: Duration = Duration::from_millis(20);
 
 struct State {
     runtime: Runtime,
@@ -288,6 +288,9 @@ fn generation(body: &Value, prompt: String) -> Result<Generation, String> {
         max_tokens,
         temperature: float("temperature", 0.8)? as f32,
         top_p: float("top_p", 0.95)? as f32,
+        repeat_penalty: float("repeat_penalty", 1.0)? as f32,
+        frequency_penalty: float("frequency_penalty", 0.0)? as f32,
+        presence_penalty: float("presence_penalty", 0.0)? as f32,
         seed: number("seed")
             .and_then(Value::as_u64)
             .map(|s| s as u32)

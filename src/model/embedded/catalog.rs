@@ -98,9 +98,9 @@ pub fn models_dir(data_dir: &Path) -> PathBuf {
 
 /// Where a model names a file: a catalogue entry's file in the models dir, or the path itself
 /// (relative paths are taken from the current directory; `~/` is the home directory).
-pub fn resolve(spec: &str, data_dir: &Path) -> Resolved {
+pub fn resolve(spec: &str, data_dir: &Path) -> ModelFile {
     if let Some(entry) = find(spec) {
-        return Resolved {
+        return ModelFile {
             path: models_dir(data_dir).join(entry.file),
             entry: Some(entry),
         };
@@ -118,18 +118,18 @@ pub fn resolve(spec: &str, data_dir: &Path) -> Resolved {
     } else {
         expanded
     };
-    Resolved { path, entry: None }
+    ModelFile { path, entry: None }
 }
 
 /// A model spec resolved to a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolved {
+pub struct ModelFile {
     pub path: PathBuf,
     /// The catalogue entry, when the spec named one.
     pub entry: Option<&'static CatalogEntry>,
 }
 
-impl Resolved {
+impl ModelFile {
     /// What to tell a user whose model file is missing: the command that fetches it, or for a
     /// path, that the path has no file.
     pub fn missing_hint(&self) -> String {
@@ -152,7 +152,7 @@ impl Resolved {
 
 /// The first catalogue model for chat that is present in the data dir, else any `.gguf` file
 /// there: what serves every role when nothing is configured and no server answers.
-pub fn first_present(data_dir: &Path) -> Option<Resolved> {
+pub fn first_present(data_dir: &Path) -> Option<ModelFile> {
     let chat = std::iter::once(DEFAULT_MODEL)
         .chain(
             CATALOG
@@ -161,7 +161,7 @@ pub fn first_present(data_dir: &Path) -> Option<Resolved> {
                 .map(|e| e.name),
         )
         .filter_map(find)
-        .map(|entry| Resolved {
+        .map(|entry| ModelFile {
             path: models_dir(data_dir).join(entry.file),
             entry: Some(entry),
         })
@@ -177,7 +177,7 @@ pub fn first_present(data_dir: &Path) -> Option<Resolved> {
         files
             .into_iter()
             .next()
-            .map(|path| Resolved { path, entry: None })
+            .map(|path| ModelFile { path, entry: None })
     })
 }
 

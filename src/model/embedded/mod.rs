@@ -46,7 +46,7 @@ pub struct EmbeddedSettings {
 }
 
 /// The model file an embedded provider uses, found or not.
-pub fn model_file(settings: &EmbeddedSettings, data_dir: &Path) -> catalog::Resolved {
+pub fn model_file(settings: &EmbeddedSettings, data_dir: &Path) -> catalog::ModelFile {
     match &settings.model {
         Some(spec) => catalog::resolve(spec, data_dir),
         None => catalog::first_present(data_dir)
@@ -55,7 +55,7 @@ pub fn model_file(settings: &EmbeddedSettings, data_dir: &Path) -> catalog::Reso
 }
 
 /// The model's name as roles and logs show it: the catalogue name, or the file's stem.
-pub fn model_name(resolved: &catalog::Resolved) -> String {
+pub fn model_name(resolved: &catalog::ModelFile) -> String {
     match resolved.entry {
         Some(entry) => entry.name.to_owned(),
         None => resolved
