@@ -1196,8 +1196,12 @@ fn config_options_choose_the_mode_and_the_model_and_stay_in_step_with_modes() {
             { "op": "mode", "mode": "edit" },
             { "op": "request", "method": "session/set_config_option",
               "params": { "sessionId": "nope", "configId": "mode", "value": "edit" } },
+            // No authentication is offered; a client that asks anyway is answered.
+            { "op": "request", "method": "authenticate", "params": { "methodId": "none" } },
         ],
     }));
+    let authenticated = &results(&seen, "authenticate")[0];
+    assert!(authenticated.get("error").is_none(), "{authenticated:#}");
     let session = &results(&seen, "session/new")[0]["result"];
     let options = &session["configOptions"];
     let ids: Vec<&str> = options
