@@ -1369,3 +1369,106 @@ fn the_model_option_lists_what_a_server_serves_when_the_configuration_leaves_it_
         "{set:#}"
     );
 }
+
+/// The turns `tests/codecompanion.rs` drives in CodeCompanion's chat, through the official SDK
+/// client: an edit rejected, one cancelled while the permission is asked, one allowed, one
+/// cancelled while the model answers, then research on another model chosen with the config
+/// options (`-- --nocapture` prints each turn's timings, to compare with the panel's).
+#[test]
+fn the_panel_turns_through_the_sdk_client_reject_cancel_allow_cancel_and_research() {
+    let (s, edit) = support::edit_scenario("misindented");
+    let mut coder: Vec<Reply> = std::iter::repeat_n(edit, 3).flatten().collect();
+    // The fourth edit's answer never comes: only the cancel ends it.
+    coder.push(Reply::Hang);
+    let research = json!({ "text": "Ropes keep edits cheap on large buffers [1]. Positions past the end of a line clamp [2].\n\nClaims:\n- Ropes make edits on large buffers cheap [1]\n" });
+    let setup = Setup::new(
+        "lsp/edit/workspace",
+        vec![openai_sse(&research)],
+        coder,
+        &offline_research(),
+    );
+    research_notes(&setup.ws);
+    let lib = setup.ws.join("src/lib.rs");
+    let original = std::fs::read_to_string(&lib).unwrap();
+    let edit = text(&format!(
+        "@src/lib.rs:{}-{} {}",
+        s["lines"][0].as_u64().unwrap() + 1,
+        s["lines"][1].as_u64().unwrap() + 1,
+        s["instruction"].as_str().unwrap()
+    ));
+    let seen = setup.client(json!({
+        "fs": { "readTextFile": true, "writeTextFile": true },
+        "permission": ["reject_once", "cancel", "allow_once"],
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "option", "configId": "mode", "value": "edit" },
+            { "op": "prompt", "prompt": [edit] },
+            { "op": "prompt", "prompt": [edit] },
+            { "op": "prompt", "prompt": [edit] },
+            { "op": "prompt", "prompt": [edit], "cancelOn": "agent_thought_chunk", "cancelDelayMs": 300 },
+            { "op": "option", "configId": "mode", "value": "research" },
+            { "op": "option", "configId": "model", "value": "plan/planner-model" },
+            { "op": "prompt", "prompt": [text("why do editors keep buffers in ropes")] },
+        ],
+    }));
+    let names = [
+        "reject",
+        "cancel during the permission",
+        "allow",
+        "cancel during the answer",
+        "research",
+    ];
+    let prompts = results(&seen, "session/prompt");
+    for (i, name) in names.iter().enumerate() {
+        let step = prompts[i]["step"].clone();
+        let first = seen["updates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["step"] == step)
+            .and_then(|u| u["ms"].as_u64());
+        eprintln!(
+            "{name:<30} {:<10} first update {:>5} ms  cancel → cancelled {}",
+            prompts[i]["result"]["stopReason"].as_str().unwrap_or("-"),
+            first.map_or("-".to_owned(), |ms| ms.to_string()),
+            prompts[i]["cancelledAfterMs"]
+                .as_u64()
+                .map_or("-".to_owned(), |ms| format!("{ms} ms")),
+        );
+    }
+    let stops: Vec<Value> = (0..5).map(|i| stop_reason(&seen, i)).collect();
+    assert_eq!(
+        stops,
+        ["end_turn", "cancelled", "end_turn", "cancelled", "end_turn"],
+        "{}",
+        agent_text(&seen)
+    );
+    // Asked three times, each locating the file; written once, through the client.
+    let asked = seen["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 3, "{asked:#?}");
+    for request in asked {
+        assert_eq!(
+            request["toolCall"]["locations"][0]["path"],
+            lib.display().to_string(),
+            "{request:#}"
+        );
+    }
+    let writes = seen["writes"].as_array().unwrap();
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert_eq!(writes[0]["step"], prompts[2]["step"], "{writes:#?}");
+    assert!(
+        writes[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains(s["expected"].as_str().unwrap())
+    );
+    assert_eq!(std::fs::read_to_string(&lib).unwrap(), original);
+    // The research ran on the chosen model.
+    assert!(
+        agent_text(&seen).contains("Ropes keep edits cheap on large buffers [1]"),
+        "{}",
+        agent_text(&seen)
+    );
+    assert!(!setup.servers[0].requests().is_empty());
+}
