@@ -1299,7 +1299,7 @@ fn config_options_choose_the_mode_and_the_model_and_stay_in_step_with_modes() {
         "{last:#}"
     );
 
-    // The session, loaded by a new agent, keeps its mode and model.
+    // The session, loaded by a new agent, keeps the mode and model it was left with.
     let id = session["sessionId"].clone();
     let again = setup.client(json!({
         "steps": [
@@ -1308,10 +1308,10 @@ fn config_options_choose_the_mode_and_the_model_and_stay_in_step_with_modes() {
         ],
     }));
     let loaded = &results(&again, "session/load")[0]["result"];
-    assert_eq!(loaded["modes"]["currentModeId"], "research", "{loaded:#}");
+    assert_eq!(loaded["modes"]["currentModeId"], "edit", "{loaded:#}");
     assert_eq!(
         option(&loaded["configOptions"], "mode")["currentValue"],
-        "research"
+        "edit"
     );
     assert_eq!(
         option(&loaded["configOptions"], "model")["currentValue"],

@@ -257,11 +257,15 @@ impl AcpState {
         request: &SetSessionModeRequest,
     ) -> Result<(SetSessionModeResponse, SessionUpdate), Rejected> {
         let mode = mode_of(&request.mode_id.0)?;
-        let mut sessions = self.lock();
-        let session = find(&mut sessions, &request.session_id)?;
-        session.mode = mode;
-        let update =
-            SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(config_options(session)));
+        let (update, kept) = {
+            let mut sessions = self.lock();
+            let session = find(&mut sessions, &request.session_id)?;
+            session.mode = mode;
+            let update =
+                SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(config_options(session)));
+            (update, kept(session))
+        };
+        save(kept);
         Ok((SetSessionModeResponse::new(), update))
     }
 
@@ -313,10 +317,11 @@ impl AcpState {
             }
         };
         tracing::info!(session = %session.id, option = id, "session option set");
-        Ok((
-            SetSessionConfigOptionResponse::new(config_options(session)),
-            update,
-        ))
+        let response = SetSessionConfigOptionResponse::new(config_options(session));
+        let kept = kept(session);
+        drop(sessions);
+        save(kept);
+        Ok((response, update))
     }
 
     /// Asks the servers whose model the session's configuration leaves open which models they
@@ -391,7 +396,7 @@ impl AcpState {
 
     /// The prompt ended: adds its turns, remembers "always allow", saves the session.
     pub fn end_prompt(&self, id: &str, turns: Vec<SessionTurn>, always_allow: bool) {
-        let record = {
+        let kept = {
             let mut sessions = self.lock();
             let Some(session) = sessions.get_mut(id) else {
                 return;
@@ -399,26 +404,9 @@ impl AcpState {
             session.running = None;
             session.always_allow |= always_allow;
             session.turns.extend(turns);
-            (
-                SessionRecord {
-                    id: session.id.clone(),
-                    cwd: session.cwd.display().to_string(),
-                    mode: session.mode.id().to_owned(),
-                    model: session.model.clone(),
-                    created_at: session.created_at.clone(),
-                    always_allow: session.always_allow,
-                    turns: session.turns.clone(),
-                },
-                session.config.clone(),
-            )
+            kept(session)
         };
-        let (record, config) = record;
-        let saved = crate::research::open_library(&config)
-            .map_err(|e| e.to_string())
-            .and_then(|library| library.save_session(&record).map_err(|e| e.to_string()));
-        if let Err(err) = saved {
-            tracing::warn!(session = id, "the session was not saved: {err}");
-        }
+        save(kept);
     }
 
     /// `session/cancel`: cancels the session's prompt, if one runs.
@@ -524,6 +512,33 @@ fn open_session(
         always_allow: false,
         turns,
         created_at,
+    }
+}
+
+/// The session as the library keeps it, and the configuration that says where the library is.
+fn kept(session: &AcpSession) -> (SessionRecord, Arc<Config>) {
+    (
+        SessionRecord {
+            id: session.id.clone(),
+            cwd: session.cwd.display().to_string(),
+            mode: session.mode.id().to_owned(),
+            model: session.model.clone(),
+            created_at: session.created_at.clone(),
+            always_allow: session.always_allow,
+            turns: session.turns.clone(),
+        },
+        session.base.clone(),
+    )
+}
+
+/// Saves a session in the library (when a prompt ends and when an option changes, so a loaded
+/// session has the mode and model it was left with); a failure is logged, the session goes on.
+fn save((record, config): (SessionRecord, Arc<Config>)) {
+    let saved = crate::research::open_library(&config)
+        .map_err(|e| e.to_string())
+        .and_then(|library| library.save_session(&record).map_err(|e| e.to_string()));
+    if let Err(err) = saved {
+        tracing::warn!(session = %record.id, "the session was not saved: {err}");
     }
 }
 
