@@ -1,6 +1,7 @@
 //! One prompt turn: the session's mode decides the run (develop, edit or research, each through
 //! `workflow::session`), the run's typed events become `session/update`s as they happen, and a
-//! proposal is shown as `edit` tool calls with diffs and written only when the user allows it
+//! proposal is shown as `edit` tool calls with diffs (and `locations`: each file's absolute path
+//! and the first line it changes) and written only when the user allows it
 //! (`session/request_permission`) — through the client (`fs/write_text_file`) when it offers
 //! that, else atomically on disk as `patchwise develop --apply` does.
 //!
@@ -997,5 +998,29 @@ fn source_uri(s: &crate::store::SourceRecord, cwd: &Path) -> String {
         file_uri(path)
     } else {
         file_uri(&cwd.join(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(before: Option<&str>, after: &str) -> Option<u32> {
+        location(Path::new("/w/a.rs"), before, after).line
+    }
+
+    #[test]
+    fn a_location_is_the_first_changed_line() {
+        assert_eq!(line(Some("a\nb\nc\n"), "a\nB\nc\n"), Some(2));
+        assert_eq!(line(Some("a\nb\n"), "x\nb\n"), Some(1));
+        // Lines added at the end: the first new line.
+        assert_eq!(line(Some("a\nb\n"), "a\nb\nc\n"), Some(3));
+        // The last line's newline added: that line.
+        assert_eq!(line(Some("a\nb"), "a\nb\n"), Some(2));
+        // Lines removed at the end: the last line left.
+        assert_eq!(line(Some("a\nb\nc\n"), "a\n"), Some(1));
+        // A new file, and a file emptied.
+        assert_eq!(line(None, "fn main() {}\n"), Some(1));
+        assert_eq!(line(Some("a\n"), ""), Some(1));
     }
 }
