@@ -10,6 +10,7 @@
 --   PATCHWISE_EDIT    the edit prompt (`@src/lib.rs:14-17 return the sum directly`)
 --   PATCHWISE_ASK     the research question
 --   PATCHWISE_OUT     where the JSON result goes
+--   PATCHWISE_WAIT_MS how long a turn may take (default 60000; more for a real model)
 -- The result: `trace` (every JSON-RPC line each way with its time in ms), `turns` (each turn's
 -- name, stop reason and timings), `file` / `buffer` (the file on disk and in its buffer after
 -- each turn), `chat` (the chat buffer's text at the end), `errors`.
@@ -82,6 +83,7 @@ local ok, err = pcall(function()
   local chat = require("codecompanion").chat()
   assert(chat, "no chat opened")
 
+  local turn_ms = tonumber(env.PATCHWISE_WAIT_MS or "") or 60000
   local function wait(ms, what, cond)
     if not vim.wait(ms, cond, 10) then
       error("timed out waiting for " .. what)
@@ -145,13 +147,13 @@ local ok, err = pcall(function()
     end)
     local stop_at
     if ready then
-      wait(60000, name .. ": ready", function()
+      wait(turn_ms, name .. ": ready", function()
         return ready(approvals - approvals_before)
       end)
       stop_at = now()
       act()
     end
-    wait(60000, name .. ": the answer", function()
+    wait(turn_ms, name .. ": the answer", function()
       return answered() ~= nil
     end)
     local answer = answered()
