@@ -90,10 +90,10 @@ local ok, err = pcall(function()
     end
   end
 
-  -- The chat connects as it opens; a prompt submitted before that is done makes it initialize a
-  -- second time (its quirk, docs/editors.md). A user types once the panel is up.
-  wait(30000, "the chat to connect", function()
-    return chat.acp_connection ~= nil and chat.acp_connection:is_ready()
+  -- The chat connects and opens its session as it opens; a prompt submitted before that is
+  -- done connects again (its quirk, docs/editors.md). A user types once the panel is up.
+  wait(30000, "the chat's session", function()
+    return chat.acp_connection ~= nil and chat.acp_connection:is_connected()
   end)
 
   -- The trace index where the last prompt went out, and helpers over what came after it.
