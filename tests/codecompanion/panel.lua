@@ -115,10 +115,15 @@ local ok, err = pcall(function()
         return t.dir == "in" and t.msg.id == sent.msg.id and t.msg.method == nil
       end)
   end
-  -- The first session/update after the prompt went out.
+  -- The first session/update of the prompt's run after the prompt went out (not an option's
+  -- update, which can arrive after the prompt: the chat sends both without waiting).
   local function first_update(sent_at)
     return since(function(t)
-      return t.dir == "in" and t.msg.method == "session/update" and t.ms >= sent_at
+      if t.dir ~= "in" or t.msg.method ~= "session/update" or t.ms < sent_at then
+        return false
+      end
+      local kind = t.msg.params.update.sessionUpdate
+      return kind ~= "current_mode_update" and kind ~= "config_option_update"
     end)
   end
 
