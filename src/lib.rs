@@ -13,6 +13,10 @@ pub mod lsp;
 pub mod mcp;
 pub mod model;
 pub mod research;
+// The model runtime (llama.cpp), only in builds with the `embedded` feature, and only ever run
+// inside the model host process (`patchwise model serve`).
+#[cfg(feature = "embedded")]
+pub mod runtime;
 pub mod store;
 pub mod syntax;
 pub mod tokens;

@@ -46,6 +46,9 @@ enum Command {
     /// Speak the Model Context Protocol over stdin/stdout: the edit engine, context and
     /// research as tools for agents (Claude Code, Codex, Cursor, Goose, …).
     Mcp(patchwise::cli::mcp::McpArgs),
+    /// The model inside patchwise: serve a GGUF file, pull one from the catalogue, list or
+    /// delete downloaded models.
+    Model(patchwise::cli::model::ModelArgs),
     /// Research a question across sources, or list, show and search saved research.
     Research(patchwise::cli::research::ResearchArgs),
 }
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         Command::Edit(args) => patchwise::cli::edit::run(&args),
         Command::Init(args) => patchwise::cli::init::run(&args),
         Command::Mcp(args) => patchwise::cli::mcp::run(&args),
+        Command::Model(args) => patchwise::cli::model::run(&args),
         Command::Research(args) => patchwise::cli::research::run(&args),
         Command::Serve => match patchwise::lsp::run_stdio() {
             Ok(ServerExit::Clean) => ExitCode::SUCCESS,

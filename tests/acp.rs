@@ -1320,7 +1320,8 @@ fn config_options_choose_the_mode_and_the_model_and_stay_in_step_with_modes() {
 }
 
 #[test]
-fn the_model_option_lists_what_a_server_serves_when_the_configuration_leaves_it_open() {
+fn the_model_option_lists_what_a_server_serves_and_the_embedded_model_when_the_configuration_leaves_them_open()
+ {
     let listed = Reply::json(
         200,
         &json!({ "object": "list", "data": [
@@ -1329,13 +1330,19 @@ fn the_model_option_lists_what_a_server_serves_when_the_configuration_leaves_it_
         ] }),
     );
     let setup = Setup::new("lsp/edit/workspace", Vec::new(), vec![listed], "");
-    // One server, no model named: the router takes the first it lists, the panel may choose.
+    // A server and the model inside patchwise, no model named for either: the router takes the
+    // first each lists, the panel may choose.
+    let gguf = setup.dir.path().join("models/tiny.gguf");
+    std::fs::create_dir_all(gguf.parent().unwrap()).unwrap();
+    support::gguf::write_tiny_model(&gguf);
     std::fs::write(
         setup.dir.path().join("config/patchwise/config.toml"),
         format!(
-            "data_dir = \"{}\"\n\n[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"\"\n\n[roles]\ncoder = \"local\"\n",
+            "data_dir = \"{}\"\n\n[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"\"\n\n\
+             [providers.inside]\nkind = \"embedded\"\nmodel = {:?}\n\n[roles]\ncoder = \"local\"\nplanner = \"inside\"\n",
             setup.dir.path().join("data").display(),
             setup.coder().url(),
+            gguf.display().to_string(),
         ),
     )
     .unwrap();
@@ -1356,8 +1363,17 @@ fn the_model_option_lists_what_a_server_serves_when_the_configuration_leaves_it_
         [
             "roles",
             "local/qwen2.5-coder-1.5b",
-            "local/qwen2.5-coder-7b"
+            "local/qwen2.5-coder-7b",
+            "inside/tiny"
         ]
+    );
+    let inside = &option(&update[0]["configOptions"], "model")["options"][3];
+    assert!(
+        inside["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("The model inside patchwise"),
+        "{inside:#}"
     );
     let asked = setup.coder().requests();
     assert_eq!(asked[0].method, "GET", "{asked:#?}");

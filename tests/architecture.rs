@@ -188,6 +188,28 @@ fn only_mcp_knows_rmcp() {
     );
 }
 
+/// llama.cpp runs only in the model host process: `src/runtime/` and the `model serve` command
+/// that starts it (docs/architecture.md, "The model host"); everything else reaches a model
+/// over HTTP, so a crash in C++ never takes an editor's server with it.
+#[test]
+fn only_the_model_host_runs_llama_cpp() {
+    let mut found = violations(
+        "src",
+        Some("src/runtime"),
+        &["llama_cpp_2", "llama_cpp_sys_2"],
+    );
+    found.extend(
+        violations("src", Some("src/runtime"), &["runtime::"])
+            .into_iter()
+            .filter(|hit| !hit.starts_with("src/cli/model.rs") && hit.contains("crate::runtime")),
+    );
+    assert!(
+        found.is_empty(),
+        "llama.cpp reached outside src/runtime/ and `model serve`:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn only_acp_knows_the_agent_client_protocol() {
     let found = violations("src", Some("src/acp"), &["agent_client_protocol"]);

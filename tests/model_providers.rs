@@ -1160,6 +1160,38 @@ async fn router_reports_every_unreachable_candidate() {
     );
 }
 
+/// With nothing configured, no server on the default ports and no model downloaded, the error
+/// the editor shows leads with the one command that fixes it.
+#[tokio::test]
+async fn with_nothing_configured_or_downloaded_the_error_names_model_pull() {
+    let data = tempfile::tempdir().unwrap();
+    let text = format!("data_dir = {:?}\n", data.path().display().to_string());
+    let (config, _) = Config::from_toml_str(&text, ValueSource::Default);
+    let router = ModelRouter::new(config);
+    let err = router
+        .model(ModelRole::Coder, CancellationToken::new())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "no model for role coder: no model server answers and no model is downloaded: run `patchwise model pull`"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("ollama (http://127.0.0.1:11434/v1/models)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "embedded (the model inside patchwise): qwen2.5-coder-1.5b is not downloaded yet"
+        ),
+        "{err}"
+    );
+}
+
 // ---------------------------------------------------------------- real server (optional)
 
 /// Runs against a real OpenAI-compatible server when `PATCHWISE_TEST_OPENAI_BASE` is set

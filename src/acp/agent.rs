@@ -5,9 +5,9 @@
 //! A session has two options (ACP's session config options, the `modes` older clients read kept in
 //! step with the first): `mode` (develop, edit, research) and `model` (`roles`: each role its
 //! configured model; or one `provider/model` that answers for every role). The model choices are
-//! the models the configuration's roles name, then the models listed by the servers whose model
-//! the configuration leaves open (asked after the session answered; a
-//! `config_option_update` brings what they list).
+//! the models the configuration's roles name, then the models listed by the providers whose model
+//! the configuration leaves open — servers asked for their list, the embedded model by its file
+//! (after the session answered; a `config_option_update` brings what they list).
 //!
 //! A session works in its `cwd`, which must lie inside one of the folders `patchwise acp` was
 //! given (`--workspace`, default the current directory): that folder is the sandbox of every run
@@ -333,28 +333,35 @@ impl AcpState {
             return None;
         }
         let timeout = base.timeouts.connect.min(std::time::Duration::from_secs(5));
+        let base = &base;
         let listed = futures::future::join_all(open.iter().map(|(name, provider)| async move {
-            let probed = crate::model::roles::probe(provider, timeout).await;
+            let probed = crate::model::roles::probe_provider(base, provider, timeout).await;
             if let Some(err) = &probed.error {
                 tracing::debug!(provider = %name, "no model list: {err}");
             }
-            (name.clone(), probed)
+            let embedded = provider.kind == crate::config::ProviderKind::Embedded;
+            (name.clone(), embedded, probed)
         }))
         .await;
         let mut sessions = self.lock();
         let session = sessions.get_mut(id)?;
         let before = session.models.len();
-        for (provider, probed) in listed {
+        for (provider, embedded, probed) in listed {
             for model in probed.models {
                 let value = format!("{provider}/{model}");
                 if session.models.iter().any(|m| m.value == value) {
                     continue;
                 }
-                session.models.push(ModelOffer {
-                    description: format!(
-                        "Listed by {provider} ({}); chosen, it answers for every role",
+                let source = if embedded {
+                    format!("The model inside patchwise ({})", probed.url)
+                } else {
+                    format!(
+                        "Listed by {provider} ({})",
                         probed.url.trim_end_matches("/models")
-                    ),
+                    )
+                };
+                session.models.push(ModelOffer {
+                    description: format!("{source}; chosen, it answers for every role"),
                     name: value.clone(),
                     value,
                 });

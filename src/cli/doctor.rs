@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::config::ProviderKind;
 use crate::config::{Config, ConfigPaths, ConfigProblem, ModelRole, ProviderConfig, Severity};
-use crate::model::roles::{ProbeResult, lists_model, probe};
+use crate::model::roles::{ProbeResult, lists_model, probe_provider};
 
 /// Arguments of `patchwise doctor`.
 #[derive(Debug, Clone, clap::Args)]
@@ -203,16 +204,39 @@ pub async fn build_report(
                 report.detail = "not checked (--offline)".to_owned();
                 break;
             }
-            if !probes.contains_key(&target.provider) {
-                let result = probe(provider, probe_timeout).await;
-                tracing::debug!(provider = %target.provider, answers = result.answers, "doctor: probed");
-                probes.insert(target.provider.clone(), result);
+            // An embedded provider's role may name its own model file.
+            let mut provider = provider.clone();
+            if provider.kind == ProviderKind::Embedded && !target.model.is_empty() {
+                provider.embedded.model = Some(target.model.clone());
             }
-            let result = &probes[&target.provider];
+            let probe_key = format!("{}/{}", target.provider, target.model);
+            if !probes.contains_key(&probe_key) {
+                let result = probe_provider(&config, &provider, probe_timeout).await;
+                tracing::debug!(provider = %target.provider, answers = result.answers, "doctor: probed");
+                probes.insert(probe_key.clone(), result);
+            }
+            let result = &probes[&probe_key];
             report.answers = Some(result.answers && result.error.is_none());
             if let Some(error) = &result.error {
                 reasons.push(format!("{} ({}): {error}", target.provider, result.url));
                 continue;
+            }
+            if provider.kind == ProviderKind::Embedded {
+                report.model = result.models.first().cloned();
+                report.model_listed = Some(true);
+                report.detail = if reasons.is_empty() {
+                    format!(
+                        "the model inside patchwise: {} (loaded by the shared model host on first use)",
+                        result.url
+                    )
+                } else {
+                    format!(
+                        "the model inside patchwise: {}, because no model server answers ({})",
+                        result.url,
+                        reasons.join("; ")
+                    )
+                };
+                break;
             }
             if target.model.is_empty() {
                 match result.models.first() {

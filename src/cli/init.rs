@@ -13,7 +13,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::config::reference::{Detected, starter_toml};
-use crate::config::{ProviderConfig, ProviderKind, WORKSPACE_CONFIG};
+use crate::config::{Config, ProviderConfig, ProviderKind, WORKSPACE_CONFIG};
+use crate::model::embedded;
 use crate::model::roles::probe;
 
 /// The local servers looked for, in order: name, label, base URL (each one's default port).
@@ -109,6 +110,26 @@ pub fn run(args: &InitArgs) -> ExitCode {
             }
         }
     };
+    // No server: the model inside patchwise, when one is downloaded.
+    let detected = detected.or_else(|| {
+        if !embedded::AVAILABLE {
+            return None;
+        }
+        let (config, _) = Config::load(Some(&workspace));
+        let present = embedded::catalog::first_present(&config.data_dir())?;
+        let model = embedded::model_name(&present);
+        Some(Detected {
+            name: "embedded".into(),
+            label: "The model inside patchwise".into(),
+            base_url: present.path.display().to_string(),
+            model: Some(model.clone()),
+            unanswered: None,
+            embedded: Some(match present.entry {
+                Some(_) => model,
+                None => present.path.display().to_string(),
+            }),
+        })
+    });
     if let Some(found) = &detected
         && let Some(why) = &found.unanswered
     {
@@ -143,6 +164,10 @@ pub fn run(args: &InitArgs) -> ExitCode {
             } else {
                 ""
             }
+        ),
+        None if embedded::AVAILABLE => format!(
+            "wrote {}: no local model server answered and no model is downloaded; run `patchwise model pull` to use the model inside patchwise, or edit [providers] and [roles] in it\n",
+            path.display()
         ),
         None => format!(
             "wrote {}: no local model server answered; edit [providers] and [roles] in it\n",
@@ -192,6 +217,7 @@ fn detect(
                 label: label.clone(),
                 base_url: base_url.clone(),
                 model: None,
+                embedded: None,
                 unanswered: Some(
                     result
                         .error
@@ -210,6 +236,7 @@ fn detect(
                     base_url,
                     model: Some(model),
                     unanswered: None,
+                    embedded: None,
                 })
             })
             .or(first_named)

@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod edit;
 pub mod init;
 pub mod mcp;
+pub mod model;
 pub mod research;
 
 use std::process::ExitCode;

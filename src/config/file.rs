@@ -26,7 +26,8 @@ use super::{ModelRole, ProviderKind, ToolMode};
 pub struct ConfigFile {
     /// Model servers by name (letters, digits, `-`, `_`, `.`). Without any, `ollama`
     /// (`http://127.0.0.1:11434/v1`) then `lmstudio` (`http://127.0.0.1:1234/v1`) are tried, each
-    /// with the first model it lists.
+    /// with the first model it lists, then `embedded`: the model inside patchwise, with the
+    /// first catalogue model downloaded (`patchwise model pull`).
     #[schemars(extend("propertyNames" = {"pattern": "^[A-Za-z0-9._-]+$"}))]
     pub providers: BTreeMap<String, ProviderTable>,
     /// Which model plays which role, as `provider/model`; unset roles use `coder`.
@@ -81,6 +82,23 @@ pub struct ProviderTable {
     pub api_key_env: Option<String>,
     /// How tool calls travel: the provider's native tool calling, or tools taught in the prompt.
     pub tools: ToolMode,
+    /// `kind = "embedded"` only: a catalogue name (`qwen2.5-coder-1.5b`; `patchwise model
+    /// list`) or the path to any GGUF file. Default: the first catalogue model downloaded.
+    pub model: Option<String>,
+    /// `kind = "embedded"` only: CPU threads (default: llama.cpp's choice for this machine).
+    #[schemars(range(min = 1, max = 1024))]
+    pub threads: Option<u32>,
+    /// `kind = "embedded"` only: the context window in tokens (default: the model's trained
+    /// window, at most 8192).
+    #[schemars(range(min = 256, max = 1_048_576))]
+    pub context: Option<u32>,
+    /// `kind = "embedded"` only: layers offloaded to the GPU of a GPU build (default 0).
+    #[schemars(range(min = 0, max = 10_000))]
+    pub gpu_layers: Option<u32>,
+    /// `kind = "embedded"` only: minutes the shared model host stays loaded with nothing to do
+    /// (default 10).
+    #[schemars(range(min = 1, max = 100_000))]
+    pub idle_minutes: Option<u32>,
 }
 
 /// A `provider/model` target; the model may be left out: the first model the server lists.

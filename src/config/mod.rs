@@ -31,6 +31,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::model::embedded::EmbeddedSettings;
 pub use file::{
     Approve, DevelopChecks, DevelopSection, EditFormat, EditSection, ResearchSection, SourceTable,
     ToolsSection, ValidateLevel,
@@ -50,6 +51,31 @@ pub const DEFAULT_LOCAL_SERVERS: [(&str, &str); 2] = [
     ("lmstudio", "http://127.0.0.1:1234/v1"),
 ];
 
+/// The name of the built-in embedded provider used when nothing is configured.
+pub const BUILTIN_EMBEDDED: &str = "embedded";
+
+/// The providers used when none is configured, in order of preference: the local servers
+/// ([`DEFAULT_LOCAL_SERVERS`]), then the model inside patchwise when this build has it (it
+/// answers only once a model is downloaded; `patchwise model pull`).
+pub fn builtin_providers() -> Vec<(String, ProviderConfig)> {
+    let mut providers: Vec<(String, ProviderConfig)> = DEFAULT_LOCAL_SERVERS
+        .iter()
+        .map(|(name, url)| {
+            (
+                (*name).to_owned(),
+                ProviderConfig::new(ProviderKind::OpenAi, Some(url)),
+            )
+        })
+        .collect();
+    if crate::model::embedded::AVAILABLE {
+        providers.push((
+            BUILTIN_EMBEDDED.to_owned(),
+            ProviderConfig::new(ProviderKind::Embedded, None),
+        ));
+    }
+    providers
+}
+
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -62,6 +88,9 @@ pub enum ProviderKind {
     Anthropic,
     /// Google Gemini `generateContent`.
     Gemini,
+    /// The model runtime inside patchwise (llama.cpp): a GGUF file served by the shared model
+    /// host (`patchwise model serve`), no server to install.
+    Embedded,
 }
 
 impl ProviderKind {
@@ -70,6 +99,7 @@ impl ProviderKind {
             ProviderKind::OpenAi => "openai",
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::Gemini => "gemini",
+            ProviderKind::Embedded => "embedded",
         }
     }
 
@@ -79,6 +109,8 @@ impl ProviderKind {
             ProviderKind::OpenAi => "https://api.openai.com/v1",
             ProviderKind::Anthropic => "https://api.anthropic.com",
             ProviderKind::Gemini => "https://generativelanguage.googleapis.com/v1beta",
+            // The host's address is found when a request is made (`model::embedded::host`).
+            ProviderKind::Embedded => "http://127.0.0.1",
         }
     }
 
@@ -88,6 +120,7 @@ impl ProviderKind {
             ProviderKind::OpenAi => "OPENAI_API_KEY",
             ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
             ProviderKind::Gemini => "GEMINI_API_KEY",
+            ProviderKind::Embedded => "",
         }
     }
 }
@@ -113,6 +146,8 @@ pub struct ProviderConfig {
     /// this machine (loopback), which get no key unless one is named. `Some("")`: never send a key.
     pub api_key_env: Option<String>,
     pub tools: ToolMode,
+    /// `kind = "embedded"`: the model file and how the host runs it.
+    pub embedded: EmbeddedSettings,
 }
 
 impl ProviderConfig {
@@ -122,6 +157,7 @@ impl ProviderConfig {
             base_url: base_url.map(str::to_owned),
             api_key_env: None,
             tools: ToolMode::Native,
+            embedded: EmbeddedSettings::default(),
         }
     }
 
@@ -135,6 +171,9 @@ impl ProviderConfig {
 
     /// The name of the environment variable the key is read from, if any.
     pub fn key_env(&self) -> Option<&str> {
+        if self.kind == ProviderKind::Embedded {
+            return None;
+        }
         match self.api_key_env.as_deref() {
             Some("") => None,
             Some(name) => Some(name),
@@ -477,15 +516,7 @@ impl Config {
         if !self.providers.is_empty() {
             return self.providers.clone();
         }
-        DEFAULT_LOCAL_SERVERS
-            .iter()
-            .map(|(name, url)| {
-                (
-                    (*name).to_owned(),
-                    ProviderConfig::new(ProviderKind::OpenAi, Some(url)),
-                )
-            })
-            .collect()
+        builtin_providers().into_iter().collect()
     }
 
     /// The targets to try for `role`, in order, and the role whose setting they come from
@@ -498,9 +529,10 @@ impl Config {
         if let Some(target) = self.roles.get(&ModelRole::Coder) {
             return (ModelRole::Coder, vec![target.clone()]);
         }
-        // The built-in servers in their order of preference, not by name.
+        // The built-in providers in their order of preference, not by name.
+        let builtin = builtin_providers();
         let names: Vec<&str> = if self.providers.is_empty() {
-            DEFAULT_LOCAL_SERVERS.iter().map(|(n, _)| *n).collect()
+            builtin.iter().map(|(n, _)| n.as_str()).collect()
         } else {
             self.providers.keys().map(String::as_str).collect()
         };
@@ -644,6 +676,13 @@ impl Config {
                     base_url: table.base_url.map(|u| u.trim_end_matches('/').to_owned()),
                     api_key_env: table.api_key_env,
                     tools: table.tools,
+                    embedded: EmbeddedSettings {
+                        model: table.model,
+                        threads: table.threads,
+                        context: table.context,
+                        gpu_layers: table.gpu_layers,
+                        idle_minutes: table.idle_minutes,
+                    },
                 };
                 (name, provider)
             })

@@ -368,6 +368,9 @@ pub struct Detected {
     /// Why the server did not answer when the file was written (`None`: it answered). A
     /// server the user named is written even so.
     pub unanswered: Option<String>,
+    /// The model inside patchwise instead of a server: the model to write (a catalogue name
+    /// or a GGUF path), when no server answered and a model is downloaded.
+    pub embedded: Option<String>,
 }
 
 /// The commented starter `.patchwise/config.toml`: the detected server as the coder (or
@@ -382,6 +385,24 @@ pub fn starter_toml(detected: Option<&Detected>) -> String {
          # holds one (api_key_env).\n\n",
     );
     match detected {
+        Some(Detected {
+            embedded: Some(model),
+            ..
+        }) => {
+            let _ = write!(
+                out,
+                "# No model server answered when this file was written; the model inside\n\
+                 # patchwise serves every role (loaded once per machine by the shared model host).\n\
+                 [providers.embedded]\n\
+                 kind = \"embedded\"\n\
+                 model = \"{model}\"     # a catalogue name (`patchwise model list`) or a GGUF path\n\
+                 # threads = 4\n\
+                 # context = 8192\n\n\
+                 [roles]\n\
+                 coder = \"embedded\"\n",
+                model = toml_escape(model),
+            );
+        }
         Some(found) => {
             let (label, url, name) = (&found.label, &found.base_url, &found.name);
             match &found.unanswered {
@@ -431,8 +452,14 @@ pub fn starter_toml(detected: Option<&Detected>) -> String {
         }
         None => out.push_str(
             "# No local model server answered (Ollama on :11434, LM Studio on :1234, llama.cpp on\n\
-             # :8080, vLLM on :8000). Without any provider, Ollama then LM Studio are tried.\n\
+             # :8080, vLLM on :8000) and no model is downloaded. Without any provider, Ollama,\n\
+             # LM Studio, then the model inside patchwise are tried: `patchwise model pull`\n\
+             # downloads one (Qwen2.5-Coder 1.5B, ~1.1 GB) and nothing else is needed.\n\
              # `patchwise init --server URL` writes the server you name. Examples:\n\
+             # [providers.embedded]\n\
+             # kind = \"embedded\"\n\
+             # model = \"qwen2.5-coder-1.5b\"        # or the path to any GGUF file\n\
+             #\n\
              # [providers.local]\n\
              # kind = \"openai\"                       # openai | anthropic | gemini\n\
              # base_url = \"http://127.0.0.1:11434/v1\"\n\

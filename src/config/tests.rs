@@ -77,7 +77,16 @@ fn no_configuration_means_local_servers_in_order() {
     let (from, targets) = config.role_candidates(ModelRole::Escalation);
     assert_eq!(from, ModelRole::Coder);
     let names: Vec<&str> = targets.iter().map(|t| t.provider.as_str()).collect();
-    assert_eq!(names, ["ollama", "lmstudio"]);
+    // The model inside patchwise comes last, in builds that have it.
+    if crate::model::embedded::AVAILABLE {
+        assert_eq!(names, ["ollama", "lmstudio", "embedded"]);
+        assert_eq!(
+            config.effective_providers()["embedded"].kind,
+            ProviderKind::Embedded
+        );
+    } else {
+        assert_eq!(names, ["ollama", "lmstudio"]);
+    }
     let providers = config.effective_providers();
     assert_eq!(providers["ollama"].base_url(), "http://127.0.0.1:11434/v1");
     assert_eq!(providers["lmstudio"].base_url(), "http://127.0.0.1:1234/v1");
@@ -122,7 +131,7 @@ max_sources = 12
     );
     assert!(
         has(
-            "providers.local.kind: expected one of openai, anthropic, gemini, found \"opnai\"; did you mean \"openai\"?"
+            "providers.local.kind: expected one of openai, anthropic, gemini, embedded, found \"opnai\"; did you mean \"openai\"?"
         ),
         "{rendered:#?}"
     );

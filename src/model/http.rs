@@ -139,7 +139,8 @@ impl HttpModel {
 
 pub(crate) fn wire_for(kind: ProviderKind) -> Arc<dyn Wire> {
     match kind {
-        ProviderKind::OpenAi => Arc::new(openai::OpenAiWire),
+        // The embedded provider's host speaks the OpenAI wire.
+        ProviderKind::OpenAi | ProviderKind::Embedded => Arc::new(openai::OpenAiWire),
         ProviderKind::Anthropic => Arc::new(anthropic::AnthropicWire),
         ProviderKind::Gemini => Arc::new(gemini::GeminiWire),
     }

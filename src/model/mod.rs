@@ -13,6 +13,7 @@
 
 pub mod anthropic;
 pub mod budget;
+pub mod embedded;
 mod error;
 pub mod gemini;
 pub mod http;

@@ -1,6 +1,7 @@
 //! Roles to models: which provider and model answers for `coder`, `planner`, `judge` and
 //! `escalation`, falling back to `coder`, and probing servers (`GET …/models`) when the
-//! configuration leaves the choice open (the built-in Ollama → LM Studio default).
+//! configuration leaves the choice open (the built-in Ollama → LM Studio → embedded default);
+//! an embedded provider is not probed over HTTP but by its model file (`model::embedded`).
 //!
 //! Probing never sends a request body and never reports a key; a probe failure is data for
 //! `patchwise doctor`, not an error.
@@ -20,6 +21,7 @@ use crate::config::{Config, ModelRole, ProviderConfig, ProviderKind};
 use crate::model::http::{connect_reason, error_message, secret_header, shared_client};
 use crate::model::{
     ChatModel, ChatRequest, ChatStream, HttpModel, ModelError, StreamEvent, Usage, anthropic,
+    embedded,
 };
 
 /// What a provider's model list said.
@@ -32,11 +34,26 @@ pub struct ProbeResult {
     pub error: Option<String>,
 }
 
-/// Lists the models `provider` serves, within `timeout`.
+/// Lists the models `provider` serves, within `timeout`. An embedded provider is probed
+/// without starting anything: its model file is there and whole ([`embedded::probe`]).
+pub async fn probe_provider(
+    config: &Config,
+    provider: &ProviderConfig,
+    timeout: Duration,
+) -> ProbeResult {
+    match provider.kind {
+        ProviderKind::Embedded => embedded::probe(&provider.embedded, &config.data_dir()),
+        _ => probe(provider, timeout).await,
+    }
+}
+
+/// Lists the models a server serves (`GET …/models`), within `timeout`.
 pub async fn probe(provider: &ProviderConfig, timeout: Duration) -> ProbeResult {
     let base = provider.base_url();
     let url = match provider.kind {
-        ProviderKind::OpenAi | ProviderKind::Gemini => format!("{base}/models"),
+        ProviderKind::OpenAi | ProviderKind::Gemini | ProviderKind::Embedded => {
+            format!("{base}/models")
+        }
         ProviderKind::Anthropic => anthropic::messages_url(base).replace("/messages", "/models"),
     };
     let mut result = ProbeResult {
@@ -64,6 +81,7 @@ pub async fn probe(provider: &ProviderConfig, timeout: Duration) -> ProbeResult 
             ProviderKind::Gemini => {
                 secret_header(key.expose()).map(|v| (HeaderName::from_static("x-goog-api-key"), v))
             }
+            ProviderKind::Embedded => return result,
         };
         match header {
             Ok((name, value)) => {
@@ -160,7 +178,7 @@ pub type UsageObserver = Arc<dyn Fn(&str, usize, Usage) + Send + Sync>;
 /// Hands out the model for each role, resolving (and caching) open choices by probing.
 pub struct ModelRouter {
     config: Config,
-    resolved: Arc<Mutex<HashMap<ModelRole, Arc<HttpModel>>>>,
+    resolved: Arc<Mutex<HashMap<ModelRole, Arc<dyn ChatModel>>>>,
     observer: Option<UsageObserver>,
 }
 
@@ -183,7 +201,7 @@ impl ModelRouter {
         }
     }
 
-    fn handed_out(&self, model: Arc<HttpModel>) -> Arc<dyn ChatModel> {
+    fn handed_out(&self, model: Arc<dyn ChatModel>) -> Arc<dyn ChatModel> {
         match &self.observer {
             Some(observer) => Arc::new(Metered {
                 inner: model,
@@ -215,6 +233,28 @@ impl ModelRouter {
                 reasons.push(format!("provider {:?} is not configured", target.provider));
                 continue;
             };
+            if provider.kind == ProviderKind::Embedded {
+                let mut provider = provider.clone();
+                if !target.model.is_empty() {
+                    provider.embedded.model = Some(target.model.clone());
+                }
+                match embedded::EmbeddedModel::new(&self.config, &target.provider, &provider) {
+                    Ok(model) => {
+                        let model: Arc<dyn ChatModel> = Arc::new(model);
+                        tracing::info!(role = %role, model = %model.name(), "model chosen");
+                        self.resolved
+                            .lock()
+                            .await
+                            .insert(source_role, model.clone());
+                        return Ok(self.handed_out(model));
+                    }
+                    Err(ModelError::NoModel { reason, .. }) => {
+                        reasons.push(reason);
+                        continue;
+                    }
+                    Err(err) => return Err(err),
+                }
+            }
             let model = if !target.model.is_empty() {
                 target.model.clone()
             } else {
@@ -237,7 +277,7 @@ impl ModelRouter {
                     }
                 }
             };
-            let resolved = Arc::new(HttpModel::new(
+            let resolved: Arc<dyn ChatModel> = Arc::new(HttpModel::new(
                 &self.config,
                 &target.provider,
                 provider,
@@ -250,19 +290,29 @@ impl ModelRouter {
                 .insert(source_role, resolved.clone());
             return Ok(self.handed_out(resolved));
         }
-        Err(ModelError::NoModel {
-            role: role.to_string(),
-            reason: format!(
+        // With nothing configured, the one step that always works is downloading a model.
+        let nothing_configured = self.config.providers.is_empty() && self.config.roles.is_empty();
+        let reason = if nothing_configured && embedded::AVAILABLE {
+            format!(
+                "no model server answers and no model is downloaded: run `patchwise model pull` (Qwen2.5-Coder 1.5B, ~1.1 GB, runs inside patchwise) or start a model server ({})",
+                reasons.join("; ")
+            )
+        } else {
+            format!(
                 "{}; set [roles] {source_role} = \"provider/model\" in .patchwise/config.toml",
                 reasons.join("; ")
-            ),
+            )
+        };
+        Err(ModelError::NoModel {
+            role: role.to_string(),
+            reason,
         })
     }
 }
 
 /// A model whose answers' usage is told to an observer as each answer ends.
 struct Metered {
-    inner: Arc<HttpModel>,
+    inner: Arc<dyn ChatModel>,
     observer: UsageObserver,
 }
 

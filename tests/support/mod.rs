@@ -13,6 +13,7 @@
 pub mod cases;
 pub mod client;
 pub mod expect;
+pub mod gguf;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
