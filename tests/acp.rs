@@ -377,6 +377,67 @@ fn develop_shows_plan_steps_diffs_and_checks_and_writes_through_the_client_when_
         .collect();
     assert_eq!(kinds, ["allow_once", "allow_always", "reject_once"]);
     assert_eq!(asked[0]["toolCall"]["content"].as_array().unwrap().len(), 3);
+    // Where each file changes, as absolute paths with the first changed line (1-based), so a
+    // panel shows the real file: the asked tool call's locations, and the call shown before.
+    let diffs: Vec<&str> = asked[0]["toolCall"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
+    let located = |call: &Value| -> Vec<(String, u64)> {
+        call["locations"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no locations: {call:#}"))
+            .iter()
+            .map(|l| {
+                let path = l["path"].as_str().unwrap();
+                assert!(Path::new(path).is_absolute(), "{l}");
+                (path.to_owned(), l["line"].as_u64().unwrap_or(0))
+            })
+            .collect()
+    };
+    let asked_locations = located(&asked[0]["toolCall"]);
+    assert_eq!(
+        asked_locations
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .collect::<Vec<_>>(),
+        diffs
+    );
+    let old_lib = std::fs::read_to_string(&lib).unwrap();
+    let first_changed = old_lib
+        .lines()
+        .zip(new_lib.lines())
+        .take_while(|(a, b)| a == b)
+        .count()
+        + 1;
+    assert!(
+        asked_locations.contains(&(lib.display().to_string(), first_changed as u64)),
+        "{asked_locations:?}"
+    );
+    // A new file is located at its line 1.
+    assert!(
+        asked_locations.contains(&(setup.ws.join("tests/counts.rs").display().to_string(), 1)),
+        "{asked_locations:?}"
+    );
+    let shown = calls
+        .iter()
+        .find(|c| c["toolCallId"] == asked[0]["toolCall"]["toolCallId"])
+        .unwrap();
+    assert_eq!(located(shown), asked_locations);
+    // Each step names its files when it starts and where it changed them when it ends.
+    assert!(
+        located(steps[0])
+            .iter()
+            .any(|(p, _)| *p == lib.display().to_string()),
+        "{:#}",
+        steps[0]
+    );
+    assert_eq!(
+        located(step1),
+        [(lib.display().to_string(), first_changed as u64)]
+    );
 
     // Written through the client, with exactly the new texts; the disk is the client's job.
     let writes = seen["writes"].as_array().unwrap();
@@ -776,27 +837,13 @@ fn a_model_error_or_a_spent_budget_ends_the_develop_turn_with_a_clear_message() 
 #[test]
 fn research_cites_sources_as_links_saves_the_session_and_a_new_agent_loads_it() {
     let answer = json!({ "text": "Ropes keep edits cheap on large buffers [1]. Positions past the end of a line clamp [2].\n\nClaims:\n- Ropes make edits on large buffers cheap [1]\n" });
-    let dead = "http://127.0.0.1:9";
-    let extra = format!(
-        "\n[research.sources.openalex]\nbase_url = \"{dead}\"\n[research.sources.arxiv]\nbase_url = \"{dead}\"\n[research.sources.crossref]\nbase_url = \"{dead}\"\n"
-    );
     let setup = Setup::new(
         "lsp/edit/workspace",
         Vec::new(),
         vec![with_usage(openai_sse(&answer), 700, 50)],
-        &extra,
+        &offline_research(),
     );
-    std::fs::create_dir_all(setup.ws.join("docs")).unwrap();
-    std::fs::write(
-        setup.ws.join("docs/ropes.md"),
-        "# Ropes\n\nA rope keeps edits cheap on large buffers: inserting in the middle of a 50 MB file costs a few tree nodes.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        setup.ws.join("docs/positions.md"),
-        "# Positions\n\nA position past the end of a line clamps to the line end; ropes make that cheap to compute.\n",
-    )
-    .unwrap();
+    research_notes(&setup.ws);
     let query = "why do editors keep buffers in ropes";
     let seen = setup.client(json!({
         "steps": [
@@ -1075,4 +1122,369 @@ fn the_agent_exits_when_stdin_closes_idle_or_mid_run_and_writes_nothing() {
     }
     assert!(exit_after_stdin_closes(raw).success());
     assert_eq!(tree(&setup.ws), before);
+}
+
+/// The `[research.sources.*]` of a configuration whose web sources are all unreachable, so a
+/// research run reads only the workspace.
+fn offline_research() -> String {
+    let dead = "http://127.0.0.1:9";
+    format!(
+        "\n[research.sources.openalex]\nbase_url = \"{dead}\"\n[research.sources.arxiv]\nbase_url = \"{dead}\"\n[research.sources.crossref]\nbase_url = \"{dead}\"\n"
+    )
+}
+
+/// Writes the two notes the research scenario cites into `ws/docs`.
+fn research_notes(ws: &Path) {
+    std::fs::create_dir_all(ws.join("docs")).unwrap();
+    std::fs::write(
+        ws.join("docs/ropes.md"),
+        "# Ropes\n\nA rope keeps edits cheap on large buffers: inserting in the middle of a 50 MB file costs a few tree nodes.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("docs/positions.md"),
+        "# Positions\n\nA position past the end of a line clamps to the line end; ropes make that cheap to compute.\n",
+    )
+    .unwrap();
+}
+
+/// An option of a `configOptions` list, by id.
+fn option<'a>(options: &'a Value, id: &str) -> &'a Value {
+    options
+        .as_array()
+        .unwrap_or_else(|| panic!("no configOptions: {options}"))
+        .iter()
+        .find(|o| o["id"] == id)
+        .unwrap_or_else(|| panic!("no option {id}: {options:#}"))
+}
+
+/// The values of a select option, in order.
+fn values(option: &Value) -> Vec<&str> {
+    option["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn config_options_choose_the_mode_and_the_model_and_stay_in_step_with_modes() {
+    let answer = json!({ "text": "Ropes keep edits cheap on large buffers [1]. Positions past the end of a line clamp [2].\n\nClaims:\n- Ropes make edits on large buffers cheap [1]\n" });
+    // Only the planner's server answers: the research runs on it once it is the chosen model.
+    let setup = Setup::new(
+        "lsp/edit/workspace",
+        vec![openai_sse(&answer)],
+        Vec::new(),
+        &offline_research(),
+    );
+    research_notes(&setup.ws);
+    let query = "why do editors keep buffers in ropes";
+    let seen = setup.client(json!({
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "option", "configId": "mode", "value": "research" },
+            { "op": "option", "configId": "model", "value": "plan/planner-model" },
+            { "op": "prompt", "prompt": [text(query)] },
+            // Hostile: an unknown option, an unknown value of each, a value of the wrong type.
+            { "op": "option", "configId": "temperature", "value": "hot" },
+            { "op": "option", "configId": "mode", "value": "yolo" },
+            { "op": "option", "configId": "model", "value": "elsewhere/some-model" },
+            { "op": "option", "configId": "mode", "type": "boolean", "value": true },
+            // An older client's set_mode: the config options follow.
+            { "op": "mode", "mode": "edit" },
+            { "op": "request", "method": "session/set_config_option",
+              "params": { "sessionId": "nope", "configId": "mode", "value": "edit" } },
+            // No authentication is offered; a client that asks anyway is answered.
+            { "op": "request", "method": "authenticate", "params": { "methodId": "none" } },
+        ],
+    }));
+    let authenticated = &results(&seen, "authenticate")[0];
+    assert!(authenticated.get("error").is_none(), "{authenticated:#}");
+    let session = &results(&seen, "session/new")[0]["result"];
+    let options = &session["configOptions"];
+    let ids: Vec<&str> = options
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["mode", "model"], "{options:#}");
+    let mode = option(options, "mode");
+    assert_eq!(
+        (&mode["type"], &mode["category"], &mode["currentValue"]),
+        (&json!("select"), &json!("mode"), &json!("develop")),
+        "{mode:#}"
+    );
+    assert_eq!(values(mode), ["develop", "edit", "research"]);
+    assert!(
+        mode["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| !o["description"].as_str().unwrap_or_default().is_empty()),
+        "{mode:#}"
+    );
+    let model = option(options, "model");
+    assert_eq!(
+        (&model["type"], &model["category"], &model["currentValue"]),
+        (&json!("select"), &json!("model"), &json!("roles")),
+        "{model:#}"
+    );
+    // The configured roles, then each model a role names (coder first).
+    assert_eq!(
+        values(model),
+        ["roles", "code/coder-model", "plan/planner-model"]
+    );
+    assert_eq!(session["modes"]["currentModeId"], "develop");
+
+    // set_config_option answers with every option; older clients get the mode as an update.
+    let set = results(&seen, "session/set_config_option");
+    assert_eq!(
+        option(&set[0]["result"]["configOptions"], "mode")["currentValue"],
+        "research",
+        "{:#}",
+        set[0]
+    );
+    let mode_updates = updates(&seen, "current_mode_update");
+    assert_eq!(mode_updates.len(), 1, "{mode_updates:#?}");
+    assert_eq!(mode_updates[0]["currentModeId"], "research");
+    let after_model = &set[1]["result"]["configOptions"];
+    assert_eq!(
+        option(after_model, "model")["currentValue"],
+        "plan/planner-model"
+    );
+    assert_eq!(option(after_model, "mode")["currentValue"], "research");
+
+    // The prompt ran as research, on the chosen model.
+    assert_eq!(stop_reason(&seen, 0), "end_turn");
+    let said = agent_text(&seen);
+    assert!(
+        said.contains("Ropes keep edits cheap on large buffers [1]"),
+        "{said}"
+    );
+    assert!(said.contains("Saved in the library as"), "{said}");
+    assert!(!setup.servers[0].requests().is_empty());
+    assert!(setup.coder().requests().is_empty());
+
+    // Each refusal is a JSON-RPC error that says what would do, and changes nothing.
+    let refusals: Vec<&Value> = set[2..].to_vec();
+    assert_eq!(refusals.len(), 5, "{refusals:#?}");
+    for (refusal, says) in refusals.iter().zip([
+        "unknown config option \"temperature\"; the options are mode, model",
+        "unknown mode \"yolo\"; the modes are develop, edit, research",
+        "the values are roles, code/coder-model, plan/planner-model",
+        "takes one of its listed values",
+        "create one with session/new",
+    ]) {
+        let error = &refusal["error"];
+        assert!(
+            error["code"] == -32602 || error["code"] == -32002,
+            "{refusal:#}"
+        );
+        assert!(
+            error["data"].as_str().unwrap_or_default().contains(says),
+            "{says:?} in {refusal:#}"
+        );
+    }
+    // set_mode: the config options follow, the refused requests left the model as chosen.
+    assert!(results(&seen, "session/set_mode")[0].get("error").is_none());
+    let option_updates = updates(&seen, "config_option_update");
+    let last = &option_updates.last().expect("a config_option_update")["configOptions"];
+    assert_eq!(option(last, "mode")["currentValue"], "edit", "{last:#}");
+    assert_eq!(
+        option(last, "model")["currentValue"],
+        "plan/planner-model",
+        "{last:#}"
+    );
+
+    // The session, loaded by a new agent, keeps the mode and model it was left with.
+    let id = session["sessionId"].clone();
+    let again = setup.client(json!({
+        "steps": [
+            { "op": "initialize" },
+            { "op": "load", "sessionId": id, "cwd": setup.ws },
+        ],
+    }));
+    let loaded = &results(&again, "session/load")[0]["result"];
+    assert_eq!(loaded["modes"]["currentModeId"], "edit", "{loaded:#}");
+    assert_eq!(
+        option(&loaded["configOptions"], "mode")["currentValue"],
+        "edit"
+    );
+    assert_eq!(
+        option(&loaded["configOptions"], "model")["currentValue"],
+        "plan/planner-model"
+    );
+}
+
+#[test]
+fn the_model_option_lists_what_a_server_serves_and_the_embedded_model_when_the_configuration_leaves_them_open()
+ {
+    let listed = Reply::json(
+        200,
+        &json!({ "object": "list", "data": [
+            { "id": "qwen2.5-coder-1.5b", "object": "model" },
+            { "id": "qwen2.5-coder-7b", "object": "model" },
+        ] }),
+    );
+    let setup = Setup::new("lsp/edit/workspace", Vec::new(), vec![listed], "");
+    // A server and the model inside patchwise, no model named for either: the router takes the
+    // first each lists, the panel may choose.
+    let gguf = setup.dir.path().join("models/tiny.gguf");
+    std::fs::create_dir_all(gguf.parent().unwrap()).unwrap();
+    support::gguf::write_tiny_model(&gguf);
+    std::fs::write(
+        setup.dir.path().join("config/patchwise/config.toml"),
+        format!(
+            "data_dir = \"{}\"\n\n[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"\"\n\n\
+             [providers.inside]\nkind = \"embedded\"\nmodel = {:?}\n\n[roles]\ncoder = \"local\"\nplanner = \"inside\"\n",
+            setup.dir.path().join("data").display(),
+            setup.coder().url(),
+            gguf.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let seen = setup.client(json!({
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "waitFor", "update": "config_option_update" },
+            { "op": "option", "configId": "model", "value": "local/qwen2.5-coder-7b" },
+        ],
+    }));
+    let at_start = &results(&seen, "session/new")[0]["result"]["configOptions"];
+    assert_eq!(values(option(at_start, "model")), ["roles"]);
+    let update = updates(&seen, "config_option_update");
+    assert_eq!(update.len(), 1, "{update:#?}");
+    assert_eq!(
+        values(option(&update[0]["configOptions"], "model")),
+        [
+            "roles",
+            "local/qwen2.5-coder-1.5b",
+            "local/qwen2.5-coder-7b",
+            "inside/tiny"
+        ]
+    );
+    let inside = &option(&update[0]["configOptions"], "model")["options"][3];
+    assert!(
+        inside["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("The model inside patchwise"),
+        "{inside:#}"
+    );
+    let asked = setup.coder().requests();
+    assert_eq!(asked[0].method, "GET", "{asked:#?}");
+    assert!(asked[0].path.ends_with("/v1/models"), "{asked:#?}");
+    let set = &results(&seen, "session/set_config_option")[0];
+    assert_eq!(
+        option(&set["result"]["configOptions"], "model")["currentValue"],
+        "local/qwen2.5-coder-7b",
+        "{set:#}"
+    );
+}
+
+/// The turns `tests/codecompanion.rs` drives in CodeCompanion's chat, through the official SDK
+/// client: an edit rejected, one cancelled while the permission is asked, one allowed, one
+/// cancelled while the model answers, then research on another model chosen with the config
+/// options (`-- --nocapture` prints each turn's timings, to compare with the panel's).
+#[test]
+fn the_panel_turns_through_the_sdk_client_reject_cancel_allow_cancel_and_research() {
+    let (s, edit) = support::edit_scenario("misindented");
+    let mut coder: Vec<Reply> = std::iter::repeat_n(edit, 3).flatten().collect();
+    // The fourth edit's answer never comes: only the cancel ends it.
+    coder.push(Reply::Hang);
+    let research = json!({ "text": "Ropes keep edits cheap on large buffers [1]. Positions past the end of a line clamp [2].\n\nClaims:\n- Ropes make edits on large buffers cheap [1]\n" });
+    let setup = Setup::new(
+        "lsp/edit/workspace",
+        vec![openai_sse(&research)],
+        coder,
+        &offline_research(),
+    );
+    research_notes(&setup.ws);
+    let lib = setup.ws.join("src/lib.rs");
+    let original = std::fs::read_to_string(&lib).unwrap();
+    let edit = text(&format!(
+        "@src/lib.rs:{}-{} {}",
+        s["lines"][0].as_u64().unwrap() + 1,
+        s["lines"][1].as_u64().unwrap() + 1,
+        s["instruction"].as_str().unwrap()
+    ));
+    let seen = setup.client(json!({
+        "fs": { "readTextFile": true, "writeTextFile": true },
+        "permission": ["reject_once", "cancel", "allow_once"],
+        "steps": [
+            { "op": "initialize" },
+            { "op": "new", "cwd": setup.ws },
+            { "op": "option", "configId": "mode", "value": "edit" },
+            { "op": "prompt", "prompt": [edit] },
+            { "op": "prompt", "prompt": [edit] },
+            { "op": "prompt", "prompt": [edit] },
+            { "op": "prompt", "prompt": [edit], "cancelOn": "agent_thought_chunk", "cancelDelayMs": 300 },
+            { "op": "option", "configId": "mode", "value": "research" },
+            { "op": "option", "configId": "model", "value": "plan/planner-model" },
+            { "op": "prompt", "prompt": [text("why do editors keep buffers in ropes")] },
+        ],
+    }));
+    let names = [
+        "reject",
+        "cancel during the permission",
+        "allow",
+        "cancel during the answer",
+        "research",
+    ];
+    let prompts = results(&seen, "session/prompt");
+    for (i, name) in names.iter().enumerate() {
+        let step = prompts[i]["step"].clone();
+        let first = seen["updates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["step"] == step)
+            .and_then(|u| u["ms"].as_u64());
+        eprintln!(
+            "{name:<30} {:<10} first update {:>5} ms  cancel → cancelled {}",
+            prompts[i]["result"]["stopReason"].as_str().unwrap_or("-"),
+            first.map_or("-".to_owned(), |ms| ms.to_string()),
+            prompts[i]["cancelledAfterMs"]
+                .as_u64()
+                .map_or("-".to_owned(), |ms| format!("{ms} ms")),
+        );
+    }
+    let stops: Vec<Value> = (0..5).map(|i| stop_reason(&seen, i)).collect();
+    assert_eq!(
+        stops,
+        ["end_turn", "cancelled", "end_turn", "cancelled", "end_turn"],
+        "{}",
+        agent_text(&seen)
+    );
+    // Asked three times, each locating the file; written once, through the client.
+    let asked = seen["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 3, "{asked:#?}");
+    for request in asked {
+        assert_eq!(
+            request["toolCall"]["locations"][0]["path"],
+            lib.display().to_string(),
+            "{request:#}"
+        );
+    }
+    let writes = seen["writes"].as_array().unwrap();
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert_eq!(writes[0]["step"], prompts[2]["step"], "{writes:#?}");
+    assert!(
+        writes[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains(s["expected"].as_str().unwrap())
+    );
+    assert_eq!(std::fs::read_to_string(&lib).unwrap(), original);
+    // The research ran on the chosen model.
+    assert!(
+        agent_text(&seen).contains("Ropes keep edits cheap on large buffers [1]"),
+        "{}",
+        agent_text(&seen)
+    );
+    assert!(!setup.servers[0].requests().is_empty());
 }

@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, AuthenticateResponse, CancelNotification, InitializeRequest,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, PromptRequest, PromptResponse,
-    SessionNotification, SetSessionModeRequest, StopReason,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, SessionId, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Stdio};
@@ -53,6 +54,7 @@ async fn serve(state: Arc<AcpState>) -> anyhow::Result<()> {
     let s_new = state.clone();
     let s_load = state.clone();
     let s_mode = state.clone();
+    let s_option = state.clone();
     let s_prompt = state.clone();
     let s_cancel = state.clone();
     Agent
@@ -72,9 +74,18 @@ async fn serve(state: Arc<AcpState>) -> anyhow::Result<()> {
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: NewSessionRequest, responder, _cx| {
-                responder
-                    .respond_with_result(s_new.new_session(&request).map_err(|r| r.into_error()))
+            async move |request: NewSessionRequest,
+                        responder: Responder<NewSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                match s_new.new_session(&request) {
+                    Ok(response) => {
+                        let id = response.session_id.clone();
+                        responder.respond(response)?;
+                        list_served_models(s_new.clone(), cx, id);
+                        Ok(())
+                    }
+                    Err(rejected) => responder.respond_with_error(rejected.into_error()),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -94,6 +105,24 @@ async fn serve(state: Arc<AcpState>) -> anyhow::Result<()> {
                                 tracing::warn!("the session's conversation was not sent: {err}");
                             }
                         }
+                        responder.respond(response)?;
+                        list_served_models(s_load.clone(), cx, request.session_id);
+                        Ok(())
+                    }
+                    Err(rejected) => responder.respond_with_error(rejected.into_error()),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest,
+                        responder: Responder<SetSessionModeResponse>,
+                        cx: ConnectionTo<Client>| {
+                match s_mode.set_mode(&request) {
+                    Ok((response, update)) => {
+                        // Clients that read the config options see the mode change too; sent
+                        // before the answer, so a client that closes once answered still gets it.
+                        notify(&cx, &request.session_id, update);
                         responder.respond(response)
                     }
                     Err(rejected) => responder.respond_with_error(rejected.into_error()),
@@ -102,8 +131,20 @@ async fn serve(state: Arc<AcpState>) -> anyhow::Result<()> {
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: SetSessionModeRequest, responder, _cx| {
-                responder.respond_with_result(s_mode.set_mode(&request).map_err(|r| r.into_error()))
+            async move |request: SetSessionConfigOptionRequest,
+                        responder: Responder<SetSessionConfigOptionResponse>,
+                        cx: ConnectionTo<Client>| {
+                match s_option.set_config_option(&request) {
+                    Ok((response, update)) => {
+                        // Clients that read the modes see the mode change too (before the
+                        // answer, as for set_mode).
+                        if let Some(update) = update {
+                            notify(&cx, &request.session_id, update);
+                        }
+                        responder.respond(response)
+                    }
+                    Err(rejected) => responder.respond_with_error(rejected.into_error()),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -161,4 +202,21 @@ async fn serve(state: Arc<AcpState>) -> anyhow::Result<()> {
         .connect_to(Stdio::new())
         .await
         .map_err(|e| anyhow::anyhow!("the ACP connection failed: {e}"))
+}
+
+fn notify(cx: &ConnectionTo<Client>, session: &SessionId, update: SessionUpdate) {
+    if let Err(err) = cx.send_notification(SessionNotification::new(session.clone(), update)) {
+        tracing::warn!("a session/update could not be sent: {err}");
+    }
+}
+
+/// Asks the servers the session's configuration leaves the model open for which models they
+/// serve, in a task of its own (a slow server must not hold up the connection), and sends the
+/// longer `model` option as a `config_option_update`.
+fn list_served_models(state: Arc<AcpState>, cx: ConnectionTo<Client>, session: SessionId) {
+    tokio::spawn(async move {
+        if let Some(update) = state.list_served_models(&session.0).await {
+            notify(&cx, &session, update);
+        }
+    });
 }

@@ -1,6 +1,7 @@
 //! One prompt turn: the session's mode decides the run (develop, edit or research, each through
 //! `workflow::session`), the run's typed events become `session/update`s as they happen, and a
-//! proposal is shown as `edit` tool calls with diffs and written only when the user allows it
+//! proposal is shown as `edit` tool calls with diffs (and `locations`: each file's absolute path
+//! and the first line it changes) and written only when the user allows it
 //! (`session/request_permission`) — through the client (`fs/write_text_file`) when it offers
 //! that, else atomically on disk as `patchwise develop --apply` does.
 //!
@@ -19,8 +20,8 @@ use agent_client_protocol::v1::schema::{
     Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, ReadTextFileRequest,
     RequestPermissionOutcome, RequestPermissionRequest, ResourceLink, SessionId,
     SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent,
-    ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
-    WriteTextFileRequest,
+    ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    UsageUpdate, WriteTextFileRequest,
 };
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
@@ -65,6 +66,8 @@ impl Peer {
     }
 
     /// Ends tool call `id`: an update when it was started (`started`), else a whole call.
+    /// `locations`: the files it read or changed (none: the call's own are kept).
+    #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
         started: &[String],
@@ -73,6 +76,7 @@ impl Peer {
         kind: ToolKind,
         status: ToolCallStatus,
         content: Vec<ToolCallContent>,
+        locations: Vec<ToolCallLocation>,
     ) {
         let call = ToolCallId::new(id.to_owned());
         if started.iter().any(|s| s == id) {
@@ -81,14 +85,16 @@ impl Peer {
                 ToolCallUpdateFields::new()
                     .title(title.to_owned())
                     .status(status)
-                    .content(content),
+                    .content(content)
+                    .locations((!locations.is_empty()).then_some(locations)),
             )));
         } else {
             self.update(SessionUpdate::ToolCall(
                 ToolCall::new(call, title.to_owned())
                     .kind(kind)
                     .status(status)
-                    .content(content),
+                    .content(content)
+                    .locations(locations),
             ));
         }
     }
@@ -281,7 +287,12 @@ impl Turn {
         // `session/cancel` cancels the prompt's token, and with it the run's.
         let mut run = self.runs.start_run_within(kind, label, &self.cancel);
         let events = run.take_events();
-        let forward = tokio::spawn(forward(self.peer.clone(), run.id().to_owned(), events));
+        let forward = tokio::spawn(forward(
+            self.peer.clone(),
+            self.session.cwd.clone(),
+            run.id().to_owned(),
+            events,
+        ));
         (run, forward)
     }
 
@@ -536,20 +547,21 @@ impl Turn {
             .collect();
         let title = format!("Write {}", files.join(", "));
         let content: Vec<ToolCallContent> = proposal.files.iter().map(diff).collect();
+        // Where each file changes first, so a panel shows (and opens) the real file.
+        let locations: Vec<ToolCallLocation> = proposal
+            .files
+            .iter()
+            .map(|f| {
+                let before = (!f.created).then_some(f.original.as_str());
+                location(&f.path, before, &f.new_text)
+            })
+            .collect();
         self.peer.update(SessionUpdate::ToolCall(
             ToolCall::new(call.clone(), title.clone())
                 .kind(ToolKind::Edit)
                 .status(ToolCallStatus::Pending)
                 .content(content.clone())
-                .locations(
-                    proposal
-                        .files
-                        .iter()
-                        .map(|f| {
-                            agent_client_protocol::v1::schema::ToolCallLocation::new(f.path.clone())
-                        })
-                        .collect(),
-                ),
+                .locations(locations.clone()),
         ));
         let allowed = if self.session.always_allow || self.always_allow {
             true
@@ -561,7 +573,8 @@ impl Turn {
                     ToolCallUpdateFields::new()
                         .title(format!("{title}?{note}"))
                         .kind(ToolKind::Edit)
-                        .content(content),
+                        .content(content)
+                        .locations(locations),
                 ),
                 vec![
                     PermissionOption::new(
@@ -707,6 +720,7 @@ impl Turn {
 /// with its output.
 async fn forward(
     peer: Peer,
+    cwd: PathBuf,
     run: String,
     events: Option<mpsc::UnboundedReceiver<RunEvent>>,
 ) -> RunEnded {
@@ -744,7 +758,14 @@ async fn forward(
                             format!("Step {}: {}", item.number, item.text),
                         )
                         .kind(ToolKind::Edit)
-                        .status(ToolCallStatus::InProgress),
+                        .status(ToolCallStatus::InProgress)
+                        // The files the plan says the step works on.
+                        .locations(
+                            item.files
+                                .iter()
+                                .map(|f| ToolCallLocation::new(cwd.join(f)))
+                                .collect(),
+                        ),
                     ));
                     calls.push(id);
                 }
@@ -777,7 +798,20 @@ async fn forward(
                     _ => ToolCallStatus::Failed,
                 };
                 let title = format!("{}: {}", capitalized(&step.name), step.text);
-                peer.call(&calls, &id, &title, ToolKind::Edit, status, content);
+                let locations = ended
+                    .files
+                    .iter()
+                    .map(|f| location(&f.path, f.old_text.as_deref(), &f.new_text))
+                    .collect();
+                peer.call(
+                    &calls,
+                    &id,
+                    &title,
+                    ToolKind::Edit,
+                    status,
+                    content,
+                    locations,
+                );
                 if !calls.contains(&id) {
                     calls.push(id);
                 }
@@ -814,6 +848,7 @@ async fn forward(
                         ToolKind::Execute,
                         status,
                         vec![text_content(&output)],
+                        Vec::new(),
                     );
                 }
             },
@@ -878,6 +913,24 @@ fn diff(f: &ProposalFile) -> ToolCallContent {
         Diff::new(f.path.clone(), f.new_text.clone())
             .old_text((!f.created).then(|| f.original.clone())),
     )
+}
+
+/// `path` (absolute) at the first line (1-based) where `after` differs from `before` (`None`:
+/// a new file, line 1).
+fn location(path: &Path, before: Option<&str>, after: &str) -> ToolCallLocation {
+    let line = match before {
+        None => 1,
+        Some(before) => {
+            let same = before
+                .split_inclusive('\n')
+                .zip(after.split_inclusive('\n'))
+                .take_while(|(a, b)| a == b)
+                .count();
+            // Past the last line of both (only the end changed): the last line.
+            same.min(after.lines().count().saturating_sub(1)) + 1
+        }
+    };
+    ToolCallLocation::new(path.to_path_buf()).line(u32::try_from(line).unwrap_or(u32::MAX))
 }
 
 fn text_content(text: &str) -> ToolCallContent {
@@ -945,5 +998,29 @@ fn source_uri(s: &crate::store::SourceRecord, cwd: &Path) -> String {
         file_uri(path)
     } else {
         file_uri(&cwd.join(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(before: Option<&str>, after: &str) -> Option<u32> {
+        location(Path::new("/w/a.rs"), before, after).line
+    }
+
+    #[test]
+    fn a_location_is_the_first_changed_line() {
+        assert_eq!(line(Some("a\nb\nc\n"), "a\nB\nc\n"), Some(2));
+        assert_eq!(line(Some("a\nb\n"), "x\nb\n"), Some(1));
+        // Lines added at the end: the first new line.
+        assert_eq!(line(Some("a\nb\n"), "a\nb\nc\n"), Some(3));
+        // The last line's newline added: that line.
+        assert_eq!(line(Some("a\nb"), "a\nb\n"), Some(2));
+        // Lines removed at the end: the last line left.
+        assert_eq!(line(Some("a\nb\nc\n"), "a\n"), Some(1));
+        // A new file, and a file emptied.
+        assert_eq!(line(None, "fn main() {}\n"), Some(1));
+        assert_eq!(line(Some("a\n"), ""), Some(1));
     }
 }

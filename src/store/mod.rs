@@ -496,6 +496,11 @@ CREATE TABLE agent_session (
     r#"
 ALTER TABLE agent_session ADD COLUMN always_allow INTEGER NOT NULL DEFAULT 0;
 "#,
+    // 8: an agent session's `model` option (`roles`, or the `provider/model` chosen for every
+    // role), kept so a loaded session answers with the model it was left with.
+    r#"
+ALTER TABLE agent_session ADD COLUMN model TEXT NOT NULL DEFAULT 'roles';
+"#,
 ];
 
 /// The `answered` column: what became of the model's sentences and the parts of the question.

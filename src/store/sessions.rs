@@ -1,5 +1,5 @@
 //! Agent sessions (`patchwise acp`), kept so a client can load one again after a restart: the
-//! folder it works in, the mode it was left in, whether the user chose to always allow its
+//! folder it works in, the mode and the model it was left in, whether the user chose to always allow its
 //! changes, and its conversation as it was shown — the user's prompts and patchwise's answers,
 //! each a turn. The rows are data only; the edge decides
 //! how a turn is shown again.
@@ -17,6 +17,10 @@ pub struct SessionRecord {
     pub cwd: String,
     /// The mode's id (`develop`, `edit`, `research`).
     pub mode: String,
+    /// The `model` option's value: `roles` (each role its configured model) or the
+    /// `provider/model` that answers for every role.
+    #[serde(default)]
+    pub model: String,
     /// RFC 3339; set when first stored.
     pub created_at: String,
     /// The user chose "always write changes in this session": later changes are written
@@ -55,11 +59,11 @@ impl Library {
             record.created_at.clone()
         };
         self.lock().execute(
-            "INSERT INTO agent_session (id, cwd, mode, created_at, updated_at, turns, always_allow)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO agent_session (id, cwd, mode, created_at, updated_at, turns, always_allow, model)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
              ON CONFLICT(id) DO UPDATE SET cwd = excluded.cwd, mode = excluded.mode,
                updated_at = excluded.updated_at, turns = excluded.turns,
-               always_allow = excluded.always_allow",
+               always_allow = excluded.always_allow, model = excluded.model",
             params![
                 record.id,
                 record.cwd,
@@ -67,7 +71,8 @@ impl Library {
                 created,
                 now,
                 turns,
-                record.always_allow
+                record.always_allow,
+                record.model
             ],
         )?;
         Ok(())
@@ -78,7 +83,7 @@ impl Library {
         let row = self
             .lock()
             .query_row(
-                "SELECT id, cwd, mode, created_at, turns, always_allow FROM agent_session
+                "SELECT id, cwd, mode, created_at, turns, always_allow, model FROM agent_session
                  WHERE id = ?1",
                 [id],
                 |row| {
@@ -89,11 +94,12 @@ impl Library {
                         row.get::<_, String>(3)?,
                         row.get::<_, String>(4)?,
                         row.get::<_, bool>(5)?,
+                        row.get::<_, String>(6)?,
                     ))
                 },
             )
             .optional()?;
-        let Some((id, cwd, mode, created_at, turns, always_allow)) = row else {
+        let Some((id, cwd, mode, created_at, turns, always_allow, model)) = row else {
             return Ok(None);
         };
         let turns = serde_json::from_str(&turns).map_err(|e| StoreError::Corrupt {
@@ -104,6 +110,7 @@ impl Library {
             id,
             cwd,
             mode,
+            model,
             created_at,
             always_allow,
             turns,
@@ -124,6 +131,7 @@ mod tests {
             id: "s1".into(),
             cwd: "/w".into(),
             mode: "develop".into(),
+            model: "roles".into(),
             created_at: String::new(),
             always_allow: false,
             turns: vec![SessionTurn {
@@ -138,6 +146,7 @@ mod tests {
         assert!(!stored.always_allow);
         record.mode = "research".into();
         record.always_allow = true;
+        record.model = "code/coder-model".into();
         record.turns.push(SessionTurn {
             speaker: Speaker::Agent,
             text: "done".into(),
@@ -146,6 +155,7 @@ mod tests {
         let again = library.session("s1").unwrap().unwrap();
         assert_eq!(again.mode, "research");
         assert!(again.always_allow);
+        assert_eq!(again.model, "code/coder-model");
         assert_eq!(again.turns.len(), 2);
         assert_eq!(again.created_at, stored.created_at);
     }

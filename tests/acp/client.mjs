@@ -15,7 +15,9 @@
 //     steps: [
 //       {op: "initialize"},
 //       {op: "new", cwd},                             // sessionId kept for later steps
-//       {op: "mode", mode},
+//       {op: "mode", mode},                           // session/set_mode
+//       {op: "option", configId, value},              // session/set_config_option
+//       {op: "waitFor", update: "<sessionUpdate kind>"}, // until one arrives (10 s at most)
 //       {op: "prompt", prompt: [ContentBlock...], cancelOn?: "<sessionUpdate kind>[:<tool kind>]"},
 //       {op: "prompt_twice", prompt},                 // a second prompt while the first runs,
 //                                                     // then the first cancelled
@@ -178,6 +180,24 @@ try {
         case "mode":
           await call("session/set_mode", { sessionId, modeId: s.mode });
           break;
+        case "option":
+          await call("session/set_config_option", {
+            sessionId,
+            configId: s.configId,
+            value: s.value,
+            ...(s.type ? { type: s.type } : {}),
+          });
+          break;
+        case "waitFor": {
+          const until = Date.now() + 10000;
+          while (
+            !out.updates.some((u) => u.update.sessionUpdate === s.update) &&
+            Date.now() < until
+          ) {
+            await new Promise((r) => setTimeout(r, 10));
+          }
+          break;
+        }
         case "prompt": {
           cancelOn = s.cancelOn ?? null;
           cancelDelayMs = s.cancelDelayMs ?? 0;
