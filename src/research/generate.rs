@@ -19,6 +19,9 @@ use crate::research::{ModelChoice, Phase, ProgressFn, Research, extractive, judg
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
+/// The answer of the targeted pass, at most: one to three sentences.
+const PART_ANSWER_TOKENS: u32 = 160;
+
 /// What the synthesis step produced.
 pub(crate) struct Synthesis {
     pub text: String,
@@ -342,6 +345,39 @@ impl Research {
             }
         }
         out
+    }
+
+    /// The targeted pass for one part of the question ([`synthesis::part_prompt`]): one short
+    /// call over the part's own passages. Returns the answer and the number of passages shown,
+    /// or why there is none.
+    pub(crate) async fn ask_part(
+        &self,
+        model: &dyn ChatModel,
+        part: &str,
+        passages: &[SourceRecord],
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> (Result<(String, usize), String>, Usage) {
+        let encoding = Encoding::for_model(model.name());
+        let (system, user, shown) = synthesis::part_prompt(part, passages, encoding);
+        let request = ChatRequest {
+            messages: vec![Message::system(system), Message::user(user)],
+            tools: Vec::new(),
+            options: ChatOptions {
+                temperature: Some(0.2),
+                max_tokens: Some(PART_ANSWER_TOKENS),
+                ..ChatOptions::default()
+            },
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return (Err("the time budget ran out".to_owned()), Usage::default());
+        }
+        match tokio::time::timeout(left, complete(model, request, cancel.child_token())).await {
+            Ok(Ok(answer)) => (Ok((answer.text, shown)), answer.usage),
+            Ok(Err(err)) => (Err(format!("the model failed ({err})")), Usage::default()),
+            Err(_) => (Err("the time budget ran out".to_owned()), Usage::default()),
+        }
     }
 
     /// The independent check: one short call to `model` per (sentence, passage) pair not

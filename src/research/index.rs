@@ -174,9 +174,26 @@ pub fn search(
 ) -> Result<Vec<FoundPassage>, StoreError> {
     let key = root_key(root);
     let parts = question_parts(question);
+    // Each part is searched by its own words: those not every part shares ("files" in "how
+    // do I search files of one type, and which flags search hidden files") and not words
+    // that only shape a question; the shared words would rank the first part's passages
+    // again.
+    let own = crate::research::parts::parts_of(question);
     let mut queries: Vec<(Option<usize>, Vec<String>, String)> = Vec::new();
     for (i, part) in parts.iter().enumerate() {
-        let words = terms(part);
+        let mut words = terms(part);
+        if parts.len() > 1
+            && let Some(own) = own.get(i)
+        {
+            let mine: Vec<String> = words
+                .iter()
+                .filter(|w| own.stems.contains(&passages::stem(w)))
+                .cloned()
+                .collect();
+            if !mine.is_empty() {
+                words = mine;
+            }
+        }
         if let Some(q) = any_of(&words) {
             queries.push(((parts.len() > 1).then_some(i), words, q));
         }
@@ -215,14 +232,15 @@ pub fn search(
     Ok(out)
 }
 
+/// What a navigation passage's score is multiplied by ([`passages::is_navigation`]): it ranks
+/// below any passage of content that holds a tenth of its score.
+const NAVIGATION: f64 = 0.1;
+
 /// Re-ranks `hits` (best first by `bm25()`, which adds up per-word scores, so one rare word can
 /// outweigh all the others) by the share of the question's words each passage holds: the
 /// score is `bm25 × matched / words`, so a passage about every word of the part comes first.
 fn coordinate(hits: Vec<PassageHit>, words: &[String]) -> Vec<PassageHit> {
     let wanted: Vec<String> = words.iter().map(|w| passages::stem(w)).collect();
-    if wanted.len() < 2 {
-        return hits;
-    }
     let mut scored: Vec<(f64, PassageHit)> = hits
         .into_iter()
         .map(|hit| {
@@ -233,7 +251,16 @@ fn coordinate(hits: Vec<PassageHit>, words: &[String]) -> Vec<PassageHit> {
             .into_iter()
             .collect();
             let matched = wanted.iter().filter(|w| have.contains(*w)).count().max(1);
-            (hit.rank * matched as f64 / wanted.len() as f64, hit)
+            // Navigation holds the words of every section it names and says nothing.
+            let navigation = if passages::is_navigation(&hit.passage.text) {
+                NAVIGATION
+            } else {
+                1.0
+            };
+            (
+                hit.rank * navigation * matched as f64 / wanted.len().max(1) as f64,
+                hit,
+            )
         })
         .collect();
     // bm25 is negative: lower is better.

@@ -13,7 +13,7 @@
 //! when that share is at least [`FLOOR`]: one common word is not an answer. Pure functions: no
 //! I/O.
 
-use crate::research::passages::{content_stems, question_parts, stem};
+use crate::research::passages::{content_stems, is_navigation, question_parts, stem};
 use crate::store::SourceRecord;
 
 /// Words that shape a question rather than name what it asks about ("how do I make one
@@ -249,6 +249,67 @@ pub fn enough_for(sentence: &str, part: &QuestionPart) -> bool {
     share(sentence, part) >= ENOUGH - 1e-9
 }
 
+/// The sources (indices) that hold at least [`FLOOR`] of `part`'s weighed words, the largest
+/// share first (ties keep the order they were found in); navigation never ([`is_navigation`]).
+pub fn ranked_for(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
+    let mut ranked: Vec<(f64, usize)> = sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !is_navigation(&s.snippet))
+        .map(|(i, s)| (share(&format!("{}\n{}", s.title, s.snippet), part), i))
+        .filter(|(s, _)| *s >= FLOOR - 1e-9)
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    ranked.into_iter().map(|(_, i)| i).collect()
+}
+
+/// The sources of a report in the order the prompt takes them, which fills its passage budget
+/// from the top (docs/research.md, "Each part searched on its own"). Each part of the question
+/// ranks the sources by the share of its own weighed words they hold (at least [`FLOOR`]; ties
+/// keep the order they were found in), and the parts take turns, the part with the fewest
+/// tokens in the prompt so far taking its next best passage: however many passages fit, each
+/// part has its best ones in front of the model, and the budget is shared between the parts
+/// rather than spent on the part whose words the most passages hold. The sources no part
+/// ranks follow in the order they came, and navigation (a table of contents, a list of links:
+/// [`is_navigation`]) comes last.
+pub fn prompt_order(question: &str, sources: Vec<SourceRecord>) -> Vec<SourceRecord> {
+    let n = sources.len();
+    let navigation: Vec<bool> = sources.iter().map(|s| is_navigation(&s.snippet)).collect();
+    let parts = parts_for(question, &sources);
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    let mut taken = vec![false; n];
+    if parts.len() > 1 {
+        let texts: Vec<String> = sources
+            .iter()
+            .map(|s| format!("{}\n{}", s.title, s.snippet))
+            .collect();
+        let rankings: Vec<Vec<usize>> = parts
+            .iter()
+            .map(|part| ranked_for(part, &sources))
+            .collect();
+        // What a passage costs in the prompt, roughly: four characters a token, at most the
+        // prompt's cap per passage.
+        let cost = |i: usize| (texts[i].len() / 4).clamp(1, 600);
+        let mut used = vec![0usize; parts.len()];
+        loop {
+            let next = |p: usize, taken: &[bool]| rankings[p].iter().copied().find(|i| !taken[*i]);
+            let Some((p, i)) = (0..parts.len())
+                .filter_map(|p| next(p, &taken).map(|i| (p, i)))
+                .min_by_key(|(p, _)| (used[*p], *p))
+            else {
+                break;
+            };
+            taken[i] = true;
+            used[p] += cost(i);
+            order.push(i);
+        }
+    }
+    order.extend((0..n).filter(|i| !taken[*i] && !navigation[*i]));
+    order.extend((0..n).filter(|i| !taken[*i] && navigation[*i]));
+    let mut slots: Vec<Option<SourceRecord>> = sources.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,6 +394,49 @@ mod tests {
         assert!(answered_by(proxies, &weighed).is_empty());
         assert!(answered_by(proxies, &parts_of(question)).is_empty());
         assert_eq!(answered_by(passages[1], &weighed), vec![1]);
+    }
+
+    fn passage(title: &str, snippet: &str) -> SourceRecord {
+        SourceRecord {
+            key: format!("file:{title}"),
+            title: title.into(),
+            snippet: snippet.into(),
+            venue_type: "workspace".into(),
+            ..SourceRecord::default()
+        }
+    }
+
+    #[test]
+    fn each_part_has_its_best_passages_at_the_top_of_the_prompt() {
+        // The first part's words are in many passages, found first; the passage that answers
+        // the second part comes after the first part's eleventh, and a table of contents that
+        // names both comes before them all.
+        let question =
+            "how do I search only files of one type, and which flags also search hidden files";
+        let mut sources = vec![passage(
+            "FAQ.md:1-5",
+            "* [How do I search only files of one type?](#type)\n* [Which flags search hidden files?](#hidden)\n* [Why is it fast?](#fast)",
+        )];
+        for i in 0..12 {
+            sources.push(passage(
+                &format!("GUIDE.md:{i}0-{i}9 — File types"),
+                &format!(
+                    "Use `-t` to search only files of one type; type {i} covers its own extensions."
+                ),
+            ));
+        }
+        sources.push(passage(
+            "GUIDE.md:200-210 — Hidden files",
+            "The `--hidden` flag searches hidden files and directories, and `-uu` also searches ignored ones.",
+        ));
+        let order: Vec<String> = prompt_order(question, sources)
+            .into_iter()
+            .map(|s| s.title)
+            .collect();
+        assert_eq!(order[0], "GUIDE.md:00-09 — File types", "{order:?}");
+        assert_eq!(order[1], "GUIDE.md:200-210 — Hidden files", "{order:?}");
+        assert_eq!(order.last().unwrap(), "FAQ.md:1-5", "{order:?}");
+        assert_eq!(order.len(), 14);
     }
 
     #[test]

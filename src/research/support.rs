@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use crate::research::passages::content_stems;
+use crate::research::passages::{content_stems, is_navigation};
 use crate::research::synthesis::sentences;
 
 /// At least this share of a sentence's content words in the passage: `supported`.
@@ -111,7 +111,13 @@ impl std::ops::Deref for PassageWords {
 }
 
 /// The stems of a passage (its title and text) and its flattened text, for repeated measures.
+/// A passage that is navigation (a table of contents, a list of links, headings alone:
+/// [`is_navigation`]) has none: it names sections, it says nothing, so it supports no sentence
+/// however many of its words it holds.
 pub fn passage_stems(title: &str, text: &str) -> PassageWords {
+    if is_navigation(text) {
+        return PassageWords::default();
+    }
     PassageWords {
         stems: content_stems(&format!("{title}\n{text}"))
             .into_iter()
