@@ -19,6 +19,9 @@ use crate::research::{ModelChoice, Phase, ProgressFn, Research, extractive, judg
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
+/// The share of a model's window its synthesis prompt's passages may take, at most: a sixth.
+const PROMPT_SHARE: usize = 6;
+
 /// The answer of the targeted pass, at most: one to three sentences.
 const PART_ANSWER_TOKENS: u32 = 160;
 
@@ -239,10 +242,12 @@ impl Research {
 
     /// Tokens of passages the prompt may carry: the model's window less the output reserve,
     /// the margin for estimated counts and the rest of the prompt, at most `token_budget` and
-    /// at most a third of the window. A model with a small window is a small model, most often
-    /// on a CPU that reads a prompt at tens of tokens a second: filling its 8k window with
-    /// passages spent the whole time budget before the first word (measured with
-    /// Qwen2.5-Coder-1.5B on 2 cores, docs/research.md).
+    /// at most a sixth of the window ([`PROMPT_SHARE`]). A model with a small window is a small
+    /// model, most often on a CPU that reads a prompt at tens of tokens a second: filling its
+    /// 8k window with passages spent the whole time budget before the first word, and a third
+    /// of it (2,730 tokens) took 140 s to read on 2 shared cores (Qwen2.5-Coder-1.5B,
+    /// docs/research.md, "Each part searched on its own"); the parts share the budget, so a
+    /// sixth still gives each part of a two-part question its best three or four passages.
     fn passage_budget(
         &self,
         model: &dyn ChatModel,
@@ -265,7 +270,7 @@ impl Research {
             .available(&skeleton)
             .saturating_sub(fixed)
             .min(token_budget)
-            .min(model.context_window() / 3)
+            .min(model.context_window() / PROMPT_SHARE)
             .max(200)
     }
 

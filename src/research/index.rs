@@ -174,26 +174,9 @@ pub fn search(
 ) -> Result<Vec<FoundPassage>, StoreError> {
     let key = root_key(root);
     let parts = question_parts(question);
-    // Each part is searched by its own words: those not every part shares ("files" in "how
-    // do I search files of one type, and which flags search hidden files") and not words
-    // that only shape a question; the shared words would rank the first part's passages
-    // again.
-    let own = crate::research::parts::parts_of(question);
     let mut queries: Vec<(Option<usize>, Vec<String>, String)> = Vec::new();
     for (i, part) in parts.iter().enumerate() {
-        let mut words = terms(part);
-        if parts.len() > 1
-            && let Some(own) = own.get(i)
-        {
-            let mine: Vec<String> = words
-                .iter()
-                .filter(|w| own.stems.contains(&passages::stem(w)))
-                .cloned()
-                .collect();
-            if !mine.is_empty() {
-                words = mine;
-            }
-        }
+        let words = terms(part);
         if let Some(q) = any_of(&words) {
             queries.push(((parts.len() > 1).then_some(i), words, q));
         }

@@ -249,8 +249,55 @@ pub fn enough_for(sentence: &str, part: &QuestionPart) -> bool {
     share(sentence, part) >= ENOUGH - 1e-9
 }
 
-/// The sources (indices) that hold at least [`FLOOR`] of `part`'s weighed words, the largest
-/// share first (ties keep the order they were found in); navigation never ([`is_navigation`]).
+/// The parts of `question` as searched: each with all its content words (those it shares with
+/// the other parts too: "theme" in "which theme does bat use by default, and how do I make a
+/// theme choice permanent" is what both are about), less words that only shape a question,
+/// weighed by their rarity among `sources` as in [`parts_among`].
+pub fn searched_parts(question: &str, sources: &[SourceRecord]) -> Vec<QuestionPart> {
+    let texts: Vec<Vec<String>> = sources
+        .iter()
+        .map(|s| content_stems(&format!("{}\n{}", s.title, s.snippet)))
+        .collect();
+    let n = texts.len();
+    let shape: Vec<String> = SHAPE.iter().map(|w| stem(w)).collect();
+    parts_of(question)
+        .into_iter()
+        .map(|part| {
+            let stems: Vec<String> = content_stems(&part.text)
+                .into_iter()
+                .filter(|s| !shape.contains(s))
+                .collect();
+            let weights: Vec<f64> = stems
+                .iter()
+                .map(|p| {
+                    let df = texts
+                        .iter()
+                        .filter(|w| w.iter().any(|w| meets(w, p)))
+                        .count();
+                    if df == 0 {
+                        0.0
+                    } else {
+                        ((n + 1) as f64 / (df + 1) as f64).ln()
+                    }
+                })
+                .collect();
+            let weights = if weights.iter().sum::<f64>() > 1e-9 {
+                weights
+            } else {
+                vec![1.0; stems.len()]
+            };
+            QuestionPart {
+                text: part.text,
+                stems,
+                weights,
+            }
+        })
+        .collect()
+}
+
+/// The sources (indices) that hold at least [`FLOOR`] of `part`'s weighed words (a part of
+/// [`searched_parts`]), the largest share first (ties keep the order they were found in);
+/// navigation never ([`is_navigation`]).
 pub fn ranked_for(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
     let mut ranked: Vec<(f64, usize)> = sources
         .iter()
@@ -265,7 +312,7 @@ pub fn ranked_for(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
 
 /// The sources of a report in the order the prompt takes them, which fills its passage budget
 /// from the top (docs/research.md, "Each part searched on its own"). Each part of the question
-/// ranks the sources by the share of its own weighed words they hold (at least [`FLOOR`]; ties
+/// ranks the sources by the share of its weighed words they hold ([`ranked_for`]; ties
 /// keep the order they were found in), and the parts take turns, the part with the fewest
 /// tokens in the prompt so far taking its next best passage: however many passages fit, each
 /// part has its best ones in front of the model, and the budget is shared between the parts
@@ -275,7 +322,7 @@ pub fn ranked_for(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
 pub fn prompt_order(question: &str, sources: Vec<SourceRecord>) -> Vec<SourceRecord> {
     let n = sources.len();
     let navigation: Vec<bool> = sources.iter().map(|s| is_navigation(&s.snippet)).collect();
-    let parts = parts_for(question, &sources);
+    let parts = searched_parts(question, &sources);
     let mut order: Vec<usize> = Vec::with_capacity(n);
     let mut taken = vec![false; n];
     if parts.len() > 1 {

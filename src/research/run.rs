@@ -572,13 +572,17 @@ impl Research {
         cancel: &CancellationToken,
     ) -> AskedAgain {
         let mut again = AskedAgain::default();
+        let searched = parts::searched_parts(&plan.query, candidates);
         for &p in missing {
             let part = &all_parts[p];
-            let ranked = parts::ranked_for(part, candidates);
-            let words: Vec<String> = part
+            let Some(searched) = searched.get(p) else {
+                continue;
+            };
+            let ranked = parts::ranked_for(searched, candidates);
+            let words: Vec<String> = searched
                 .stems
                 .iter()
-                .zip(&part.weights)
+                .zip(&searched.weights)
                 .filter(|(_, w)| **w > 1e-9)
                 .map(|(s, _)| format!("\u{201c}{s}\u{201d}"))
                 .collect();

@@ -463,7 +463,13 @@ pub fn validate_judged(
                     .copied()
                     .filter(|n| holds(clean, *n))
                     .collect();
-                if !holding.is_empty() {
+                let better = (!holding.is_empty())
+                    .then(|| support::better_passage(clean, &holding, &stems, |n| holds(clean, n)))
+                    .flatten();
+                if let Some(n) = better {
+                    // Its passages hold its common words; another holds what it is about.
+                    Outcome::Cited(vec![n], Cite::Recited)
+                } else if !holding.is_empty() {
                     v.uncited_markers += item.markers.len() - holding.len();
                     Outcome::Cited(holding, Cite::Own)
                 } else if let Some(n) = attribute(clean) {
