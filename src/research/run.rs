@@ -635,7 +635,7 @@ impl Research {
                 }
             };
             let v = synthesis::validate_citations(&answer, &sources[..shown]);
-            let kept: Vec<(String, Vec<u32>, bool)> = v
+            let kept: Vec<AnsweredAgain> = v
                 .claims
                 .iter()
                 .filter(|c| {
@@ -651,7 +651,7 @@ impl Research {
                         .collect();
                     (c.text.clone(), numbers, c.attributed)
                 })
-                .filter(|(_, numbers, _): &(String, Vec<u32>, bool)| !numbers.is_empty())
+                .filter(|(_, numbers, _): &AnsweredAgain| !numbers.is_empty())
                 .collect();
             again.notes.push(format!(
                 "asked the model again about \u{201c}{}\u{201d} with its {} best passage{}: {} supported sentence{} kept",
@@ -867,11 +867,15 @@ impl Research {
     }
 }
 
+/// A supported sentence of the targeted pass: its text, the numbers of the candidates it
+/// cites, and whether the server attributed it.
+type AnsweredAgain = (String, Vec<u32>, bool);
+
 /// What the targeted pass found ([`Research::ask_again`]).
 #[derive(Default)]
 struct AskedAgain {
-    /// Per part answered: its supported sentences (text, candidate numbers, attributed).
-    answers: Vec<(usize, Vec<(String, Vec<u32>, bool)>)>,
+    /// Per part answered: its supported sentences.
+    answers: Vec<(usize, Vec<AnsweredAgain>)>,
     /// Per part not answered: what was searched.
     searched: HashMap<usize, String>,
     notes: Vec<String>,
