@@ -588,6 +588,7 @@ pub fn validate_judged(
                     out_blocks.push(code);
                 } else {
                     v.dropped += 1;
+                    drop_dangling_lead_in(&mut out_blocks);
                 }
             }
             Block::Prose { prefix, .. } => {
@@ -1024,6 +1025,32 @@ fn keep_markers(sentence: &str, valid: &[u32]) -> String {
             .collect::<String>()
     });
     tidy(&replaced).trim().to_owned()
+}
+
+/// A lead-in whose code block was dropped ("For example, you can use the following code:"
+/// above nothing): the last kept block, when it ends with `:`, loses that sentence if it is
+/// connective text, or ends it with a full stop if it is a claim (it has its citation).
+fn drop_dangling_lead_in(blocks: &mut Vec<String>) {
+    let Some(at) = blocks.iter().rposition(|b| !b.trim().is_empty()) else {
+        return;
+    };
+    let block = blocks[at].trim_end().to_owned();
+    if !block.ends_with(':') || block.trim_start().starts_with('#') {
+        return;
+    }
+    let prefix = list_prefix(&block).map_or(String::new(), |end| block[..end].to_owned());
+    let mut said = sentences(&block[prefix.len()..]);
+    let Some(last) = said.pop() else {
+        return;
+    };
+    if !markers_in(&last).is_empty() {
+        said.push(format!("{}.", last.trim_end_matches(':').trim_end()));
+    }
+    if said.is_empty() {
+        blocks.truncate(at);
+    } else {
+        blocks[at] = format!("{prefix}{}", said.join(" "));
+    }
 }
 
 /// Removes headings with nothing under them (their section was dropped).
@@ -2096,6 +2123,24 @@ mod tests {
         let answer = "1. Ripgrep has a graphical interface for Windows users [1].\n\n## Ignored\n\n1. The `--no-ignore` flag searches files the ignore rules would skip [2].";
         let v = validate_citations(answer, &shown);
         assert!(v.text.contains("1. The `--no-ignore`"), "{}", v.text);
+    }
+
+    #[test]
+    fn a_lead_in_whose_code_was_dropped_is_not_printed() {
+        // Qwen2.5-Coder-1.5B over Click's docs: its examples were its own, not the passage's,
+        // and went; "… you can use the following code:" was printed above nothing.
+        let shown = [source(
+            "docs/options.md:145-166 — Options › Multi Value Options",
+            "To make an option take multiple values, pass in `nargs`. The values are passed to the decorated function as a tuple.",
+        )];
+        let answer = "To make an option take multiple values, you can use the `nargs` parameter.\n\nFor example, if you want to allow the user to specify multiple numbers, you can use the following code:\n\n```python\n@click.option('--numbers', nargs=2, type=int)\ndef add_numbers(numbers):\n    print(sum(numbers))\n```\n\nThe values are passed to the decorated function as a tuple.";
+        let v = validate_citations(answer, &shown);
+        assert!(!v.text.contains("following code"), "{}", v.text);
+        assert!(
+            v.text.contains("as a tuple [1] (attributed)."),
+            "{}",
+            v.text
+        );
     }
 
     #[test]
