@@ -505,11 +505,16 @@ pub fn validate_judged(
                     let share = |n: u32| support::overlap(&words, passage(n)).0;
                     share(*a).total_cmp(&share(*b)).then(b.cmp(a))
                 });
-            match best {
-                Some(n) => Outcome::Cited(vec![n], Cite::Paragraph),
-                None => match attribute(clean) {
-                    Some(n) => Outcome::Attributed(n),
-                    None => Outcome::Dropped,
+            let better = best
+                .and_then(|n| support::better_passage(clean, &[n], &stems, |m| holds(clean, m)));
+            match better {
+                Some(n) => Outcome::Cited(vec![n], Cite::Recited),
+                None => match best {
+                    Some(n) => Outcome::Cited(vec![n], Cite::Paragraph),
+                    None => match attribute(clean) {
+                        Some(n) => Outcome::Attributed(n),
+                        None => Outcome::Dropped,
+                    },
                 },
             }
         };
@@ -2123,6 +2128,43 @@ mod tests {
         let answer = "1. Ripgrep has a graphical interface for Windows users [1].\n\n## Ignored\n\n1. The `--no-ignore` flag searches files the ignore rules would skip [2].";
         let v = validate_citations(answer, &shown);
         assert!(v.text.contains("1. The `--no-ignore`"), "{}", v.text);
+    }
+
+    #[test]
+    fn a_citation_to_a_passage_holding_only_the_common_words_goes_to_the_one_that_says_it() {
+        // Qwen2.5-Coder-1.5B over Click's docs (main at 7b5a6eb): its bare "[2]" gave "The
+        // values are passed to the decorated function as a tuple" to a passage on a table of
+        // flag values ("value", "passed", "function"), and the model's check said YES.
+        let shown = [
+            source(
+                "docs/options.md:145-166 — Options › Multi Value Options",
+                "To make an option take multiple values, pass in `nargs`. Note you may pass in any positive integer, but not -1. The values are passed to the decorated function as a tuple.",
+            ),
+            source(
+                "docs/options.md:449-451 — Options › Flag Value › How `default` and `flag_value` interact",
+                "The tables below show the value received by the function for each combination of `default`, `flag_value`, and whether the flag was passed on the command line.",
+            ),
+            source(
+                "docs/options.md:211-231 — Options › Multiple Options",
+                "Similarly to `nargs`, there is also the case of wanting to support a parameter being provided multiple times and have all the values recorded.",
+            ),
+        ];
+        let answer = "To make an option take multiple values, pass in `nargs`. The values are passed to the decorated function as a tuple.\n\n[2]";
+        let v = validate_citations(answer, &shown);
+        assert_eq!(v.order, [1], "{v:?}");
+        assert!(v.text.contains("as a tuple [1] (re-cited)."), "{}", v.text);
+        // Cited by the model itself, the same.
+        let v = validate_citations(
+            "The values are passed to the decorated function as a tuple [2].",
+            &shown,
+        );
+        assert_eq!(v.order, [1], "{v:?}");
+        // A passage that holds the rare words keeps its citation.
+        let v = validate_citations(
+            "To make an option take multiple values, pass in `nargs` [1].",
+            &shown,
+        );
+        assert_eq!((v.order.clone(), v.recited), (vec![1], 0), "{v:?}");
     }
 
     #[test]
