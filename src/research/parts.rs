@@ -19,7 +19,11 @@ use crate::store::SourceRecord;
 /// Words that shape a question rather than name what it asks about ("how do I make one
 /// preprocessor run before another", "how does SUMMARY.md define the structure of a book":
 /// weighed by rarity, "make", "another" and "define" outweighed what the parts ask about).
-const SHAPE: [&str; 30] = [
+/// "How many times", "is given" shape a question too: in "how do I count how many times an
+/// option is given, and what is the count when the option is not passed" they were the first
+/// part's own words, and "To count the occurrence of an option, set `count=True`" held none of
+/// them (Click's docs, 2026-11-28).
+const SHAPE: [&str; 34] = [
     "differ",
     "difference",
     "differences",
@@ -50,6 +54,10 @@ const SHAPE: [&str; 30] = [
     "defines",
     "defined",
     "another",
+    "many",
+    "much",
+    "times",
+    "given",
 ];
 
 /// The share of a part's weighted words a sentence must hold to answer it. Measured on the

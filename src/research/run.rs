@@ -638,10 +638,9 @@ impl Research {
             let kept: Vec<AnsweredAgain> = v
                 .claims
                 .iter()
-                .filter(|c| {
-                    parts::answers(&c.text, all_parts).contains(&p)
-                        || parts::enough_for(&c.text, part)
-                })
+                // The model was asked this part alone: a supported sentence of its answer that
+                // holds any of the part's weighed words answers it, in whatever words.
+                .filter(|c| parts::share(&c.text, searched) > 1e-9)
                 .map(|c| {
                     let numbers = c
                         .sources
