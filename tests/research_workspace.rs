@@ -1148,7 +1148,7 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
     let mut replayed = 0;
     let mut copies = 0;
     let mut loops = 0;
-    for corpus in ["httpx", "mdbook"] {
+    for corpus in ["httpx", "mdbook", "bat", "click"] {
         let dir = support::fixture(&format!("model/qwen2.5-coder-1.5b/research/{corpus}"));
         // A corpus whose answers were not recorded yet has no folder.
         let Ok(entries) = std::fs::read_dir(&dir) else {
