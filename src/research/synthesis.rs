@@ -449,6 +449,15 @@ pub fn validate_judged(
         let clean = item.clean.as_str();
         let outcome = if echoes_prompt(clean) {
             Outcome::Repeated
+        } else if holds_label(clean) {
+            // "the configuration file might be located at `README.md:592-613 — Customization ›
+            // Adding new themes`": a passage's label is where the prompt put a passage, not a
+            // place a reader can look; its words hold the title's, which the check would count.
+            if item.markers.is_empty() {
+                Outcome::Dropped
+            } else {
+                Outcome::Unsupported
+            }
         } else if !item.markers.is_empty() {
             v.marked += 1;
             if item.about || support::names_only_sources(clean) {
@@ -1254,6 +1263,13 @@ fn example_sentences() -> Vec<String> {
 fn is_example_sentence(sentence: &str) -> bool {
     let words = words_of(sentence);
     !words.is_empty() && example_sentences().contains(&words)
+}
+
+/// Whether a sentence holds a passage's label as the prompt shows it (`path:lines — headings`)
+/// inside what it says.
+fn holds_label(sentence: &str) -> bool {
+    static LABEL: OnceLock<Regex> = OnceLock::new();
+    citations::regex(&LABEL, r"\S+:\d+-\d+ — \S").is_match(sentence)
 }
 
 /// Whether `sentence` copies the prompt's list of the question's parts rather than answering
@@ -2165,6 +2181,22 @@ mod tests {
             &shown,
         );
         assert_eq!((v.order.clone(), v.recited), (vec![1], 0), "{v:?}");
+    }
+
+    #[test]
+    fn a_sentence_naming_a_passage_label_is_not_a_claim() {
+        // Qwen2.5-Coder-1.5B over bat's README: the label's words are the title's, so overlap
+        // and the model's check both said it was supported.
+        let shown = [source(
+            "README.md:592-613 — Customization › Adding new themes",
+            "First, create a folder with the new syntax highlighting themes.",
+        )];
+        let v = validate_citations(
+            "The configuration file is located at ` README.md:592-613 — Customization › Adding new themes` [1].",
+            &shown,
+        );
+        assert!(v.claims.is_empty(), "{v:?}");
+        assert_eq!(v.unsupported, 1);
     }
 
     #[test]
