@@ -598,6 +598,130 @@ fn a_part_the_model_left_out_gets_quoted_sentences() {
     assert_eq!(parts[0]["quoted"], false);
 }
 
+/// The targeted pass: the synthesis left "how are requests retried" without a supported
+/// sentence, so the part is asked again, alone, over its own best passages, in one short call;
+/// its supported sentence answers the part in the model's words, not in quotes.
+#[test]
+fn a_part_the_synthesis_left_unanswered_is_asked_again_with_its_own_passages() {
+    let first = scripted(
+        "When the cache is full it evicts the least recently used entry first. Every write is first appended to the write-ahead log and flushed before the write is acknowledged.",
+    );
+    let again = scripted(
+        "Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [1].",
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![first, again]))
+        .unwrap();
+    let env = Env::new(Some(&model.url()));
+    let (run, _) = env.json(&[QUESTION, "--sources", "workspace", "--no-verify"]);
+    let synthesis = run["synthesis"].as_str().unwrap();
+    assert_eq!(run["synthesis_kind"], "model", "{synthesis}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "one synthesis, one targeted call");
+    let asked = requests[1].json()["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        asked.starts_with("Question: how are requests retried\n"),
+        "{asked}"
+    );
+    let shown = asked.lines().filter(|l| l.starts_with('[')).count();
+    assert!((1..=3).contains(&shown), "{asked}");
+    assert!(asked.contains("docs/retry.md"), "{asked}");
+    assert!(
+        synthesis.contains("*Asked again with the passages ranked for the part the first answer left without a supported sentence:*"),
+        "{synthesis}"
+    );
+    assert!(
+        synthesis.contains("are retried when they fail with a connection error"),
+        "{synthesis}"
+    );
+    assert!(
+        !synthesis.contains("quoted from the sources"),
+        "{synthesis}"
+    );
+    let parts = run["parts"].as_array().unwrap();
+    assert_eq!(parts[2]["answered"], true, "{parts:?}");
+    assert_eq!(parts[2]["quoted"], false, "{parts:?}");
+    let notes: Vec<&str> = run["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n
+                .contains("asked the model again about \u{201c}how are requests retried\u{201d}")),
+        "{notes:?}"
+    );
+}
+
+/// When the targeted pass finds nothing either, the report says what was searched before it
+/// says nothing answers the part.
+#[test]
+fn a_part_nothing_answers_says_what_was_searched() {
+    let answer = scripted(
+        "When the cache is full it evicts the least recently used entry first. Every write is first appended to the write-ahead log and flushed before the write is acknowledged. Only then is the in-memory table updated.",
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![answer.clone(), answer]))
+        .unwrap();
+    let env = Env::new(Some(&model.url()));
+    let question = "how does the cache evict entries, how does the store use its write-ahead log, and how do zebras migrate across the savanna";
+    let (run, _) = env.json(&[question, "--sources", "workspace", "--no-verify"]);
+    let synthesis = run["synthesis"].as_str().unwrap();
+    assert!(
+        synthesis.contains("Nothing in the sources answers \u{201c}how do zebras migrate across the savanna\u{201d} (0 of the"),
+        "{synthesis}"
+    );
+    assert!(
+        synthesis.contains("hold enough of its words"),
+        "{synthesis}"
+    );
+}
+
+/// Each part of the question is searched on its own and the prompt's passages are shared
+/// between the parts: the passage that answers the second part ranks, for the question as a
+/// whole, below the first part's eleventh (a dozen pages hold the first part's words and the
+/// words the parts share), and is still in front of the model, near the top.
+#[test]
+fn every_part_has_its_passages_in_the_prompt() {
+    let reply = scripted("The `--type` flag restricts a search to files of one type [1].");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime.block_on(ReplayServer::start(vec![reply])).unwrap();
+    let env = Env::new(Some(&model.url()));
+    let docs = env.workspace.join("docs/search");
+    std::fs::create_dir_all(&docs).unwrap();
+    for i in 0..14 {
+        std::fs::write(
+            docs.join(format!("types-{i:02}.md")),
+            format!(
+                "# Searching files of type {i}\n\nTo search only files of one type, pass `--type lang{i}`: the search then reads files of type lang{i} only, and the search skips every other file type. A search of files by type is the quickest search of files.\n"
+            ),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        docs.join("hidden.md"),
+        "# Dotfiles\n\nThe `--hidden` flag includes dotfiles; `-uu` also includes what ignore rules exclude.\n",
+    )
+    .unwrap();
+    let question = "how do I search only files of one type, and which flags include hidden dotfiles in a search of files";
+    let (run, _) = env.json(&[question, "--sources", "workspace", "--no-verify"]);
+    assert_eq!(run["synthesis_kind"], "model", "{run}");
+    let prompt = model.requests()[0].json()["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let n = number_of(&prompt, "docs/search/hidden.md", "Dotfiles");
+    assert!(n <= 2, "the second part's passage is [{n}]:\n{prompt}");
+}
+
 /// Passage `n` of a synthesis prompt: its header line (`[n] title`) and its lines.
 fn passage_in(prompt: &str, n: u32) -> (String, Vec<String>) {
     let header = format!("[{n}] ");
@@ -784,7 +908,9 @@ fn the_model_judges_each_citation_by_default() {
     let env = Env::new(Some(&model.url()));
     let (run, stderr) = env.json(&[QUESTION, "--sources", "workspace"]);
     assert_eq!(run["synthesis_kind"], "model", "{stderr}");
-    assert_eq!(model.requests().len(), 1 + pairs.len());
+    // The synthesis, a call per pair, and the targeted pass for the part whose sentence the
+    // check rejected (answered "YES", nothing a passage supports).
+    assert_eq!(model.requests().len(), 1 + pairs.len() + 1);
     let synthesis = run["synthesis"].as_str().unwrap();
     assert!(
         !synthesis.starts_with("Retries") && !synthesis.contains(". Retries use"),
@@ -1022,7 +1148,7 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
     let mut replayed = 0;
     let mut copies = 0;
     let mut loops = 0;
-    for corpus in ["httpx", "mdbook"] {
+    for corpus in ["httpx", "mdbook", "bat", "click"] {
         let dir = support::fixture(&format!("model/qwen2.5-coder-1.5b/research/{corpus}"));
         // A corpus whose answers were not recorded yet has no folder.
         let Ok(entries) = std::fs::read_dir(&dir) else {

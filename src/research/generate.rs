@@ -19,6 +19,12 @@ use crate::research::{ModelChoice, Phase, ProgressFn, Research, extractive, judg
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
+/// The share of a model's window its synthesis prompt's passages may take, at most: a sixth.
+const PROMPT_SHARE: usize = 6;
+
+/// The answer of the targeted pass, at most: one to three sentences.
+const PART_ANSWER_TOKENS: u32 = 160;
+
 /// What the synthesis step produced.
 pub(crate) struct Synthesis {
     pub text: String,
@@ -236,10 +242,12 @@ impl Research {
 
     /// Tokens of passages the prompt may carry: the model's window less the output reserve,
     /// the margin for estimated counts and the rest of the prompt, at most `token_budget` and
-    /// at most a third of the window. A model with a small window is a small model, most often
-    /// on a CPU that reads a prompt at tens of tokens a second: filling its 8k window with
-    /// passages spent the whole time budget before the first word (measured with
-    /// Qwen2.5-Coder-1.5B on 2 cores, docs/research.md).
+    /// at most a sixth of the window ([`PROMPT_SHARE`]). A model with a small window is a small
+    /// model, most often on a CPU that reads a prompt at tens of tokens a second: filling its
+    /// 8k window with passages spent the whole time budget before the first word, and a third
+    /// of it (2,730 tokens) took 140 s to read on 2 shared cores (Qwen2.5-Coder-1.5B,
+    /// docs/research.md, "Each part searched on its own"); the parts share the budget, so a
+    /// sixth still gives each part of a two-part question its best three or four passages.
     fn passage_budget(
         &self,
         model: &dyn ChatModel,
@@ -262,7 +270,7 @@ impl Research {
             .available(&skeleton)
             .saturating_sub(fixed)
             .min(token_budget)
-            .min(model.context_window() / 3)
+            .min(model.context_window() / PROMPT_SHARE)
             .max(200)
     }
 
@@ -342,6 +350,39 @@ impl Research {
             }
         }
         out
+    }
+
+    /// The targeted pass for one part of the question ([`synthesis::part_prompt`]): one short
+    /// call over the part's own passages. Returns the answer and the number of passages shown,
+    /// or why there is none.
+    pub(crate) async fn ask_part(
+        &self,
+        model: &dyn ChatModel,
+        part: &str,
+        passages: &[SourceRecord],
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> (Result<(String, usize), String>, Usage) {
+        let encoding = Encoding::for_model(model.name());
+        let (system, user, shown) = synthesis::part_prompt(part, passages, encoding);
+        let request = ChatRequest {
+            messages: vec![Message::system(system), Message::user(user)],
+            tools: Vec::new(),
+            options: ChatOptions {
+                temperature: Some(0.2),
+                max_tokens: Some(PART_ANSWER_TOKENS),
+                ..ChatOptions::default()
+            },
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return (Err("the time budget ran out".to_owned()), Usage::default());
+        }
+        match tokio::time::timeout(left, complete(model, request, cancel.child_token())).await {
+            Ok(Ok(answer)) => (Ok((answer.text, shown)), answer.usage),
+            Ok(Err(err)) => (Err(format!("the model failed ({err})")), Usage::default()),
+            Err(_) => (Err("the time budget ran out".to_owned()), Usage::default()),
+        }
     }
 
     /// The independent check: one short call to `model` per (sentence, passage) pair not

@@ -215,14 +215,15 @@ pub fn search(
     Ok(out)
 }
 
+/// What a navigation passage's score is multiplied by ([`passages::is_navigation`]): it ranks
+/// below any passage of content that holds a tenth of its score.
+const NAVIGATION: f64 = 0.1;
+
 /// Re-ranks `hits` (best first by `bm25()`, which adds up per-word scores, so one rare word can
 /// outweigh all the others) by the share of the question's words each passage holds: the
 /// score is `bm25 × matched / words`, so a passage about every word of the part comes first.
 fn coordinate(hits: Vec<PassageHit>, words: &[String]) -> Vec<PassageHit> {
     let wanted: Vec<String> = words.iter().map(|w| passages::stem(w)).collect();
-    if wanted.len() < 2 {
-        return hits;
-    }
     let mut scored: Vec<(f64, PassageHit)> = hits
         .into_iter()
         .map(|hit| {
@@ -233,7 +234,16 @@ fn coordinate(hits: Vec<PassageHit>, words: &[String]) -> Vec<PassageHit> {
             .into_iter()
             .collect();
             let matched = wanted.iter().filter(|w| have.contains(*w)).count().max(1);
-            (hit.rank * matched as f64 / wanted.len() as f64, hit)
+            // Navigation holds the words of every section it names and says nothing.
+            let navigation = if passages::is_navigation(&hit.passage.text) {
+                NAVIGATION
+            } else {
+                1.0
+            };
+            (
+                hit.rank * navigation * matched as f64 / wanted.len().max(1) as f64,
+                hit,
+            )
         })
         .collect();
     // bm25 is negative: lower is better.

@@ -13,13 +13,17 @@
 //! when that share is at least [`FLOOR`]: one common word is not an answer. Pure functions: no
 //! I/O.
 
-use crate::research::passages::{content_stems, question_parts, stem};
+use crate::research::passages::{content_stems, is_navigation, question_parts, stem};
 use crate::store::SourceRecord;
 
 /// Words that shape a question rather than name what it asks about ("how do I make one
 /// preprocessor run before another", "how does SUMMARY.md define the structure of a book":
 /// weighed by rarity, "make", "another" and "define" outweighed what the parts ask about).
-const SHAPE: [&str; 30] = [
+/// "How many times", "is given" shape a question too: in "how do I count how many times an
+/// option is given, and what is the count when the option is not passed" they were the first
+/// part's own words, and "To count the occurrence of an option, set `count=True`" held none of
+/// them (Click's docs, 2026-11-28).
+const SHAPE: [&str; 34] = [
     "differ",
     "difference",
     "differences",
@@ -50,6 +54,10 @@ const SHAPE: [&str; 30] = [
     "defines",
     "defined",
     "another",
+    "many",
+    "much",
+    "times",
+    "given",
 ];
 
 /// The share of a part's weighted words a sentence must hold to answer it. Measured on the
@@ -249,6 +257,114 @@ pub fn enough_for(sentence: &str, part: &QuestionPart) -> bool {
     share(sentence, part) >= ENOUGH - 1e-9
 }
 
+/// The parts of `question` as searched: each with all its content words (those it shares with
+/// the other parts too: "theme" in "which theme does bat use by default, and how do I make a
+/// theme choice permanent" is what both are about), less words that only shape a question,
+/// weighed by their rarity among `sources` as in [`parts_among`].
+pub fn searched_parts(question: &str, sources: &[SourceRecord]) -> Vec<QuestionPart> {
+    let texts: Vec<Vec<String>> = sources
+        .iter()
+        .map(|s| content_stems(&format!("{}\n{}", s.title, s.snippet)))
+        .collect();
+    let n = texts.len();
+    let shape: Vec<String> = SHAPE.iter().map(|w| stem(w)).collect();
+    parts_of(question)
+        .into_iter()
+        .map(|part| {
+            let stems: Vec<String> = content_stems(&part.text)
+                .into_iter()
+                .filter(|s| !shape.contains(s))
+                .collect();
+            let weights: Vec<f64> = stems
+                .iter()
+                .map(|p| {
+                    let df = texts
+                        .iter()
+                        .filter(|w| w.iter().any(|w| meets(w, p)))
+                        .count();
+                    if df == 0 {
+                        0.0
+                    } else {
+                        ((n + 1) as f64 / (df + 1) as f64).ln()
+                    }
+                })
+                .collect();
+            let weights = if weights.iter().sum::<f64>() > 1e-9 {
+                weights
+            } else {
+                vec![1.0; stems.len()]
+            };
+            QuestionPart {
+                text: part.text,
+                stems,
+                weights,
+            }
+        })
+        .collect()
+}
+
+/// The sources (indices) that hold at least [`FLOOR`] of `part`'s weighed words (a part of
+/// [`searched_parts`]), the largest share first (ties keep the order they were found in);
+/// navigation never ([`is_navigation`]).
+pub fn ranked_for(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
+    let mut ranked: Vec<(f64, usize)> = sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !is_navigation(&s.snippet))
+        .map(|(i, s)| (share(&format!("{}\n{}", s.title, s.snippet), part), i))
+        .filter(|(s, _)| *s >= FLOOR - 1e-9)
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    ranked.into_iter().map(|(_, i)| i).collect()
+}
+
+/// The sources of a report in the order the prompt takes them, which fills its passage budget
+/// from the top (docs/research.md, "Each part searched on its own"). Each part of the question
+/// ranks the sources by the share of its weighed words they hold ([`ranked_for`]; ties
+/// keep the order they were found in), and the parts take turns, the part with the fewest
+/// tokens in the prompt so far taking its next best passage: however many passages fit, each
+/// part has its best ones in front of the model, and the budget is shared between the parts
+/// rather than spent on the part whose words the most passages hold. The sources no part
+/// ranks follow in the order they came, and navigation (a table of contents, a list of links:
+/// [`is_navigation`]) comes last.
+pub fn prompt_order(question: &str, sources: Vec<SourceRecord>) -> Vec<SourceRecord> {
+    let n = sources.len();
+    let navigation: Vec<bool> = sources.iter().map(|s| is_navigation(&s.snippet)).collect();
+    let parts = searched_parts(question, &sources);
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    let mut taken = vec![false; n];
+    if parts.len() > 1 {
+        let texts: Vec<String> = sources
+            .iter()
+            .map(|s| format!("{}\n{}", s.title, s.snippet))
+            .collect();
+        let rankings: Vec<Vec<usize>> = parts
+            .iter()
+            .map(|part| ranked_for(part, &sources))
+            .collect();
+        // What a passage costs in the prompt, roughly: four characters a token, at most the
+        // prompt's cap per passage.
+        let cost = |i: usize| (texts[i].len() / 4).clamp(1, 600);
+        let mut used = vec![0usize; parts.len()];
+        loop {
+            let next = |p: usize, taken: &[bool]| rankings[p].iter().copied().find(|i| !taken[*i]);
+            let Some((p, i)) = (0..parts.len())
+                .filter_map(|p| next(p, &taken).map(|i| (p, i)))
+                .min_by_key(|(p, _)| (used[*p], *p))
+            else {
+                break;
+            };
+            taken[i] = true;
+            used[p] += cost(i);
+            order.push(i);
+        }
+    }
+    order.extend((0..n).filter(|i| !taken[*i] && !navigation[*i]));
+    order.extend((0..n).filter(|i| !taken[*i] && navigation[*i]));
+    let mut slots: Vec<Option<SourceRecord>> = sources.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,6 +449,49 @@ mod tests {
         assert!(answered_by(proxies, &weighed).is_empty());
         assert!(answered_by(proxies, &parts_of(question)).is_empty());
         assert_eq!(answered_by(passages[1], &weighed), vec![1]);
+    }
+
+    fn passage(title: &str, snippet: &str) -> SourceRecord {
+        SourceRecord {
+            key: format!("file:{title}"),
+            title: title.into(),
+            snippet: snippet.into(),
+            venue_type: "workspace".into(),
+            ..SourceRecord::default()
+        }
+    }
+
+    #[test]
+    fn each_part_has_its_best_passages_at_the_top_of_the_prompt() {
+        // The first part's words are in many passages, found first; the passage that answers
+        // the second part comes after the first part's eleventh, and a table of contents that
+        // names both comes before them all.
+        let question =
+            "how do I search only files of one type, and which flags also search hidden files";
+        let mut sources = vec![passage(
+            "FAQ.md:1-5",
+            "* [How do I search only files of one type?](#type)\n* [Which flags search hidden files?](#hidden)\n* [Why is it fast?](#fast)",
+        )];
+        for i in 0..12 {
+            sources.push(passage(
+                &format!("GUIDE.md:{i}0-{i}9 — File types"),
+                &format!(
+                    "Use `-t` to search only files of one type; type {i} covers its own extensions."
+                ),
+            ));
+        }
+        sources.push(passage(
+            "GUIDE.md:200-210 — Hidden files",
+            "The `--hidden` flag searches hidden files and directories, and `-uu` also searches ignored ones.",
+        ));
+        let order: Vec<String> = prompt_order(question, sources)
+            .into_iter()
+            .map(|s| s.title)
+            .collect();
+        assert_eq!(order[0], "GUIDE.md:00-09 — File types", "{order:?}");
+        assert_eq!(order[1], "GUIDE.md:200-210 — Hidden files", "{order:?}");
+        assert_eq!(order.last().unwrap(), "FAQ.md:1-5", "{order:?}");
+        assert_eq!(order.len(), 14);
     }
 
     #[test]

@@ -17,7 +17,7 @@ const MIN_CHARS: usize = 300;
 
 pub use crate::store::Passage;
 
-use crate::edit::text::Fences;
+use crate::edit::text::{FenceLine, Fences};
 
 /// Whether `path` is prose (headings are Markdown `#` lines) rather than code.
 pub fn is_prose(path: &str) -> bool {
@@ -357,6 +357,100 @@ pub fn content_stems(text: &str) -> Vec<String> {
     out
 }
 
+/// Whether a passage is navigation rather than content: a table of contents, a list of links,
+/// or headings with nothing under them (docs/research.md, "Navigation is not evidence"). Every
+/// line outside headings is a link with at most three words of its own beside it ("- [Does
+/// it support configuration files?](#config)"), allowing one short title line ("Contents:")
+/// over three links or more; a passage with code (other than a `{toctree}` or `{contents}`
+/// directive, which a Sphinx build turns into a table of contents) or with
+/// a sentence of its own is content. Such a passage holds the words of every section it names,
+/// so it ranks high for any question and "supports" any sentence by overlap; it says nothing.
+pub fn is_navigation(text: &str) -> bool {
+    let mut fences = Fences::default();
+    let mut toctree = false;
+    let (mut links, mut loose_words, mut loose_lines) = (0usize, 0usize, 0usize);
+    for line in text.lines() {
+        match fences.line(line) {
+            FenceLine::Open => {
+                let info = line.trim_start().trim_start_matches(['`', '~']);
+                toctree = info.starts_with("{toctree}") || info.starts_with("{contents}");
+                if !toctree {
+                    return false;
+                }
+                continue;
+            }
+            FenceLine::Inside | FenceLine::Close => continue,
+            FenceLine::Outside => {}
+        }
+        let t = line.trim();
+        if t.is_empty() || markdown_heading(t).is_some() || t.starts_with("<!--") {
+            continue;
+        }
+        let (own, linked) = words_beside_links(t);
+        if linked && own <= 3 {
+            links += 1;
+        } else {
+            loose_lines += 1;
+            loose_words += own;
+        }
+    }
+    if toctree && loose_lines == 0 {
+        return true;
+    }
+    loose_lines == 0 || (loose_lines == 1 && loose_words <= 4 && links >= 3)
+}
+
+/// The words of a line outside its links (`[text](url)`, `<url>`, bare URLs, list markers
+/// and emphasis aside), and whether it has a link.
+fn words_beside_links(line: &str) -> (usize, bool) {
+    static ANCHOR: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static TAG: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let anchor = crate::research::citations::regex(&ANCHOR, r"(?is)<a\b[^>]*>.*?</a>");
+    let tag = crate::research::citations::regex(&TAG, r"(?s)<[^>]*>");
+    let mut linked = anchor.is_match(line);
+    let line = anchor.replace_all(line, " ");
+    let line = tag.replace_all(&line, " ");
+    let mut rest: &str = &line;
+    let mut outside = String::new();
+    while let Some(open) = rest.find('[') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(']') else { break };
+        let tail = &after[close + 1..];
+        let target_end = if tail.starts_with('(') {
+            tail.find(')').map(|e| e + 1)
+        } else if tail.starts_with('[') {
+            tail.find(']').map(|e| e + 1)
+        } else {
+            None
+        };
+        match target_end {
+            Some(end) => {
+                outside.push_str(&rest[..open]);
+                outside.push(' ');
+                linked = true;
+                rest = &tail[end..];
+            }
+            None => {
+                outside.push_str(&rest[..open + 1]);
+                rest = after;
+            }
+        }
+    }
+    outside.push_str(rest);
+    let own = outside
+        .split_whitespace()
+        .filter(|w| {
+            if w.starts_with("http://") || w.starts_with("https://") || w.starts_with('<') {
+                linked = true;
+                return false;
+            }
+            w.chars().any(|c| c.is_alphanumeric())
+                && !(w.ends_with('.') && w[..w.len() - 1].chars().all(|c| c.is_ascii_digit()))
+        })
+        .count();
+    (own, linked)
+}
+
 const QUESTION_WORDS: [&str; 17] = [
     "how", "what", "why", "when", "where", "which", "who", "whether", "does", "do", "is", "are",
     "can", "should", "did", "will", "whose",
@@ -494,6 +588,30 @@ mod tests {
         assert_eq!(stem("evicting"), stem("evict"));
         assert_eq!(stem("stopped"), stem("stop"));
         assert_eq!(stem("uses"), stem("use"));
+    }
+
+    #[test]
+    fn navigation_is_told_from_content() {
+        for nav in [
+            "* [Does ripgrep support configuration files?](#config)\n* [How do I search hidden files?](#hidden)\n* [Why is it fast?](#fast)",
+            "## Installation\n\n### On Ubuntu",
+            "Contents:\n\n1. [Usage](usage.md)\n2. [Configuration](config.md)\n3. [FAQ](faq.md)",
+            "<a href=\"#syntax\">Key Features</a> •\n<a href=\"#usage\">How To Use</a> •",
+            "```{toctree}\n:maxdepth: 2\n\nquickstart\noptions\n```",
+            "```{contents}\n:depth: 2\n:local: true\n```",
+            "[guide]: https://example.com/guide\n[faq]: https://example.com/faq",
+        ] {
+            assert!(is_navigation(nav), "{nav}");
+        }
+        for content in [
+            "The default port is 3000.",
+            "- `-H`, `--hidden`: search hidden files\n- `--no-ignore`: do not respect ignore files",
+            "See the [configuration guide](config.md) for the file format; flags given on the command line override it.",
+            "```bash\nbat --list-themes\n```",
+            "## Paging\n\nBy default, `bat` pipes its own output to a pager.",
+        ] {
+            assert!(!is_navigation(content), "{content}");
+        }
     }
 
     #[test]

@@ -79,6 +79,8 @@ impl Research {
             .take(40)
             .cloned()
             .collect();
+        // The prompt takes them from the top: each part of the question in turn.
+        let candidates = parts::prompt_order(&plan.query, candidates);
         let synthesis = self
             .synthesize(
                 &plan.query,
@@ -310,6 +312,7 @@ impl Research {
         let mut sentences = None;
         let mut usage = synthesis.usage;
         let all_parts = parts::parts_for(&plan.query, candidates);
+        let writer = synthesis.writer.clone();
         let (mut validated, kind) = match synthesis.extractive_claims.take() {
             Some(claims) => (
                 synthesis::number_extractive(&synthesis.text, claims),
@@ -391,11 +394,10 @@ impl Research {
         }
         let mut quoted_parts: Vec<usize> = Vec::new();
         if kind == "model" {
-            let missing: Vec<usize> = (0..all_parts.len())
+            let mut missing: Vec<usize> = (0..all_parts.len())
                 .filter(|p| answered[*p].is_empty())
                 .collect();
             if !missing.is_empty() {
-                let quoted = extractive::quote(&plan.query, &all_parts, &missing, candidates);
                 let mut order = validated.order.clone();
                 let mut renumber = |old: u32| match order.iter().position(|o| *o == old) {
                     Some(i) => i as u32 + 1,
@@ -404,11 +406,67 @@ impl Research {
                         order.len() as u32
                     }
                 };
+                // What was searched for each part left unanswered, for the report to say.
+                let mut searched: HashMap<usize, String> = HashMap::new();
+                if let Some(writer) = writer.as_ref() {
+                    let again = self
+                        .ask_again(
+                            plan,
+                            writer.as_ref(),
+                            &all_parts,
+                            &missing,
+                            candidates,
+                            progress,
+                            cancel,
+                        )
+                        .await;
+                    usage.input_tokens += again.usage.input_tokens;
+                    usage.output_tokens += again.usage.output_tokens;
+                    notes.extend(again.notes);
+                    searched = again.searched;
+                    let mut said = String::new();
+                    for (p, claims) in again.answers {
+                        said.push_str(&format!("**{}**\n\n", all_parts[p].text));
+                        let mut line = Vec::new();
+                        for (text, sources, attributed) in claims {
+                            let sources: Vec<u32> =
+                                sources.into_iter().map(&mut renumber).collect();
+                            line.push(cite_line(&text, &sources, attributed));
+                            for n in &sources {
+                                if !answered[p].contains(n) {
+                                    answered[p].push(*n);
+                                }
+                            }
+                            validated.claims.push(ValidClaim {
+                                text,
+                                sources,
+                                attributed,
+                                verdicts: Vec::new(),
+                                under: vec![all_parts[p].text.clone()],
+                            });
+                        }
+                        said.push_str(&line.join(" "));
+                        said.push_str("\n\n");
+                        missing.retain(|m| *m != p);
+                    }
+                    if !said.is_empty() {
+                        validated.text.push_str(&format!(
+                            "\n\n*Asked again with the passages ranked for the part{} the first answer left without a supported sentence:*\n\n{}",
+                            if said.matches("**").count() > 2 { "s" } else { "" },
+                            said.trim_end()
+                        ));
+                    }
+                }
+                let quoted = extractive::quote(&plan.query, &all_parts, &missing, candidates);
                 let mut extra = String::new();
                 let mut said_nothing: Vec<String> = Vec::new();
                 for (p, lines) in &quoted.sections {
                     if lines.is_empty() {
-                        said_nothing.push(format!("\u{201c}{}\u{201d}", all_parts[*p].text));
+                        let what = match searched.get(p) {
+                            Some(how) => format!(" ({how})"),
+                            None => String::new(),
+                        };
+                        said_nothing.push(format!("\u{201c}{}\u{201d}{what}", all_parts[*p].text));
                         continue;
                     }
                     quoted_parts.push(*p);
@@ -494,6 +552,126 @@ impl Research {
             sentences,
             parts,
         }
+    }
+
+    /// The targeted pass (docs/research.md, "Each part searched on its own"): each part in
+    /// `missing` that the synthesis left without a supported sentence gets one short call over
+    /// its own best passages ([`parts::ranked_for`], at most [`synthesis::PART_PASSAGES`]); the
+    /// sentences of its answer that a passage supports (the same overlap check as the
+    /// synthesis's) and that answer the part are kept. Says, for every part asked about, what
+    /// was searched.
+    #[allow(clippy::too_many_arguments)]
+    async fn ask_again(
+        &self,
+        plan: &Plan,
+        writer: &dyn ChatModel,
+        all_parts: &[parts::QuestionPart],
+        missing: &[usize],
+        candidates: &[SourceRecord],
+        progress: ProgressFn<'_>,
+        cancel: &CancellationToken,
+    ) -> AskedAgain {
+        let mut again = AskedAgain::default();
+        let searched = parts::searched_parts(&plan.query, candidates);
+        for &p in missing {
+            let part = &all_parts[p];
+            let Some(searched) = searched.get(p) else {
+                continue;
+            };
+            let ranked = parts::ranked_for(searched, candidates);
+            let words: Vec<String> = searched
+                .stems
+                .iter()
+                .zip(&searched.weights)
+                .filter(|(_, w)| **w > 1e-9)
+                .map(|(s, _)| format!("\u{201c}{s}\u{201d}"))
+                .collect();
+            let hold = format!(
+                "{} of the {} passage{} found hold{} enough of its words ({})",
+                ranked.len(),
+                candidates.len(),
+                plural(candidates.len()),
+                if ranked.len() == 1 { "s" } else { "" },
+                words.join(", ")
+            );
+            if ranked.is_empty() || cancel.is_cancelled() {
+                again.searched.insert(p, hold);
+                continue;
+            }
+            let picked: Vec<usize> = ranked.into_iter().take(synthesis::PART_PASSAGES).collect();
+            let sources: Vec<SourceRecord> =
+                picked.iter().map(|i| candidates[*i].clone()).collect();
+            progress(
+                Phase::Synthesis,
+                91,
+                &format!(
+                    "asking {} again about \u{201c}{}\u{201d} with its {} best passage{}",
+                    writer.name(),
+                    part.text,
+                    sources.len(),
+                    plural(sources.len())
+                ),
+            );
+            let (result, used) = self
+                .ask_part(
+                    writer,
+                    &part.text,
+                    &sources,
+                    judge_deadline(plan.deadline, plan.budget, Instant::now()),
+                    cancel,
+                )
+                .await;
+            again.usage.input_tokens += used.input_tokens;
+            again.usage.output_tokens += used.output_tokens;
+            let (answer, shown) = match result {
+                Ok(answer) => answer,
+                Err(why) => {
+                    again.notes.push(format!(
+                        "asking the model again about \u{201c}{}\u{201d} gave no answer ({why})",
+                        part.text
+                    ));
+                    again.searched.insert(p, hold);
+                    continue;
+                }
+            };
+            let v = synthesis::validate_citations(&answer, &sources[..shown]);
+            let kept: Vec<AnsweredAgain> = v
+                .claims
+                .iter()
+                // The model was asked this part alone: a supported sentence of its answer that
+                // holds any of the part's weighed words answers it, in whatever words.
+                .filter(|c| parts::share(&c.text, searched) > 1e-9)
+                .map(|c| {
+                    let numbers = c
+                        .sources
+                        .iter()
+                        .filter_map(|n| v.order.get(*n as usize - 1))
+                        .map(|old| picked[*old as usize - 1] as u32 + 1)
+                        .collect();
+                    (c.text.clone(), numbers, c.attributed)
+                })
+                .filter(|(_, numbers, _): &AnsweredAgain| !numbers.is_empty())
+                .collect();
+            again.notes.push(format!(
+                "asked the model again about \u{201c}{}\u{201d} with its {} best passage{}: {} supported sentence{} kept",
+                part.text,
+                shown,
+                plural(shown),
+                kept.len(),
+                plural(kept.len())
+            ));
+            if kept.is_empty() {
+                again.searched.insert(
+                    p,
+                    format!(
+                        "{hold}; asked again with the best {shown}, the model wrote nothing they support"
+                    ),
+                );
+            } else {
+                again.answers.push((p, kept));
+            }
+        }
+        again
     }
 
     /// The judge's pass over a validated model answer: a call per kept citation and per
@@ -686,6 +864,33 @@ impl Research {
         progress(Phase::Saved, 100, &format!("saved as {}", record.id));
         Ok(ResearchRun { record, report })
     }
+}
+
+/// A supported sentence of the targeted pass: its text, the numbers of the candidates it
+/// cites, and whether the server attributed it.
+type AnsweredAgain = (String, Vec<u32>, bool);
+
+/// What the targeted pass found ([`Research::ask_again`]).
+#[derive(Default)]
+struct AskedAgain {
+    /// Per part answered: its supported sentences.
+    answers: Vec<(usize, Vec<AnsweredAgain>)>,
+    /// Per part not answered: what was searched.
+    searched: HashMap<usize, String>,
+    notes: Vec<String>,
+    usage: crate::model::Usage,
+}
+
+/// A sentence of the targeted pass with its markers before its final punctuation.
+fn cite_line(text: &str, sources: &[u32], attributed: bool) -> String {
+    let body = text.trim_end_matches(['.', '!', '?', ':']).trim_end();
+    let end = &text[body.len()..].trim();
+    let markers: String = sources.iter().map(|n| format!("[{n}]")).collect();
+    let label = if attributed { " (attributed)" } else { "" };
+    format!(
+        "{body} {markers}{label}{}",
+        if end.is_empty() { "." } else { end }
+    )
 }
 
 /// `line` (a quoted sentence ending in ` [n]`, maybe followed by its code example) with its

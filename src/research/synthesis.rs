@@ -317,6 +317,9 @@ struct Item {
     clean: String,
     /// The markers within 1..=n, in order.
     markers: Vec<u32>,
+    /// It says which passage says something and nothing a reader could take without the
+    /// passage ("The passage from [1] explains how …", [`unframe`]).
+    about: bool,
     outcome: Outcome,
 }
 
@@ -407,6 +410,11 @@ pub fn validate_judged(
             continue;
         };
         for sentence in sentences(text) {
+            let (sentence, about) = match unframe(&sentence) {
+                Unframed::Claim(claim) => (claim, false),
+                Unframed::About => (sentence, true),
+                Unframed::Same => (sentence, false),
+            };
             let all = markers_in(&sentence);
             let valid: Vec<u32> = all
                 .iter()
@@ -427,6 +435,7 @@ pub fn validate_judged(
                 sentence,
                 clean,
                 markers: valid,
+                about,
                 outcome: Outcome::Dropped,
             });
         }
@@ -440,9 +449,18 @@ pub fn validate_judged(
         let clean = item.clean.as_str();
         let outcome = if echoes_prompt(clean) {
             Outcome::Repeated
+        } else if holds_label(clean) {
+            // "the configuration file might be located at `README.md:592-613 — Customization ›
+            // Adding new themes`": a passage's label is where the prompt put a passage, not a
+            // place a reader can look; its words hold the title's, which the check would count.
+            if item.markers.is_empty() {
+                Outcome::Dropped
+            } else {
+                Outcome::Unsupported
+            }
         } else if !item.markers.is_empty() {
             v.marked += 1;
-            if support::names_only_sources(clean) {
+            if item.about || support::names_only_sources(clean) {
                 Outcome::NamesSources
             } else {
                 for n in &item.markers {
@@ -454,7 +472,13 @@ pub fn validate_judged(
                     .copied()
                     .filter(|n| holds(clean, *n))
                     .collect();
-                if !holding.is_empty() {
+                let better = (!holding.is_empty())
+                    .then(|| support::better_passage(clean, &holding, &stems, |n| holds(clean, n)))
+                    .flatten();
+                if let Some(n) = better {
+                    // Its passages hold its common words; another holds what it is about.
+                    Outcome::Cited(vec![n], Cite::Recited)
+                } else if !holding.is_empty() {
                     v.uncited_markers += item.markers.len() - holding.len();
                     Outcome::Cited(holding, Cite::Own)
                 } else if let Some(n) = attribute(clean) {
@@ -490,11 +514,16 @@ pub fn validate_judged(
                     let share = |n: u32| support::overlap(&words, passage(n)).0;
                     share(*a).total_cmp(&share(*b)).then(b.cmp(a))
                 });
-            match best {
-                Some(n) => Outcome::Cited(vec![n], Cite::Paragraph),
-                None => match attribute(clean) {
-                    Some(n) => Outcome::Attributed(n),
-                    None => Outcome::Dropped,
+            let better = best
+                .and_then(|n| support::better_passage(clean, &[n], &stems, |m| holds(clean, m)));
+            match better {
+                Some(n) => Outcome::Cited(vec![n], Cite::Recited),
+                None => match best {
+                    Some(n) => Outcome::Cited(vec![n], Cite::Paragraph),
+                    None => match attribute(clean) {
+                        Some(n) => Outcome::Attributed(n),
+                        None => Outcome::Dropped,
+                    },
                 },
             }
         };
@@ -551,11 +580,14 @@ pub fn validate_judged(
     // that is no list item.
     let mut lead_in: Option<String> = None;
     let mut out_blocks: Vec<String> = Vec::new();
+    // Per indentation: the items of the ordered list there that were dropped so far.
+    let mut lists_dropped: HashMap<usize, u32> = HashMap::new();
     let mut next = items.iter().peekable();
     for (b, block) in parsed.into_iter().enumerate() {
         match block {
             Block::Blank => out_blocks.push(String::new()),
             Block::Heading(h) => {
+                lists_dropped.clear();
                 let h = strip_markers(&h);
                 under = Some(h.trim_start_matches('#').trim().to_owned());
                 lead_in = None;
@@ -570,12 +602,14 @@ pub fn validate_judged(
                     out_blocks.push(code);
                 } else {
                     v.dropped += 1;
+                    drop_dangling_lead_in(&mut out_blocks);
                 }
             }
             Block::Prose { prefix, .. } => {
                 if list_prefix(&prefix).is_none() {
                     lead_in = None;
                 }
+                let numbered = ordered_item(&prefix);
                 let mut kept: Vec<String> = Vec::new();
                 while let Some(item) = next.next_if(|item| item.block == b) {
                     let standing: Vec<String> = lead_in.iter().chain(&under).cloned().collect();
@@ -622,6 +656,24 @@ pub fn validate_judged(
                         | Outcome::Repeated => {}
                     }
                 }
+                // An ordered list keeps counting from 1 when items of it were dropped: "2." is
+                // not the first thing a reader should see.
+                let prefix = match numbered {
+                    Some((indent, n, delimiter)) => {
+                        let gone = lists_dropped.entry(indent).or_default();
+                        if n == 1 {
+                            *gone = 0;
+                        }
+                        if kept.is_empty() {
+                            *gone += 1;
+                            prefix
+                        } else {
+                            let n = n.saturating_sub(*gone).max(1);
+                            format!("{}{n}{delimiter} ", " ".repeat(indent))
+                        }
+                    }
+                    None => prefix,
+                };
                 if !kept.is_empty() {
                     out_blocks.push(format!("{prefix}{}", kept.join(" ")));
                 }
@@ -648,6 +700,149 @@ pub fn validate_judged(
     v.notes = notes_of(&v, &removed, n_sources);
     v.text = tidy(&text).trim().to_owned();
     v
+}
+
+/// `  3. ` → (2, 3, '.'): an ordered list item's indentation, number and delimiter.
+fn ordered_item(prefix: &str) -> Option<(usize, u32, char)> {
+    let indent = prefix.len() - prefix.trim_start().len();
+    let t = prefix.trim();
+    let delimiter = t.chars().last().filter(|c| matches!(c, '.' | ')'))?;
+    let n = t[..t.len() - 1].parse().ok()?;
+    Some((indent, n, delimiter))
+}
+
+/// What [`unframe`] made of a sentence.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unframed {
+    /// The claim the sentence framed, with the framing's markers at its end: "The passage
+    /// from [1] states that X." → "X [1]."
+    Claim(String),
+    /// It only says which passage says something ("The passage from [1] explains how to
+    /// configure it."): with the marker moved to its end it would read "The passage from
+    /// explains how …".
+    About,
+    /// Nothing to unframe.
+    Same,
+}
+
+/// Markers written as a noun: `[1]`, `[1][2]`, `[1] and [2]`, `[1, 2]`.
+const MARKERS: &str =
+    r"\[\d{1,4}(?:\s*,\s*\d{1,4})*\](?:\s*(?:,|and)?\s*\[\d{1,4}(?:\s*,\s*\d{1,4})*\])*";
+
+/// Verbs of a passage that says something.
+const SAYS: &str = r"(?:also\s+)?(?:states?|stated|explains?|says?|mentions?|notes?|describes?|shows?|indicates?|suggests?|confirms?|clarifies|specifies|provides?|highlights?|points? out|tells?|lists?|adds?|demonstrates?|reads?)";
+
+fn framed_by_passage() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    citations::regex(
+        &RE,
+        &format!(
+            r"(?i)^(?:(?:the|this|that)\s+)?(?:(?:passages?|sources?|sections?|documents?|documentation|docs|text)\s+(?:(?:from|in|at|of|numbered)\s+)?)?({MARKERS})\s+{SAYS}(\s+that\b|\s*:|\s*,)?\s*(.*)$"
+        ),
+    )
+}
+
+fn framed_by_preposition() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    citations::regex(
+        &RE,
+        &format!(
+            r"(?i)^(?:according\s+to|as\s+(?:stated|described|mentioned|explained|shown|noted|seen|indicated|specified)\s+in|based\s+on|from|in|per)\s+(?:(?:the|these|this)\s+)?(?:(?:given|provided)\s+)?(?:(passages?|sources?|documentation|docs|sections?)\s*(?:(?:provided|given|above|below|shown)\s*)?)?({MARKERS})?\s*,?\s+(.*)$"
+        ),
+    )
+}
+
+fn framed_inline() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    citations::regex(
+        &RE,
+        &format!(
+            r"(?i),?\s*\(?\s*(?:as\s+(?:stated|described|mentioned|explained|shown|noted|seen|indicated|specified)\s+in|according\s+to|see|refer\s+to)\s+(?:(?:the)\s+)?(?:(?:passages?|sources?|sections?)\s+)?({MARKERS})\s*\)?"
+        ),
+    )
+}
+
+/// A marker still written as a noun, between words: "in [1] and", "from [2] explains".
+fn marker_as_noun() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    citations::regex(
+        &RE,
+        &format!(
+            r"(?i)\b(?:from|in|passages?|sources?|sections?|see|by|of|to)\s+{MARKERS}\s+[a-z]"
+        ),
+    )
+}
+
+/// The claim a model framed with the passage that says it (docs/research.md, "Citations by
+/// construction"): "The passage from [1] states that X", "According to [2], X", "As described
+/// in [3], X", "X, as stated in [1]" become "X [n]", so that moving the markers to the
+/// sentence's end does not leave "The passage from states that X". A sentence whose markers
+/// stay nouns of what it says ("The passage from [1] explains how to configure it") says
+/// only which passage says something: [`Unframed::About`].
+pub fn unframe(sentence: &str) -> Unframed {
+    let claim = |markers: &str, rest: &str| -> Option<String> {
+        let rest = rest.trim();
+        let body = rest.trim_end_matches(['.', '!', '?']).trim_end();
+        if body.split_whitespace().count() < 3 {
+            return None;
+        }
+        let end = &rest[body.len()..];
+        let mut chars = body.chars();
+        let first = chars.next()?;
+        let body = if first.is_lowercase() {
+            format!("{}{}", first.to_uppercase(), chars.as_str())
+        } else {
+            body.to_owned()
+        };
+        let end = if end.is_empty() { "." } else { end };
+        let markers: String = markers_in(markers)
+            .into_iter()
+            .map(|n| format!("[{n}]"))
+            .collect();
+        Some(if markers.is_empty() {
+            format!("{body}{end}")
+        } else {
+            format!("{body} {markers}{end}")
+        })
+    };
+    let sentence = sentence.trim();
+    if let Some(c) = framed_by_passage().captures(sentence) {
+        let markers = c.get(1).map_or("", |m| m.as_str());
+        let rest = c.get(3).map_or("", |m| m.as_str());
+        // "describes how patchwise handles rate limits by retrying" says "patchwise handles
+        // rate limits by retrying"; "explains how to configure it" says nothing.
+        let how = rest
+            .strip_prefix("how ")
+            .filter(|r| !r.starts_with("to ") && c.get(2).is_none());
+        let framed = c.get(2).is_some() || how.is_some();
+        let rest = how.unwrap_or(rest);
+        return match framed.then(|| claim(markers, rest)).flatten() {
+            Some(claim) => Unframed::Claim(claim),
+            None => Unframed::About,
+        };
+    }
+    if let Some(c) = framed_by_preposition().captures(sentence)
+        && (c.get(1).is_some() || c.get(2).is_some())
+        && let Some(claim) = claim(
+            c.get(2).map_or("", |m| m.as_str()),
+            c.get(3).map_or("", |m| m.as_str()),
+        )
+    {
+        return Unframed::Claim(claim);
+    }
+    let inline =
+        framed_inline().replace_all(sentence, |c: &regex::Captures<'_>| format!(" {}", &c[1]));
+    if inline != sentence {
+        let inline = tidy(&inline).trim().to_owned();
+        if marker_as_noun().is_match(&inline) {
+            return Unframed::About;
+        }
+        return Unframed::Claim(inline);
+    }
+    if marker_as_noun().is_match(sentence) {
+        return Unframed::About;
+    }
+    Unframed::Same
 }
 
 /// Whether the sentence before `items[i]` in its paragraph was dropped (no passage holds it).
@@ -846,6 +1041,32 @@ fn keep_markers(sentence: &str, valid: &[u32]) -> String {
     tidy(&replaced).trim().to_owned()
 }
 
+/// A lead-in whose code block was dropped ("For example, you can use the following code:"
+/// above nothing): the last kept block, when it ends with `:`, loses that sentence if it is
+/// connective text, or ends it with a full stop if it is a claim (it has its citation).
+fn drop_dangling_lead_in(blocks: &mut Vec<String>) {
+    let Some(at) = blocks.iter().rposition(|b| !b.trim().is_empty()) else {
+        return;
+    };
+    let block = blocks[at].trim_end().to_owned();
+    if !block.ends_with(':') || block.trim_start().starts_with('#') {
+        return;
+    }
+    let prefix = list_prefix(&block).map_or(String::new(), |end| block[..end].to_owned());
+    let mut said = sentences(&block[prefix.len()..]);
+    let Some(last) = said.pop() else {
+        return;
+    };
+    if !markers_in(&last).is_empty() {
+        said.push(format!("{}.", last.trim_end_matches(':').trim_end()));
+    }
+    if said.is_empty() {
+        blocks.truncate(at);
+    } else {
+        blocks[at] = format!("{prefix}{}", said.join(" "));
+    }
+}
+
 /// Removes headings with nothing under them (their section was dropped).
 fn drop_dangling_headings(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
@@ -1042,6 +1263,13 @@ fn example_sentences() -> Vec<String> {
 fn is_example_sentence(sentence: &str) -> bool {
     let words = words_of(sentence);
     !words.is_empty() && example_sentences().contains(&words)
+}
+
+/// Whether a sentence holds a passage's label as the prompt shows it (`path:lines — headings`)
+/// inside what it says.
+fn holds_label(sentence: &str) -> bool {
+    static LABEL: OnceLock<Regex> = OnceLock::new();
+    citations::regex(&LABEL, r"\S+:\d+-\d+ — \S").is_match(sentence)
 }
 
 /// Whether `sentence` copies the prompt's list of the question's parts rather than answering
@@ -1300,6 +1528,41 @@ pub fn prompt(
     }
     user.push_str(&format!(
         "\nAnswer in 3 to 8 sentences. End every sentence with the number of its passage, like [1]; the passages are numbered 1 to {shown}."
+    ));
+    (SYSTEM.to_owned(), user, shown)
+}
+
+/// The passages one part of a question gets when the synthesis left it unanswered (the
+/// targeted pass, docs/research.md, "Each part searched on its own").
+pub const PART_PASSAGES: usize = 3;
+/// Their tokens, at most: a short prompt, read in seconds by a small local model.
+pub const PART_TOKENS: usize = 900;
+
+/// The system and user messages of the targeted pass: one part of the question, asked alone
+/// over its own best passages ([`PART_PASSAGES`], at most [`PART_TOKENS`]), for one to three
+/// sentences. Returns how many passages were shown (the first ones, numbered `[1]…[n]`).
+pub fn part_prompt(
+    part: &str,
+    sources: &[SourceRecord],
+    encoding: Encoding,
+) -> (String, String, usize) {
+    let mut user = format!("Question: {}\n\nPassages:\n\n", part.trim());
+    let mut used = 0;
+    let mut shown = 0;
+    for (i, s) in sources.iter().take(PART_PASSAGES).enumerate() {
+        let snippet = truncate_to_tokens(s.snippet.trim(), PART_TOKENS / 2, encoding);
+        let block = format!("[{}] {}\n{snippet}\n\n", i + 1, s.title.trim());
+        let cost = count_tokens(&block, encoding);
+        if used + cost > PART_TOKENS && shown > 0 {
+            break;
+        }
+        used += cost;
+        shown += 1;
+        user.push_str(&block);
+    }
+    user.push_str(&format!(
+        "Question: {}\n\nAnswer in 1 to 3 sentences, with the words of the passages. End every sentence with the number of its passage, like [1]; the passages are numbered 1 to {shown}.",
+        part.trim()
     ));
     (SYSTEM.to_owned(), user, shown)
 }
@@ -1785,6 +2048,197 @@ mod tests {
             looping_from(&three),
             Some(three.rfind("```python").unwrap())
         );
+    }
+
+    #[test]
+    fn a_claim_framed_by_its_passage_is_said_as_the_claim() {
+        // The forms Qwen2.5-Coder-1.5B wrote over ripgrep's guide: with the marker moved to
+        // the end, "The passage from [1] states that …" read "The passage from states that …".
+        let cases = [
+            (
+                "The passage from [1] states that the configuration file is read before the flags.",
+                "The configuration file is read before the flags [1].",
+            ),
+            (
+                "Passage [2] explains that `--hidden` searches hidden files.",
+                "`--hidden` searches hidden files [2].",
+            ),
+            (
+                "According to [3], the -U flag enables multiline search.",
+                "The -U flag enables multiline search [3].",
+            ),
+            (
+                "As described in the passage [1], ripgrep respects .gitignore files.",
+                "Ripgrep respects .gitignore files [1].",
+            ),
+            (
+                "Ripgrep respects .gitignore files, as stated in [1].",
+                "Ripgrep respects .gitignore files [1].",
+            ),
+            (
+                "The source [1] and [2] says: the default is 10 seconds.",
+                "The default is 10 seconds [1][2].",
+            ),
+        ];
+        for (written, meant) in cases {
+            assert_eq!(
+                unframe(written),
+                Unframed::Claim(meant.to_owned()),
+                "{written}"
+            );
+        }
+        assert_eq!(
+            unframe("The passage [1] describes how patchwise handles rate limits by retrying."),
+            Unframed::Claim("Patchwise handles rate limits by retrying [1].".to_owned())
+        );
+        for about in [
+            "The passage from [1] explains how to configure ripgrep.",
+            "The passage from [2] describes the flags.",
+            "For details, the passage in [1] covers the config file.",
+        ] {
+            assert_eq!(unframe(about), Unframed::About, "{about}");
+        }
+        for same in [
+            "The -U flag enables multiline search [3].",
+            "In Python, a set is unordered [1].",
+            "Hidden files are skipped by default [1][2].",
+            "The passage does not say which port is used.",
+        ] {
+            assert_eq!(unframe(same), Unframed::Same, "{same}");
+        }
+        let shown = [source(
+            "GUIDE.md:10-20 — Configuration file",
+            "ripgrep reads the configuration file before the flags on the command line, so flags override the file.",
+        )];
+        let v = validate_citations(
+            "The passage from [1] states that ripgrep reads the configuration file before the flags. The passage from [1] explains how to set it up.",
+            &shown,
+        );
+        assert_eq!(
+            v.text, "Ripgrep reads the configuration file before the flags [1].",
+            "{v:?}"
+        );
+        assert!(!v.text.contains("passage from"), "{}", v.text);
+    }
+
+    #[test]
+    fn a_list_whose_first_item_was_dropped_counts_from_one() {
+        let shown = [
+            source(
+                "GUIDE.md:1-5 — Hidden files",
+                "The `--hidden` flag searches hidden files and directories.",
+            ),
+            source(
+                "GUIDE.md:6-9 — Ignore files",
+                "The `--no-ignore` flag makes ripgrep search files its ignore rules would skip.",
+            ),
+        ];
+        let answer = "1. Ripgrep has a graphical interface for Windows users [1].\n2. The `--hidden` flag searches hidden files and directories [1].\n3. The `--no-ignore` flag searches files the ignore rules would skip [2].";
+        let v = validate_citations(answer, &shown);
+        assert_eq!(
+            v.text,
+            "1. The `--hidden` flag searches hidden files and directories [1].\n2. The `--no-ignore` flag searches files the ignore rules would skip [2].",
+            "{v:?}"
+        );
+        // A list the model restarts at 1 keeps its numbers.
+        let answer = "1. Ripgrep has a graphical interface for Windows users [1].\n\n## Ignored\n\n1. The `--no-ignore` flag searches files the ignore rules would skip [2].";
+        let v = validate_citations(answer, &shown);
+        assert!(v.text.contains("1. The `--no-ignore`"), "{}", v.text);
+    }
+
+    #[test]
+    fn a_citation_to_a_passage_holding_only_the_common_words_goes_to_the_one_that_says_it() {
+        // Qwen2.5-Coder-1.5B over Click's docs (main at 7b5a6eb): its bare "[2]" gave "The
+        // values are passed to the decorated function as a tuple" to a passage on a table of
+        // flag values ("value", "passed", "function"), and the model's check said YES.
+        let shown = [
+            source(
+                "docs/options.md:145-166 — Options › Multi Value Options",
+                "To make an option take multiple values, pass in `nargs`. Note you may pass in any positive integer, but not -1. The values are passed to the decorated function as a tuple.",
+            ),
+            source(
+                "docs/options.md:449-451 — Options › Flag Value › How `default` and `flag_value` interact",
+                "The tables below show the value received by the function for each combination of `default`, `flag_value`, and whether the flag was passed on the command line.",
+            ),
+            source(
+                "docs/options.md:211-231 — Options › Multiple Options",
+                "Similarly to `nargs`, there is also the case of wanting to support a parameter being provided multiple times and have all the values recorded.",
+            ),
+        ];
+        let answer = "To make an option take multiple values, pass in `nargs`. The values are passed to the decorated function as a tuple.\n\n[2]";
+        let v = validate_citations(answer, &shown);
+        assert_eq!(v.order, [1], "{v:?}");
+        assert!(v.text.contains("as a tuple [1] (re-cited)."), "{}", v.text);
+        // Cited by the model itself, the same.
+        let v = validate_citations(
+            "The values are passed to the decorated function as a tuple [2].",
+            &shown,
+        );
+        assert_eq!(v.order, [1], "{v:?}");
+        // A passage that holds the rare words keeps its citation.
+        let v = validate_citations(
+            "To make an option take multiple values, pass in `nargs` [1].",
+            &shown,
+        );
+        assert_eq!((v.order.clone(), v.recited), (vec![1], 0), "{v:?}");
+    }
+
+    #[test]
+    fn a_sentence_naming_a_passage_label_is_not_a_claim() {
+        // Qwen2.5-Coder-1.5B over bat's README: the label's words are the title's, so overlap
+        // and the model's check both said it was supported.
+        let shown = [source(
+            "README.md:592-613 — Customization › Adding new themes",
+            "First, create a folder with the new syntax highlighting themes.",
+        )];
+        let v = validate_citations(
+            "The configuration file is located at ` README.md:592-613 — Customization › Adding new themes` [1].",
+            &shown,
+        );
+        assert!(v.claims.is_empty(), "{v:?}");
+        assert_eq!(v.unsupported, 1);
+    }
+
+    #[test]
+    fn a_lead_in_whose_code_was_dropped_is_not_printed() {
+        // Qwen2.5-Coder-1.5B over Click's docs: its examples were its own, not the passage's,
+        // and went; "… you can use the following code:" was printed above nothing.
+        let shown = [source(
+            "docs/options.md:145-166 — Options › Multi Value Options",
+            "To make an option take multiple values, pass in `nargs`. The values are passed to the decorated function as a tuple.",
+        )];
+        let answer = "To make an option take multiple values, you can use the `nargs` parameter.\n\nFor example, if you want to allow the user to specify multiple numbers, you can use the following code:\n\n```python\n@click.option('--numbers', nargs=2, type=int)\ndef add_numbers(numbers):\n    print(sum(numbers))\n```\n\nThe values are passed to the decorated function as a tuple.";
+        let v = validate_citations(answer, &shown);
+        assert!(!v.text.contains("following code"), "{}", v.text);
+        assert!(
+            v.text.contains("as a tuple [1] (attributed)."),
+            "{}",
+            v.text
+        );
+    }
+
+    #[test]
+    fn a_table_of_contents_supports_no_claim() {
+        let shown = [
+            source(
+                "FAQ.md:1-8 — FAQ",
+                "* [Does ripgrep support configuration files?](#config)\n* [Does ripgrep support multiline search and look-around?](#multiline)\n* [How do I search hidden files?](#hidden)",
+            ),
+            source(
+                "FAQ.md:40-52 — FAQ › multiline",
+                "Yes, ripgrep supports multiline search and look-around: the `-U/--multiline` flag enables multiline search, and `--pcre2` enables look-around.",
+            ),
+        ];
+        // Cited to the table of contents, which holds every word of it: re-cited to the
+        // section that says it.
+        let v = validate_citations(
+            "Ripgrep supports multiline search and look-around [1].",
+            &shown,
+        );
+        assert_eq!(v.claims.len(), 1, "{v:?}");
+        assert_eq!(v.order, [2], "{v:?}");
+        let v = validate_citations("Ripgrep supports configuration files [1].", &shown[..1]);
+        assert!(v.claims.is_empty(), "{v:?}");
     }
 
     #[test]
