@@ -103,6 +103,12 @@ pub(crate) trait Policy {
     }
     /// After a failed attempt.
     fn failed(&mut self, _at: &At, _reason: &str) {}
+    /// Whether the attempts end after the one that just failed, though some are left: another
+    /// would be asked what the earlier ones already answered (a develop fix round whose two
+    /// attempts failed the same tests the same way, `docs/develop.md`).
+    fn stop(&self) -> bool {
+        false
+    }
 
     // -- the answers of one attempt ([`rounds`]) --
 
@@ -281,6 +287,14 @@ pub(crate) async fn drive<P: Policy>(
                 policy.failed(&at, &reason);
                 failures.push(reason);
                 refused = r;
+                if policy.stop() {
+                    return Ok(Driven::Failed {
+                        attempts: attempt,
+                        model,
+                        failures,
+                        refused,
+                    });
+                }
             }
         }
     }
