@@ -780,9 +780,11 @@ impl Run<'_> {
     }
 
     /// Why a whole file's new text is not taken: syntax errors it adds, a top-level definition
-    /// written twice, a stub asked for left as it was beside a new function.
+    /// written twice, a stub left as it was beside a new function when the request names the
+    /// stub or the tests shown with it call it (not from words such as "implement", which an
+    /// exercise's instructions may not say).
     fn whole_file_problems(
-        &self,
+        &mut self,
         turn: &Turn<'_>,
         rel: &str,
         before: &str,
@@ -811,12 +813,19 @@ impl Run<'_> {
             turn.spec.goal.as_deref().unwrap_or("")
         )
         .to_lowercase();
+        let tests: Vec<String> = turn
+            .files
+            .read_only
+            .iter()
+            .filter_map(|t| self.read_text(t))
+            .collect();
         let stubs: Vec<(String, Vec<String>)> = untouched_stubs(language, before, after)
             .into_iter()
             .filter(|(stub, _)| {
                 asked.contains(&stub.to_lowercase())
-                    || asked.contains("implement")
-                    || asked.contains("stub")
+                    || tests.iter().any(|t| {
+                        t.contains(&format!("{stub}(")) || t.contains(&format!("import {stub}"))
+                    })
             })
             .collect();
         if let Some((stub, added)) = stubs.first() {
