@@ -712,6 +712,17 @@ async fn a_fix_round_whose_answers_repeat_the_wrong_code_starts_afresh_from_the_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_first_answer_that_passes_the_tests_is_one_call() {
+    let (run, _) = scenario("exercise_first_answer_passes_the_tests").await;
+    // The request mentions unit tests in passing; the step asked for none.
+    let notes = &run.outcome.report.steps[0].notes;
+    assert!(
+        !notes.iter().any(|n| n.contains("not finished")),
+        "{notes:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fix_round_whose_two_attempts_fail_the_same_way_ends_the_run_with_what_was_done() {
     let (run, _) = scenario("fix_round_same_failure_twice_ends_the_run").await;
     // The step's work is proposed as it is (its tests fail), and the fix rounds after the
