@@ -13,9 +13,16 @@
 //! - the check runs after every answer that changed a file; its errors go back to the model,
 //!   and the **same error again** (same fingerprint) is said to be the second or third time, in
 //!   a firmer tone — after the third the attempt ends;
-//! - a passing check does not end a step on its own: when what the step asks for is not there
-//!   yet (a file it names unchanged, a test it asks for, a function it names), the model is
-//!   asked once more, and the step is done when it answers that it is;
+//! - the tests decide (`docs/develop.md`, "The tests decide"): when tests exercise the step's
+//!   files they run after every answer whose check passes, and passing, the step is done —
+//!   unless what it asks for can be shown missing (a test it asks for that no file gained, a
+//!   function it names that is not in the code, a flag it adds that no line reads): then the
+//!   model is asked once more. Without such tests the check decides, with the same question
+//!   and a file the step names left unchanged;
+//! - no call is spent twice ("No call spent twice"): a code block that gives the failing code
+//!   back ends the attempt, a fix round's answer that leaves code already tested or fails the
+//!   tests as the code it was shown ends it too, and a fix round whose two last attempts failed
+//!   the same way stops;
 //! - a failed attempt restores the step's snapshot of the working copy; the next attempt starts
 //!   from a clean prompt that summarises why the earlier ones failed, and the last attempt goes
 //!   to the `escalation` role when one is configured.
@@ -944,6 +951,9 @@ impl Run<'_> {
             return Ok(Next::Done);
         };
         if turn.spec.number.is_some() {
+            memory
+                .notes
+                .push("the tests fail after this step; the fix rounds take them".to_owned());
             return Ok(Next::Done);
         }
         if memory.told_tests == Some(print) {
