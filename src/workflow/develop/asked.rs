@@ -90,6 +90,12 @@ const TEST_FILLER: &[&str] = &[
     "and",
     "doc",
     "e2e",
+    "pytest",
+    "jest",
+    "mocha",
+    "vitest",
+    "junit",
+    "rspec",
 ];
 
 /// Whether `word` names tests (not a file such as `tests.toml`, not `test_x`).
@@ -114,11 +120,10 @@ pub(super) fn asks_for_test(text: &str) -> bool {
                         return false;
                     };
                     let between = &w[j + 1..i];
+                    // "and" adds only what it introduces ("and a unit test", "and pytest
+                    // tests"), not a list's last item ("docs and tests").
                     let verb = ADDS.contains(&w[j].as_str())
-                        || (w[j] == "and"
-                            && between
-                                .first()
-                                .is_some_and(|b| matches!(b.as_str(), "a" | "an" | "new")));
+                        || (w[j] == "and" && between.first().is_some_and(|b| b != "and"));
                     verb && between.iter().all(|b| TEST_FILLER.contains(&b.as_str()))
                 })
         })
@@ -274,13 +279,18 @@ const ADDS_FN: &[&str] = &[
     "defines",
     "create",
     "creates",
+    "export",
+    "exports",
 ];
 
 /// Words that may stand between such a verb and the function's name.
 const FN_FILLER: &[&str] = &[
     "a", "an", "the", "new", "function", "method", "helper", "public", "pub", "fn", "def",
-    "static", "async", "free", "private", "called", "named", "class",
+    "static", "async", "free", "private", "called", "named", "class", "exported",
 ];
+
+/// Words that say the name that follows is a function's.
+const FN_WORDS: &[&str] = &["function", "method", "helper", "fn", "def"];
 
 /// Functions a step asks to add or implement, by name: `name(` right after a verb that adds
 /// ("add a function double(x: i32)", "implement `primes(limit)`"), or a backticked `fn name` /
@@ -315,12 +325,15 @@ pub(super) fn asked_names(text: &str) -> Vec<String> {
                 continue;
             }
             let before = words(&s[..start]);
-            let asked = (1..=3).any(|back| {
+            // A verb that adds, or "with" and a word that says function ("with a function
+            // average_word_length(", "with pub fn quote(", not "split it with words()").
+            let asked = (1..=4).any(|back| {
                 before.len().checked_sub(back).is_some_and(|j| {
-                    ADDS_FN.contains(&before[j].as_str())
-                        && before[j + 1..]
-                            .iter()
-                            .all(|b| FN_FILLER.contains(&b.as_str()))
+                    let between = &before[j + 1..];
+                    let verb = ADDS_FN.contains(&before[j].as_str())
+                        || (before[j] == "with"
+                            && between.iter().any(|b| FN_WORDS.contains(&b.as_str())));
+                    verb && between.iter().all(|b| FN_FILLER.contains(&b.as_str()))
                 })
             });
             if asked {
@@ -464,6 +477,39 @@ mod tests {
         assert!(asked_flags("remove the --quiet flag").is_empty());
         assert!(asked_flags("searcher: fix regression with `--line-buffered` flag").is_empty());
         assert!(asked_flags("fix the off-by-one -- the loop ends early").is_empty());
+        // The develop bench's requests (`fixtures/develop/bench/tasks.json`).
+        assert!(asks_for_test(
+            "add a pub fn char_count(text: &str) -> usize to src/lib.rs that counts the \
+             characters of text, with a doc comment and a unit test"
+        ));
+        assert!(asks_for_test(
+            "add a module textkit/readability.py with a function average_word_length(text) that \
+             returns the mean length of the words of text (split it with words() from \
+             textkit/words.py; 0.0 for a text without words), and pytest tests for it in \
+             tests/test_readability.py"
+        ));
+        assert!(!asks_for_test("Update the docs and tests"));
+        assert_eq!(
+            asked_names(
+                "add a module textkit/readability.py with a function average_word_length(text) \
+                 (split it with words() from textkit/words.py)"
+            ),
+            ["average_word_length"]
+        );
+        assert_eq!(
+            asked_names("add an exported function wordCount(slug: string): number to src/slug.ts"),
+            ["wordCount"]
+        );
+        assert_eq!(
+            asked_names(
+                "add a module src/priority.js that exports sortByPriority(items): a new array"
+            ),
+            ["sortByPriority"]
+        );
+        assert_eq!(
+            asked_names("add a module src/escape.rs with pub fn quote(value: &str) -> String"),
+            ["quote"]
+        );
         assert!(says_create("Create `stats.py` with a mean function"));
         assert!(says_create(
             "add a module src/priority.js that exports sortByPriority"
