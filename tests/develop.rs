@@ -723,6 +723,11 @@ async fn real_small_model_first_answer_that_passes_the_tests_is_one_call() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_round_answer_that_fails_the_same_way_is_not_told_the_same_again() {
+    scenario("fix_round_same_failure_ends_the_attempt").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fix_round_whose_two_attempts_fail_the_same_way_ends_the_run_with_what_was_done() {
     let (run, _) = scenario("fix_round_same_failure_twice_ends_the_run").await;
     // The step's work is proposed as it is (its tests fail), and the fix rounds after the
