@@ -908,8 +908,8 @@ impl Run<'_> {
     }
 
     /// After an answer whose check passes, in a step the tests exercise: the tests decide
-    /// (`docs/develop.md`, "The tests decide"). Passing, the step is done — unless it asks for
-    /// a test that no file gained, asked once. Failing, a plan step is done too (the verify
+    /// (`docs/develop.md`, "The tests decide"). Passing, the step is done — unless what it
+    /// asks for is shown missing ([`Run::shown_missing`]), asked once. Failing, a plan step is done too (the verify
     /// phase's fix rounds take the failures; a step of a longer plan may leave them to a later
     /// step); a fix round tells the model how they fail, and an answer that fails them the same
     /// way as the code it was shown ends the attempt instead of being told the same again.
