@@ -723,6 +723,11 @@ async fn real_small_model_first_answer_that_passes_the_tests_is_one_call() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_asked_for_the_test_the_request_wants_writes_it() {
+    scenario("qwen_asked_for_a_test_writes_it").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fix_round_answer_that_fails_the_same_way_is_not_told_the_same_again() {
     scenario("fix_round_same_failure_ends_the_attempt").await;
 }
