@@ -707,8 +707,53 @@ async fn a_fix_round_whose_answers_repeat_the_wrong_code_starts_afresh_from_the_
         proposal.files[0].new_text
     );
     // The fix round's first prompt showed the wrong code; the afresh one shows the stub only.
-    let afresh = &run.requests["coder"][4];
+    let afresh = &run.requests["coder"][2];
     assert!(!afresh.contains("if char not in alphabet:"), "{afresh}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_first_answer_that_passes_the_tests_is_one_call() {
+    let (run, _) = scenario("exercise_first_answer_passes_the_tests").await;
+    // The request mentions unit tests in passing; the step asked for none.
+    let notes = &run.outcome.report.steps[0].notes;
+    assert!(
+        !notes.iter().any(|n| n.contains("not finished")),
+        "{notes:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_small_model_asked_for_the_test_the_request_wants_writes_it() {
+    scenario("qwen_asked_for_a_test_writes_it").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_round_answer_that_fails_the_same_way_is_not_told_the_same_again() {
+    scenario("fix_round_same_failure_ends_the_attempt").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_round_whose_two_attempts_fail_the_same_way_ends_the_run_with_what_was_done() {
+    let (run, _) = scenario("fix_round_same_failure_twice_ends_the_run").await;
+    // The step's work is proposed as it is (its tests fail), and the fix rounds after the
+    // failed one are not asked.
+    let proposal = run.outcome.proposal.as_ref().unwrap();
+    assert!(
+        proposal.files[0]
+            .new_text
+            .contains("if char not in alphabet:"),
+        "{}",
+        proposal.files[0].new_text
+    );
+    assert!(
+        run.outcome
+            .report
+            .not_done
+            .iter()
+            .any(|n| n.contains("fix round 1 failed for good")),
+        "{:?}",
+        run.outcome.report.not_done
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,6 +14,7 @@ use crate::model::{Message, ToolCall, ToolChoice, ToolSpec};
 use crate::tools::{self, ToolOutcome};
 use crate::workflow::model_loop::answer::push_results;
 
+use super::asked::says_create;
 use super::plan::{self, Plan, PlanError};
 use super::{DevelopFailure, EXPLORE, PLAN, Run, RunPhase};
 
@@ -166,7 +167,7 @@ impl Run<'_> {
                 let exists = files.contains(f) || s.copy.exists(&resolved.abs, s.fs.as_ref());
                 // A new test file for a step that adds a test ("Add an integration test in
                 // `tests/counts.rs`") is a file to create as well.
-                let new_test = is_test_file(f) && super::rewrite::asks_for_test(&step.text);
+                let new_test = is_test_file(f) && super::asked::asks_for_test(&step.text);
                 let asked = request_creates
                     || says_create(&step.text)
                     || new_test
@@ -426,22 +427,6 @@ fn names_file(request: &str, path: &str) -> bool {
                 .any(|w| w == stem))
 }
 
-/// Whether a request or step says to create a file.
-pub(super) fn says_create(text: &str) -> bool {
-    let t = text.to_lowercase();
-    t.split(|c: char| !c.is_alphanumeric())
-        .any(|w| matches!(w, "create" | "creates" | "creating"))
-        || [
-            "new file",
-            "new module",
-            "new test file",
-            "new test module",
-            "new package",
-        ]
-        .iter()
-        .any(|p| t.contains(p))
-}
-
 /// A file of a programming language (not a manifest, document or data).
 pub(super) fn is_source(path: &str) -> bool {
     const CODE: &[&str] = &[
@@ -572,8 +557,6 @@ mod tests {
             "tests/cli.rs"
         ));
         assert!(!names_file("add an item_count function", "src/helpers.py"));
-        assert!(says_create("Create `stats.py` with a mean function"));
-        assert!(!says_create("Add `mean` to `stats.py`"));
         assert!(is_test_file("pangram_test.py") && is_test_file("tests/test_core.py"));
         assert!(is_test_file("src/slug.test.ts") && !is_test_file("src/slug.ts"));
         assert!(is_source("pangram.py") && !is_source("pyproject.toml"));

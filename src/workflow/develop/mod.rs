@@ -26,6 +26,7 @@
 //! the fix rounds. A run stopped early undoes the step in progress, tests what was done once
 //! and proposes it, and its report says what was not done and which setting raises the limit.
 
+mod asked;
 pub mod checks;
 mod explore;
 pub mod failures;
@@ -544,6 +545,7 @@ pub async fn run(
         phase: "plan",
         step_texts: HashMap::new(),
         resample: Resample::default(),
+        last_test_print: None,
         tests_after_files: false,
     };
     let result = run.go().await;
@@ -602,6 +604,9 @@ struct Run<'a> {
     /// The step being run shows the files it changes before the tests (`rewrite.rs`): the
     /// model answered with a copy of the tests under a file's name.
     tests_after_files: bool,
+    /// How the tests failed in their last run (`step::test_print`), for the fix round that
+    /// follows.
+    last_test_print: Option<u64>,
 }
 
 /// Percent of the bar where each phase starts.
@@ -704,6 +709,7 @@ impl Run<'_> {
                 extra: failing_now.clone().filter(|_| i == 0),
                 goal: Some(goal),
                 afresh: false,
+                failing: None,
             };
             let report = self.run_step(&plan, &spec).await?;
             if let Some(e) = &report.error {
@@ -1203,8 +1209,10 @@ impl Run<'_> {
         let runs = self.run_checks(CheckKind::Test).await?;
         if runs.iter().all(|r| r.passed) {
             self.report.verify = VerifyStatus::Passed;
+            self.last_test_print = None;
             return Ok(None);
         }
+        self.last_test_print = Some(step::test_print(&runs));
         let failures = self.test_failures(&runs);
         self.report.verify = VerifyStatus::Failed(failures.clone());
         Ok(Some(failures))
@@ -1242,7 +1250,7 @@ impl Run<'_> {
     /// not say what a 1.5B model needs to see, and a peer that runs the tests only after its
     /// first answer spends that answer guessing (the develop bench's fix-test tasks).
     async fn failing_before(&mut self) -> Result<Option<String>, DevelopFailure> {
-        if !says_tests_fail(&self.request.request) || !self.has_checks(CheckKind::Test) {
+        if !asked::says_tests_fail(&self.request.request) || !self.has_checks(CheckKind::Test) {
             return Ok(None);
         }
         self.report_progress(
@@ -1300,6 +1308,7 @@ impl Run<'_> {
                 extra: Some(format!("The tests fail on the changed code:\n{failures}")),
                 goal: None,
                 afresh: plan.work().count() == 1,
+                failing: self.last_test_print,
             };
             let report = self.run_step(plan, &spec).await?;
             let status = report.status;
@@ -1422,6 +1431,7 @@ impl Run<'_> {
                 extra: Some(format!("A reviewer objected to the change:\n{list}")),
                 goal: None,
                 afresh: false,
+                failing: None,
             };
             let report = self.run_step(plan, &spec).await?;
             let fixed = report.status == StepStatus::Done;
@@ -1539,7 +1549,7 @@ impl Run<'_> {
             .collect();
         // Tests the request names only to say where they are were shown to read, not planned
         // to change.
-        let tests_change = rewrite::changes_tests(&self.request.request);
+        let tests_change = asked::changes_tests(&self.request.request);
         self.report.claimed_unchanged = plan
             .files()
             .into_iter()
@@ -1607,48 +1617,9 @@ fn model_failure(e: ModelError) -> DevelopFailure {
     }
 }
 
-/// Whether a request says that tests fail now ("the test finds_the_longest_word fails: fix
-/// longest_word", "fix the failing tests", "test_total fails"): a word of failing (`fail`,
-/// `fails`, `failing`, `failed`, `broken`) and a word of testing (`test`, `tests`, a
-/// `test_…` name).
-fn says_tests_fail(request: &str) -> bool {
-    let lower = request.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|w| !w.is_empty())
-        .collect();
-    let fails = words
-        .iter()
-        .any(|w| matches!(*w, "fail" | "fails" | "failing" | "failed" | "broken"));
-    let tests = words
-        .iter()
-        .any(|w| w.starts_with("test") || w.ends_with("_test") || w.ends_with("tests"));
-    fails && tests
-}
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn requests_that_say_tests_fail() {
-        for yes in [
-            "the test finds_the_longest_word fails: fix longest_word in src/lib.rs",
-            "the tests reads_a_line and parses_a_file fail: fix parse_line in src/lib.rs",
-            "Fix the failing tests in tests/test_core.py",
-            "test_total_value failed after the refactor; fix total_value",
-            "The todo tests are broken, fix them",
-        ] {
-            assert!(says_tests_fail(yes), "{yes}");
-        }
-        for no in [
-            "Implement is_pangram in pangram.py. The tests are in pangram_test.py.",
-            "Add a function double(x: i32) -> i32 with a unit test.",
-            "Make the parser fail on an empty key",
-            "rename low_stock to items_below",
-        ] {
-            assert!(!says_tests_fail(no), "{no}");
-        }
-    }
 
     #[test]
     fn options_from_config() {

@@ -29,7 +29,8 @@ use crate::workflow::model_loop::rewrite::{assign_blocks, rewrite_targets, synta
 use crate::workflow::model_loop::target::{self, EditTarget};
 use crate::workflow::model_loop::{REWRITE_MAX_LINES, failure_notes};
 
-use super::explore::{is_source, is_test_file, known_path, says_create};
+use super::asked::{self, asked_flags, asks_for_test, changes_tests, says_create};
+use super::explore::{is_source, is_test_file, known_path};
 use super::plan::Plan;
 use super::step::{STEP_ATTEMPTS, StepSpec, Turn};
 use super::{DevelopFailure, Run, rel_of};
@@ -779,9 +780,11 @@ impl Run<'_> {
     }
 
     /// Why a whole file's new text is not taken: syntax errors it adds, a top-level definition
-    /// written twice, a stub asked for left as it was beside a new function.
+    /// written twice, a stub left as it was beside a new function when the request names the
+    /// stub or the tests shown with it call it (not from words such as "implement", which an
+    /// exercise's instructions may not say).
     fn whole_file_problems(
-        &self,
+        &mut self,
         turn: &Turn<'_>,
         rel: &str,
         before: &str,
@@ -810,12 +813,19 @@ impl Run<'_> {
             turn.spec.goal.as_deref().unwrap_or("")
         )
         .to_lowercase();
+        let tests: Vec<String> = turn
+            .files
+            .read_only
+            .iter()
+            .filter_map(|t| self.read_text(t))
+            .collect();
         let stubs: Vec<(String, Vec<String>)> = untouched_stubs(language, before, after)
             .into_iter()
             .filter(|(stub, _)| {
                 asked.contains(&stub.to_lowercase())
-                    || asked.contains("implement")
-                    || asked.contains("stub")
+                    || tests.iter().any(|t| {
+                        t.contains(&format!("{stub}(")) || t.contains(&format!("import {stub}"))
+                    })
             })
             .collect();
         if let Some((stub, added)) = stubs.first() {
@@ -830,9 +840,9 @@ impl Run<'_> {
         None
     }
 
-    /// What the step asked for that is not there yet, though the check passes: a file it names
-    /// unchanged, a test it asks for, a function it names (`docs/develop.md`, "The tests as
-    /// the guide"). Empty when nothing is missing.
+    /// What the step asked for that is not there yet, though the check passes and no tests
+    /// decide it: a file it names unchanged, and what [`Run::shown_missing`] finds
+    /// (`docs/develop.md`, "The tests decide"). Empty when nothing is missing.
     pub(super) fn not_done_yet(&mut self, turn: &Turn<'_>) -> Vec<String> {
         let mut missing = Vec::new();
         let untouched: Vec<String> = self
@@ -846,6 +856,17 @@ impl Run<'_> {
                 untouched.join(", ")
             ));
         }
+        missing.extend(self.shown_missing(turn));
+        missing
+    }
+
+    /// What the step asks for that the change can be shown to lack, even when its tests pass:
+    /// a test it asks to write that no file gained, a function it asks for by name that is not
+    /// in the code, a flag it asks to add that no added line reads. Each rule that reads the
+    /// step's words here has no false positive on the request corpus (`asked.rs`); what it
+    /// finds missing is then checked on the code, not taken from the words.
+    pub(super) fn shown_missing(&mut self, turn: &Turn<'_>) -> Vec<String> {
+        let mut missing = Vec::new();
         let Some(goal) = turn.spec.goal.clone() else {
             return missing;
         };
@@ -860,7 +881,7 @@ impl Run<'_> {
                 .filter_map(|r| self.read_text(&r))
                 .collect()
         };
-        for name in asked_names(&goal) {
+        for name in asked::asked_names(&goal) {
             if !texts.iter().any(|t| t.contains(&name)) {
                 missing.push(format!("`{name}` is not in the code yet"));
             }
@@ -910,7 +931,7 @@ fn step_names(spec: &StepSpec) -> Vec<String> {
         spec.extra.as_deref().unwrap_or("")
     );
     let ident = |c: char| c.is_alphanumeric() || c == '_';
-    let mut out: Vec<String> = asked_names(&text);
+    let mut out: Vec<String> = called_names(&text);
     let mut push = |w: &str| {
         let ok = w.len() >= 2
             && w.chars()
@@ -1081,84 +1102,6 @@ fn stem(path: &str) -> &str {
     name.split('.').next().unwrap_or(name)
 }
 
-/// Whether a step's text asks to change the tests themselves: to write one, or to rename,
-/// move or update what the tests use.
-pub(super) fn changes_tests(text: &str) -> bool {
-    let t = text.to_lowercase();
-    asks_for_test(text)
-        || [
-            "rename",
-            "move ",
-            "update the test",
-            "change the test",
-            "edit the test",
-            "adjust the test",
-            "fix the test file",
-            "tests need",
-        ]
-        .iter()
-        .any(|p| t.contains(p))
-}
-
-/// Whether a step's text asks for a test to be written.
-pub(super) fn asks_for_test(text: &str) -> bool {
-    let t = text.to_lowercase();
-    [
-        "unit test",
-        "a test",
-        "tests for",
-        "test for ",
-        "with tests",
-        "add tests",
-        "and tests",
-        "new test",
-        "integration test",
-        "test case",
-        "doctest",
-    ]
-    .iter()
-    .any(|p| t.contains(p))
-}
-
-/// The command-line flags a step asks to add (`--quiet`, `--dry-run`): words that start with
-/// two dashes in a step that says "flag", "option" or "argument". Empty for a step that
-/// removes or renames.
-fn asked_flags(text: &str) -> Vec<String> {
-    let lower = text.to_lowercase();
-    let adds = ["flag", "option", "argument", "switch"]
-        .iter()
-        .any(|w| lower.contains(w));
-    if !adds
-        || ["rename", "remove", "delete", "replace", "drop "]
-            .iter()
-            .any(|w| lower.contains(w))
-    {
-        return Vec::new();
-    }
-    let mut out: Vec<String> = Vec::new();
-    for (i, _) in text.match_indices("--") {
-        if text[..i]
-            .chars()
-            .next_back()
-            .is_some_and(|c| !c.is_whitespace() && c != '`' && c != '"' && c != '\'' && c != '(')
-        {
-            continue;
-        }
-        let name: String = text[i + 2..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-            .collect();
-        let name = name.trim_end_matches('-');
-        if name.len() >= 2 && name.starts_with(|c: char| c.is_ascii_alphabetic()) {
-            let flag = format!("--{name}");
-            if !out.contains(&flag) {
-                out.push(flag);
-            }
-        }
-    }
-    out
-}
-
 /// Whether an added line can read `flag`: it holds the flag itself, or its name as code spells
 /// it (`dry_run`, `dryRun`, `DRY_RUN`, `quiet` for `--quiet`), as a parser's field or a
 /// comparison would.
@@ -1192,7 +1135,7 @@ fn handles_flag(line: &str, flag: &str) -> bool {
 }
 
 /// A line that defines a test in one of the languages develop knows.
-fn is_test_line(line: &str) -> bool {
+pub(super) fn is_test_line(line: &str) -> bool {
     let t = line.trim_start();
     t.starts_with("#[test]")
         || t.starts_with("#[tokio::test")
@@ -1207,10 +1150,11 @@ fn is_test_line(line: &str) -> bool {
         || t.starts_with(">>> ")
 }
 
-/// Functions a step asks to add or implement, by name: `name(` in its text, or a backticked
-/// `fn name` / `def name` / `function name`. None for a rename or a removal, where a name is
-/// meant to go.
-fn asked_names(text: &str) -> Vec<String> {
+/// The functions a step's text calls by name, to find the items of a large file it is about:
+/// `name(` in its text, or a backticked `fn name` / `def name` / `function name`. Broad on
+/// purpose (an item shown that the step does not need costs a few lines of prompt); what a step
+/// must contain is [`asked::asked_names`]. None for a rename or a removal.
+fn called_names(text: &str) -> Vec<String> {
     let lower = text.to_lowercase();
     if ["rename", "remove", "delete", "replace"]
         .iter()
@@ -1447,40 +1391,7 @@ mod tests {
     }
 
     #[test]
-    fn what_a_step_asks_for() {
-        let double = "Add a function double(x: i32) -> i32 to src/lib.rs that returns twice x, with a unit test.";
-        assert!(asks_for_test(double));
-        assert_eq!(asked_names(double), ["double"]);
-        assert_eq!(
-            asked_names("Add `pub fn line_count` to `src/lib.rs`, called as self.count(x)."),
-            ["line_count"]
-        );
-        assert!(asked_names("rename word_count(text) to count_words").is_empty());
-        assert!(!asks_for_test(
-            "the test test_total_value fails: fix total_value"
-        ));
-        assert!(is_test_line("    #[test]\n") && is_test_line("def test_doubles(self):"));
-        assert!(!changes_tests(
-            "Implement is_pangram in pangram.py. The tests are in pangram_test.py."
-        ));
-        assert!(changes_tests(
-            "rename the function low_stock to items_below in inventory/core.py and in tests/test_core.py"
-        ));
-        assert!(changes_tests(
-            "add item_count(items) and a unit test for it in tests/test_core.py"
-        ));
-        assert_eq!(
-            asked_flags(
-                "add a --quiet flag to src/main.rs: when it is given first, print only the count"
-            ),
-            ["--quiet"]
-        );
-        assert_eq!(
-            asked_flags("Add an option `--dry-run` (and --top N) to cli.py"),
-            ["--dry-run", "--top"]
-        );
-        assert!(asked_flags("remove the --quiet flag").is_empty());
-        assert!(asked_flags("fix the off-by-one -- the loop ends early").is_empty());
+    fn flags_read_and_tests_added() {
         assert!(handles_flag(
             "    if args.first().map(String::as_str) == Some(\"--quiet\") {",
             "--quiet"
@@ -1494,7 +1405,12 @@ mod tests {
         assert!(!handles_flag("    // TODO: --quiet", "--quiet"));
         assert!(!handles_flag("# the --quiet flag", "--quiet"));
         assert!(!handles_flag("    println!(\"words: {}\", n);", "--quiet"));
+        assert!(is_test_line("    #[test]\n") && is_test_line("def test_doubles(self):"));
         assert!(!is_test_line("fn double(x: i32) -> i32 {"));
+        assert_eq!(
+            called_names("Pick the best hand(s); see `fn score`."),
+            ["hand", "score"]
+        );
     }
 
     #[test]

@@ -13,9 +13,16 @@
 //! - the check runs after every answer that changed a file; its errors go back to the model,
 //!   and the **same error again** (same fingerprint) is said to be the second or third time, in
 //!   a firmer tone — after the third the attempt ends;
-//! - a passing check does not end a step on its own: when what the step asks for is not there
-//!   yet (a file it names unchanged, a test it asks for, a function it names), the model is
-//!   asked once more, and the step is done when it answers that it is;
+//! - the tests decide (`docs/develop.md`, "The tests decide"): when tests exercise the step's
+//!   files they run after every answer whose check passes, and passing, the step is done —
+//!   unless what it asks for can be shown missing (a test it asks for that no file gained, a
+//!   function it names that is not in the code, a flag it adds that no line reads): then the
+//!   model is asked once more. Without such tests the check decides, with the same question
+//!   and a file the step names left unchanged;
+//! - no call is spent twice ("No call spent twice"): a code block that gives the failing code
+//!   back ends the attempt, a fix round's answer that leaves code already tested or fails the
+//!   tests as the code it was shown ends it too, and a fix round whose two last attempts failed
+//!   the same way stops;
 //! - a failed attempt restores the step's snapshot of the working copy; the next attempt starts
 //!   from a clean prompt that summarises why the earlier ones failed, and the last attempt goes
 //!   to the `escalation` role when one is configured.
@@ -68,6 +75,8 @@ pub(super) struct StepSpec {
     /// A fix round of a one-step plan: its attempts after the first start from the files as
     /// they were before the run, not from the code that fails (see [`Step::clean_start`]).
     pub afresh: bool,
+    /// How the tests failed when a fix round was asked ([`test_print`] of that run).
+    pub failing: Option<u64>,
 }
 
 /// What the answers of the attempt asked now have done so far.
@@ -79,13 +88,14 @@ struct Answers {
     check_failed: bool,
     /// The model was asked once for what the step still lacked.
     asked_missing: bool,
-    /// The model was told once that its code block changed nothing.
-    told_unchanged: bool,
     /// Asked for what the step lacked, the model gave the files back unchanged, and was told
     /// once more.
     told_missing_again: bool,
     /// Answers in a row whose blocks were all refused.
     refused_in_a_row: usize,
+    /// How the tests failed on the code the last answer left ([`test_print`]); `None` when
+    /// they passed or did not run.
+    tests_failed: Option<u64>,
     /// The output-token limit of a rewrite answer, from the files as the attempt began.
     limit: Option<u32>,
     stuck: Stuck,
@@ -107,6 +117,16 @@ struct Memory {
     notes: Vec<String>,
     /// The check's failure the model was last told about (this attempt).
     failing: Option<String>,
+    /// The code each tested answer of the step left (the changed files, hashed) and how the
+    /// tests failed on it: an answer that gives that code again is not tested again.
+    judged: HashMap<u64, u64>,
+    /// How the tests failed that the model was last shown in this attempt (the failures a fix
+    /// round was given, then those of its answers).
+    told_tests: Option<u64>,
+    /// How the tests failed at the end of each failed attempt.
+    attempt_failures: Vec<Option<u64>>,
+    /// The step ends without another attempt.
+    stopped: bool,
 }
 
 /// A step's policy over the shared driver (`model_loop::driver`): every attempt starts clean
@@ -172,6 +192,8 @@ impl Policy for Step<'_, '_> {
 
     fn starting(&mut self, at: &At) {
         self.answers = Answers::default();
+        self.memory.told_tests = self.spec.failing;
+        self.memory.failing = None;
         self.attempt = at.attempt;
         self.model = at.model.name().to_owned();
         if at.escalated {
@@ -337,7 +359,28 @@ impl Policy for Step<'_, '_> {
             crate::edit::text::clip(reason, 160)
         ));
         self.failures.push(reason.to_owned());
+        self.memory.attempt_failures.push(self.answers.tests_failed);
+        // A fix round whose last two attempts failed the same tests the same way ends: the
+        // next would be asked what both already answered (`docs/develop.md`, "No call spent
+        // twice").
+        if self.spec.number.is_none()
+            && matches!(
+                self.memory.attempt_failures.as_slice(),
+                [.., Some(a), Some(b)] if a == b
+            )
+        {
+            self.memory.stopped = true;
+            self.memory.notes.push(format!(
+                "attempts {} and {} failed the same tests the same way; no further attempt",
+                at.attempt - 1,
+                at.attempt
+            ));
+        }
         self.restore();
+    }
+
+    fn stop(&self) -> bool {
+        self.memory.stopped
     }
 }
 
@@ -363,6 +406,12 @@ impl Run<'_> {
         };
         let before_changes = self.changes();
         self.tests_after_files = false;
+        let mut memory = Memory::default();
+        // The code a fix round is given fails its tests: an answer that writes it again is not
+        // tested again.
+        if let Some(failing) = spec.failing {
+            memory.judged.insert(self.code_print(), failing);
+        }
         let coder = self.roles().coder.clone();
         let escalation = self.roles().escalation.clone();
         let mut step = Step {
@@ -371,7 +420,7 @@ impl Run<'_> {
             spec,
             before,
             before_changes,
-            memory: Memory::default(),
+            memory,
             answers: Answers::default(),
             failures: Vec::new(),
             files: StepFiles::default(),
@@ -605,33 +654,30 @@ impl Run<'_> {
                             return Ok(Next::Ask);
                         }
                     }
-                    if state.edited && !state.check_failed {
+                    // Done: an edit went through and nothing fails that this step must fix (a
+                    // plan step leaves failing tests to the fix rounds).
+                    if state.edited
+                        && !state.check_failed
+                        && (state.tests_failed.is_none() || spec.number.is_some())
+                    {
                         return Ok(Next::Done);
                     }
                     // A block that repeats the file while something still fails (the check, or
-                    // the tests a fix round is given): said once, with what fails.
-                    if repeated
-                        && !state.told_unchanged
-                        && let Some(failing) = self.still_failing(turn, memory)
-                    {
-                        state.told_unchanged = true;
+                    // the tests a fix round is given): the code was judged already, and told
+                    // again what fails the 1.5B model gives it back again (py-pangram: the same
+                    // wrong `is_pangram` in every answer of a fix round). The attempt ends; the
+                    // next starts clean (afresh from the files before the run, in a fix round
+                    // of a one-step plan) and is sampled.
+                    if repeated && self.still_failing(turn, memory).is_some() {
+                        state.tests_failed = state.tests_failed.or(memory.told_tests);
                         memory.notes.push(
-                            "its code block changed nothing while something still failed; told \
-                             so once"
+                            "its code block gave the failing code back unchanged; the attempt \
+                             ended"
                                 .to_owned(),
                         );
-                        let again = self.answer_again(turn);
-                        self.say(
-                            turn,
-                            messages,
-                            format!(
-                                "Your code block is the same as the current file: it changed \
-                                 nothing, and this still fails:\n{}\n\nChange the code so that it \
-                                 passes. {again}",
-                                crate::edit::text::clip(failing.trim(), 1500)
-                            ),
-                        );
-                        return Ok(Next::Ask);
+                        return Ok(failed(
+                            "its code block repeated the code that fails, unchanged".to_owned(),
+                        ));
                     }
                     let said = response.text.trim();
                     let why = if repeated {
@@ -714,6 +760,18 @@ impl Run<'_> {
     ) -> Result<Next, DevelopFailure> {
         let rewrite = turn.protocol == Protocol::Rewrite;
         state.edited = true;
+        // The code of an earlier answer of this fix round, whose tests failed: not tested
+        // again, and not told the same failure again.
+        if turn.spec.number.is_none() {
+            let code = self.code_print();
+            if let Some(&print) = memory.judged.get(&code) {
+                state.tests_failed = Some(print);
+                return Ok(failed(
+                    "its answer was the code of an earlier answer, which failed the tests"
+                        .to_owned(),
+                ));
+            }
+        }
         let mut runs = self.run_checks(CheckKind::Check).await?;
         if runs.iter().all(|r| r.passed) {
             runs.extend(self.run_checks(CheckKind::Lint).await?);
@@ -733,6 +791,9 @@ impl Run<'_> {
             ));
         }
         state.check_failed = !check_ok;
+        if check_ok && self.tests_exercise(turn) {
+            return self.tested(turn, written, messages, memory, state).await;
+        }
         if check_ok {
             let missing = self.not_done_yet(turn);
             if missing.is_empty() || state.asked_missing {
@@ -743,13 +804,7 @@ impl Run<'_> {
                 "the check passed, but the step was not finished ({}); asked once more",
                 missing.join("; ")
             ));
-            let way = match (rewrite, turn.files.items.is_empty()) {
-                (true, true) => "Reply with the complete new file(s) that add it, each in one \
-                                 code block with its path on the line above"
-                    .to_owned(),
-                (true, false) => self.answer_again(turn).trim_end_matches('.').to_owned(),
-                (false, _) => "Change the files now".to_owned(),
-            };
+            let way = self.missing_way(turn);
             self.say(
                 turn,
                 messages,
@@ -795,6 +850,133 @@ impl Run<'_> {
             }
         };
         self.say(turn, messages, format!("{written}{message}"));
+        Ok(Next::Ask)
+    }
+
+    /// How to answer with what a step still lacks.
+    fn missing_way(&mut self, turn: &Turn<'_>) -> String {
+        match (
+            turn.protocol == Protocol::Rewrite,
+            turn.files.items.is_empty(),
+        ) {
+            (true, true) => "Reply with the complete new file(s) that add it, each in one code \
+                             block with its path on the line above"
+                .to_owned(),
+            (true, false) => self.answer_again(turn).trim_end_matches('.').to_owned(),
+            (false, _) => "Change the files now".to_owned(),
+        }
+    }
+
+    /// Whether the workspace has tests that exercise the files of this step: a test command,
+    /// and tests shown beside the files, or a test file among them, or tests inside them (a
+    /// Rust module's `#[test]`s).
+    fn tests_exercise(&mut self, turn: &Turn<'_>) -> bool {
+        if !self.has_checks(CheckKind::Test) {
+            return false;
+        }
+        if !turn.files.read_only.is_empty() {
+            return true;
+        }
+        let files: Vec<String> = turn
+            .files
+            .edit
+            .iter()
+            .chain(&turn.files.create)
+            .cloned()
+            .collect();
+        files.iter().any(|f| {
+            super::explore::is_test_file(f)
+                || self
+                    .read_text(f)
+                    .is_some_and(|t| t.lines().any(super::rewrite::is_test_line))
+        })
+    }
+
+    /// The code the run's changes make now, hashed: two answers that leave the same files
+    /// have the same print.
+    pub(super) fn code_print(&mut self) -> u64 {
+        let mut changes = self.changes();
+        changes.sort();
+        let mut text = String::new();
+        for (path, t) in changes {
+            text.push_str(&path.to_string_lossy());
+            text.push('\0');
+            text.push_str(&t);
+            text.push('\0');
+        }
+        crate::tools::overlay::fnv1a(text.as_bytes())
+    }
+
+    /// After an answer whose check passes, in a step the tests exercise: the tests decide
+    /// (`docs/develop.md`, "The tests decide"). Passing, the step is done — unless what it
+    /// asks for is shown missing ([`Run::shown_missing`]), asked once. Failing, a plan step is done too (the verify
+    /// phase's fix rounds take the failures; a step of a longer plan may leave them to a later
+    /// step); a fix round tells the model how they fail, and an answer that fails them the same
+    /// way as the code it was shown ends the attempt instead of being told the same again.
+    async fn tested(
+        &mut self,
+        turn: &Turn<'_>,
+        written: String,
+        messages: &mut Vec<Message>,
+        memory: &mut Memory,
+        state: &mut Answers,
+    ) -> Result<Next, DevelopFailure> {
+        let code = self.code_print();
+        let runs = self.run_checks(CheckKind::Test).await?;
+        let passed = runs.iter().all(|r| r.passed);
+        state.tests_failed = (!passed).then(|| test_print(&runs));
+        if let Some(print) = state.tests_failed {
+            memory.judged.insert(code, print);
+        }
+        let missing = self.shown_missing(turn).join("; ");
+        if !missing.is_empty() && !state.asked_missing {
+            state.asked_missing = true;
+            memory.notes.push(format!(
+                "the tests {}, but the step was not finished ({missing}); asked once more",
+                if passed { "pass" } else { "fail" }
+            ));
+            let way = self.missing_way(turn);
+            self.say(
+                turn,
+                messages,
+                format!(
+                    "{written}The check passes, but this step is not finished: {missing}. {way}; \
+                     if nothing is missing, answer `done`."
+                ),
+            );
+            return Ok(Next::Ask);
+        }
+        let Some(print) = state.tests_failed else {
+            memory.notes.push("the tests pass".to_owned());
+            return Ok(Next::Done);
+        };
+        if turn.spec.number.is_some() {
+            memory
+                .notes
+                .push("the tests fail after this step; the fix rounds take them".to_owned());
+            return Ok(Next::Done);
+        }
+        if memory.told_tests == Some(print) {
+            return Ok(failed(
+                "its answer fails the tests the same way as the code it was shown".to_owned(),
+            ));
+        }
+        memory.told_tests = Some(print);
+        let failures = self.test_failures(&runs);
+        memory.failing = Some(failures.clone());
+        let fix = if turn.protocol == Protocol::Rewrite {
+            self.correction(turn)
+        } else {
+            "Fix the code with edit_file (old_string copied from the current file).".to_owned()
+        };
+        self.say(
+            turn,
+            messages,
+            format!(
+                "{written}Your change was applied and the check passes, but the tests fail:\n\
+                 {failures}\n{fix}"
+            ),
+        );
         Ok(Next::Ask)
     }
 
@@ -1011,6 +1193,32 @@ impl Turn<'_> {
             .unwrap_or_default()
             .to_owned()
     }
+}
+
+/// How a test run failed, as a print to compare: the failing tests' names and assertions when
+/// the runner's output is read (`failures.rs`), else the output; numbers and spacing dropped
+/// (`checks::fingerprint`), so timings do not count. Two answers that fail the same tests on
+/// the same assertions have the same print.
+pub(super) fn test_print(runs: &[CheckRun]) -> u64 {
+    let mut text = String::new();
+    for r in runs.iter().filter(|r| !r.passed) {
+        text.push_str(&r.line);
+        text.push('\n');
+        match super::failures::parse(&r.output) {
+            Some(found) => {
+                for f in found {
+                    text.push_str(&f.name);
+                    text.push('\n');
+                    for m in &f.message {
+                        text.push_str(m);
+                        text.push('\n');
+                    }
+                }
+            }
+            None => text.push_str(&r.output),
+        }
+    }
+    super::checks::fingerprint(&text)
 }
 
 /// How a step's clean start names the attempts that failed before it.

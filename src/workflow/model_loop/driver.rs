@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | target | the selection's item, or the file | the files the step names (whole, or their items) |
 //! | a failed attempt, same protocol and model | goes on in the same conversation, with the refusal and the current text | starts clean from the step's snapshot |
-//! | done | the answer's edit applied | the edit applied, the check passes, and what the step asked for is there |
+//! | done | the answer's edit applied | the edit applied, the check passes, the tests that exercise the files pass, and nothing it asked for is shown missing |
 //! | answers per attempt | one (rewrite) or tool rounds | rounds of blocks or tool calls, the check after each change |
 //!
 //! The driver owns what is the same: which model an attempt goes to (the last one to the
@@ -103,6 +103,12 @@ pub(crate) trait Policy {
     }
     /// After a failed attempt.
     fn failed(&mut self, _at: &At, _reason: &str) {}
+    /// Whether the attempts end after the one that just failed, though some are left: another
+    /// would be asked what the earlier ones already answered (a develop fix round whose two
+    /// attempts failed the same tests the same way, `docs/develop.md`).
+    fn stop(&self) -> bool {
+        false
+    }
 
     // -- the answers of one attempt ([`rounds`]) --
 
@@ -281,6 +287,14 @@ pub(crate) async fn drive<P: Policy>(
                 policy.failed(&at, &reason);
                 failures.push(reason);
                 refused = r;
+                if policy.stop() {
+                    return Ok(Driven::Failed {
+                        attempts: attempt,
+                        model,
+                        failures,
+                        refused,
+                    });
+                }
             }
         }
     }
