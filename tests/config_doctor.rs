@@ -174,7 +174,7 @@ async fn bad_files_are_reported_and_the_rest_still_works() {
     let ws_file = display(&setup.path("ws/.patchwise/config.toml"));
     let user_file = display(&setup.path("xdg/patchwise/config.toml"));
     assert_eq!(problems.len(), 3, "{problems:#?}");
-    assert!(problems[0].starts_with(&format!("warning | {user_file} | providers.local.temprature | unknown key, ignored; allowed here: api_key_env, base_url, kind, tools")), "{problems:#?}");
+    assert!(problems[0].starts_with(&format!("warning | {user_file} | providers.local.temprature | unknown key, ignored; allowed here: api_key_env, base_url, context, gpu_layers, idle_minutes, kind, model, threads, tools")), "{problems:#?}");
     // Every section is checked when the file loads.
     assert!(
         problems[1].starts_with(&format!(
@@ -261,10 +261,13 @@ async fn no_configuration_tries_ollama_then_lm_studio() {
     let report = json(&output);
     assert_eq!(report["builtin_providers"], true);
     let coder = role(&report, "coder");
-    assert_eq!(
-        coder["candidates"],
+    // Then the model inside patchwise, in builds that have it.
+    let expected = if patchwise::model::embedded::AVAILABLE {
+        serde_json::json!(["ollama", "lmstudio", "embedded"])
+    } else {
         serde_json::json!(["ollama", "lmstudio"])
-    );
+    };
+    assert_eq!(coder["candidates"], expected);
     let urls: Vec<&str> = report["providers"]
         .as_array()
         .unwrap()

@@ -209,7 +209,12 @@ pub async fn build_report(
             if provider.kind == ProviderKind::Embedded && !target.model.is_empty() {
                 provider.embedded.model = Some(target.model.clone());
             }
-            let probe_key = format!("{}/{}", target.provider, target.model);
+            // One probe per server; an embedded provider's role may name its own file.
+            let probe_key = if provider.kind == ProviderKind::Embedded {
+                format!("{}/{}", target.provider, target.model)
+            } else {
+                target.provider.clone()
+            };
             if !probes.contains_key(&probe_key) {
                 let result = probe_provider(&config, &provider, probe_timeout).await;
                 tracing::debug!(provider = %target.provider, answers = result.answers, "doctor: probed");
