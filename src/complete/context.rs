@@ -18,14 +18,14 @@ pub const EXTRA_CHUNK_LINES: usize = 64;
 
 /// Another open document, as the prompt may show it.
 #[derive(Debug, Clone)]
-pub struct OpenFile {
+pub struct OtherDocument {
     pub path: String,
     pub text: String,
 }
 
 /// The budgets of one prompt, in tokens.
 #[derive(Debug, Clone, Copy)]
-pub struct Budget {
+pub struct PromptBudget {
     pub prefix_tokens: usize,
     pub suffix_tokens: usize,
     pub extra_tokens: usize,
@@ -36,8 +36,8 @@ pub fn gather(
     path: &str,
     text: &str,
     offset: usize,
-    others: &[OpenFile],
-    budget: Budget,
+    others: &[OtherDocument],
+    budget: PromptBudget,
 ) -> FimInput {
     let offset = floor_boundary(text, offset);
     let (before, after) = text.split_at(offset);
@@ -91,8 +91,8 @@ fn suffix_end(after: &str, max_bytes: usize) -> usize {
 /// Chunks of the other files within `max_bytes`: each file's first lines (up to
 /// [`EXTRA_CHUNK_LINES`]), in path order, so the same files give the same text on every
 /// keystroke.
-fn extra_files(others: &[OpenFile], max_bytes: usize) -> Vec<ExtraFile> {
-    let mut files: Vec<&OpenFile> = others.iter().collect();
+fn extra_files(others: &[OtherDocument], max_bytes: usize) -> Vec<ExtraFile> {
+    let mut files: Vec<&OtherDocument> = others.iter().collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     let mut left = max_bytes;
     let mut out = Vec::new();
@@ -140,7 +140,7 @@ fn ceil_boundary(text: &str, offset: usize) -> usize {
 mod tests {
     use super::*;
 
-    const NONE: Budget = Budget {
+    const NONE: PromptBudget = PromptBudget {
         prefix_tokens: 10_000,
         suffix_tokens: 10_000,
         extra_tokens: 0,
@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn the_prompt_start_stays_put_while_the_user_types() {
         let mut text: String = (0..200).map(|i| format!("line {i}\n")).collect();
-        let budget = Budget {
+        let budget = PromptBudget {
             prefix_tokens: 200,
             suffix_tokens: 10,
             extra_tokens: 0,
@@ -171,17 +171,17 @@ mod tests {
     #[test]
     fn the_suffix_ends_at_a_line_end_and_other_files_come_in_path_order() {
         let text = "a\nbbbbbbbbbb\ncccccccccccccccccccc\n";
-        let budget = Budget {
+        let budget = PromptBudget {
             prefix_tokens: 100,
             suffix_tokens: 5,
             extra_tokens: 100,
         };
         let others = [
-            OpenFile {
+            OtherDocument {
                 path: "z.py".into(),
                 text: "z = 1\n".into(),
             },
-            OpenFile {
+            OtherDocument {
                 path: "b.py".into(),
                 text: "b = 2\n".into(),
             },

@@ -25,7 +25,7 @@ use crate::config::Config;
 use crate::model::ModelError;
 use crate::syntax::Language;
 pub use cache::SuggestionCache;
-pub use context::OpenFile;
+pub use context::OtherDocument;
 pub use provider::{FimAnswer, FimProvider, FimRequest};
 
 /// One request for a suggestion.
@@ -41,7 +41,7 @@ pub struct CompletionRequest {
     /// The user asked (else it came while typing).
     pub invoked: bool,
     /// The other open documents.
-    pub others: Vec<OpenFile>,
+    pub others: Vec<OtherDocument>,
 }
 
 /// A suggestion to insert at the cursor.
@@ -60,8 +60,11 @@ pub struct Completer {
     cache: Mutex<SuggestionCache>,
     current: Mutex<Option<CancellationToken>>,
     /// The provider chosen for a configuration (a reloaded configuration is a new `Arc`).
-    provider: tokio::sync::Mutex<Option<(Arc<Config>, Arc<dyn FimProvider>)>>,
+    provider: tokio::sync::Mutex<Option<Chosen>>,
 }
+
+/// A provider and the configuration it was chosen for.
+type Chosen = (Arc<Config>, Arc<dyn FimProvider>);
 
 impl Completer {
     /// Stops the request in flight (its wait or its model call) and returns the token of a new
@@ -121,7 +124,7 @@ impl Completer {
         };
         let mid_line = !rest_of_line.trim().is_empty();
         let context_tokens = section.context_tokens as usize;
-        let budget = context::Budget {
+        let budget = context::PromptBudget {
             prefix_tokens: context_tokens,
             suffix_tokens: context_tokens / 4,
             extra_tokens: section.extra_context_tokens as usize,

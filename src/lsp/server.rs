@@ -20,7 +20,7 @@ use tower_lsp_server::{Client, LanguageServer, LspService};
 
 use super::transport::{FLUSH_METHOD, TransportState};
 use super::{from_proto, proposals, to_proto};
-use crate::complete::{Completer, CompletionRequest, OpenFile};
+use crate::complete::{Completer, CompletionRequest, OtherDocument};
 use crate::config::{Config, ConfigProblem};
 use crate::document::{Document, PositionEncoding};
 use crate::model::ModelRouter;
@@ -354,7 +354,7 @@ impl Backend {
                 .documents
                 .iter()
                 .filter(|(other, _)| **other != uri)
-                .map(|(other, doc)| OpenFile {
+                .map(|(other, doc)| OtherDocument {
                     path: shown(other),
                     text: doc.text(),
                 })
