@@ -107,7 +107,7 @@ class Lsp:
         self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         return self.next_id
 
-    def wait(self, ident, timeout=30):
+    def wait(self, ident, timeout=120):
         deadline = time.monotonic() + timeout
         with self.cond:
             while ident not in self.answers:
@@ -142,7 +142,7 @@ def baseline(prefix, suffix):
     start = time.monotonic()
     request = urllib.request.Request(URL + "/completions", json.dumps(body).encode(),
                                      {"Content-Type": "application/json"})
-    answer = json.load(urllib.request.urlopen(request, timeout=60))
+    answer = json.load(urllib.request.urlopen(request, timeout=180))
     latency = time.monotonic() - start
     return answer["choices"][0]["text"], latency, answer.get("timings", {}).get("prompt_n")
 
