@@ -127,12 +127,12 @@ function M.attach(client, bufnr, opts)
       end
     end,
   })
+  -- Not an expr mapping: an expr mapping may not change the buffer (textlock).
   vim.keymap.set('i', key, function()
-    if accept(bufnr) then
-      return ''
+    if not accept(bufnr) then
+      vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(key, true, false, true), 'n', false)
     end
-    return vim.api.nvim_replace_termcodes(key, true, false, true)
-  end, { buffer = bufnr, expr = true, desc = 'patchwise: accept the suggestion' })
+  end, { buffer = bufnr, desc = 'patchwise: accept the suggestion' })
 end
 
 --- The suggestion shown in a buffer (0.11), for tests and statuslines.
