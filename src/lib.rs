@@ -5,6 +5,7 @@
 
 pub mod acp;
 pub mod cli;
+pub mod complete;
 pub mod config;
 pub mod document;
 pub mod edit;

@@ -54,6 +54,7 @@ fn lifecycle_advertises_only_what_is_implemented() {
             "codeLensProvider",
             "executeCommandProvider",
             "hoverProvider",
+            "inlineCompletionProvider",
             "positionEncoding",
             "textDocumentSync"
         ]

@@ -53,6 +53,9 @@ pub struct ConfigFile {
     pub develop: DevelopSection,
     /// The tools a model calls.
     pub tools: ToolsSection,
+    /// Inline completion as you type (`textDocument/inlineCompletion`), from the `completion`
+    /// role's model.
+    pub completion: CompletionSection,
 }
 
 /// A base URL of an API (providers, research sources, feeds).
@@ -122,6 +125,10 @@ pub struct RolesTable {
     /// A stronger model for the last retry, with a clean prompt.
     #[schemars(regex(pattern = ROLE_PATTERN), extend("x-expected" = ROLE_EXPECTED))]
     pub escalation: Option<String>,
+    /// Completes code as you type (fill-in-the-middle): a base model such as
+    /// `qwen2.5-coder:1.5b-base` is better at it than an instruct model; the instruct model works.
+    #[schemars(regex(pattern = ROLE_PATTERN), extend("x-expected" = ROLE_EXPECTED))]
+    pub completion: Option<String>,
 }
 
 /// How the edit workflow asks a model for a change.
@@ -512,5 +519,102 @@ impl ToolsSection {
             .get(&extension.to_ascii_lowercase())
             .copied()
             .unwrap_or(self.validate)
+    }
+}
+
+/// Which request a completion provider gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FimApi {
+    /// From the provider: Mistral's API → `mistral`; a server on port 11434 → `ollama`; any
+    /// other → `completions`.
+    #[default]
+    Auto,
+    /// `POST {base_url}/completions` with the model family's fill-in-the-middle tokens in the
+    /// prompt (llama.cpp, vLLM, LM Studio, the model inside patchwise).
+    Completions,
+    /// llama.cpp's `POST /infill` (prefix, suffix and extra context as fields).
+    Infill,
+    /// Ollama's `POST /api/generate` with `suffix`.
+    Ollama,
+    /// Mistral's `POST {base_url}/fim/completions` (Codestral).
+    Mistral,
+}
+
+/// The fill-in-the-middle tokens a model was trained with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FimFamilyChoice {
+    /// From the model's name; Qwen2.5-Coder's tokens when the name says nothing.
+    #[default]
+    Auto,
+    /// `<|fim_prefix|>…<|fim_suffix|>…<|fim_middle|>`, other files after `<|file_sep|>`.
+    Qwen,
+    /// `<fim_prefix>…<fim_suffix>…<fim_middle>`, other files after `<file_sep>`.
+    Starcoder,
+    /// `<｜fim▁begin｜>…<｜fim▁hole｜>…<｜fim▁end｜>`.
+    Deepseek,
+    /// `<PRE> … <SUF>… <MID>`.
+    Codellama,
+    /// `[SUFFIX]…[PREFIX]…`.
+    Codestral,
+}
+
+/// `[completion]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompletionSection {
+    /// Whether suggestions are offered while typing (an invoked request is answered either way
+    /// unless the language is turned off).
+    pub enabled: bool,
+    /// Per language id (`python = false`), overriding `enabled`.
+    pub languages: BTreeMap<String, bool>,
+    /// Milliseconds of quiet after a keystroke before the model is asked (typing within it
+    /// sends nothing).
+    #[schemars(range(min = 0, max = 5000))]
+    pub debounce_ms: u64,
+    /// Tokens a suggestion may have.
+    #[schemars(range(min = 1, max = 1024))]
+    pub max_tokens: u32,
+    /// Whether a suggestion may span lines (up to the end of the current block); a cursor in
+    /// the middle of a line always gets one line.
+    pub multi_line: bool,
+    /// Tokens of the file before the cursor in the prompt (the text after it gets a quarter of
+    /// this).
+    #[schemars(range(min = 64, max = 100_000))]
+    pub context_tokens: u32,
+    /// Tokens of other open files in the prompt (for models whose format has files: Qwen,
+    /// StarCoder2); 0 sends none.
+    #[schemars(range(min = 0, max = 100_000))]
+    pub extra_context_tokens: u32,
+    /// The request the provider gets.
+    pub api: FimApi,
+    /// The model's fill-in-the-middle tokens.
+    pub fim: FimFamilyChoice,
+}
+
+impl Default for CompletionSection {
+    fn default() -> Self {
+        CompletionSection {
+            enabled: true,
+            languages: BTreeMap::new(),
+            debounce_ms: 150,
+            max_tokens: 64,
+            multi_line: true,
+            context_tokens: 1024,
+            extra_context_tokens: 256,
+            api: FimApi::Auto,
+            fim: FimFamilyChoice::Auto,
+        }
+    }
+}
+
+impl CompletionSection {
+    /// Whether suggestions are offered in `language` (an LSP language id).
+    pub fn enabled_for(&self, language: &str) -> bool {
+        self.languages
+            .get(language)
+            .copied()
+            .unwrap_or(self.enabled)
     }
 }

@@ -33,8 +33,8 @@ use serde_json::Value;
 
 pub use crate::model::embedded::EmbeddedSettings;
 pub use file::{
-    Approve, DevelopChecks, DevelopSection, EditFormat, EditSection, ResearchSection, SourceTable,
-    ToolsSection, ValidateLevel,
+    Approve, CompletionSection, DevelopChecks, DevelopSection, EditFormat, EditSection, FimApi,
+    FimFamilyChoice, ResearchSection, SourceTable, ToolsSection, ValidateLevel,
 };
 pub use secret::Secret;
 pub use validate::did_you_mean;
@@ -218,14 +218,18 @@ pub enum ModelRole {
     Judge,
     /// A stronger model for the last retry.
     Escalation,
+    /// Completes code as the user types (fill-in-the-middle; a base model is better at it
+    /// than an instruct model).
+    Completion,
 }
 
 impl ModelRole {
-    pub const ALL: [ModelRole; 4] = [
+    pub const ALL: [ModelRole; 5] = [
         ModelRole::Coder,
         ModelRole::Planner,
         ModelRole::Judge,
         ModelRole::Escalation,
+        ModelRole::Completion,
     ];
 
     pub fn name(self) -> &'static str {
@@ -234,6 +238,7 @@ impl ModelRole {
             ModelRole::Planner => "planner",
             ModelRole::Judge => "judge",
             ModelRole::Escalation => "escalation",
+            ModelRole::Completion => "completion",
         }
     }
 }
@@ -438,6 +443,8 @@ pub struct Config {
     pub develop: DevelopSection,
     /// `[tools]`.
     pub tools: ToolsSection,
+    /// `[completion]`.
+    pub completion: CompletionSection,
     /// Where each value that is not a default came from, by dotted key.
     pub sources: BTreeMap<String, ValueSource>,
     /// Every layer's valid values, merged: what the typed fields are resolved from.
@@ -693,6 +700,7 @@ impl Config {
             (ModelRole::Planner, file.roles.planner),
             (ModelRole::Judge, file.roles.judge),
             (ModelRole::Escalation, file.roles.escalation),
+            (ModelRole::Completion, file.roles.completion),
         ];
         for (role, text) in roles {
             if let Some(target) = text.and_then(|t| RoleTarget::parse(&t).ok()) {
@@ -726,6 +734,7 @@ impl Config {
         self.research = file.research;
         self.develop = file.develop;
         self.tools = file.tools;
+        self.completion = file.completion;
     }
 
     /// Checks across layers: roles must name a known provider; a research source must be a

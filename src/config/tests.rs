@@ -125,7 +125,7 @@ max_sources = 12
     );
     assert!(
         has(
-            "colour: unknown key, ignored; allowed here: data_dir, develop, edit, models, providers"
+            "colour: unknown key, ignored; allowed here: completion, data_dir, develop, edit, models, providers"
         ),
         "{rendered:#?}"
     );
@@ -141,7 +141,7 @@ max_sources = 12
     assert!(has("providers.local.temprature: unknown key"));
     assert!(
         has(
-            "roles.reviewer: unknown key, ignored; allowed here: coder, escalation, judge, planner"
+            "roles.reviewer: unknown key, ignored; allowed here: coder, completion, escalation, judge, planner"
         ),
         "{rendered:#?}"
     );

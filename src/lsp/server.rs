@@ -20,6 +20,7 @@ use tower_lsp_server::{Client, LanguageServer, LspService};
 
 use super::transport::{FLUSH_METHOD, TransportState};
 use super::{from_proto, proposals, to_proto};
+use crate::complete::{Completer, CompletionRequest, OtherDocument};
 use crate::config::{Config, ConfigProblem};
 use crate::document::{Document, PositionEncoding};
 use crate::model::ModelRouter;
@@ -176,6 +177,8 @@ pub struct Backend {
     shut_down: Arc<AtomicBool>,
     /// The stdio transport's shared state (`None` without it, e.g. in-process).
     wire: Option<Arc<TransportState>>,
+    /// Inline completion: recent suggestions, the request in flight.
+    completer: Arc<Completer>,
 }
 
 pub fn build(
@@ -188,11 +191,14 @@ pub fn build(
         state: Arc::new(Mutex::new(State::default())),
         shut_down,
         wire,
+        completer: Arc::new(Completer::default()),
     })
     .custom_method("patchwise/viewFileText", Backend::view_file_text)
     .custom_method("patchwise/proposalContent", Backend::proposal_content)
     // tower-lsp-server 0.23 has no trait method for this notification yet.
-    .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel);
+    .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
+    // tower-lsp-server 0.23 has no trait method for LSP 3.18's inline completion.
+    .custom_method("textDocument/inlineCompletion", Backend::inline_completion);
     if std::env::var_os(DEBUG_METHODS_ENV).is_some_and(|v| v == "1") {
         builder = builder.custom_method("patchwise/debug/panic", Backend::debug_panic);
     }
@@ -251,6 +257,7 @@ impl Backend {
         let mut state = self.state();
         state.router = Arc::new(ModelRouter::new(config.clone()));
         state.config = Arc::new(config);
+        self.completer.clear();
         problems
     }
 
@@ -310,6 +317,78 @@ impl Backend {
         }
         let followed = review::document_changed(&mut state.proposals, &path, &applied.replacements);
         Some((path, followed))
+    }
+
+    /// `textDocument/inlineCompletion` (LSP 3.18): a suggestion at the cursor, or an empty
+    /// list. The request in flight before it is superseded at once (before this handler's first
+    /// `.await`, so in arrival order); `$/cancelRequest` drops this handler's future and with it
+    /// the model request.
+    async fn inline_completion(
+        &self,
+        params: InlineCompletionParams,
+    ) -> Result<InlineCompletionResponse> {
+        let cancel = self.completer.begin();
+        let position = params.text_document_position.position;
+        let uri = params.text_document_position.text_document.uri;
+        let invoked = params.context.trigger_kind == InlineCompletionTriggerKind::INVOKED;
+        let (request, config) = {
+            let state = self.state();
+            let Some(doc) = state.documents.get(&uri) else {
+                return Ok(InlineCompletionResponse::Array(Vec::new()));
+            };
+            let (offset, _) = doc.offset(from_proto::position(position), state.encoding);
+            let root = state.workspace_roots.iter().find_map(from_proto::file_path);
+            let shown = |uri: &Uri| {
+                let path = from_proto::file_path(uri);
+                match (&path, &root) {
+                    (Some(path), Some(root)) if path.starts_with(root) => path
+                        .strip_prefix(root)
+                        .unwrap_or(path)
+                        .to_string_lossy()
+                        .into_owned(),
+                    (Some(path), _) => path.to_string_lossy().into_owned(),
+                    (None, _) => uri.as_str().to_owned(),
+                }
+            };
+            let others = state
+                .documents
+                .iter()
+                .filter(|(other, _)| **other != uri)
+                .map(|(other, doc)| OtherDocument {
+                    path: shown(other),
+                    text: doc.text(),
+                })
+                .collect();
+            let request = CompletionRequest {
+                path: shown(&uri),
+                text: doc.text(),
+                offset,
+                language_id: doc.language_id.clone(),
+                invoked,
+                others,
+            };
+            (request, state.config.clone())
+        };
+        match self.completer.suggest(&config, request, cancel).await {
+            Ok(Some(suggestion)) => Ok(InlineCompletionResponse::Array(vec![
+                InlineCompletionItem {
+                    insert_text: suggestion.text,
+                    filter_text: None,
+                    // An empty range at the cursor: without one, a client replaces the word
+                    // before the cursor.
+                    range: Some(Range::new(position, position)),
+                    command: None,
+                    insert_text_format: None,
+                },
+            ])),
+            Ok(None) => Ok(InlineCompletionResponse::Array(Vec::new())),
+            Err(err) if invoked => Err(request_failed(format!("no completion: {err}"))),
+            Err(err) => {
+                // Typing must not bring up error messages: the log says why.
+                tracing::warn!("completion failed: {err}");
+                Ok(InlineCompletionResponse::Array(Vec::new()))
+            }
+        }
     }
 
     async fn progress_cancel(&self, params: WorkDoneProgressCancelParams) {
@@ -482,6 +561,7 @@ impl LanguageServer for Backend {
                         work_done_progress_options: WorkDoneProgressOptions::default(),
                     },
                 )),
+                inline_completion_provider: Some(OneOf::Left(true)),
                 execute_command_provider: Some(ExecuteCommandOptions {
                     commands: Command::names().into_iter().map(str::to_owned).collect(),
                     work_done_progress_options: WorkDoneProgressOptions::default(),

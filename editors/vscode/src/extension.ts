@@ -285,6 +285,9 @@ function startClient(context: vscode.ExtensionContext): LanguageClient {
   };
   const created = new LanguageClient('patchwise', 'patchwise', serverOptions, clientOptions);
   created.registerFeature(instructionInput);
+  // LSP 3.18 inline completion (ghost text as you type) is a proposed feature in
+  // vscode-languageclient: without this the client never asks for it.
+  created.registerProposedFeatures();
   created.onNotification('patchwise/runFinished', (params: RunFinished) => runs.finished(params));
   created.onDidChangeState((event) => {
     status?.setRunning(event.newState === State.Running);
@@ -314,8 +317,33 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     await proposals.decide(decision, at.id, hunk ? at.hunk : undefined);
   };
 
+  // The status-bar toggle of completion as you type (`patchwise.completion.enabled`); Tab
+  // accepts a suggestion and VS Code's own "Accept Next Word" takes it word by word.
+  const completionItem = vscode.window.createStatusBarItem('patchwise.completion', vscode.StatusBarAlignment.Right, 99);
+  completionItem.name = 'patchwise completion';
+  completionItem.command = 'patchwise.ui.toggleCompletion';
+  const renderCompletion = () => {
+    const on = vscode.workspace.getConfiguration('patchwise').get<boolean>('completion.enabled', true);
+    completionItem.text = on ? '$(sparkle) patchwise' : '$(circle-slash) patchwise';
+    completionItem.tooltip = on
+      ? 'patchwise completes as you type (click to turn off)'
+      : 'patchwise completion is off (click to turn on)';
+  };
+  renderCompletion();
+  completionItem.show();
+
   context.subscriptions.push(
     status,
+    completionItem,
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration('patchwise.completion.enabled')) {
+        renderCompletion();
+      }
+    }),
+    vscode.commands.registerCommand('patchwise.ui.toggleCompletion', async () => {
+      const config = vscode.workspace.getConfiguration('patchwise');
+      await config.update('completion.enabled', !config.get<boolean>('completion.enabled', true), vscode.ConfigurationTarget.Global);
+    }),
     vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, proposals),
     vscode.commands.registerCommand('patchwise.ui.editSelection', async () => {
       const target = currentTarget();

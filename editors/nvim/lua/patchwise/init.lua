@@ -9,6 +9,7 @@
 --     root_markers = { '.patchwise', '.git' }, -- the workspace root is the nearest of these
 --     init_options = {},                       -- settings, the shape of .patchwise/config.toml
 --     capabilities = nil,                      -- extra client capabilities (deep-merged)
+--     completion = { enabled = true, accept_key = '<C-l>' }, -- suggestions as you type
 --   })
 --
 -- Neovim 0.11+: vim.lsp.config + vim.lsp.enable. Neovim 0.10: vim.lsp.start per buffer.
@@ -27,6 +28,7 @@ M.defaults = {
   root_markers = { '.patchwise', '.git' },
   init_options = {},
   capabilities = nil,
+  completion = { enabled = true, accept_key = '<C-l>' },
 }
 
 local has_011 = vim.fn.has('nvim-0.11') == 1
@@ -208,6 +210,18 @@ function M.setup(opts)
   local group = vim.api.nvim_create_augroup('patchwise', { clear = true })
   if vim.fn.has('nvim-0.10') == 1 then
     vim.api.nvim_create_autocmd('LspProgress', { group = group, callback = on_progress })
+  end
+  if has_011 then
+    -- Completion as you type, in each buffer the server attaches to (lua/patchwise/complete.lua).
+    vim.api.nvim_create_autocmd('LspAttach', {
+      group = group,
+      callback = function(args)
+        local client = vim.lsp.get_client_by_id(args.data.client_id)
+        if client and client.name == 'patchwise' and client.server_capabilities.inlineCompletionProvider then
+          require('patchwise.complete').attach(client, args.buf, opts.completion or {})
+        end
+      end,
+    })
   end
   if has_011 and vim.lsp.config and vim.lsp.enable then
     local config = client_config(opts)

@@ -1,0 +1,202 @@
+//! What the model is shown: the text before and after the cursor within a token budget, and
+//! chunks of other open files.
+//!
+//! Budgets are counted at 3 bytes a token (code tokenizes at 3–4 bytes a token; erring short
+//! keeps the prompt inside the budget). The text before the cursor starts at a line that moves
+//! only in steps of [`PREFIX_STEP`] lines, so while the user types on, the prompt's start stays
+//! the same and the provider's cached prefix is reused; the text after the cursor is cut at a
+//! line end.
+
+use super::fim::{ExtraFile, FimInput};
+
+/// Bytes counted as one token.
+pub const BYTES_PER_TOKEN: usize = 3;
+/// The start of the text before the cursor moves in steps of this many lines.
+pub const PREFIX_STEP: usize = 32;
+/// Lines of another file shown around its cursor, at most.
+pub const EXTRA_CHUNK_LINES: usize = 64;
+
+/// Another open document, as the prompt may show it.
+#[derive(Debug, Clone)]
+pub struct OtherDocument {
+    pub path: String,
+    pub text: String,
+}
+
+/// The budgets of one prompt, in tokens.
+#[derive(Debug, Clone, Copy)]
+pub struct PromptBudget {
+    pub prefix_tokens: usize,
+    pub suffix_tokens: usize,
+    pub extra_tokens: usize,
+}
+
+/// The prompt's parts for a cursor at byte `offset` of `text` (clamped to a char boundary).
+pub fn gather(
+    path: &str,
+    text: &str,
+    offset: usize,
+    others: &[OtherDocument],
+    budget: PromptBudget,
+) -> FimInput {
+    let offset = floor_boundary(text, offset);
+    let (before, after) = text.split_at(offset);
+    FimInput {
+        path: path.to_owned(),
+        prefix: before[prefix_start(before, budget.prefix_tokens * BYTES_PER_TOKEN)..].to_owned(),
+        suffix: after[..suffix_end(after, budget.suffix_tokens * BYTES_PER_TOKEN)].to_owned(),
+        extra: extra_files(others, budget.extra_tokens * BYTES_PER_TOKEN),
+    }
+}
+
+/// Where the shown text before the cursor starts: the earliest line start, on a multiple of
+/// [`PREFIX_STEP`] lines, that keeps it within `max_bytes`.
+fn prefix_start(before: &str, max_bytes: usize) -> usize {
+    if before.len() <= max_bytes {
+        return 0;
+    }
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(before.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let fits = |start: usize| before.len() - start <= max_bytes;
+    // The stepped starts first (a stable prompt), then any line start, then a cut mid-line.
+    if let Some(&start) = line_starts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % PREFIX_STEP == 0)
+        .map(|(_, s)| s)
+        .find(|&&s| fits(s))
+    {
+        return start;
+    }
+    if let Some(&start) = line_starts.iter().find(|&&s| fits(s)) {
+        return start;
+    }
+    ceil_boundary(before, before.len() - max_bytes)
+}
+
+/// Where the shown text after the cursor ends: the last line end within `max_bytes` (the rest
+/// of the cursor's line always).
+fn suffix_end(after: &str, max_bytes: usize) -> usize {
+    if after.len() <= max_bytes {
+        return after.len();
+    }
+    let first_line = after.find('\n').map_or(after.len(), |i| i + 1);
+    if first_line >= max_bytes {
+        return floor_boundary(after, first_line.min(max_bytes.max(4096)));
+    }
+    after[..max_bytes].rfind('\n').map_or(first_line, |i| i + 1)
+}
+
+/// Chunks of the other files within `max_bytes`: each file's first lines (up to
+/// [`EXTRA_CHUNK_LINES`]), in path order, so the same files give the same text on every
+/// keystroke.
+fn extra_files(others: &[OtherDocument], max_bytes: usize) -> Vec<ExtraFile> {
+    let mut files: Vec<&OtherDocument> = others.iter().collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut left = max_bytes;
+    let mut out = Vec::new();
+    for file in files {
+        let end = file
+            .text
+            .match_indices('\n')
+            .nth(EXTRA_CHUNK_LINES - 1)
+            .map_or(file.text.len(), |(i, _)| i + 1);
+        let mut chunk = &file.text[..end];
+        if chunk.len() + file.path.len() + 2 > left {
+            let room = left.saturating_sub(file.path.len() + 2);
+            chunk = &chunk[..floor_boundary(chunk, room)];
+            chunk = chunk.rfind('\n').map_or("", |i| &chunk[..=i]);
+        }
+        if chunk.trim().is_empty() {
+            break;
+        }
+        left -= chunk.len() + file.path.len() + 2;
+        out.push(ExtraFile {
+            path: file.path.clone(),
+            text: chunk.to_owned(),
+        });
+    }
+    out
+}
+
+pub(crate) fn floor_boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+fn ceil_boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset += 1;
+    }
+    offset
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONE: PromptBudget = PromptBudget {
+        prefix_tokens: 10_000,
+        suffix_tokens: 10_000,
+        extra_tokens: 0,
+    };
+
+    #[test]
+    fn a_small_file_is_shown_whole_around_the_cursor() {
+        let input = gather("a.py", "def f():\n    return 1\n", 13, &[], NONE);
+        assert_eq!(input.prefix, "def f():\n    ");
+        assert_eq!(input.suffix, "return 1\n");
+    }
+
+    #[test]
+    fn the_prompt_start_stays_put_while_the_user_types() {
+        let mut text: String = (0..200).map(|i| format!("line {i}\n")).collect();
+        let budget = PromptBudget {
+            prefix_tokens: 200,
+            suffix_tokens: 10,
+            extra_tokens: 0,
+        };
+        let first = gather("a", &text, text.len(), &[], budget);
+        assert!(first.prefix.len() <= 600);
+        text.push_str("x = 1");
+        let later = gather("a", &text, text.len(), &[], budget);
+        assert!(later.prefix.starts_with(&first.prefix), "the start moved");
+    }
+
+    #[test]
+    fn the_suffix_ends_at_a_line_end_and_other_files_come_in_path_order() {
+        let text = "a\nbbbbbbbbbb\ncccccccccccccccccccc\n";
+        let budget = PromptBudget {
+            prefix_tokens: 100,
+            suffix_tokens: 5,
+            extra_tokens: 100,
+        };
+        let others = [
+            OtherDocument {
+                path: "z.py".into(),
+                text: "z = 1\n".into(),
+            },
+            OtherDocument {
+                path: "b.py".into(),
+                text: "b = 2\n".into(),
+            },
+        ];
+        let input = gather("a", text, 0, &others, budget);
+        assert_eq!(input.suffix, "a\nbbbbbbbbbb\n");
+        let paths: Vec<&str> = input.extra.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["b.py", "z.py"]);
+    }
+
+    #[test]
+    fn offsets_inside_a_character_or_past_the_end_are_clamped() {
+        let input = gather("a", "é\n", 1, &[], NONE);
+        assert_eq!(input.prefix, "");
+        let input = gather("a", "é\n", 99, &[], NONE);
+        assert_eq!(input.suffix, "");
+    }
+}

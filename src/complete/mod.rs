@@ -1,0 +1,187 @@
+//! Completion as you type: a suggestion for the text at the cursor from a fill-in-the-middle
+//! model, for `textDocument/inlineCompletion`.
+//!
+//! One [`Completer`] per server. A request goes: the language turned off → nothing; the cache
+//! of recent suggestions (typing into a shown one narrows it, no model call); a cursor in a
+//! comment or a string gets nothing unless the user invoked it; an automatic request waits out
+//! the debounce; then the `completion` role's provider ([`provider`]) is asked with the prompt
+//! [`context`] gathers and [`fim`] lays out, and its answer is shaped ([`shape`]). Each request
+//! supersedes the one before it: the earlier one's wait or model call is dropped at once, which
+//! closes its HTTP request and stops the provider's decoding. Speaks byte offsets and plain
+//! text; never protocol types (`docs/architecture.md`).
+
+pub mod cache;
+pub mod context;
+pub mod fim;
+pub mod provider;
+pub mod shape;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::model::ModelError;
+use crate::syntax::Language;
+pub use cache::SuggestionCache;
+pub use context::OtherDocument;
+pub use provider::{FimAnswer, FimProvider, FimRequest};
+
+/// One request for a suggestion.
+#[derive(Debug, Clone)]
+pub struct CompletionRequest {
+    /// The file's path as the prompt names it (relative to the workspace when it can be).
+    pub path: String,
+    pub text: String,
+    /// The cursor, a byte offset into `text`.
+    pub offset: usize,
+    /// The LSP language id.
+    pub language_id: String,
+    /// The user asked (else it came while typing).
+    pub invoked: bool,
+    /// The other open documents.
+    pub others: Vec<OtherDocument>,
+}
+
+/// A suggestion to insert at the cursor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suggestion {
+    pub text: String,
+    /// Narrowed from a recent suggestion; no model was asked.
+    pub from_cache: bool,
+    /// Prompt tokens the provider evaluated, when it says.
+    pub evaluated_tokens: Option<u64>,
+}
+
+/// The server's completion state: recent suggestions, the request in flight, the provider.
+#[derive(Default)]
+pub struct Completer {
+    cache: Mutex<SuggestionCache>,
+    current: Mutex<Option<CancellationToken>>,
+    /// The provider chosen for a configuration (a reloaded configuration is a new `Arc`).
+    provider: tokio::sync::Mutex<Option<Chosen>>,
+}
+
+/// A provider and the configuration it was chosen for.
+type Chosen = (Arc<Config>, Arc<dyn FimProvider>);
+
+impl Completer {
+    /// Stops the request in flight (its wait or its model call) and returns the token of a new
+    /// one. Called before the new request's first `.await`, so requests supersede each other
+    /// in the order they arrived.
+    pub fn begin(&self) -> CancellationToken {
+        let token = CancellationToken::new();
+        let previous = self
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(token.clone());
+        if let Some(previous) = previous {
+            previous.cancel();
+        }
+        token
+    }
+
+    /// The suggestion for `request`; `Ok(None)` when there is none, it is turned off, or a
+    /// later request superseded it (`cancel`, from [`Completer::begin`]).
+    pub async fn suggest(
+        &self,
+        config: &Arc<Config>,
+        request: CompletionRequest,
+        cancel: CancellationToken,
+    ) -> Result<Option<Suggestion>, ModelError> {
+        let section = &config.completion;
+        let turned_off = section.languages.get(&request.language_id) == Some(&false);
+        if turned_off || (!request.invoked && !section.enabled_for(&request.language_id)) {
+            return Ok(None);
+        }
+        let offset = context::floor_boundary(&request.text, request.offset);
+        let (before, after) = request.text.split_at(offset);
+        let rest_of_line = after.split('\n').next().unwrap_or("");
+        let line_before = before.rsplit('\n').next().unwrap_or(before);
+        if let Some(text) = self.cache().lookup(&request.path, before, rest_of_line) {
+            return Ok(Some(Suggestion {
+                text,
+                from_cache: true,
+                evaluated_tokens: Some(0),
+            }));
+        }
+        if !request.invoked {
+            let language = Language::detect(Some(&request.language_id), Some(&request.path));
+            if shape::in_comment_or_string(&request.text, offset, language) {
+                return Ok(None);
+            }
+            let debounce = Duration::from_millis(section.debounce_ms);
+            tokio::select! {
+                _ = cancel.cancelled() => return Ok(None),
+                _ = tokio::time::sleep(debounce) => {}
+            }
+        }
+        let provider = tokio::select! {
+            _ = cancel.cancelled() => return Ok(None),
+            provider = self.provider(config) => provider?,
+        };
+        let mid_line = !rest_of_line.trim().is_empty();
+        let context_tokens = section.context_tokens as usize;
+        let budget = context::PromptBudget {
+            prefix_tokens: context_tokens,
+            suffix_tokens: context_tokens / 4,
+            extra_tokens: section.extra_context_tokens as usize,
+        };
+        let fim_request = FimRequest {
+            input: context::gather(
+                &request.path,
+                &request.text,
+                offset,
+                &request.others,
+                budget,
+            ),
+            max_tokens: section.max_tokens,
+            one_line: mid_line || !section.multi_line,
+        };
+        let answer = tokio::select! {
+            _ = cancel.cancelled() => {
+                tracing::debug!("completion superseded; its request is dropped");
+                return Ok(None);
+            }
+            answer = provider.complete(&fim_request) => answer?,
+        };
+        let cursor = shape::Cursor {
+            line_before,
+            after,
+            multi_line: section.multi_line,
+        };
+        let Some(text) = shape::shape(&answer.text, cursor) else {
+            return Ok(None);
+        };
+        self.cache()
+            .insert(&request.path, before, rest_of_line, &text);
+        Ok(Some(Suggestion {
+            text,
+            from_cache: false,
+            evaluated_tokens: answer.evaluated_tokens,
+        }))
+    }
+
+    /// Forgets recent suggestions (the configuration changed).
+    pub fn clear(&self) {
+        self.cache().clear();
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, SuggestionCache> {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn provider(&self, config: &Arc<Config>) -> Result<Arc<dyn FimProvider>, ModelError> {
+        let mut slot = self.provider.lock().await;
+        if let Some((known, provider)) = slot.as_ref()
+            && Arc::ptr_eq(known, config)
+        {
+            return Ok(provider.clone());
+        }
+        let provider = provider::choose(config).await?;
+        *slot = Some((config.clone(), provider.clone()));
+        Ok(provider)
+    }
+}

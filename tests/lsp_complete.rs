@@ -1,0 +1,222 @@
+//! Inline completion end to end: the real binary over stdio answering
+//! `textDocument/inlineCompletion` from a local server on 127.0.0.1 that speaks the
+//! `/v1/completions` SSE stream of llama.cpp's server (`data: {"choices":[{"text":…}]}`, then
+//! `data: [DONE]`). A prompt holding `SLOW` gets a stream that never ends, one chunk at a time
+//! until the client leaves, so the tests see a superseded or cancelled request close its
+//! connection.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::client::{TestServer, path_uri, ranged};
+use tower_lsp_server::ls_types::request::InlineCompletionRequest;
+use tower_lsp_server::ls_types::{
+    InlineCompletionContext, InlineCompletionParams, InlineCompletionResponse,
+    InlineCompletionTriggerKind, Position, TextDocumentIdentifier, TextDocumentPositionParams, Uri,
+    WorkDoneProgressParams,
+};
+
+#[derive(Default)]
+struct Seen {
+    /// The request bodies, in arrival order.
+    bodies: Vec<Value>,
+    /// Slow streams whose client left.
+    dropped: usize,
+}
+
+/// A scripted `/v1/completions` server: every fast prompt is answered with `answer`.
+fn start_model(answer: &'static str) -> (String, Arc<Mutex<Seen>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let shared = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let seen = shared.clone();
+            std::thread::spawn(move || serve(stream, answer, &seen));
+        }
+    });
+    (url, seen)
+}
+
+fn serve(mut stream: TcpStream, answer: &str, seen: &Mutex<Seen>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    let slow = body["prompt"].as_str().unwrap_or("").contains("SLOW");
+    seen.lock().unwrap().bodies.push(body);
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    if stream.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    let event = |text: &str| format!("data: {}\n\n", json!({"choices": [{"text": text}]}));
+    if slow {
+        // One token every 20 ms until the client leaves (or a minute passes).
+        for _ in 0..3000 {
+            if stream
+                .write_all(event("x").as_bytes())
+                .and_then(|_| stream.flush())
+                .is_err()
+            {
+                seen.lock().unwrap().dropped += 1;
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        return;
+    }
+    for part in answer.split_inclusive(' ') {
+        let _ = stream.write_all(event(part).as_bytes());
+    }
+    let _ = stream.write_all(b"data: [DONE]\n\n");
+}
+
+fn start(url: &str) -> (TestServer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let init = json!({
+        "providers": { "fake": { "kind": "openai", "base_url": url, "api_key_env": "" } },
+        "roles": { "completion": "fake/qwen2.5-coder-1.5b" },
+        "completion": { "debounce_ms": 0 },
+        "data_dir": dir.path().join("data"),
+    });
+    let (server, _) = TestServer::builder()
+        .config_home(&dir.path().join("config"))
+        .root(dir.path())
+        .initialization_options(init)
+        .start();
+    (server, dir)
+}
+
+fn params(
+    uri: &Uri,
+    line: u32,
+    character: u32,
+    kind: InlineCompletionTriggerKind,
+) -> InlineCompletionParams {
+    InlineCompletionParams {
+        work_done_progress_params: WorkDoneProgressParams::default(),
+        text_document_position: TextDocumentPositionParams {
+            text_document: TextDocumentIdentifier { uri: uri.clone() },
+            position: Position { line, character },
+        },
+        context: InlineCompletionContext {
+            trigger_kind: kind,
+            selected_completion_info: None,
+        },
+    }
+}
+
+fn texts(response: Option<InlineCompletionResponse>) -> Vec<String> {
+    match response {
+        Some(InlineCompletionResponse::Array(items)) => items,
+        Some(InlineCompletionResponse::List(list)) => list.items,
+        None => Vec::new(),
+    }
+    .into_iter()
+    .map(|item| item.insert_text)
+    .collect()
+}
+
+#[test]
+fn a_suggestion_comes_from_a_fill_in_the_middle_prompt_and_narrows_as_the_user_types() {
+    let (url, seen) = start_model("return a + b\n\nprint(add(1, 2))\n");
+    let (mut server, dir) = start(&url);
+    assert_eq!(
+        server.initialize_json()["capabilities"]["inlineCompletionProvider"],
+        true
+    );
+    let uri = path_uri(&dir.path().join("app.py"));
+    server.open(
+        &uri,
+        "python",
+        "def add(a, b):\n    \n\nprint(add(1, 2))\n",
+        1,
+    );
+
+    let automatic = InlineCompletionTriggerKind::AUTOMATIC;
+    let answer = server.request::<InlineCompletionRequest>(params(&uri, 1, 4, automatic));
+    // The block ends before the line after the cursor, which is not written again.
+    assert_eq!(texts(answer), ["return a + b"]);
+    let bodies = seen.lock().unwrap().bodies.clone();
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(
+        bodies[0]["prompt"],
+        "<|fim_prefix|>def add(a, b):\n    <|fim_suffix|>\n\nprint(add(1, 2))\n<|fim_middle|>"
+    );
+    assert_eq!(bodies[0]["stream"], true);
+
+    // Typing the suggestion's start narrows it; the model is not asked again.
+    server.change(&uri, 2, vec![ranged((1, 4), (1, 4), "ret")]);
+    let answer = server.request::<InlineCompletionRequest>(params(&uri, 1, 7, automatic));
+    assert_eq!(texts(answer), ["urn a + b"]);
+    assert_eq!(seen.lock().unwrap().bodies.len(), 1);
+
+    // Inside a comment nothing is suggested while typing, and the model is not asked.
+    server.change(&uri, 3, vec![ranged((1, 7), (1, 7), "  # the sum")]);
+    let answer = server.request::<InlineCompletionRequest>(params(&uri, 1, 18, automatic));
+    assert_eq!(texts(answer), Vec::<String>::new());
+    assert_eq!(seen.lock().unwrap().bodies.len(), 1);
+}
+
+#[test]
+fn a_newer_request_or_a_cancel_stops_the_model_request_in_flight() {
+    let (url, seen) = start_model("fast answer");
+    let (mut server, dir) = start(&url);
+    let uri = path_uri(&dir.path().join("slow.py"));
+    server.open(&uri, "python", "SLOW = 1\nx = \n", 1);
+    let automatic = InlineCompletionTriggerKind::AUTOMATIC;
+
+    let first = server.send_request::<InlineCompletionRequest>(params(&uri, 1, 4, automatic));
+    server.wait_until("the slow stream to start", || {
+        seen.lock().unwrap().bodies.len() == 1
+    });
+    // The next keystroke's request supersedes it: its stream is closed, it answers nothing.
+    server.change(&uri, 2, vec![ranged((1, 4), (1, 4), "y")]);
+    server.change(&uri, 3, vec![ranged((0, 0), (0, 4), "FAST")]);
+    let second = server.request::<InlineCompletionRequest>(params(&uri, 1, 5, automatic));
+    assert_eq!(texts(second), ["fast answer"]);
+    let first = server.response::<InlineCompletionRequest>(first).unwrap();
+    assert_eq!(texts(first), Vec::<String>::new());
+    server.wait_until("the superseded stream to be dropped", || {
+        seen.lock().unwrap().dropped == 1
+    });
+
+    // `$/cancelRequest` drops it the same way.
+    server.change(&uri, 4, vec![ranged((0, 0), (0, 4), "SLOW")]);
+    let third = server.send_request::<InlineCompletionRequest>(params(&uri, 1, 5, automatic));
+    server.wait_until("the second slow stream to start", || {
+        seen.lock().unwrap().bodies.len() == 3
+    });
+    server
+        .raw()
+        .notify("$/cancelRequest", json!({ "id": third }));
+    server.wait_until("the cancelled stream to be dropped", || {
+        seen.lock().unwrap().dropped == 2
+    });
+    let error = server
+        .response::<InlineCompletionRequest>(third)
+        .unwrap_err();
+    assert_eq!(error.code, -32800, "{}", error.message);
+}
