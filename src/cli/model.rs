@@ -210,7 +210,7 @@ fn run_serve(args: &ServeArgs, data_dir: &std::path::Path) -> ExitCode {
         eprintln!("patchwise model serve: {}", resolved.missing_hint());
         return ExitCode::FAILURE;
     }
-    if let Err(err) = gguf::check_file(&resolved.path) {
+    if let Err(err) = gguf::read_info(&resolved.path) {
         eprintln!("patchwise model serve: {err}");
         return ExitCode::FAILURE;
     }

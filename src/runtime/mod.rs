@@ -197,7 +197,7 @@ impl Runtime {
     /// load). The file is checked as GGUF first, so a wrong file is a clear error rather than
     /// whatever llama.cpp makes of it.
     pub fn start(spec: RuntimeSpec) -> Result<Runtime, LoadError> {
-        gguf::check_file(&spec.model).map_err(|err| LoadError::NotGguf(err.to_string()))?;
+        gguf::read_info(&spec.model).map_err(|err| LoadError::NotGguf(err.to_string()))?;
         let (ready_tx, ready_rx) = mpsc::channel();
         let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
         let record = Arc::new(Mutex::new(Record::default()));

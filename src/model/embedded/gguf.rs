@@ -181,11 +181,6 @@ pub fn read_info(path: &Path) -> Result<GgufInfo, GgufError> {
     Ok(info)
 }
 
-/// Checks that `path` is a whole GGUF file (the host does this before llama.cpp loads it).
-pub fn check_file(path: &Path) -> Result<GgufInfo, GgufError> {
-    read_info(path)
-}
-
 /// Bytes of `elements` values of ggml type `kind` (`None` for a type this table does not know).
 fn tensor_bytes(kind: u32, elements: u64) -> Option<u64> {
     // (bytes per block, values per block), from ggml's type traits.

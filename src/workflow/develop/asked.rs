@@ -341,6 +341,15 @@ pub(super) fn asked_names(text: &str) -> Vec<String> {
             }
         }
     }
+    for name in defined_in_code_spans(text) {
+        push(&name);
+    }
+    out
+}
+
+/// The names a backticked span defines (`fn name`, `def name`, `function name`, …).
+pub(super) fn defined_in_code_spans(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
     for span in text.split('`').skip(1).step_by(2) {
         let span = span.trim();
         for kw in [
@@ -352,15 +361,15 @@ pub(super) fn asked_names(text: &str) -> Vec<String> {
             "export function ",
         ] {
             if let Some(rest) = span.strip_prefix(kw) {
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                push(&name);
+                names.push(
+                    rest.chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect(),
+                );
             }
         }
     }
-    out
+    names
 }
 
 /// Words that may stand between "create" and the file it creates.

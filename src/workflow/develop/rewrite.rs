@@ -29,7 +29,9 @@ use crate::workflow::model_loop::rewrite::{assign_blocks, rewrite_targets, synta
 use crate::workflow::model_loop::target::{self, EditTarget};
 use crate::workflow::model_loop::{REWRITE_MAX_LINES, failure_notes};
 
-use super::asked::{self, asked_flags, asks_for_test, changes_tests, says_create};
+use super::asked::{
+    self, asked_flags, asks_for_test, changes_tests, defined_in_code_spans, says_create,
+};
 use super::explore::{is_source, is_test_file, known_path};
 use super::plan::Plan;
 use super::step::{STEP_ATTEMPTS, StepSpec, Turn};
@@ -1220,24 +1222,8 @@ fn called_names(text: &str) -> Vec<String> {
         }
         push(&text[start..i]);
     }
-    for span in text.split('`').skip(1).step_by(2) {
-        let span = span.trim();
-        for kw in [
-            "pub fn ",
-            "fn ",
-            "async def ",
-            "def ",
-            "function ",
-            "export function ",
-        ] {
-            if let Some(rest) = span.strip_prefix(kw) {
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                push(&name);
-            }
-        }
+    for name in defined_in_code_spans(text) {
+        push(&name);
     }
     out
 }
