@@ -308,7 +308,10 @@ fn run(
     let slot = Box::new(AbortSlot(Mutex::new(Arc::new(AtomicBool::new(false)))));
     let mut ctx_params = LlamaContextParams::default()
         .with_n_ctx(NonZeroU32::new(context))
-        .with_n_batch(BATCH as u32);
+        .with_n_batch(BATCH as u32)
+        // Off, as in llama-cpp-python's server: on a CPU it is no faster at these lengths, and
+        // with it the greedy answers drift from that server's on near-ties.
+        .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED);
     if let Some(threads) = spec.threads {
         ctx_params = ctx_params
             .with_n_threads(threads as i32)
