@@ -3,7 +3,7 @@
 //! `/v1/completions` SSE stream of llama.cpp's server (`data: {"choices":[{"text":…}]}`, then
 //! `data: [DONE]`). A prompt holding `SLOW` gets a stream that never ends, one chunk at a time
 //! until the client leaves, so the tests see a superseded or cancelled request close its
-//! connection.
+//! connection; one holding `LINES` gets a never-ending stream of whole lines.
 
 mod support;
 
@@ -65,7 +65,8 @@ fn serve(mut stream: TcpStream, answer: &str, seen: &Mutex<Seen>) {
     let mut body = vec![0; length];
     reader.read_exact(&mut body).unwrap();
     let body: Value = serde_json::from_slice(&body).unwrap();
-    let slow = body["prompt"].as_str().unwrap_or("").contains("SLOW");
+    let prompt = body["prompt"].as_str().unwrap_or("").to_owned();
+    let slow = prompt.contains("SLOW") || prompt.contains("LINES");
     seen.lock().unwrap().bodies.push(body);
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
     if stream.write_all(head.as_bytes()).is_err() {
@@ -74,9 +75,14 @@ fn serve(mut stream: TcpStream, answer: &str, seen: &Mutex<Seen>) {
     let event = |text: &str| format!("data: {}\n\n", json!({"choices": [{"text": text}]}));
     if slow {
         // One token every 20 ms until the client leaves (or a minute passes).
+        let token = if prompt.contains("LINES") {
+            "v = 1\n    "
+        } else {
+            "x"
+        };
         for _ in 0..3000 {
             if stream
-                .write_all(event("x").as_bytes())
+                .write_all(event(token).as_bytes())
                 .and_then(|_| stream.flush())
                 .is_err()
             {
@@ -94,11 +100,15 @@ fn serve(mut stream: TcpStream, answer: &str, seen: &Mutex<Seen>) {
 }
 
 fn start(url: &str) -> (TestServer, tempfile::TempDir) {
+    start_with(url, json!({ "debounce_ms": 0 }))
+}
+
+fn start_with(url: &str, completion: Value) -> (TestServer, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let init = json!({
         "providers": { "fake": { "kind": "openai", "base_url": url, "api_key_env": "" } },
         "roles": { "completion": "fake/qwen2.5-coder-1.5b" },
-        "completion": { "debounce_ms": 0 },
+        "completion": completion,
         "data_dir": dir.path().join("data"),
     });
     let (server, _) = TestServer::builder()
@@ -219,4 +229,24 @@ fn a_newer_request_or_a_cancel_stops_the_model_request_in_flight() {
         .response::<InlineCompletionRequest>(third)
         .unwrap_err();
     assert_eq!(error.code, -32800, "{}", error.message);
+}
+
+#[test]
+fn a_suggestion_that_writes_on_ends_at_its_last_whole_line_after_the_time_budget() {
+    let (url, seen) = start_model("unused");
+    let (mut server, dir) = start_with(&url, json!({ "debounce_ms": 0, "predict_ms": 300 }));
+    let uri = path_uri(&dir.path().join("lines.py"));
+    server.open(&uri, "python", "LINES = 1\ndef f():\n    \n", 1);
+
+    // The stream writes lines for a minute; the budget ends the suggestion after 300 ms at a
+    // line end, and the stream is closed.
+    let automatic = InlineCompletionTriggerKind::AUTOMATIC;
+    let answer = texts(server.request::<InlineCompletionRequest>(params(&uri, 2, 4, automatic)));
+    assert_eq!(answer.len(), 1, "{answer:?}");
+    let lines: Vec<&str> = answer[0].lines().map(str::trim).collect();
+    assert!(lines.len() >= 2, "{answer:?}");
+    assert!(lines.iter().all(|line| *line == "v = 1"), "{answer:?}");
+    server.wait_until("the stream to be dropped", || {
+        seen.lock().unwrap().dropped == 1
+    });
 }

@@ -197,6 +197,13 @@ fn the_host_answers_whole_and_streamed_reuses_the_prefix_and_refuses_bad_request
         Some(prompt_tokens - 1)
     );
     assert_eq!(again["timings"]["prompt_n"], 1);
+    // `/status` counts what every answer evaluated: the first prompt whole, then one token.
+    let (_, status) = http(&host.authority, "GET", "/status", None);
+    let status: Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(
+        status["prompt_tokens_evaluated"].as_u64(),
+        Some(prompt_tokens + 1)
+    );
 
     // A conversation that goes on: the previous prompt is a prefix of the new one.
     let mut longer = messages.as_array().unwrap().clone();

@@ -123,10 +123,9 @@ impl Completer {
             provider = self.provider(config) => provider?,
         };
         let mid_line = !rest_of_line.trim().is_empty();
-        let context_tokens = section.context_tokens as usize;
         let budget = context::PromptBudget {
-            prefix_tokens: context_tokens,
-            suffix_tokens: context_tokens / 4,
+            prefix_tokens: section.context_tokens as usize,
+            suffix_tokens: section.suffix_tokens as usize,
             extra_tokens: section.extra_context_tokens as usize,
         };
         let fim_request = FimRequest {
@@ -139,6 +138,8 @@ impl Completer {
             ),
             max_tokens: section.max_tokens,
             one_line: mid_line || !section.multi_line,
+            write_budget: (!request.invoked && section.predict_ms > 0)
+                .then(|| Duration::from_millis(section.predict_ms)),
         };
         let answer = tokio::select! {
             _ = cancel.cancelled() => {

@@ -9,7 +9,7 @@
 //! patchwise's host stop decoding when their client leaves. Never logs a body or a key.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
@@ -29,6 +29,9 @@ pub struct FimRequest {
     pub max_tokens: u32,
     /// Stop at the first line end (the cursor is mid-line, or multi-line suggestions are off).
     pub one_line: bool,
+    /// How long a suggestion may take to write, from its first token: then it ends at its last
+    /// whole line (the decoding is stopped). Streamed wires only.
+    pub write_budget: Option<Duration>,
 }
 
 /// A provider's answer.
@@ -212,6 +215,7 @@ impl HttpFim {
     ) -> Result<FimAnswer, ModelError> {
         let mut events = response.bytes_stream().eventsource();
         let mut answer = FimAnswer::default();
+        let mut first_token_at: Option<Instant> = None;
         while let Some(event) = events.next().await {
             let event = event.map_err(|err| ModelError::StreamEndedEarly {
                 url: url.to_owned(),
@@ -224,8 +228,21 @@ impl HttpFim {
                 continue;
             };
             if let Some(part) = answer_of(&value) {
+                if !part.text.is_empty() {
+                    first_token_at.get_or_insert_with(Instant::now);
+                }
                 answer.text.push_str(&part.text);
                 answer.evaluated_tokens = part.evaluated_tokens.or(answer.evaluated_tokens);
+            }
+            if let (Some(budget), Some(at)) = (request.write_budget, first_token_at)
+                && at.elapsed() >= budget
+                && let Some(end) = answer.text.rfind('\n')
+            {
+                tracing::debug!(
+                    "completion: writing took {budget:?}; ended at its last whole line"
+                );
+                answer.text.truncate(end + 1);
+                break;
             }
             // A one-line suggestion is whole at its line end: stop the decoding here.
             if request.one_line && answer.text.contains('\n') {
@@ -434,6 +451,7 @@ mod tests {
             },
             max_tokens: 32,
             one_line,
+            write_budget: None,
         }
     }
 

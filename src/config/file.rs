@@ -579,10 +579,19 @@ pub struct CompletionSection {
     /// Whether a suggestion may span lines (up to the end of the current block); a cursor in
     /// the middle of a line always gets one line.
     pub multi_line: bool,
-    /// Tokens of the file before the cursor in the prompt (the text after it gets a quarter of
-    /// this).
+    /// Milliseconds a suggestion that spans lines may take to write, from its first token;
+    /// after that it ends at its last whole line (llama.vim's `t_max_predict_ms`). The first
+    /// line is always written whole. Requests made while typing only; 0 sets no limit.
+    #[schemars(range(min = 0, max = 60_000))]
+    pub predict_ms: u64,
+    /// Tokens of the file before the cursor in the prompt.
     #[schemars(range(min = 64, max = 100_000))]
     pub context_tokens: u32,
+    /// Tokens of the file after the cursor in the prompt (the rest of the cursor's line always).
+    /// They come after the text before the cursor, so a provider reads them again on every
+    /// keystroke: a few lines are both faster and, measured, as good as many.
+    #[schemars(range(min = 0, max = 100_000))]
+    pub suffix_tokens: u32,
     /// Tokens of other open files in the prompt (for models whose format has files: Qwen,
     /// StarCoder2); 0 sends none.
     #[schemars(range(min = 0, max = 100_000))]
@@ -601,7 +610,9 @@ impl Default for CompletionSection {
             debounce_ms: 150,
             max_tokens: 64,
             multi_line: true,
+            predict_ms: 1000,
             context_tokens: 1024,
+            suffix_tokens: 64,
             extra_context_tokens: 256,
             api: FimApi::Auto,
             fim: FimFamilyChoice::Auto,

@@ -121,6 +121,8 @@ pub struct AnswerStats {
     pub prompt_tokens: u32,
     /// Prompt tokens whose KV was already in the cache and not evaluated again.
     pub cached_tokens: u32,
+    /// Prompt tokens evaluated, also when the answer was cancelled while the prompt was read.
+    pub evaluated_tokens: u32,
     pub completion_tokens: u32,
     /// Evaluating the prompt's new tokens (the time to the first token, less sampling).
     pub prompt_ms: f64,
@@ -173,6 +175,9 @@ pub struct Runtime {
 #[derive(Debug, Clone, Default)]
 pub struct Record {
     pub answered: u64,
+    /// Prompt tokens evaluated over all answers, cancelled ones too (what a client's requests
+    /// cost the machine, for benches).
+    pub evaluated_tokens: u64,
     /// `None` before the first answer; `Err` for an answer that failed.
     pub last: Option<Result<(Finish, AnswerStats), RuntimeError>>,
 }
@@ -351,6 +356,9 @@ fn run(
         };
         if let Ok(mut record) = record.lock() {
             record.answered += 1;
+            if let Ok((_, stats)) = &outcome {
+                record.evaluated_tokens += u64::from(stats.evaluated_tokens);
+            }
             record.last = Some(outcome.clone());
         }
         let _ = job.events.send(match outcome {
@@ -456,6 +464,7 @@ fn answer(
             return Err(RuntimeError::Llama(err.to_string()));
         }
         cache.extend_from_slice(chunk);
+        stats.evaluated_tokens += chunk.len() as u32;
     }
     stats.prompt_ms = started.elapsed().as_secs_f64() * 1000.0;
 

@@ -192,6 +192,7 @@ async fn route(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                     "in_flight": state.in_flight.load(Ordering::SeqCst),
                     "received": state.served.load(Ordering::SeqCst),
                     "answered": record.answered,
+                    "prompt_tokens_evaluated": record.evaluated_tokens,
                     "uptime_secs": state.started.elapsed().as_secs(),
                     "last": last,
                 }),

@@ -1,22 +1,43 @@
 #!/usr/bin/env python3
 """Completion bench: holes cut from real files of public repositories, replayed over LSP as a
-user typing (5 characters a second) against `patchwise serve` with the shipped [completion]
-defaults, beside the plain baseline (prefix + suffix only, llama.vim's 256 lines before and 64
-after, Qwen's FIM tokens) sent straight to the same /v1/completions server.
+user working down a file and typing (5 characters a second) against `patchwise serve` with the
+shipped [completion] defaults, beside the plain baseline (prefix + suffix only, llama.vim's 256
+lines before and 64 after, the model's FIM tokens) sent straight to the same model server.
 
-  scripts/bench/completion/bench.py cut   MIRRORS_DIR > scripts/bench/completion/holes.json
-  flock /tmp/patchwise-model.lock scripts/bench/completion/bench.py run \
-      scripts/bench/completion/holes.json MIRRORS_DIR --binary target/debug/patchwise
+  scripts/bench/completion/bench.py cut MIRRORS_DIR [FILES_PER_REPO] [HOLES_PER_FILE] \\
+      > scripts/bench/completion/holes.json
+  flock /tmp/patchwise-model.lock scripts/bench/completion/bench.py run \\
+      scripts/bench/completion/holes.json MIRRORS_DIR --binary target/debug/patchwise \\
+      --gguf "$(../shared/tools/local-model gguf 1.5b)" [--files N] [--json OUT]
+
+The model server: with --gguf, the model inside patchwise (`[providers.local] kind =
+"embedded"`, `threads = 2`, nothing else: the editor's patchwise starts its host, and the
+baseline sends to that host); with --base-url URL instead, an OpenAI-compatible server with
+llama.cpp's `/v1/completions` (`kind = "openai"`). Prompt tokens evaluated are read from the
+host's `/status` (the model inside only).
 
 Only the hole data is kept here (repository, commit, path, line, expected text); the files are
-read from the repositories' checkouts (`git show COMMIT:PATH` in MIRRORS_DIR/owner+name/repo).
+read from the repositories' checkouts (`git show COMMIT:PATH` in MIRRORS_DIR/owner+name/repo,
+as `fetch` leaves them).
 
-A hole: the cursor at the first non-blank character of a line; the expected text is the rest of
-that line. The user types its first TYPED characters one by one; each keystroke sends
-didChange + inlineCompletion without waiting (as an editor does). Scored: the suggestion shown
-after the last keystroke (its first line) against what is left of the expected line.
+A hole: a line of a file with its text removed, the cursor at its indentation. The holes of a
+file are visited top to bottom (the lines of earlier holes are back in place: the user wrote
+them), as a user works down a file. At each hole, each way:
+  arrival   the cursor comes to the line: one automatic request, waited for (an editor asks on
+            the cursor's arrival in insert mode); scored against the whole line
+  typing    the first TYPED characters of the line typed one by one, 0.2 s apart; each keystroke
+            sends didChange + inlineCompletion without waiting (as an editor does; patchwise
+            drops a superseded request), the baseline a new streamed request, closing the one
+            before it (as llama.vim does). Latency: from a keystroke to the suggestion answering
+            it (superseded ones have none). Scored: the suggestion after the last keystroke
+            against the rest of the line.
+A file's holes are run by patchwise, then by the baseline, so neither evicts the other's cache.
+Scores are on the suggestion's first line: exact match, and edit similarity (difflib ratio).
 """
 import difflib
+import glob
+import itertools
+import http.client
 import json
 import os
 import random
@@ -25,42 +46,54 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 REPOS = [
     ("psf/requests", "python", "src/requests/", ".py"),
     ("BurntSushi/walkdir", "rust", "src/", ".rs"),
+    ("BurntSushi/ripgrep", "rust", "crates/", ".rs"),
     ("sindresorhus/ky", "typescript", "source/", ".ts"),
 ]
 TYPED = 3
 KEY_INTERVAL = 0.2  # 5 characters a second
-URL = os.environ.get("PW_BENCH_URL", "http://127.0.0.1:8088/v1")
-MODEL = "qwen2.5-coder-1.5b"
+FIM = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
+STOPS = ["<|endoftext|>", "<|file_sep|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "\n"]
 
 
 def git(repo_dir, *args):
-    return subprocess.run(["git", "--git-dir", repo_dir, *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(["git", "--git-dir", repo_dir, *args], capture_output=True, text=True,
+                          check=True).stdout
 
 
-def cut(mirrors, per_repo):
+def repo_dir_of(mirrors, name):
+    return os.path.join(mirrors, name.replace("/", "+"), "repo")
+
+
+def cut(mirrors, files_per_repo, holes_per_file):
+    """Files with at least 80 lines; in each, holes at lines of 12+ characters that are not
+    comments, spread over the file, in line order."""
     rng = random.Random(37)
     holes = []
     for name, lang, under, ext in REPOS:
-        repo_dir = os.path.join(mirrors, name.replace("/", "+"), "repo")
+        repo_dir = repo_dir_of(mirrors, name)
         commit = git(repo_dir, "rev-parse", "HEAD").strip()
-        paths = [p for p in git(repo_dir, "ls-tree", "-r", "--name-only", commit).split("\n")
-                 if p.startswith(under) and p.endswith(ext) and "test" not in p]
-        candidates = []
+        paths = sorted(p for p in git(repo_dir, "ls-tree", "-r", "--name-only", commit).split("\n")
+                       if p.startswith(under) and p.endswith(ext) and "test" not in p)
+        files = []
         for path in paths:
             text = git(repo_dir, "show", f"{commit}:{path}")
-            for number, line in enumerate(text.split("\n")):
-                body = line.strip()
-                if len(body) < 12 or body.startswith(("#", "//", "/*", "*", '"""')) or number < 5:
-                    continue
-                candidates.append((path, number, body))
-        for path, number, body in rng.sample(candidates, min(per_repo, len(candidates))):
-            holes.append({"repo": name, "commit": commit, "language": lang, "path": path,
-                          "line": number, "expected": body})
+            lines = text.split("\n")
+            candidates = [n for n, line in enumerate(lines)
+                          if n >= 5 and len(line.strip()) >= 12
+                          and not line.strip().startswith(("#", "//", "/*", "*", '"""'))]
+            if len(lines) >= 80 and len(candidates) >= holes_per_file:
+                files.append((path, candidates))
+        for path, candidates in rng.sample(files, min(files_per_repo, len(files))):
+            lines = git(repo_dir, "show", f"{commit}:{path}").split("\n")
+            for number in sorted(rng.sample(candidates, holes_per_file)):
+                holes.append({"repo": name, "commit": commit, "language": lang, "path": path,
+                              "line": number, "expected": lines[number].strip()})
     return holes
 
 
@@ -107,7 +140,7 @@ class Lsp:
         self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         return self.next_id
 
-    def wait(self, ident, timeout=120):
+    def wait(self, ident, timeout=300):
         deadline = time.monotonic() + timeout
         with self.cond:
             while ident not in self.answers:
@@ -133,58 +166,105 @@ def score(suggestion, expected):
     return got == expected.strip(), difflib.SequenceMatcher(None, got, expected.strip()).ratio()
 
 
-def baseline(prefix, suffix):
-    before = "\n".join(prefix.split("\n")[-256:])
-    after = "\n".join(suffix.split("\n")[:64])
-    body = {"model": MODEL, "prompt": f"<|fim_prefix|>{before}<|fim_suffix|>{after}<|fim_middle|>",
-            "max_tokens": 64, "temperature": 0, "stop": ["<|endoftext|>", "<|file_sep|>", "\n"],
-            "cache_prompt": True}
-    start = time.monotonic()
-    request = urllib.request.Request(URL + "/completions", json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})
-    answer = json.load(urllib.request.urlopen(request, timeout=180))
-    latency = time.monotonic() - start
-    return answer["choices"][0]["text"], latency, answer.get("timings", {}).get("prompt_n")
-
-
 def percentile(values, p):
     if not values:
-        return float("nan")
+        return None
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
-def run(holes_file, mirrors, binary, limit):
-    holes = json.load(open(holes_file))
-    if limit:
-        # The same share of each language.
-        by_language = {}
-        for hole in holes:
-            by_language.setdefault(hole["language"], []).append(hole)
-        holes = [h for group in zip(*by_language.values()) for h in group][:limit]
-    workdir = tempfile.mkdtemp(prefix="pw-complete-bench-")
-    config = {"providers": {"local": {"kind": "openai", "base_url": URL, "api_key_env": ""}},
-              "roles": {"completion": f"local/{MODEL}"}, "data_dir": os.path.join(workdir, "data")}
-    lsp = Lsp(binary, config, workdir)
+class Host:
+    """The model server's URL and, for the model inside patchwise, its evaluated-token count."""
+
+    def __init__(self, url):
+        self.url = url.rstrip("/")
+
+    def evaluated(self):
+        try:
+            with urllib.request.urlopen(self.url.removesuffix("/v1") + "/status", timeout=10) as r:
+                return json.load(r).get("prompt_tokens_evaluated")
+        except Exception:
+            return None
+
+
+class Stream:
+    """One streamed /v1/completions request on its own thread; `close` hangs up."""
+
+    def __init__(self, url, prompt, at):
+        self.at = at
+        self.text = None
+        self.done_at = None
+        self.closed = False
+        parts = urllib.parse.urlsplit(url)
+        self.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=600)
+        body = {"model": "m", "prompt": prompt, "max_tokens": 64, "temperature": 0, "stop": STOPS,
+                "cache_prompt": True, "stream": True}
+        self.path = parts.path + "/completions"
+        self.body = json.dumps(body)
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        try:
+            self.conn.request("POST", self.path, self.body, {"Content-Type": "application/json"})
+            response = self.conn.getresponse()
+            text = ""
+            for raw in response:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                event = json.loads(data)
+                text += event["choices"][0].get("text") or ""
+                if "\n" in text or event["choices"][0].get("finish_reason"):
+                    break
+            if not self.closed:
+                self.text, self.done_at = text, time.monotonic()
+        except Exception:
+            pass
+        finally:
+            self.conn.close()
+
+    def close(self):
+        self.closed = True
+        try:
+            self.conn.sock.shutdown(2)
+        except Exception:
+            pass
+
+
+def baseline_prompt(prefix, suffix):
+    before = "\n".join(prefix.split("\n")[-256:])
+    after = "\n".join(suffix.split("\n")[:64])
+    return f"{FIM[0]}{before}{FIM[1]}{after}{FIM[2]}"
+
+
+def patchwise_file(lsp, host, uri, language, lines, holes, version):
     rows = []
-    for n, hole in enumerate(holes):
-        repo_dir = os.path.join(mirrors, hole["repo"].replace("/", "+"), "repo")
-        text = git(repo_dir, "show", f"{hole['commit']}:{hole['path']}")
-        lines = text.split("\n")
+    for hole in holes:
         line = lines[hole["line"]]
         indent = line[: len(line) - len(line.lstrip())]
-        prefix = "\n".join(lines[: hole["line"]]) + "\n" + indent
-        suffix = "\n" + "\n".join(lines[hole["line"] + 1:])
-        uri = "file://" + os.path.join(workdir, hole["repo"].replace("/", "_"), hole["path"])
-        lsp.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": hole["language"],
-                                                              "version": 1, "text": prefix + suffix}})
-        row_line = hole["line"]
-        col = len(indent)
-        typed = hole["expected"][:TYPED]
+        text = "\n".join(lines[: hole["line"]] + [indent] + lines[hole["line"] + 1:])
+        version += 1
+        lsp.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                              "contentChanges": [{"text": text}]})
+        row_line, col = hole["line"], len(indent)
+        position = {"line": row_line, "character": col}
+        before = host.evaluated()
+        at = time.monotonic()
+        answer = lsp.wait(lsp.send_request("textDocument/inlineCompletion", {
+            "textDocument": {"uri": uri}, "position": position, "context": {"triggerKind": 2}}))
+        arrival_latency = answer[0] - at if answer else None
+        items = items_of(answer)
+        arrival = items[0]["insertText"] if items else ""
+        after_arrival = host.evaluated()
         sent = []
-        for i, ch in enumerate(typed):
+        for i, ch in enumerate(hole["expected"][:TYPED]):
+            version += 1
             lsp.notify("textDocument/didChange", {
-                "textDocument": {"uri": uri, "version": i + 2},
+                "textDocument": {"uri": uri, "version": version},
                 "contentChanges": [{"range": {"start": {"line": row_line, "character": col + i},
                                               "end": {"line": row_line, "character": col + i}}, "text": ch}]})
             ident = lsp.send_request("textDocument/inlineCompletion", {
@@ -192,50 +272,155 @@ def run(holes_file, mirrors, binary, limit):
                 "context": {"triggerKind": 2}})
             sent.append((ident, time.monotonic()))
             time.sleep(KEY_INTERVAL)
-        latencies = []
-        final = ""
+        latencies, final = [], ""
         for k, (ident, at) in enumerate(sent):
             answer = lsp.wait(ident)
-            if answer is None:
-                continue
-            when, message = answer
-            items = message.get("result") or []
-            items = items.get("items", []) if isinstance(items, dict) else items
+            items = items_of(answer)
             if items:
-                latencies.append(when - at)
+                latencies.append(answer[0] - at)
             if k == len(sent) - 1:
                 final = items[0]["insertText"] if items else ""
+        after_typing = host.evaluated()
+        rows.append(result(hole, arrival, arrival_latency, final, latencies, before, after_arrival,
+                           after_typing))
+    return rows, version
+
+
+def items_of(answer):
+    if not answer:
+        return []
+    result = answer[1].get("result") or []
+    return result.get("items", []) if isinstance(result, dict) else result
+
+
+def baseline_file(host, lines, holes):
+    rows = []
+    for hole in holes:
+        line = lines[hole["line"]]
+        indent = line[: len(line) - len(line.lstrip())]
+        prefix = "\n".join(lines[: hole["line"]]) + "\n" + indent
+        suffix = "\n" + "\n".join(lines[hole["line"] + 1:])
+        before = host.evaluated()
+        stream = Stream(host.url, baseline_prompt(prefix, suffix), time.monotonic())
+        stream.thread.join()
+        arrival = stream.text or ""
+        arrival_latency = stream.done_at - stream.at if stream.done_at else None
+        after_arrival = host.evaluated()
+        streams = []
+        for i in range(TYPED):
+            typed = hole["expected"][: i + 1]
+            if streams:
+                streams[-1].close()
+            streams.append(Stream(host.url, baseline_prompt(prefix + typed, suffix), time.monotonic()))
+            time.sleep(KEY_INTERVAL)
+        streams[-1].thread.join()
+        latencies = [s.done_at - s.at for s in streams if s.done_at is not None]
+        after_typing = host.evaluated()
+        rows.append(result(hole, arrival, arrival_latency, streams[-1].text or "", latencies, before,
+                           after_arrival, after_typing))
+    return rows
+
+
+def result(hole, arrival, arrival_latency, final, latencies, before, after_arrival, after_typing):
+    exact_arrival, similarity_arrival = score(arrival, hole["expected"])
+    exact, similarity = score(final, hole["expected"][TYPED:])
+    counted = None not in (before, after_arrival, after_typing)
+    return {"repo": hole["repo"], "path": hole["path"], "line": hole["line"],
+            "language": hole["language"], "expected": hole["expected"],
+            "arrival": first_line(arrival), "arrival_exact": exact_arrival,
+            "arrival_similarity": similarity_arrival, "arrival_latency": arrival_latency,
+            "typed": first_line(final), "exact": exact, "similarity": similarity,
+            "latencies": latencies,
+            "arrival_evaluated": after_arrival - before if counted else None,
+            "typing_evaluated": after_typing - after_arrival if counted else None}
+
+
+def summary(rows):
+    if not rows:
+        return {}
+    typing = [l for r in rows for l in r["latencies"]]
+    arrivals = [r["arrival_latency"] for r in rows if r["arrival_latency"] is not None]
+    evaluated = [r["typing_evaluated"] for r in rows if r["typing_evaluated"] is not None]
+    arrival_evaluated = [r["arrival_evaluated"] for r in rows if r["arrival_evaluated"] is not None]
+    n = len(rows)
+    return {
+        "holes": n,
+        "arrival_exact": sum(r["arrival_exact"] for r in rows) / n,
+        "arrival_similarity": sum(r["arrival_similarity"] for r in rows) / n,
+        "typed_exact": sum(r["exact"] for r in rows) / n,
+        "typed_similarity": sum(r["similarity"] for r in rows) / n,
+        "arrival_p50_s": percentile(arrivals, 50), "arrival_p95_s": percentile(arrivals, 95),
+        "typing_p50_s": percentile(typing, 50), "typing_p95_s": percentile(typing, 95),
+        "keystrokes_answered": len(typing), "keystrokes": n * TYPED,
+        "evaluated_per_keystroke": sum(evaluated) / (n * TYPED) if evaluated else None,
+        "evaluated_per_arrival": sum(arrival_evaluated) / n if arrival_evaluated else None,
+    }
+
+
+def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
+    holes = json.load(open(holes_file))
+    by_file = {}
+    for hole in holes:
+        by_file.setdefault((hole["repo"], hole["path"]), []).append(hole)
+    files = list(by_file.items())
+    # The same share of each language, interleaved.
+    by_language = {}
+    for key, group in files:
+        by_language.setdefault(group[0]["language"], []).append((key, group))
+    files = [f for group in itertools.zip_longest(*by_language.values()) for f in group if f]
+    if files_limit:
+        files = files[:files_limit]
+    workdir = tempfile.mkdtemp(prefix="pw-complete-bench-")
+    data_dir = os.path.join(workdir, "data")
+    if gguf:
+        providers = {"local": {"kind": "embedded", "model": gguf, "threads": 2}}
+        config = {"providers": providers, "data_dir": data_dir}
+    else:
+        config = {"providers": {"local": {"kind": "openai", "base_url": base_url, "api_key_env": ""}},
+                  "roles": {"completion": "local/qwen2.5-coder-1.5b"}, "data_dir": data_dir}
+    lsp = Lsp(binary, config, workdir)
+    host = Host(base_url) if base_url else None
+    rows = {"patchwise": [], "baseline": []}
+    log = open(out, "w") if out else None
+    for (repo, path), group in files:
+        group.sort(key=lambda h: h["line"])
+        lines = git(repo_dir_of(mirrors, repo), "show", f"{group[0]['commit']}:{path}").split("\n")
+        uri = "file://" + os.path.join(workdir, repo.replace("/", "_"), path)
+        lsp.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": group[0]["language"], "version": 1, "text": "\n".join(lines)}})
+        if host is None:
+            # The editor's patchwise starts the host on its first request.
+            found, version = patchwise_file(lsp, Host("http://127.0.0.1:1/v1"), uri,
+                                            group[0]["language"], lines, group[:1], 1)
+            announced = glob.glob(os.path.join(data_dir, "hosts", "*.json"))
+            host = Host(json.load(open(announced[0]))["url"])
+            group_rest = group[1:]
+            pw = found + patchwise_file(lsp, host, uri, group[0]["language"], lines, group_rest,
+                                        version)[0]
+        else:
+            pw = patchwise_file(lsp, host, uri, group[0]["language"], lines, group, 1)[0]
         lsp.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
-        rest = hole["expected"][TYPED:]
-        exact, similarity = score(final, rest)
-        base_text, base_latency, base_prompt = baseline(prefix + typed, suffix)
-        base_exact, base_similarity = score(base_text, rest)
-        rows.append({"hole": n, "language": hole["language"], "exact": exact, "similarity": similarity,
-                     "latencies": latencies, "base_exact": base_exact, "base_similarity": base_similarity,
-                     "base_latency": base_latency, "base_prompt_tokens": base_prompt})
-        print(json.dumps(rows[-1]), file=sys.stderr)
+        base = baseline_file(host, lines, group)
+        for way, found in (("patchwise", pw), ("baseline", base)):
+            for row in found:
+                row["way"] = way
+                rows[way].append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+                if log:
+                    print(json.dumps(row), file=log, flush=True)
     lsp.request("shutdown", None)
     lsp.notify("exit", None)
-    pw_lat = [l for r in rows for l in r["latencies"]]
-    base_lat = [r["base_latency"] for r in rows]
-    summary = {
-        "holes": len(rows),
-        "patchwise": {"exact": sum(r["exact"] for r in rows) / len(rows),
-                      "similarity": sum(r["similarity"] for r in rows) / len(rows),
-                      "p50_s": percentile(pw_lat, 50), "p95_s": percentile(pw_lat, 95),
-                      "answered_keystrokes": len(pw_lat), "keystrokes": len(rows) * TYPED},
-        "baseline": {"exact": sum(r["base_exact"] for r in rows) / len(rows),
-                     "similarity": sum(r["base_similarity"] for r in rows) / len(rows),
-                     "p50_s": percentile(base_lat, 50), "p95_s": percentile(base_lat, 95),
-                     "prompt_tokens_evaluated_mean": sum(r["base_prompt_tokens"] or 0 for r in rows) / len(rows)},
-    }
-    print(json.dumps(summary, indent=2))
+    print(json.dumps({way: summary(found) for way, found in rows.items()}, indent=2))
+
+
+def option(name, default=None):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "cut":
-        print(json.dumps(cut(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 70), indent=1))
+        numbers = [int(a) for a in sys.argv[3:5]]
+        print(json.dumps(cut(sys.argv[2], *(numbers + [7, 10][len(numbers):])), indent=1))
     else:
-        binary = sys.argv[sys.argv.index("--binary") + 1] if "--binary" in sys.argv else "patchwise"
-        limit = int(sys.argv[sys.argv.index("--limit") + 1]) if "--limit" in sys.argv else 0
-        run(sys.argv[2], sys.argv[3], binary, limit)
+        run(sys.argv[2], sys.argv[3], option("--binary", "patchwise"), option("--gguf"),
+            option("--base-url"), int(option("--files", "0")), option("--json"))
