@@ -86,7 +86,8 @@ def cut(mirrors, files_per_repo, holes_per_file):
             lines = text.split("\n")
             candidates = [n for n, line in enumerate(lines)
                           if n >= 5 and len(line.strip()) >= 12
-                          and not line.strip().startswith(("#", "//", "/*", "*", '"""'))]
+                          and not line.strip().startswith(("#", "//", "/*", "*", '"""'))
+                          and not in_docstring(lines, n)]
             if len(lines) >= 80 and len(candidates) >= holes_per_file:
                 files.append((path, candidates))
         for path, candidates in rng.sample(files, min(files_per_repo, len(files))):
@@ -95,6 +96,13 @@ def cut(mirrors, files_per_repo, holes_per_file):
                 holes.append({"repo": name, "commit": commit, "language": lang, "path": path,
                               "line": number, "expected": lines[number].strip()})
     return holes
+
+
+def in_docstring(lines, number):
+    """Whether a line is inside a triple-quoted string (patchwise suggests nothing in strings
+    and comments while typing, by design; such holes would score nothing either way)."""
+    before = "\n".join(lines[:number])
+    return (before.count('"""') + before.count("'''")) % 2 == 1
 
 
 class Lsp:
@@ -174,10 +182,21 @@ def percentile(values, p):
 
 
 class Host:
-    """The model server's URL and, for the model inside patchwise, its evaluated-token count."""
+    """The model server's URL and, for the model inside patchwise, its evaluated-token count.
+    With `announced_in`, the URL is the one the host announced there once it started."""
 
-    def __init__(self, url):
-        self.url = url.rstrip("/")
+    def __init__(self, url, announced_in=None):
+        self.fixed = url.rstrip("/") if url else None
+        self.announced_in = announced_in
+
+    @property
+    def url(self):
+        if self.fixed:
+            return self.fixed
+        announced = glob.glob(os.path.join(self.announced_in, "hosts", "*.json"))
+        if not announced:
+            return "http://127.0.0.1:9/v1"
+        return json.load(open(announced[0]))["url"].rstrip("/")
 
     def evaluated(self):
         try:
@@ -379,7 +398,8 @@ def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
         config = {"providers": {"local": {"kind": "openai", "base_url": base_url, "api_key_env": ""}},
                   "roles": {"completion": "local/qwen2.5-coder-1.5b"}, "data_dir": data_dir}
     lsp = Lsp(binary, config, workdir)
-    host = Host(base_url) if base_url else None
+    # With the model inside, the editor's patchwise starts the host on its first request.
+    host = Host(base_url, announced_in=data_dir)
     rows = {"patchwise": [], "baseline": []}
     log = open(out, "w") if out else None
     for (repo, path), group in files:
@@ -388,17 +408,7 @@ def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
         uri = "file://" + os.path.join(workdir, repo.replace("/", "_"), path)
         lsp.notify("textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": group[0]["language"], "version": 1, "text": "\n".join(lines)}})
-        if host is None:
-            # The editor's patchwise starts the host on its first request.
-            found, version = patchwise_file(lsp, Host("http://127.0.0.1:1/v1"), uri,
-                                            group[0]["language"], lines, group[:1], 1)
-            announced = glob.glob(os.path.join(data_dir, "hosts", "*.json"))
-            host = Host(json.load(open(announced[0]))["url"])
-            group_rest = group[1:]
-            pw = found + patchwise_file(lsp, host, uri, group[0]["language"], lines, group_rest,
-                                        version)[0]
-        else:
-            pw = patchwise_file(lsp, host, uri, group[0]["language"], lines, group, 1)[0]
+        pw = patchwise_file(lsp, host, uri, group[0]["language"], lines, group, 1)[0]
         lsp.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
         base = baseline_file(host, lines, group)
         for way, found in (("patchwise", pw), ("baseline", base)):
