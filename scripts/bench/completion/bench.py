@@ -99,10 +99,12 @@ def cut(mirrors, files_per_repo, holes_per_file):
 
 
 def in_docstring(lines, number):
-    """Whether a line is inside a triple-quoted string (patchwise suggests nothing in strings
-    and comments while typing, by design; such holes would score nothing either way)."""
+    """Whether a line is inside a triple-quoted string or a block comment (patchwise suggests
+    nothing in strings and comments while typing, by design)."""
     before = "\n".join(lines[:number])
-    return (before.count('"""') + before.count("'''")) % 2 == 1
+    if (before.count('"""') + before.count("'''")) % 2 == 1:
+        return True
+    return before.count("/*") > before.count("*/")
 
 
 class Lsp:
