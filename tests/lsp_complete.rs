@@ -3,7 +3,8 @@
 //! `/v1/completions` SSE stream of llama.cpp's server (`data: {"choices":[{"text":…}]}`, then
 //! `data: [DONE]`). A prompt holding `SLOW` gets a stream that never ends, one chunk at a time
 //! until the client leaves, so the tests see a superseded or cancelled request close its
-//! connection; one holding `LINES` gets a never-ending stream of whole lines.
+//! connection; one holding `LINES` gets a never-ending stream of whole lines (with `BLANK`, it
+//! begins with a line end and a pause, as a model does after `def f():`).
 
 mod support;
 
@@ -74,8 +75,16 @@ fn serve(mut stream: TcpStream, answer: &str, seen: &Mutex<Seen>) {
     }
     let event = |text: &str| format!("data: {}\n\n", json!({"choices": [{"text": text}]}));
     if slow {
+        if prompt.contains("BLANK") {
+            let _ = stream.write_all(event("\n    ").as_bytes());
+            let _ = stream.flush();
+            std::thread::sleep(Duration::from_millis(400));
+            let _ = stream.write_all(event("v").as_bytes());
+        }
         // One token every 20 ms until the client leaves (or a minute passes).
-        let token = if prompt.contains("LINES") {
+        let token = if prompt.contains("BLANK") {
+            " = 1\n    v"
+        } else if prompt.contains("LINES") {
             "v = 1\n    "
         } else {
             "x"
@@ -249,4 +258,18 @@ fn a_suggestion_that_writes_on_ends_at_its_last_whole_line_after_the_time_budget
     server.wait_until("the stream to be dropped", || {
         seen.lock().unwrap().dropped == 1
     });
+
+    // A suggestion that begins with a line end is not cut to that line end when the budget
+    // runs out before its first written line is whole.
+    let uri = path_uri(&dir.path().join("blank.py"));
+    server.open(&uri, "python", "LINES = BLANK = 1\ndef g():\n", 1);
+    let answer = texts(server.request::<InlineCompletionRequest>(params(&uri, 1, 8, automatic)));
+    assert_eq!(answer.len(), 1, "{answer:?}");
+    let lines: Vec<&str> = answer[0]
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(!lines.is_empty(), "{answer:?}");
+    assert!(lines.iter().all(|line| *line == "v = 1"), "{answer:?}");
 }

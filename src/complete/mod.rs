@@ -128,6 +128,7 @@ impl Completer {
             suffix_tokens: section.suffix_tokens as usize,
             extra_tokens: section.extra_context_tokens as usize,
         };
+        let one_line = mid_line || !section.multi_line;
         let fim_request = FimRequest {
             input: context::gather(
                 &request.path,
@@ -137,8 +138,8 @@ impl Completer {
                 budget,
             ),
             max_tokens: section.max_tokens,
-            one_line: mid_line || !section.multi_line,
-            write_budget: (!request.invoked && section.predict_ms > 0)
+            one_line,
+            write_budget: (!request.invoked && !one_line && section.predict_ms > 0)
                 .then(|| Duration::from_millis(section.predict_ms)),
         };
         let answer = tokio::select! {

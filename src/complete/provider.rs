@@ -237,6 +237,7 @@ impl HttpFim {
             if let (Some(budget), Some(at)) = (request.write_budget, first_token_at)
                 && at.elapsed() >= budget
                 && let Some(end) = answer.text.rfind('\n')
+                && !answer.text[..end].trim().is_empty()
             {
                 tracing::debug!(
                     "completion: writing took {budget:?}; ended at its last whole line"

@@ -581,7 +581,8 @@ pub struct CompletionSection {
     pub multi_line: bool,
     /// Milliseconds a suggestion that spans lines may take to write, from its first token;
     /// after that it ends at its last whole line (llama.vim's `t_max_predict_ms`). The first
-    /// line is always written whole. Requests made while typing only; 0 sets no limit.
+    /// line is always written whole. Requests made while typing, to providers that stream
+    /// (`/v1/completions`, `/infill`); 0 sets no limit.
     #[schemars(range(min = 0, max = 60_000))]
     pub predict_ms: u64,
     /// Tokens of the file before the cursor in the prompt.
@@ -589,7 +590,7 @@ pub struct CompletionSection {
     pub context_tokens: u32,
     /// Tokens of the file after the cursor in the prompt (the rest of the cursor's line always).
     /// They come after the text before the cursor, so a provider reads them again on every
-    /// keystroke: a few lines are both faster and, measured, as good as many.
+    /// keystroke: a few lines are faster (see docs/editors.md for what was measured).
     #[schemars(range(min = 0, max = 100_000))]
     pub suffix_tokens: u32,
     /// Tokens of other open files in the prompt (for models whose format has files: Qwen,

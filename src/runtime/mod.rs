@@ -175,8 +175,8 @@ pub struct Runtime {
 #[derive(Debug, Clone, Default)]
 pub struct Record {
     pub answered: u64,
-    /// Prompt tokens evaluated over all answers, cancelled ones too (what a client's requests
-    /// cost the machine, for benches).
+    /// Prompt tokens evaluated over all answers that ended, cancelled ones too (what a
+    /// client's requests cost the machine, for benches; an answer that failed is not counted).
     pub evaluated_tokens: u64,
     /// `None` before the first answer; `Err` for an answer that failed.
     pub last: Option<Result<(Finish, AnswerStats), RuntimeError>>,
