@@ -8,7 +8,7 @@ lines before and 64 after, the model's FIM tokens) sent straight to the same mod
       > scripts/bench/completion/holes.json
   flock /tmp/patchwise-model.lock scripts/bench/completion/bench.py run \\
       scripts/bench/completion/holes.json MIRRORS_DIR --binary target/debug/patchwise \\
-      --gguf "$(../shared/tools/local-model gguf 1.5b)" [--files N] [--json OUT]
+      --gguf "$(../shared/tools/local-model gguf 1.5b)" [--from K] [--files N] [--json OUT]
 
 The model server: with --gguf, the model inside patchwise (`[providers.local] kind =
 "embedded"`, `threads = 2`, nothing else: the editor's patchwise starts its host, and the
@@ -389,6 +389,7 @@ def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
     for key, group in files:
         by_language.setdefault(group[0]["language"], []).append((key, group))
     files = [f for group in itertools.zip_longest(*by_language.values()) for f in group if f]
+    files = files[int(option("--from", "0")):]
     if files_limit:
         files = files[:files_limit]
     workdir = tempfile.mkdtemp(prefix="pw-complete-bench-")
