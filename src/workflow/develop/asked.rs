@@ -306,12 +306,7 @@ pub(super) fn asked_names(text: &str) -> Vec<String> {
     }
     let mut out: Vec<String> = Vec::new();
     let mut push = |name: &str| {
-        let ok = name.len() >= 3
-            && name
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+        let ok = name.len() >= 3 && super::rename::is_identifier(name);
         if ok && !out.iter().any(|o| o == name) {
             out.push(name.to_owned());
         }

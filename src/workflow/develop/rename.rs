@@ -229,7 +229,8 @@ pub(super) fn rename_request(text: &str) -> Option<(String, String)> {
     Some((old.to_owned(), new.to_owned()))
 }
 
-fn is_identifier(w: &str) -> bool {
+/// A word that can name a function or variable in the languages develop edits.
+pub(super) fn is_identifier(w: &str) -> bool {
     w.len() >= 2
         && w.chars()
             .next()

@@ -1198,11 +1198,7 @@ fn called_names(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut push = |name: &str| {
         let ok = name.len() >= 3
-            && name
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && super::rename::is_identifier(name)
             && !NOT_NAMES.contains(&name.to_lowercase().as_str());
         if ok && !out.iter().any(|o| o == name) {
             out.push(name.to_owned());
