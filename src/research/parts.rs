@@ -99,24 +99,7 @@ pub fn parts_among<P: AsRef<str>>(
         return parts;
     }
     for part in &mut parts {
-        let weights: Vec<f64> = part
-            .stems
-            .iter()
-            .map(|p| {
-                let df = words
-                    .iter()
-                    .filter(|w| w.iter().any(|w| meets(w, p)))
-                    .count();
-                // A word no passage holds tells no passage's sentence apart either ("read"
-                // in "which environment variables does HTTPX read", where the docs say
-                // "supports").
-                if df == 0 {
-                    0.0
-                } else {
-                    ((n + 1) as f64 / (df + 1) as f64).ln()
-                }
-            })
-            .collect();
+        let weights = idf_weights(&part.stems, &words);
         if weights.iter().sum::<f64>() > 1e-9 {
             part.weights = weights;
         }
@@ -176,6 +159,27 @@ pub fn parts_of(question: &str) -> Vec<QuestionPart> {
 
 /// Whether a word of a sentence and a stem of a part name the same thing: equal, or one holds
 /// the other whole (`unordered` holds `order`, `ordering` starts with it).
+/// Each stem's inverse document frequency over `texts` (each text's stems). A word no text
+/// holds tells no text's sentence apart either ("read" in "which environment variables does
+/// HTTPX read", where the docs say "supports"): weight 0.
+fn idf_weights(stems: &[String], texts: &[Vec<String>]) -> Vec<f64> {
+    let n = texts.len();
+    stems
+        .iter()
+        .map(|p| {
+            let df = texts
+                .iter()
+                .filter(|w| w.iter().any(|w| meets(w, p)))
+                .count();
+            if df == 0 {
+                0.0
+            } else {
+                ((n + 1) as f64 / (df + 1) as f64).ln()
+            }
+        })
+        .collect()
+}
+
 fn meets(word: &str, part: &str) -> bool {
     word == part
         || (part.chars().count() >= 4 && word.contains(part))
@@ -266,7 +270,6 @@ pub fn searched_parts(question: &str, sources: &[SourceRecord]) -> Vec<QuestionP
         .iter()
         .map(|s| content_stems(&format!("{}\n{}", s.title, s.snippet)))
         .collect();
-    let n = texts.len();
     let shape: Vec<String> = SHAPE.iter().map(|w| stem(w)).collect();
     parts_of(question)
         .into_iter()
@@ -275,20 +278,7 @@ pub fn searched_parts(question: &str, sources: &[SourceRecord]) -> Vec<QuestionP
                 .into_iter()
                 .filter(|s| !shape.contains(s))
                 .collect();
-            let weights: Vec<f64> = stems
-                .iter()
-                .map(|p| {
-                    let df = texts
-                        .iter()
-                        .filter(|w| w.iter().any(|w| meets(w, p)))
-                        .count();
-                    if df == 0 {
-                        0.0
-                    } else {
-                        ((n + 1) as f64 / (df + 1) as f64).ln()
-                    }
-                })
-                .collect();
+            let weights = idf_weights(&stems, &texts);
             let weights = if weights.iter().sum::<f64>() > 1e-9 {
                 weights
             } else {
