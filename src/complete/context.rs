@@ -5,9 +5,11 @@
 //! keeps the prompt inside the budget). The text before the cursor starts at a line that moves
 //! only in steps of [`PREFIX_STEP`] lines, so while the user types on, the prompt's start stays
 //! the same and the provider's cached prefix is reused; the text after the cursor is cut at a
-//! line end.
+//! line end. Other files are the places the user edited lately ([`super::recent`]), then the
+//! first lines of the other open documents, within their own budget.
 
 use super::fim::{ExtraFile, FimInput};
+use super::recent::{EditedChunk, RecentEdits};
 
 /// Bytes counted as one token.
 pub const BYTES_PER_TOKEN: usize = 3;
@@ -37,16 +39,26 @@ pub fn gather(
     text: &str,
     offset: usize,
     others: &[OtherDocument],
+    recent: &RecentEdits,
     budget: PromptBudget,
 ) -> FimInput {
     let offset = floor_boundary(text, offset);
     let (before, after) = text.split_at(offset);
+    let start = prefix_start(before, budget.prefix_tokens * BYTES_PER_TOKEN);
+    let end = suffix_end(after, budget.suffix_tokens * BYTES_PER_TOKEN);
+    let first_line = lines_in(&before[..start]);
+    let window = first_line..first_line + lines_in(&before[start..]) + lines_in(&after[..end]) + 1;
+    let edited = recent.for_prompt(path, window);
     FimInput {
         path: path.to_owned(),
-        prefix: before[prefix_start(before, budget.prefix_tokens * BYTES_PER_TOKEN)..].to_owned(),
-        suffix: after[..suffix_end(after, budget.suffix_tokens * BYTES_PER_TOKEN)].to_owned(),
-        extra: extra_files(others, budget.extra_tokens * BYTES_PER_TOKEN),
+        prefix: before[start..].to_owned(),
+        suffix: after[..end].to_owned(),
+        extra: extra_files(&edited, others, budget.extra_tokens * BYTES_PER_TOKEN),
     }
+}
+
+fn lines_in(text: &str) -> usize {
+    text.bytes().filter(|&b| b == b'\n').count()
 }
 
 /// Where the shown text before the cursor starts: the earliest line start, on a multiple of
@@ -88,10 +100,61 @@ fn suffix_end(after: &str, max_bytes: usize) -> usize {
     after[..max_bytes].rfind('\n').map_or(first_line, |i| i + 1)
 }
 
-/// Chunks of the other files within `max_bytes`: each file's first lines (up to
-/// [`EXTRA_CHUNK_LINES`]), in path order, so the same files give the same text on every
-/// keystroke.
-fn extra_files(others: &[OtherDocument], max_bytes: usize) -> Vec<ExtraFile> {
+/// Chunks of other places within `max_bytes`: the places edited lately first (`edited`, newest
+/// first; a chunk too long keeps the lines around its middle, where the edit was), then each
+/// other open file's first lines (up to [`EXTRA_CHUNK_LINES`]) in path order. Laid out as the
+/// files' first lines, then the edited chunks oldest first, so the same state gives the same
+/// text on every keystroke and the newest edit stands nearest the cursor's file.
+fn extra_files(
+    edited: &[&EditedChunk],
+    others: &[OtherDocument],
+    max_bytes: usize,
+) -> Vec<ExtraFile> {
+    let mut left = max_bytes;
+    let mut chunks = Vec::new();
+    for chunk in edited {
+        let room = left.saturating_sub(chunk.path.len() + 2);
+        let text = middle_lines(&chunk.text, room);
+        if text.trim().is_empty() {
+            break;
+        }
+        left -= text.len() + chunk.path.len() + 2;
+        chunks.push(ExtraFile {
+            path: chunk.path.clone(),
+            text: text.to_owned(),
+        });
+    }
+    chunks.reverse();
+    let mut out = heads(others, left);
+    out.extend(chunks);
+    out
+}
+
+/// The lines around the middle of `text` that fit in `max_bytes` (whole lines).
+fn middle_lines(text: &str, max_bytes: usize) -> &str {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .filter(|&s| s < text.len())
+        .chain(std::iter::once(text.len()))
+        .collect();
+    // starts[i]..starts[i + 1] is line i; keep lines lo..hi, dropping the farther end first.
+    let middle = (starts.len() - 1) / 2;
+    let (mut lo, mut hi) = (0, starts.len() - 1);
+    while lo < hi && starts[hi] - starts[lo] > max_bytes {
+        if hi - middle > middle - lo {
+            hi -= 1;
+        } else {
+            lo += 1;
+        }
+    }
+    &text[starts[lo]..starts[hi]]
+}
+
+/// Each other open file's first lines within `max_bytes`, in path order.
+fn heads(others: &[OtherDocument], max_bytes: usize) -> Vec<ExtraFile> {
     let mut files: Vec<&OtherDocument> = others.iter().collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     let mut left = max_bytes;
@@ -139,6 +202,9 @@ fn ceil_boundary(text: &str, offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::complete::recent::EditedChunk;
+
+    static NO_EDITS: RecentEdits = RecentEdits::new();
 
     const NONE: PromptBudget = PromptBudget {
         prefix_tokens: 10_000,
@@ -148,7 +214,7 @@ mod tests {
 
     #[test]
     fn a_small_file_is_shown_whole_around_the_cursor() {
-        let input = gather("a.py", "def f():\n    return 1\n", 13, &[], NONE);
+        let input = gather("a.py", "def f():\n    return 1\n", 13, &[], &NO_EDITS, NONE);
         assert_eq!(input.prefix, "def f():\n    ");
         assert_eq!(input.suffix, "return 1\n");
     }
@@ -161,10 +227,10 @@ mod tests {
             suffix_tokens: 10,
             extra_tokens: 0,
         };
-        let first = gather("a", &text, text.len(), &[], budget);
+        let first = gather("a", &text, text.len(), &[], &NO_EDITS, budget);
         assert!(first.prefix.len() <= 600);
         text.push_str("x = 1");
-        let later = gather("a", &text, text.len(), &[], budget);
+        let later = gather("a", &text, text.len(), &[], &NO_EDITS, budget);
         assert!(later.prefix.starts_with(&first.prefix), "the start moved");
     }
 
@@ -186,7 +252,7 @@ mod tests {
                 text: "b = 2\n".into(),
             },
         ];
-        let input = gather("a", text, 0, &others, budget);
+        let input = gather("a", text, 0, &others, &NO_EDITS, budget);
         assert_eq!(input.suffix, "a\nbbbbbbbbbb\n");
         let paths: Vec<&str> = input.extra.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(paths, ["b.py", "z.py"]);
@@ -194,9 +260,61 @@ mod tests {
 
     #[test]
     fn offsets_inside_a_character_or_past_the_end_are_clamped() {
-        let input = gather("a", "é\n", 1, &[], NONE);
+        let input = gather("a", "é\n", 1, &[], &NO_EDITS, NONE);
         assert_eq!(input.prefix, "");
-        let input = gather("a", "é\n", 99, &[], NONE);
+        let input = gather("a", "é\n", 99, &[], &NO_EDITS, NONE);
         assert_eq!(input.suffix, "");
+    }
+
+    #[test]
+    fn a_place_edited_elsewhere_comes_after_the_other_files_and_not_where_the_user_types() {
+        let text: String = (0..300).map(|i| format!("line {i}\n")).collect();
+        let mut recent = RecentEdits::default();
+        let chunk = |first_line: usize, text: &str| EditedChunk {
+            path: "a".into(),
+            first_line,
+            text: text.into(),
+        };
+        recent.edited(chunk(10, "def edited_far_above():\n    pass\n"));
+        recent.edited(chunk(290, "line 290\n"));
+        let others = [OtherDocument {
+            path: "b.py".into(),
+            text: "b = 2\n".into(),
+        }];
+        let budget = PromptBudget {
+            prefix_tokens: 100,
+            suffix_tokens: 10,
+            extra_tokens: 100,
+        };
+        let cursor = text.find("line 295").unwrap();
+        let input = gather("a", &text, cursor, &others, &recent, budget);
+        let extra: Vec<(&str, &str)> = input
+            .extra
+            .iter()
+            .map(|f| (f.path.as_str(), f.text.as_str()))
+            .collect();
+        // Line 290 is in the prompt already (the place typed in); line 10 is far above it.
+        assert_eq!(
+            extra,
+            [
+                ("b.py", "b = 2\n"),
+                ("a", "def edited_far_above():\n    pass\n")
+            ]
+        );
+        // The same state, one keystroke later: the same text before the prefix.
+        let mut typed = text.clone();
+        typed.insert(cursor, 'x');
+        let later = gather("a", &typed, cursor + 1, &others, &recent, budget);
+        assert_eq!(later.extra, input.extra);
+    }
+
+    #[test]
+    fn a_chunk_too_long_keeps_the_lines_around_its_middle() {
+        let text = "l0\nl1\nl2\nl3\nl4\n";
+        assert_eq!(middle_lines(text, 100), text);
+        assert_eq!(middle_lines(text, 9), "l1\nl2\nl3\n");
+        assert_eq!(middle_lines(text, 3), "l2\n");
+        assert_eq!(middle_lines(text, 2), "");
+        assert_eq!(middle_lines("no newline at all", 5), "");
     }
 }

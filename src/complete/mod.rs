@@ -5,7 +5,7 @@
 //! of recent suggestions (typing into a shown one narrows it, no model call); a cursor in a
 //! comment or a string gets nothing unless the user invoked it; an automatic request waits out
 //! the debounce; then the `completion` role's provider ([`provider`]) is asked with the prompt
-//! [`context`] gathers and [`fim`] lays out, and its answer is shaped ([`shape`]). Each request
+//! [`context`] gathers (with the places edited lately, [`recent`]) and [`fim`] lays out, and its answer is shaped ([`shape`]). Each request
 //! supersedes the one before it: the earlier one's wait or model call is dropped at once, which
 //! closes its HTTP request and stops the provider's decoding. Speaks byte offsets and plain
 //! text; never protocol types (`docs/architecture.md`).
@@ -14,6 +14,7 @@ pub mod cache;
 pub mod context;
 pub mod fim;
 pub mod provider;
+pub mod recent;
 pub mod shape;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,6 +28,7 @@ use crate::syntax::Language;
 pub use cache::SuggestionCache;
 pub use context::OtherDocument;
 pub use provider::{FimAnswer, FimProvider, FimRequest};
+pub use recent::{EditedChunk, RecentEdits};
 
 /// One request for a suggestion.
 #[derive(Debug, Clone)]
@@ -58,6 +60,8 @@ pub struct Suggestion {
 #[derive(Default)]
 pub struct Completer {
     cache: Mutex<SuggestionCache>,
+    /// The places the user edited lately, shown to the model as other files' chunks.
+    recent: Mutex<RecentEdits>,
     current: Mutex<Option<CancellationToken>>,
     /// The provider chosen for a configuration (a reloaded configuration is a new `Arc`).
     provider: tokio::sync::Mutex<Option<Chosen>>,
@@ -129,14 +133,16 @@ impl Completer {
             extra_tokens: section.extra_context_tokens as usize,
         };
         let one_line = mid_line || !section.multi_line;
+        let input = context::gather(
+            &request.path,
+            &request.text,
+            offset,
+            &request.others,
+            &self.recent.lock().unwrap_or_else(PoisonError::into_inner),
+            budget,
+        );
         let fim_request = FimRequest {
-            input: context::gather(
-                &request.path,
-                &request.text,
-                offset,
-                &request.others,
-                budget,
-            ),
+            input,
             max_tokens: section.max_tokens,
             one_line,
             write_budget: (!request.invoked && !one_line && section.predict_ms > 0)
@@ -164,6 +170,14 @@ impl Completer {
             from_cache: false,
             evaluated_tokens: answer.evaluated_tokens,
         }))
+    }
+
+    /// The user edited the place `chunk` shows (taken around the edited line, now).
+    pub fn edited(&self, chunk: EditedChunk) {
+        self.recent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .edited(chunk);
     }
 
     /// Forgets recent suggestions (the configuration changed).

@@ -593,8 +593,9 @@ pub struct CompletionSection {
     /// keystroke: a few lines are faster (see docs/editors.md for what was measured).
     #[schemars(range(min = 0, max = 100_000))]
     pub suffix_tokens: u32,
-    /// Tokens of other open files in the prompt (for models whose format has files: Qwen,
-    /// StarCoder2); 0 sends none.
+    /// Tokens of other places in the prompt (for models whose format has files: Qwen,
+    /// StarCoder2): the places edited lately, then the start of the other open files; 0 sends
+    /// none.
     #[schemars(range(min = 0, max = 100_000))]
     pub extra_context_tokens: u32,
     /// The request the provider gets.

@@ -20,7 +20,7 @@ use tower_lsp_server::{Client, LanguageServer, LspService};
 
 use super::transport::{FLUSH_METHOD, TransportState};
 use super::{from_proto, proposals, to_proto};
-use crate::complete::{Completer, CompletionRequest, OtherDocument};
+use crate::complete::{Completer, CompletionRequest, EditedChunk, OtherDocument};
 use crate::config::{Config, ConfigProblem};
 use crate::document::{Document, PositionEncoding};
 use crate::model::ModelRouter;
@@ -311,6 +311,22 @@ impl Backend {
         for problem in &applied.problems {
             tracing::warn!(uri = uri.as_str(), version, "{problem}");
         }
+        // The place edited, for completion's prompt (a whole-text change names no place).
+        if let (Some(change), Some(replacement)) = (changes.last(), applied.replacements.last())
+            && change.range.is_some()
+        {
+            let rope = &doc.rope;
+            let at = (replacement.range.start + replacement.text.len()).min(rope.len_bytes());
+            let lines =
+                crate::complete::recent::chunk_lines(rope.byte_to_line(at), rope.len_lines());
+            let (start, end) = (rope.line_to_byte(lines.start), rope.line_to_byte(lines.end));
+            let text = rope.byte_slice(start..end).to_string();
+            self.completer.edited(EditedChunk {
+                path: shown_path(&state.workspace_roots, uri),
+                first_line: lines.start,
+                text,
+            });
+        }
         let path = from_proto::file_path(uri)?;
         if state.proposals.for_path(&path).is_empty() {
             return None;
@@ -337,19 +353,7 @@ impl Backend {
                 return Ok(InlineCompletionResponse::Array(Vec::new()));
             };
             let (offset, _) = doc.offset(from_proto::position(position), state.encoding);
-            let root = state.workspace_roots.iter().find_map(from_proto::file_path);
-            let shown = |uri: &Uri| {
-                let path = from_proto::file_path(uri);
-                match (&path, &root) {
-                    (Some(path), Some(root)) if path.starts_with(root) => path
-                        .strip_prefix(root)
-                        .unwrap_or(path)
-                        .to_string_lossy()
-                        .into_owned(),
-                    (Some(path), _) => path.to_string_lossy().into_owned(),
-                    (None, _) => uri.as_str().to_owned(),
-                }
-            };
+            let shown = |uri: &Uri| shown_path(&state.workspace_roots, uri);
             let others = state
                 .documents
                 .iter()
@@ -498,6 +502,21 @@ pub(super) async fn show_file(client: &Client, path: &Path) -> Result<bool> {
             selection: None,
         })
         .await
+}
+
+/// A document's path as completion's prompt names it: relative to the first workspace root
+/// when it is inside it, else whole (or the URI, for a document that is not a file).
+fn shown_path(roots: &[Uri], uri: &Uri) -> String {
+    let root = roots.iter().find_map(from_proto::file_path);
+    match (from_proto::file_path(uri), root) {
+        (Some(path), Some(root)) if path.starts_with(&root) => path
+            .strip_prefix(&root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .into_owned(),
+        (Some(path), _) => path.to_string_lossy().into_owned(),
+        (None, _) => uri.as_str().to_owned(),
+    }
 }
 
 pub(super) fn request_failed(message: impl Into<String>) -> Error {
