@@ -1,9 +1,10 @@
 //! The model inside patchwise, end to end through the real binary and the real llama.cpp, on a
 //! tiny GGUF model the tests build (`support/gguf.rs`): `patchwise model serve` answering the
-//! OpenAI wire (whole, streamed, completions), prefix reuse, a disconnecting client stopping
-//! the decoding, bad requests and bad files; the shared host started once by two processes,
+//! OpenAI wire (whole, streamed, completions), prefix reuse, a disconnecting client stopping the
+//! decoding, bad requests and bad files; the shared host started once by two processes,
 //! restarted after `kill -9`, gone after its idle time; an embedded provider answering through
-//! the router; `doctor` and `init` with and without a model; `model pull` from a local hub.
+//! the router, and completion's fill-in-the-middle requests; `doctor` and `init` with and
+//! without a model; `model pull` from a local hub.
 
 mod support;
 
@@ -795,6 +796,70 @@ fn an_embedded_provider_answers_through_the_router_and_restarts_a_dead_host() {
         assert_ne!(host["pid"].as_u64().unwrap(), pid);
         unsafe {
             libc::kill(host["pid"].as_u64().unwrap() as i32, libc::SIGKILL);
+        }
+    });
+}
+
+#[test]
+fn a_completion_role_on_the_embedded_model_fills_in_the_middle_and_reuses_the_prompt() {
+    let (dir, model) = tiny();
+    let home = dir.path();
+    let ws = workspace_config(
+        home,
+        &format!(
+            "[providers.mine]\nkind = \"embedded\"\nmodel = {path:?}\nthreads = 1\ncontext = 1024\nidle_minutes = 1\n\
+             [roles]\ncompletion = \"mine\"\n",
+            path = model.display().to_string()
+        ),
+    );
+    // SAFETY (test): set before any thread of this test reads the environment.
+    unsafe {
+        std::env::set_var("PATCHWISE_HOST_PROGRAM", bin());
+    }
+    let (config, problems) =
+        patchwise::config::Config::load_from(&patchwise::config::ConfigPaths {
+            user: None,
+            workspace: Some(ws.join(".patchwise/config.toml")),
+        });
+    assert!(problems.is_empty(), "{problems:?}");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        use patchwise::complete::fim::FimInput;
+        use patchwise::complete::{FimRequest, provider};
+        let fim = provider::choose(&config).await.unwrap();
+        assert_eq!(fim.name(), "mine/tiny");
+        let request = |prefix: &str| FimRequest {
+            input: FimInput {
+                path: "app.py".into(),
+                prefix: prefix.into(),
+                suffix: "\n\nprint(add(1, 2))\n".into(),
+                extra: Vec::new(),
+            },
+            max_tokens: 6,
+            one_line: false,
+            write_budget: Some(Duration::from_secs(30)),
+        };
+        let first = fim.complete(&request("def add(a, b):\n    ")).await.unwrap();
+        let read_first = first.evaluated_tokens.expect("the host says what it read");
+        assert!(read_first > 5, "{first:?}");
+        // A keystroke later the host reads only what changed: the typed text and the suffix
+        // after it (the text before them is its cached prefix).
+        let typed = fim.complete(&request("def add(a, b):\n    r")).await.unwrap();
+        let read_typed = typed.evaluated_tokens.expect("the host says what it read");
+        assert!(read_typed < read_first, "{read_typed} of {read_first}");
+        // The same prompt again: greedy, the same answer.
+        let again = fim.complete(&request("def add(a, b):\n    ")).await.unwrap();
+        assert_eq!(again.text, first.text);
+
+        let hosts = home.join("data/patchwise/hosts");
+        for entry in std::fs::read_dir(&hosts).unwrap().filter_map(Result::ok) {
+            if entry.path().extension().is_some_and(|x| x == "json") {
+                let host: Value =
+                    serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();
+                unsafe {
+                    libc::kill(host["pid"].as_u64().unwrap() as i32, libc::SIGKILL);
+                }
+            }
         }
     });
 }
