@@ -839,16 +839,25 @@ fn a_completion_role_on_the_embedded_model_fills_in_the_middle_and_reuses_the_pr
             one_line: false,
             write_budget: Some(Duration::from_secs(30)),
         };
-        let first = fim.complete(&request("def add(a, b):\n    ")).await.unwrap();
+        let first = fim
+            .complete(&request("def add(a, b):\n    "))
+            .await
+            .unwrap();
         let read_first = first.evaluated_tokens.expect("the host says what it read");
         assert!(read_first > 5, "{first:?}");
         // A keystroke later the host reads only what changed: the typed text and the suffix
         // after it (the text before them is its cached prefix).
-        let typed = fim.complete(&request("def add(a, b):\n    r")).await.unwrap();
+        let typed = fim
+            .complete(&request("def add(a, b):\n    r"))
+            .await
+            .unwrap();
         let read_typed = typed.evaluated_tokens.expect("the host says what it read");
         assert!(read_typed < read_first, "{read_typed} of {read_first}");
         // The same prompt again: greedy, the same answer.
-        let again = fim.complete(&request("def add(a, b):\n    ")).await.unwrap();
+        let again = fim
+            .complete(&request("def add(a, b):\n    "))
+            .await
+            .unwrap();
         assert_eq!(again.text, first.text);
 
         let hosts = home.join("data/patchwise/hosts");
