@@ -358,9 +358,15 @@ impl Backend {
                 .documents
                 .iter()
                 .filter(|(other, _)| **other != uri)
-                .map(|(other, doc)| OtherDocument {
-                    path: shown(other),
-                    text: doc.text(),
+                .map(|(other, doc)| {
+                    // Only the lines the prompt may show: a huge open file is not copied on
+                    // every keystroke.
+                    let lines =
+                        crate::complete::context::EXTRA_CHUNK_LINES.min(doc.rope.len_lines());
+                    OtherDocument {
+                        path: shown(other),
+                        text: doc.rope.slice(..doc.rope.line_to_char(lines)).to_string(),
+                    }
                 })
                 .collect();
             let request = CompletionRequest {
