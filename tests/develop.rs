@@ -757,6 +757,18 @@ async fn a_fix_round_whose_two_attempts_fail_the_same_way_ends_the_run_with_what
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_call_written_again_word_for_word_ends_the_attempt() {
+    let (run, _) = scenario("refused_call_repeated_ends_the_attempt").await;
+    // The refusal went back once; the same call again was not answered with it again.
+    let coder = &run.requests["coder"];
+    let refusals = coder
+        .iter()
+        .filter(|r| r.contains("error: edit refused for sum_of_multiples.py"))
+        .count();
+    assert_eq!(refusals, 1, "{coder:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_that_is_one_rename_is_done_by_the_server_without_a_model_call() {
     scenario("rename_by_the_server").await;
 }

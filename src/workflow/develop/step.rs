@@ -30,7 +30,7 @@
 //! A step that fails for good leaves the working copy as it was before the step, and so does
 //! one the run's budget stops (`StepStatus::Stopped`, `docs/develop.md`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use serde_json::json;
@@ -93,12 +93,32 @@ struct Answers {
     told_missing_again: bool,
     /// Answers in a row whose blocks were all refused.
     refused_in_a_row: usize,
+    /// Answers of this attempt that changed nothing and were answered with why (refused blocks
+    /// or calls), by [`answer_print`]: the same answer again ends the attempt, as the same
+    /// words would get it again.
+    refused_answers: HashSet<u64>,
     /// How the tests failed on the code the last answer left ([`test_print`]); `None` when
     /// they passed or did not run.
     tests_failed: Option<u64>,
     /// The output-token limit of a rewrite answer, from the files as the attempt began.
     limit: Option<u32>,
     stuck: Stuck,
+}
+
+/// Why an attempt ended on an answer it had already answered.
+const REFUSED_AGAIN: &str =
+    "its answer was, word for word, one already refused in this attempt; the attempt ended";
+
+/// An answer's identity: its text and its native calls (names and arguments).
+fn answer_print(response: &ChatResponse) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    response.text.hash(&mut hasher);
+    for call in &response.tool_calls {
+        call.name.hash(&mut hasher);
+        call.arguments.to_string().hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
 /// An attempt that ends with `reason` (not a refused edit: the step's check decides).
@@ -601,6 +621,9 @@ impl Run<'_> {
                         );
                     }
                     if applied.changed.is_empty() {
+                        if !state.refused_answers.insert(answer_print(response)) {
+                            return Ok(failed(REFUSED_AGAIN.to_owned()));
+                        }
                         state.refused_in_a_row += 1;
                         let reasons = applied.problems.join("\n");
                         if state.refused_in_a_row >= 3 {
@@ -712,6 +735,12 @@ impl Run<'_> {
                     if no_op && state.edited && !state.check_failed {
                         // Repeating an edit that went through is the model saying it is done.
                         return Ok(Next::Done);
+                    }
+                    // Reads and refused calls are answered with their results; the same calls
+                    // again would get the same results (sum-of-multiples' fix round: the same
+                    // refused `edit_file`, "OLD was not found", three times in a row).
+                    if !state.refused_answers.insert(answer_print(response)) {
+                        return Ok(failed(REFUSED_AGAIN.to_owned()));
                     }
                     if no_op && state.stuck.coach_now(state.edited) {
                         memory
