@@ -1,112 +1,20 @@
 //! Inline completion end to end: the real binary over stdio answering
 //! `textDocument/inlineCompletion` from a local server on 127.0.0.1 that speaks the
-//! `/v1/completions` SSE stream of llama.cpp's server (`data: {"choices":[{"text":…}]}`, then
-//! `data: [DONE]`). A prompt holding `SLOW` gets a stream that never ends, one chunk at a time
-//! until the client leaves, so the tests see a superseded or cancelled request close its
-//! connection; one holding `LINES` gets a never-ending stream of whole lines (with `BLANK`, it
-//! begins with a line end and a pause, as a model does after `def f():`).
+//! `/v1/completions` SSE stream of llama.cpp's server (`tests/support/fim.rs`: `SLOW` in a
+//! prompt gets a stream that never ends, `LINES` one of whole lines, `BLANK` one that begins
+//! with a line end and a pause).
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use support::client::{TestServer, path_uri, ranged};
+use support::fim::start_model;
 use tower_lsp_server::ls_types::request::InlineCompletionRequest;
 use tower_lsp_server::ls_types::{
     InlineCompletionContext, InlineCompletionParams, InlineCompletionResponse,
     InlineCompletionTriggerKind, Position, TextDocumentIdentifier, TextDocumentPositionParams, Uri,
     WorkDoneProgressParams,
 };
-
-#[derive(Default)]
-struct Seen {
-    /// The request bodies, in arrival order.
-    bodies: Vec<Value>,
-    /// Slow streams whose client left.
-    dropped: usize,
-}
-
-/// A scripted `/v1/completions` server: every fast prompt is answered with `answer`.
-fn start_model(answer: &'static str) -> (String, Arc<Mutex<Seen>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let shared = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let seen = shared.clone();
-            std::thread::spawn(move || serve(stream, answer, &seen));
-        }
-    });
-    (url, seen)
-}
-
-fn serve(mut stream: TcpStream, answer: &str, seen: &Mutex<Seen>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap();
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
-    let body: Value = serde_json::from_slice(&body).unwrap();
-    let prompt = body["prompt"].as_str().unwrap_or("").to_owned();
-    let slow = prompt.contains("SLOW") || prompt.contains("LINES");
-    seen.lock().unwrap().bodies.push(body);
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-    if stream.write_all(head.as_bytes()).is_err() {
-        return;
-    }
-    let event = |text: &str| format!("data: {}\n\n", json!({"choices": [{"text": text}]}));
-    if slow {
-        if prompt.contains("BLANK") {
-            let _ = stream.write_all(event("\n    ").as_bytes());
-            let _ = stream.flush();
-            std::thread::sleep(Duration::from_millis(400));
-            let _ = stream.write_all(event("v").as_bytes());
-        }
-        // One token every 20 ms until the client leaves (or a minute passes).
-        let token = if prompt.contains("BLANK") {
-            " = 1\n    v"
-        } else if prompt.contains("LINES") {
-            "v = 1\n    "
-        } else {
-            "x"
-        };
-        for _ in 0..3000 {
-            if stream
-                .write_all(event(token).as_bytes())
-                .and_then(|_| stream.flush())
-                .is_err()
-            {
-                seen.lock().unwrap().dropped += 1;
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        return;
-    }
-    for part in answer.split_inclusive(' ') {
-        let _ = stream.write_all(event(part).as_bytes());
-    }
-    let _ = stream.write_all(b"data: [DONE]\n\n");
-}
 
 fn start(url: &str) -> (TestServer, tempfile::TempDir) {
     start_with(url, json!({ "debounce_ms": 0 }))

@@ -5,14 +5,16 @@
 //! test did not ask for (notifications, server requests) are kept in order for inspection.
 //!
 //! Beside it, what every test binary needs around a run: scripted model answers
-//! ([`openai_sse`]), workspaces copied from `fixtures/` ([`workspace_copy`], [`copy_dir`]), the
-//! state of a directory to compare before and after ([`tree`]), and snapshots ([`snapshot`]).
+//! ([`openai_sse`]; fill-in-the-middle completions from [`fim`]), workspaces copied from
+//! `fixtures/` ([`workspace_copy`], [`copy_dir`]), the state of a directory to compare before
+//! and after ([`tree`]), and snapshots ([`snapshot`]).
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
 pub mod cases;
 pub mod client;
 pub mod expect;
+pub mod fim;
 pub mod gguf;
 
 use std::collections::VecDeque;
