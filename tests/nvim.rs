@@ -476,3 +476,85 @@ fn neovim_develop_code_action_to_an_accepted_multi_file_proposal() {
     assert_eq!(planner.requests().len(), 1);
     assert_eq!(coder.requests().len(), 3);
 }
+
+/// Completion as you type in a real client, on the path the installed Neovim (0.11) takes: the
+/// plugin's own `textDocument/inlineCompletion` requests from insert mode, ghost text as an
+/// extmark (the first line inline at the cursor, the rest as virtual lines), typing on moves
+/// it, `<C-l>` inserts it, and leaving insert mode clears it. The suggestion never comes as
+/// completion items.
+#[test]
+fn neovim_completion_as_you_type_ghost_text_then_accept_key() {
+    if skip() {
+        return;
+    }
+    use support::fim::norm1;
+    let (url, seen) = support::fim::start_model(norm1::ANSWER);
+    let init = serde_json::json!({
+        "providers": { "fake": { "kind": "openai", "base_url": url, "api_key_env": "" } },
+        "roles": { "completion": "fake/qwen2.5-coder-1.5b" },
+    });
+    let report = run_script(
+        "complete.lua",
+        "norm.py",
+        norm1::ORIGINAL,
+        &[("PATCHWISE_INIT", Some(&init.to_string()))],
+    );
+    assert_eq!(
+        report["path"], "extmark",
+        "this test drives the plugin's 0.11 ghost text, not Neovim {}'s own client",
+        report["nvim"]
+    );
+    assert_eq!(report["original"], norm1::ORIGINAL);
+
+    // After `a` on the empty line 2: the ghost text at the cursor, the buffer unchanged by it.
+    let lines = serde_json::json!(["    ay = abs(y)", "    return ax + ay"]);
+    assert_eq!(report["mode_shown"], "i", "{report:#}");
+    assert_eq!(report["line_shown"], "    a", "{report:#}");
+    assert_eq!(
+        report["ghost"],
+        serde_json::json!([{ "row": 1, "col": 5, "pos": "inline", "inline": "x = abs(x)", "lines": lines }]),
+        "{report:#}"
+    );
+    // After `x`: the rest of the suggestion, one column on.
+    assert_eq!(
+        report["ghost_narrowed"],
+        serde_json::json!([{ "row": 1, "col": 6, "pos": "inline", "inline": " = abs(x)", "lines": lines }]),
+        "{report:#}"
+    );
+
+    // `<C-l>` inserted it, still in insert mode with the cursor after it; the server agrees.
+    assert_eq!(report["buffer"], norm1::ACCEPTED, "{report:#}");
+    assert_eq!(report["server"], norm1::ACCEPTED, "{report:#}");
+    assert_eq!(report["mode_accepted"], "i", "{report:#}");
+    assert_eq!(report["cursor_accepted"], serde_json::json!([4, 18]));
+    assert_eq!(report["ghost_left"], 0, "{report:#}");
+
+    // The model's first prompt is the text around the cursor after the typed `a`.
+    let bodies = seen.lock().unwrap().bodies.clone();
+    assert_eq!(bodies[0]["prompt"], norm1::PROMPT);
+
+    // While typing the client sent inline completion requests and nothing else; there is no
+    // completion provider (no omnifunc), and a completion request is refused, not answered with
+    // the suggestion as items.
+    let typing: Vec<&str> = report["typing_requests"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{report:#}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        typing.contains(&"textDocument/inlineCompletion"),
+        "{typing:?}"
+    );
+    assert!(
+        typing.iter().all(|m| *m == "textDocument/inlineCompletion"),
+        "{typing:?}"
+    );
+    assert_eq!(report["completion_provider"], false);
+    assert_eq!(report["omnifunc"], "");
+    assert_eq!(
+        report["completion"],
+        serde_json::json!({ "answered": true, "error": -32601 }),
+        "{report:#}"
+    );
+}
