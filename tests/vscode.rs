@@ -6,8 +6,8 @@
 //! `scripts/test` installs code-server into `.venv-test/code-server` (see
 //! `scripts/editor-test-deps`), Debian's `chromium`, and packages the `.vsix`. Without them this
 //! test fails and says what is missing; `PATCHWISE_SKIP_VSCODE=1` skips it on purpose.
-//! Screenshots of the proposal hover, the diff view and the research report are written to
-//! `target/test-artifacts/vscode/`.
+//! Screenshots of the proposal hover, the diff view, the research report and the ghost text of
+//! completion as you type are written to `target/test-artifacts/vscode/`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -34,6 +34,11 @@ fn require(path: PathBuf, what: &str) -> PathBuf {
     path
 }
 
+/// One code-server session (starting one takes most of the test's time): an edit through
+/// "Edit Selection…" seen as lenses, a hover and a diff view, accepted and saved; a research
+/// report opened; then completion as you type in another file — the extension's inline
+/// completion provider (vscode-languageclient's, for the server's `inlineCompletionProvider`)
+/// shows the scripted fill-in-the-middle model's suggestion as ghost text, and Tab accepts it.
 #[test]
 fn vscode_edit_selection_hover_diff_accept_and_research() {
     if skip() {
@@ -74,6 +79,9 @@ fn vscode_edit_selection_hover_diff_accept_and_research() {
     })));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = runtime.block_on(ReplayServer::start(replies)).unwrap();
+    // Completion as you type has a model of its own, on the `/v1/completions` wire.
+    use support::fim::norm1;
+    let (fim_url, fim) = support::fim::start_model(norm1::ANSWER);
 
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
@@ -87,12 +95,16 @@ fn vscode_edit_selection_hover_diff_accept_and_research() {
         "# Geometry\n\nnorm1 is the sum of the absolute coordinates of a point.\n",
     )
     .unwrap();
+    std::fs::write(ws.join("norm.py"), norm1::ORIGINAL).unwrap();
     let dead = "http://127.0.0.1:9"; // discard port: connection refused
     let settings = json!({
         "patchwise.serverPath": env!("CARGO_BIN_EXE_patchwise"),
         "patchwise.settings": {
-            "providers": { "fake": { "kind": "openai", "base_url": format!("{}/v1", model.url()), "api_key_env": "" } },
-            "roles": { "coder": "fake/test-model" },
+            "providers": {
+                "fake": { "kind": "openai", "base_url": format!("{}/v1", model.url()), "api_key_env": "" },
+                "fim": { "kind": "openai", "base_url": fim_url, "api_key_env": "" },
+            },
+            "roles": { "coder": "fake/test-model", "completion": "fim/qwen2.5-coder-1.5b" },
             "retry": { "max_attempts": 1 },
             "data_dir": dir.path().join("data"),
             "research": { "sources": {
@@ -119,6 +131,9 @@ fn vscode_edit_selection_hover_diff_accept_and_research() {
         .env("QUESTION", "what does norm1 compute")
         .env("ARTIFACTS", &artifacts)
         .env("SETTINGS", settings.to_string())
+        .env("COMPLETION_FILE", "norm.py")
+        .env("COMPLETION_LINE", "2")
+        .env("COMPLETION_TYPED", "a")
         .output()
         .expect("run node (Node.js 20 must be on PATH)");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -164,7 +179,37 @@ fn vscode_edit_selection_hover_diff_accept_and_research() {
     // Research opened its Markdown report in the editor.
     let tab = report["researchTab"].as_str().unwrap_or_default();
     assert!(tab.contains(".md"), "active tab after research: {tab}");
-    for shot in ["vscode-hover.png", "vscode-diff.png", "vscode-research.png"] {
+
+    // Completion as you type: after `a` at the end of line 2 the suggestion was ghost text (the
+    // first line at the cursor, the rest below it), not text, and no completion item offered it.
+    assert_eq!(
+        report["ghost"],
+        json!({ "inline": "x = abs(x)", "lines": ["    ay = abs(y)", "    return ax + ay"] }),
+        "{report:#}"
+    );
+    let typed = norm1::ORIGINAL.replacen("\n    \n", "\n    a\n", 1);
+    assert_eq!(report["textWithGhost"], typed, "{report:#}");
+    assert_eq!(report["suggestWidget"], json!([]), "{report:#}");
+    // The model was asked at the typed `a`, the other open files before it (Qwen's format).
+    let asked = format!("<|file_sep|>norm.py\n{}", norm1::PROMPT);
+    let prompts: Vec<String> = fim
+        .lock()
+        .unwrap()
+        .bodies
+        .iter()
+        .filter_map(|b| b["prompt"].as_str().map(str::to_owned))
+        .collect();
+    assert!(prompts.iter().any(|p| p.ends_with(&asked)), "{prompts:#?}");
+    // Tab inserted it: the editor's text, and the file the editor saved.
+    assert_eq!(report["completed"], norm1::ACCEPTED, "{report:#}");
+    let saved = std::fs::read_to_string(ws.join("norm.py")).unwrap();
+    assert_eq!(saved, norm1::ACCEPTED);
+    for shot in [
+        "vscode-hover.png",
+        "vscode-diff.png",
+        "vscode-research.png",
+        "vscode-completion.png",
+    ] {
         assert!(artifacts.join(shot).exists(), "missing artifact {shot}");
     }
 }

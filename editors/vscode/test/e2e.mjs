@@ -7,7 +7,8 @@
 // As a user would: open a file, select lines, "patchwise: Edit Selection…", type the
 // instruction, wait for the code lens, hover the change (screenshot), open the diff view
 // (screenshot), Accept, read the editor's text, save; then "patchwise: Research…" and wait for
-// the report to open.
+// the report to open; then completion as you type: open another file, type at the end of a
+// line, wait for the ghost text (screenshot), Tab, read the editor's text, save.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,6 +33,10 @@ const expected = env('EXPECTED');
 const question = env('QUESTION');
 const artifacts = env('ARTIFACTS');
 const settings = JSON.parse(env('SETTINGS'));
+// Completion as you type: the file, the line (1-based) whose end the user types at, what is typed.
+const completionFile = env('COMPLETION_FILE');
+const completionLine = Number(env('COMPLETION_LINE'));
+const completionTyped = env('COMPLETION_TYPED');
 mkdirSync(artifacts, { recursive: true });
 rmSync(join(artifacts, 'vscode-failure.png'), { force: true });
 
@@ -136,17 +141,35 @@ const browser = await chromium.launch({
 const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
 const shot = (name) => page.screenshot({ path: join(artifacts, name) });
 
-/** The text of the visible editor's lines, top to bottom. */
+/** The text of the visible editor's lines, top to bottom (ghost text, which is not text, left out). */
 async function editorText(selector = '.editor-instance .monaco-editor') {
   return page.evaluate((sel) => {
     const editors = [...document.querySelectorAll(sel)].filter((e) => e.offsetParent !== null);
     const editor = editors[0];
     if (!editor) return null;
     const lines = [...editor.querySelectorAll('.view-lines .view-line')]
-      .map((l) => ({ top: parseFloat(l.style.top || '0'), text: l.textContent ?? '' }))
+      .map((l) => {
+        const line = l.cloneNode(true);
+        line.querySelectorAll('.ghost-text-decoration, .ghost-text-decoration-preview').forEach((g) => g.remove());
+        return { top: parseFloat(l.style.top || '0'), text: line.textContent ?? '' };
+      })
       .sort((a, b) => a.top - b.top);
     return lines.map((l) => l.text.replace(/\u00a0/g, ' ')).join('\n');
   }, selector);
+}
+
+/** The ghost text shown in the visible editor: inline at the cursor, and the lines below it. */
+async function ghostText() {
+  return page.evaluate(() => {
+    const editor = [...document.querySelectorAll('.editor-instance .monaco-editor')].find((e) => e.offsetParent !== null);
+    if (!editor) return null;
+    const text = (e) => (e.textContent ?? '').replace(/\u00a0/g, ' ');
+    // The inline part comes in a span per token; the lines below are a view zone's.
+    return {
+      inline: [...editor.querySelectorAll('.view-lines .ghost-text-decoration')].map(text).join(''),
+      lines: [...editor.querySelectorAll('.view-zones .suggest-preview-text .view-line')].map(text),
+    };
+  });
 }
 
 async function palette(command) {
@@ -257,6 +280,46 @@ try {
   report.researchTab = await page.locator('.tab.active').first().innerText();
   report.researchText = await editorText();
   await shot('vscode-research.png');
+
+  step('completion: open the file');
+  await page.keyboard.press('Control+P');
+  await page.locator('.quick-input-widget input.input').fill(completionFile);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: completionFile.split('/').pop() }).first().waitFor();
+  await page.keyboard.press('Enter');
+  await page.locator('.tab.active', { hasText: completionFile.split('/').pop() }).first().waitFor();
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+Home');
+  for (let line = 1; line < completionLine; line++) {
+    await page.keyboard.press('ArrowDown');
+  }
+  await page.keyboard.press('End');
+
+  step('completion: type and wait for the ghost text');
+  await page.keyboard.type(completionTyped);
+  const ghost = page.locator('.editor-instance .monaco-editor .ghost-text-decoration');
+  await ghost.first().waitFor({ timeout: 120000 });
+  // The lines below the cursor's are a view zone, rendered just after the inline part.
+  for (let waited = 0; waited < 10000; waited += 250) {
+    report.ghost = await ghostText();
+    if (report.ghost?.lines.length) break;
+    await page.waitForTimeout(250);
+  }
+  report.textWithGhost = await editorText();
+  // The suggestion is ghost text only: no completion item offers it.
+  report.suggestWidget = await page.locator('.suggest-widget.visible .monaco-list-row').allTextContents();
+  await shot('vscode-completion.png');
+
+  step('completion: Tab accepts');
+  await page.keyboard.press('Tab');
+  for (let waited = 0; waited < 30000; waited += 250) {
+    report.completed = await editorText();
+    if (report.completed !== report.textWithGhost) break;
+    await page.waitForTimeout(250);
+  }
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Control+S');
+  await page.waitForTimeout(1000);
   report.ok = true;
 } catch (error) {
   report.error = String(error?.stack ?? error);
