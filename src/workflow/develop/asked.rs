@@ -98,6 +98,22 @@ const TEST_FILLER: &[&str] = &[
     "rspec",
 ];
 
+/// Words that turn a verb that adds into one that does not.
+const NEGATIONS: &[&str] = &[
+    "not",
+    "no",
+    "never",
+    "don't",
+    "dont",
+    "doesn't",
+    "without",
+    "cannot",
+    "can't",
+    "needn't",
+    "shouldn't",
+    "won't",
+];
+
 /// Whether `word` names tests (not a file such as `tests.toml`, not `test_x`).
 fn is_test_word(word: &str) -> bool {
     matches!(
@@ -109,7 +125,8 @@ fn is_test_word(word: &str) -> bool {
 /// Whether a step's text asks for a test to be written: a verb that adds (`add`, `write`,
 /// `create`, `with`, `including`) followed by the test within a few words that only qualify it
 /// ("with a unit test", "add some more tests", "with unit and integration tests"); `and`
-/// followed by an article ("add item_count(items) and a unit test for it").
+/// followed by an article ("add item_count(items) and a unit test for it"); not after a
+/// negation ("not include tests", "don't add tests").
 pub(super) fn asks_for_test(text: &str) -> bool {
     sentences(text).into_iter().any(|s| {
         let w = words(s);
@@ -124,7 +141,12 @@ pub(super) fn asks_for_test(text: &str) -> bool {
                     // tests"), not a list's last item ("docs and tests").
                     let verb = ADDS.contains(&w[j].as_str())
                         || (w[j] == "and" && between.first().is_some_and(|b| b != "and"));
-                    verb && between.iter().all(|b| TEST_FILLER.contains(&b.as_str()))
+                    // "We opted to not include tests for degenerate triangles" (exercism's
+                    // triangle) says the opposite.
+                    let negation = |k: usize| NEGATIONS.contains(&w[k].as_str());
+                    let negated = (j >= 1 && negation(j - 1))
+                        || (j >= 2 && w[j - 1] == "to" && negation(j - 2));
+                    verb && !negated && between.iter().all(|b| TEST_FILLER.contains(&b.as_str()))
                 })
         })
     })
@@ -493,6 +515,12 @@ mod tests {
              tests/test_readability.py"
         ));
         assert!(!asks_for_test("Update the docs and tests"));
+        assert!(!asks_for_test(
+            "We opted to not include tests for degenerate triangles in this exercise."
+        ));
+        assert!(!asks_for_test("Fix the parser; don't add tests for it"));
+        assert!(!asks_for_test("It was decided not to write tests for this"));
+        assert!(asks_for_test("Do not change the parser. Add tests for it"));
         assert_eq!(
             asked_names(
                 "add a module textkit/readability.py with a function average_word_length(text) \
