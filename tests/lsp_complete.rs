@@ -181,3 +181,48 @@ fn a_suggestion_that_writes_on_ends_at_its_last_whole_line_after_the_time_budget
     assert!(!lines.is_empty(), "{answer:?}");
     assert!(lines.iter().all(|line| *line == "v = 1"), "{answer:?}");
 }
+
+#[test]
+fn a_place_edited_elsewhere_is_shown_before_the_file_and_stays_put_while_typing() {
+    let (url, seen) = start_model("x");
+    let (mut server, dir) = start_with(&url, json!({ "debounce_ms": 0, "context_tokens": 100 }));
+    let text: String = (0..400).map(|i| format!("v{i} = {i}\n")).collect();
+    let uri = path_uri(&dir.path().join("app.py"));
+    server.open(&uri, "python", &text, 1);
+    let other = path_uri(&dir.path().join("util.py"));
+    server.open(&other, "python", "def helper():\n    return 1\n", 1);
+    // The user changes line 10, then goes on at line 390.
+    server.change(&uri, 2, vec![ranged((10, 0), (10, 8), "limit = 99")]);
+    server.change(&uri, 3, vec![ranged((390, 0), (390, 0), "z")]);
+    let automatic = InlineCompletionTriggerKind::AUTOMATIC;
+    server.request::<InlineCompletionRequest>(params(&uri, 390, 1, automatic));
+    server.change(&uri, 4, vec![ranged((390, 1), (390, 1), "y")]);
+    server.request::<InlineCompletionRequest>(params(&uri, 390, 2, automatic));
+
+    let prompts: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .bodies
+        .iter()
+        .map(|b| b["prompt"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(prompts.len(), 2, "{prompts:#?}");
+    let (others, file) = prompts[0].split_once("<|fim_prefix|>").unwrap();
+    // The open file's start, then the lines around the edit far above (not the place typed in,
+    // which the prompt shows anyway), then the file itself.
+    let helper = others
+        .find("<|file_sep|>util.py\ndef helper():")
+        .expect(others);
+    let edited = others.find("<|file_sep|>app.py\n").expect(others);
+    assert!(helper < edited, "{others}");
+    assert!(others[edited..].contains("limit = 99\n"), "{others}");
+    assert!(!others.contains("zv390"), "{others}");
+    assert!(others.ends_with("<|file_sep|>app.py\n"), "{others}");
+    assert!(
+        !file.contains("limit = 99"),
+        "the edit is far above the prompt's text"
+    );
+    // A keystroke later the text before the file's is the same: the provider's cache holds.
+    let (later, _) = prompts[1].split_once("<|fim_prefix|>").unwrap();
+    assert_eq!(later, others);
+}
