@@ -616,6 +616,31 @@ fn bad_model_files_are_clear_errors() {
 }
 
 /// A workspace whose configuration puts the data dir in `home` and nothing else.
+/// The configuration of a workspace with `[providers.mine]`, the tiny model inside patchwise
+/// (one thread, a 1,024-token window), and `more` (`{path:?}` in it is the model's path); the
+/// host is this test binary's patchwise.
+fn embedded_config(home: &Path, model: &Path, more: &str) -> patchwise::config::Config {
+    let path = format!("{:?}", model.display().to_string());
+    let ws = workspace_config(
+        home,
+        &format!(
+            "[providers.mine]\nkind = \"embedded\"\nmodel = {path}\nthreads = 1\ncontext = 1024\nidle_minutes = 1\n{}",
+            more.replace("{path:?}", &path)
+        ),
+    );
+    // SAFETY (test): set before any thread of this test reads the environment.
+    unsafe {
+        std::env::set_var("PATCHWISE_HOST_PROGRAM", bin());
+    }
+    let (config, problems) =
+        patchwise::config::Config::load_from(&patchwise::config::ConfigPaths {
+            user: None,
+            workspace: Some(ws.join(".patchwise/config.toml")),
+        });
+    assert!(problems.is_empty(), "{problems:?}");
+    config
+}
+
 fn workspace_config(home: &Path, extra: &str) -> PathBuf {
     let ws = home.join("ws");
     std::fs::create_dir_all(ws.join(".patchwise")).unwrap();
@@ -718,25 +743,12 @@ fn doctor_and_init_name_the_pull_command_without_a_model_and_use_one_that_is_the
 fn an_embedded_provider_answers_through_the_router_and_restarts_a_dead_host() {
     let (dir, model) = tiny();
     let home = dir.path();
-    let ws = workspace_config(
+    let config = embedded_config(
         home,
-        &format!(
-            "[providers.mine]\nkind = \"embedded\"\nmodel = {path:?}\nthreads = 1\ncontext = 1024\nidle_minutes = 1\n\
-             [providers.wide]\nkind = \"embedded\"\nmodel = {path:?}\ncontext = 99999\n\
-             [roles]\ncoder = \"mine\"\njudge = \"wide\"\n",
-            path = model.display().to_string()
-        ),
+        &model,
+        "[providers.wide]\nkind = \"embedded\"\nmodel = {path:?}\ncontext = 99999\n\
+         [roles]\ncoder = \"mine\"\njudge = \"wide\"\n",
     );
-    // SAFETY (test): set before any thread of this test reads the environment.
-    unsafe {
-        std::env::set_var("PATCHWISE_HOST_PROGRAM", bin());
-    }
-    let (config, problems) =
-        patchwise::config::Config::load_from(&patchwise::config::ConfigPaths {
-            user: None,
-            workspace: Some(ws.join(".patchwise/config.toml")),
-        });
-    assert!(problems.is_empty(), "{problems:?}");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let router = patchwise::model::ModelRouter::new(config);
@@ -804,24 +816,7 @@ fn an_embedded_provider_answers_through_the_router_and_restarts_a_dead_host() {
 fn a_completion_role_on_the_embedded_model_fills_in_the_middle_and_reuses_the_prompt() {
     let (dir, model) = tiny();
     let home = dir.path();
-    let ws = workspace_config(
-        home,
-        &format!(
-            "[providers.mine]\nkind = \"embedded\"\nmodel = {path:?}\nthreads = 1\ncontext = 1024\nidle_minutes = 1\n\
-             [roles]\ncompletion = \"mine\"\n",
-            path = model.display().to_string()
-        ),
-    );
-    // SAFETY (test): set before any thread of this test reads the environment.
-    unsafe {
-        std::env::set_var("PATCHWISE_HOST_PROGRAM", bin());
-    }
-    let (config, problems) =
-        patchwise::config::Config::load_from(&patchwise::config::ConfigPaths {
-            user: None,
-            workspace: Some(ws.join(".patchwise/config.toml")),
-        });
-    assert!(problems.is_empty(), "{problems:?}");
+    let config = embedded_config(home, &model, "[roles]\ncompletion = \"mine\"\n");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         use patchwise::complete::fim::FimInput;
