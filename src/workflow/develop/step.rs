@@ -109,15 +109,12 @@ struct Answers {
 const REFUSED_AGAIN: &str =
     "its answer was, word for word, one already refused in this attempt; the attempt ended";
 
-/// An answer's identity: its text and its native calls (names and arguments).
+/// An answer's identity, as the resampling compares answers
+/// ([`crate::workflow::model_loop::resample::answer_key`]), hashed.
 fn answer_print(response: &ChatResponse) -> u64 {
     use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    response.text.hash(&mut hasher);
-    for call in &response.tool_calls {
-        call.name.hash(&mut hasher);
-        call.arguments.to_string().hash(&mut hasher);
-    }
+    let mut hasher = std::hash::DefaultHasher::new();
+    crate::workflow::model_loop::resample::answer_key(response).hash(&mut hasher);
     hasher.finish()
 }
 

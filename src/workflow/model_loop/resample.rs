@@ -59,16 +59,17 @@ impl Resample {
     }
 }
 
-/// An answer as [`Resample::answered`] compares it: its text and its tool calls.
+/// An answer as [`Resample::answered`] compares it: its text and its tool calls' names and
+/// arguments (not their ids, which a provider or the text fallback makes up per answer).
 pub(crate) fn answer_key(r: &ChatResponse) -> String {
-    if r.tool_calls.is_empty() {
-        return r.text.clone();
+    let mut key = r.text.clone();
+    for call in &r.tool_calls {
+        key.push('\n');
+        key.push_str(&call.name);
+        key.push(' ');
+        key.push_str(&call.arguments.to_string());
     }
-    format!(
-        "{}\n{}",
-        r.text,
-        serde_json::to_string(&r.tool_calls).unwrap_or_default()
-    )
+    key
 }
 
 fn fingerprint(model: &str, text: &str) -> u64 {
