@@ -204,8 +204,6 @@ mod tests {
     use super::*;
     use crate::complete::recent::EditedChunk;
 
-    static NO_EDITS: RecentEdits = RecentEdits::new();
-
     const NONE: PromptBudget = PromptBudget {
         prefix_tokens: 10_000,
         suffix_tokens: 10_000,
@@ -214,7 +212,14 @@ mod tests {
 
     #[test]
     fn a_small_file_is_shown_whole_around_the_cursor() {
-        let input = gather("a.py", "def f():\n    return 1\n", 13, &[], &NO_EDITS, NONE);
+        let input = gather(
+            "a.py",
+            "def f():\n    return 1\n",
+            13,
+            &[],
+            &RecentEdits::default(),
+            NONE,
+        );
         assert_eq!(input.prefix, "def f():\n    ");
         assert_eq!(input.suffix, "return 1\n");
     }
@@ -227,10 +232,10 @@ mod tests {
             suffix_tokens: 10,
             extra_tokens: 0,
         };
-        let first = gather("a", &text, text.len(), &[], &NO_EDITS, budget);
+        let first = gather("a", &text, text.len(), &[], &RecentEdits::default(), budget);
         assert!(first.prefix.len() <= 600);
         text.push_str("x = 1");
-        let later = gather("a", &text, text.len(), &[], &NO_EDITS, budget);
+        let later = gather("a", &text, text.len(), &[], &RecentEdits::default(), budget);
         assert!(later.prefix.starts_with(&first.prefix), "the start moved");
     }
 
@@ -252,7 +257,7 @@ mod tests {
                 text: "b = 2\n".into(),
             },
         ];
-        let input = gather("a", text, 0, &others, &NO_EDITS, budget);
+        let input = gather("a", text, 0, &others, &RecentEdits::default(), budget);
         assert_eq!(input.suffix, "a\nbbbbbbbbbb\n");
         let paths: Vec<&str> = input.extra.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(paths, ["b.py", "z.py"]);
@@ -260,9 +265,9 @@ mod tests {
 
     #[test]
     fn offsets_inside_a_character_or_past_the_end_are_clamped() {
-        let input = gather("a", "é\n", 1, &[], &NO_EDITS, NONE);
+        let input = gather("a", "é\n", 1, &[], &RecentEdits::default(), NONE);
         assert_eq!(input.prefix, "");
-        let input = gather("a", "é\n", 99, &[], &NO_EDITS, NONE);
+        let input = gather("a", "é\n", 99, &[], &RecentEdits::default(), NONE);
         assert_eq!(input.suffix, "");
     }
 

@@ -55,13 +55,6 @@ pub struct RecentEdits {
 }
 
 impl RecentEdits {
-    pub const fn new() -> Self {
-        Self {
-            active: None,
-            ring: VecDeque::new(),
-        }
-    }
-
     /// The user edited inside `chunk` (taken around the edited line, now).
     pub fn edited(&mut self, chunk: EditedChunk) {
         self.ring.retain(|kept| !kept.same_place(&chunk));
@@ -84,12 +77,6 @@ impl RecentEdits {
             .chain(self.ring.iter().rev())
             .filter(|chunk| chunk.path != path || !overlaps(&chunk.lines(), &window))
             .collect()
-    }
-
-    /// Forgets every chunk (the configuration changed, or the workspace did).
-    pub fn clear(&mut self) {
-        self.active = None;
-        self.ring.clear();
     }
 }
 
