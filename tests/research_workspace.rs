@@ -660,6 +660,88 @@ fn a_part_the_synthesis_left_unanswered_is_asked_again_with_its_own_passages() {
     );
 }
 
+/// The targeted pass's sentences get the model's check too: a sentence its passage holds the
+/// words of without saying it is as likely there as in the synthesis. Rejected, it is not
+/// kept and the report says the pass found nothing the passages support; accepted, it is kept
+/// with the check's verdict.
+#[test]
+fn the_targeted_pass_is_checked_by_the_model_too() {
+    // The synthesis: two sentences their passages hold word for word (supported without
+    // asking; the check asks once, about the cache sentence's next-best passage), nothing
+    // about retries.
+    let first = scripted(
+        "When the cache is full it evicts the least recently used entry first. Every write is first appended to the write-ahead log (`wal/000001.log`) and flushed with `fsync` before the write is acknowledged.",
+    );
+    let again = scripted(
+        "A request that fails with a connection error or a timeout is retried by the gateway [2].",
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for verdict in ["NO", "YES"] {
+        let model = runtime
+            .block_on(ReplayServer::start(vec![
+                first.clone(),
+                scripted("YES"),
+                again.clone(),
+                scripted(verdict),
+            ]))
+            .unwrap();
+        let env = Env::new(Some(&model.url()));
+        let (run, stderr) = env.json(&[QUESTION, "--sources", "workspace"]);
+        let synthesis = run["synthesis"].as_str().unwrap();
+        assert_eq!(run["synthesis_kind"], "model", "{stderr}");
+        let requests = model.requests();
+        let asked: Vec<String> = requests
+            .iter()
+            .map(|r| {
+                r.json()["messages"].as_array().unwrap().last().unwrap()["content"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert!(
+            asked[2].starts_with("Question: how are requests retried\n"),
+            "the third call is the targeted pass: {asked:?}"
+        );
+        let checked: Vec<(String, String)> = requests[3..]
+            .iter()
+            .map(|r| judge_pair(&r.json()))
+            .collect();
+        assert!(
+            checked.iter().any(
+                |(statement, quote)| statement.starts_with("A request that fails")
+                    && quote.starts_with("docs/retry.md")
+            ),
+            "{checked:?}"
+        );
+        let kept = synthesis.contains("is retried by the gateway");
+        let notes = run["notes"].to_string();
+        if verdict == "NO" {
+            assert!(!kept, "{synthesis}");
+            assert!(
+                notes.contains("asked again about \u{201c}how are requests retried\u{201d}: the model's check found 1 citation unrelated"),
+                "{notes}"
+            );
+        } else {
+            assert!(kept, "{synthesis}");
+            let claim = run["claims"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| {
+                    c["text"]
+                        .as_str()
+                        .unwrap()
+                        .contains("is retried by the gateway")
+                })
+                .expect("the targeted sentence is a claim");
+            assert_eq!(claim["checks"][0]["model_verdict"], "supports", "{claim}");
+            assert_eq!(run["parts"][2]["answered"], true, "{}", run["parts"]);
+            assert_eq!(run["parts"][2]["quoted"], false, "{}", run["parts"]);
+        }
+    }
+}
+
 /// When the targeted pass finds nothing either, the report says what was searched before it
 /// says nothing answers the part.
 #[test]

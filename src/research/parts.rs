@@ -60,6 +60,14 @@ const SHAPE: [&str; 34] = [
     "given",
 ];
 
+/// Words that shape a search but still tell a part apart: "find" and "locate" ask where
+/// something is. Ranked by them, bat's "how do I find where the configuration file is" (where
+/// "find" is rarer than "configuration" and "file") took first the sections that say "you can
+/// find …" of other files, and the "Configuration file" section was not among the passages
+/// shown; but a sentence holding only "configuration file" does not say where it is (the
+/// sentences on its format would answer the part).
+const SEARCH_SHAPE: [&str; 2] = ["find", "locate"];
+
 /// The share of a part's weighted words a sentence must hold to answer it. Measured on the
 /// recorded answers over HTTPX's docs and mdBook's guide (docs/research.md, "Measured: two
 /// corpora patchwise did not write"): every sentence read as answering a part holds at least a
@@ -270,7 +278,7 @@ pub fn searched_parts(question: &str, sources: &[SourceRecord]) -> Vec<QuestionP
         .iter()
         .map(|s| content_stems(&format!("{}\n{}", s.title, s.snippet)))
         .collect();
-    let shape: Vec<String> = SHAPE.iter().map(|w| stem(w)).collect();
+    let shape: Vec<String> = SHAPE.iter().chain(&SEARCH_SHAPE).map(|w| stem(w)).collect();
     parts_of(question)
         .into_iter()
         .map(|part| {
@@ -482,6 +490,45 @@ mod tests {
         assert_eq!(order[1], "GUIDE.md:200-210 — Hidden files", "{order:?}");
         assert_eq!(order.last().unwrap(), "FAQ.md:1-5", "{order:?}");
         assert_eq!(order.len(), 14);
+    }
+
+    #[test]
+    fn find_is_no_word_to_search_a_part_by() {
+        // bat's README and doc/assets.md (sharkdp/bat at 2ba8db9), shortened, in the order the
+        // index found them for the question as a whole: "find" is as rare among them as
+        // "configuration", and ranked the syntaxes sections as high as the configuration
+        // file's for "how do I find where the configuration file is".
+        let question = "how do I find where the configuration file is, and what is the format of the configuration file";
+        let sources = vec![
+            passage(
+                "README.md:550-582 — Customization › Adding new syntaxes / language definitions",
+                "Should you find that a particular syntax is not available within `bat`, you can follow these instructions to easily add new syntaxes to your current `bat` installation. Once you found a syntax description file (`*.sublime-syntax`), put it in the syntaxes folder.",
+            ),
+            passage(
+                "doc/assets.md:1-14 — Adding new builtin languages for syntax highlighting",
+                "Should you find that a particular syntax is not available within `bat` and think it should be included in `bat` by default, you can follow the instructions outlined below. Find a Sublime Text syntax for the given language.",
+            ),
+            passage(
+                "README.md:748-770 — Configuration file",
+                "`bat` can also be customized with a configuration file. The location of the file is dependent on your operating system. To get the default path for your system, call `bat --config-file`.",
+            ),
+            passage(
+                "README.md:772-789 — Configuration file › Format",
+                "The configuration file is a simple list of command line arguments. Use `bat --help` to see a full list of possible options and values. In addition, you can add comments by prepending a line with the `#` character.",
+            ),
+        ];
+        let order: Vec<String> = prompt_order(question, sources)
+            .into_iter()
+            .map(|s| s.title)
+            .collect();
+        assert_eq!(
+            order[0], "README.md:748-770 — Configuration file",
+            "{order:?}"
+        );
+        assert_eq!(
+            order[1], "README.md:772-789 — Configuration file › Format",
+            "{order:?}"
+        );
     }
 
     #[test]

@@ -428,7 +428,13 @@ impl Research {
                     for (p, claims) in again.answers {
                         said.push_str(&format!("**{}**\n\n", all_parts[p].text));
                         let mut line = Vec::new();
-                        for (text, sources, attributed) in claims {
+                        for AnsweredAgain {
+                            text,
+                            sources,
+                            attributed,
+                            verdicts,
+                        } in claims
+                        {
                             let sources: Vec<u32> =
                                 sources.into_iter().map(&mut renumber).collect();
                             line.push(cite_line(&text, &sources, attributed));
@@ -441,7 +447,7 @@ impl Research {
                                 text,
                                 sources,
                                 attributed,
-                                verdicts: Vec::new(),
+                                verdicts,
                                 under: vec![all_parts[p].text.clone()],
                             });
                         }
@@ -634,7 +640,32 @@ impl Research {
                     continue;
                 }
             };
-            let v = synthesis::validate_citations(&answer, &sources[..shown]);
+            let mut v = synthesis::validate_citations(&answer, &sources[..shown]);
+            // The model's check, as for the synthesis: a sentence of the targeted pass is as
+            // likely to cite a passage that holds its words without saying it (bat's
+            // configuration file "located in `$(bat --config-dir)/syntaxes`", 0.625 by overlap,
+            // was the syntaxes section's).
+            if plan.verify && !v.claims.is_empty() {
+                let mut counts = SentenceCounts::default();
+                let (judged, said, used) = self
+                    .judged(
+                        plan,
+                        writer,
+                        &answer,
+                        &sources[..shown],
+                        v,
+                        progress,
+                        cancel,
+                        &mut counts,
+                    )
+                    .await;
+                v = judged;
+                again.notes.extend(said.into_iter().map(|note| {
+                    format!("asked again about \u{201c}{}\u{201d}: {note}", part.text)
+                }));
+                again.usage.input_tokens += used.input_tokens;
+                again.usage.output_tokens += used.output_tokens;
+            }
             let kept: Vec<AnsweredAgain> = v
                 .claims
                 .iter()
@@ -648,9 +679,14 @@ impl Research {
                         .filter_map(|n| v.order.get(*n as usize - 1))
                         .map(|old| picked[*old as usize - 1] as u32 + 1)
                         .collect();
-                    (c.text.clone(), numbers, c.attributed)
+                    AnsweredAgain {
+                        text: c.text.clone(),
+                        sources: numbers,
+                        attributed: c.attributed,
+                        verdicts: c.verdicts.clone(),
+                    }
                 })
-                .filter(|(_, numbers, _): &AnsweredAgain| !numbers.is_empty())
+                .filter(|a| !a.sources.is_empty())
                 .collect();
             again.notes.push(format!(
                 "asked the model again about \u{201c}{}\u{201d} with its {} best passage{}: {} supported sentence{} kept",
@@ -866,9 +902,16 @@ impl Research {
     }
 }
 
-/// A supported sentence of the targeted pass: its text, the numbers of the candidates it
-/// cites, and whether the server attributed it.
-type AnsweredAgain = (String, Vec<u32>, bool);
+/// A supported sentence of the targeted pass.
+struct AnsweredAgain {
+    text: String,
+    /// The numbers of the candidates it cites.
+    sources: Vec<u32>,
+    /// Written without a citation and attributed by the server.
+    attributed: bool,
+    /// The model's check's verdict per source, when it judged the pair.
+    verdicts: Vec<Option<&'static str>>,
+}
 
 /// What the targeted pass found ([`Research::ask_again`]).
 #[derive(Default)]
