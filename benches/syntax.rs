@@ -169,7 +169,9 @@ fn shaping(c: &mut Criterion) {
     };
     assert_eq!(
         shape(raw, cursor(true)).as_deref(),
-        Some("\n        let delta = self.amount_cents * percent / 100;\n        self.amount_cents += delta;")
+        Some(
+            "\n        let delta = self.amount_cents * percent / 100;\n        self.amount_cents += delta;"
+        )
     );
     c.bench_function("full parse, 10k-line Rust (once per request)", |b| {
         b.iter(|| SyntaxTree::parse(std::hint::black_box(&text), Language::Rust))

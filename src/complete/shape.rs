@@ -369,7 +369,11 @@ fn bracket(leaf: Node<'_>) -> Option<TokenKind> {
 }
 
 /// Visits the leaves under `root` in text order, passing over each subtree `skip` says.
-fn walk<'t>(root: Node<'t>, mut skip: impl FnMut(Node<'t>) -> bool, mut leaf: impl FnMut(Node<'t>)) {
+fn walk<'t>(
+    root: Node<'t>,
+    mut skip: impl FnMut(Node<'t>) -> bool,
+    mut leaf: impl FnMut(Node<'t>),
+) {
     let mut cursor = root.walk();
     loop {
         let node = cursor.node();
@@ -507,7 +511,9 @@ mod tests {
         );
         let indentation = shaped(language, file, raw, false);
         assert!(
-            indentation.as_deref().is_some_and(|kept| kept.len() > expected.len()),
+            indentation
+                .as_deref()
+                .is_some_and(|kept| kept.len() > expected.len()),
             "the indentation rule alone gives {indentation:?}"
         );
     }
