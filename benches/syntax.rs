@@ -6,9 +6,15 @@
 //!
 //! The corpus is the committed 5,187-line fixture `fixtures/syntax/rust/large.rs`, four copies
 //! wrapped in modules (20.7k lines, realistic Rust rather than repeated lines).
+//!
+//! Completion shaping on a 10k-line file (two copies), per suggestion: the syntax side of the
+//! block's end (a walk of the tokens around the cursor and an incremental re-parse with the
+//! suggestion inserted) beside the one full parse a request already pays and the indentation
+//! rule alone.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
+use patchwise::complete::shape::{Cursor, Syntax, shape};
 use patchwise::document::change::{Replacement, TextEdit};
 use patchwise::syntax::lines::LineIndex;
 use patchwise::syntax::regions::{
@@ -21,8 +27,12 @@ use patchwise::tokens::{Encoding, count_tokens};
 const LARGE: &str = include_str!("../fixtures/syntax/rust/large.rs");
 
 fn corpus_20k() -> String {
+    corpus_copies(4)
+}
+
+fn corpus_copies(copies: usize) -> String {
     let mut text = String::new();
-    for copy in 0..4 {
+    for copy in 0..copies {
         text.push_str(&format!("pub mod copy_{copy} {{\n"));
         text.push_str(LARGE);
         text.push_str("}\n\n");
@@ -134,9 +144,49 @@ fn benches(c: &mut Criterion) {
     );
 }
 
+fn shaping(c: &mut Criterion) {
+    let text = corpus_copies(2);
+    println!(
+        "shaping corpus: {} lines",
+        LineIndex::new(&text).line_count()
+    );
+    // The cursor at the end of a method's first line in the second copy; the model writes a
+    // body, closes the method again and writes the next one.
+    let header = "pub fn adjust(&mut self, percent: i64) {";
+    let offset = text.rfind(header).expect("corpus has it") + header.len();
+    let raw = "\n        let delta = self.amount_cents * percent / 100;\n        self.amount_cents += delta;\n    }\n\n    /// Marks the entry as posted.\n    pub fn post(&mut self) -> Result<(), LedgerError> {\n        self.posted = true;\n        Ok(())\n    }\n";
+    let tree = SyntaxTree::parse(&text, Language::Rust);
+    let (before, after) = text.split_at(offset);
+    let cursor = |syntax: bool| Cursor {
+        line_before: before.rsplit('\n').next().unwrap_or(before),
+        after,
+        multi_line: true,
+        syntax: syntax.then_some(Syntax {
+            tree: &tree,
+            text: &text,
+            offset,
+        }),
+    };
+    assert_eq!(
+        shape(raw, cursor(true)).as_deref(),
+        Some(
+            "\n        let delta = self.amount_cents * percent / 100;\n        self.amount_cents += delta;"
+        )
+    );
+    c.bench_function("full parse, 10k-line Rust (once per request)", |b| {
+        b.iter(|| SyntaxTree::parse(std::hint::black_box(&text), Language::Rust))
+    });
+    c.bench_function("shaping, indentation only, 10k-line Rust", |b| {
+        b.iter(|| shape(std::hint::black_box(raw), cursor(false)))
+    });
+    c.bench_function("shaping with the syntax side, 10k-line Rust", |b| {
+        b.iter(|| shape(std::hint::black_box(raw), cursor(true)))
+    });
+}
+
 criterion_group! {
     name = syntax;
     config = Criterion::default().sample_size(20);
-    targets = benches
+    targets = benches, shaping
 }
 criterion_main!(syntax);

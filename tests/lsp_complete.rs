@@ -2,7 +2,8 @@
 //! `textDocument/inlineCompletion` from a local server on 127.0.0.1 that speaks the
 //! `/v1/completions` SSE stream of llama.cpp's server (`tests/support/fim.rs`: `SLOW` in a
 //! prompt gets a stream that never ends, `LINES` one of whole lines, `BLANK` one that begins
-//! with a line end and a pause).
+//! with a line end and a pause). Shaping end to end: a suggestion that closes the function the
+//! cursor is in again is cut before its `}`.
 
 mod support;
 
@@ -225,4 +226,22 @@ fn a_place_edited_elsewhere_is_shown_before_the_file_and_stays_put_while_typing(
     // A keystroke later the text before the file's is the same: the provider's cache holds.
     let (later, _) = prompts[1].split_once("<|fim_prefix|>").unwrap();
     assert_eq!(later, others);
+}
+
+#[test]
+fn a_suggestion_that_closes_the_function_again_ends_before_the_closing_brace() {
+    // The model writes the body, the `}` the file already has, and a function of its own.
+    let (url, _seen) =
+        start_model("\n  return a + b;\n}\n\nfunction mul(a, b) {\n  return a * b;\n}\n");
+    let (mut server, dir) = start(&url);
+    let uri = path_uri(&dir.path().join("math.ts"));
+    server.open(
+        &uri,
+        "typescript",
+        "function add(a, b) {\n}\n\nfunction sub(a, b) {\n  return a - b;\n}\n",
+        1,
+    );
+    let automatic = InlineCompletionTriggerKind::AUTOMATIC;
+    let answer = server.request::<InlineCompletionRequest>(params(&uri, 0, 20, automatic));
+    assert_eq!(texts(answer), ["\n  return a + b;"]);
 }

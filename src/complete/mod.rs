@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::model::ModelError;
-use crate::syntax::Language;
+use crate::syntax::{Language, SyntaxTree};
 pub use cache::SuggestionCache;
 pub use context::OtherDocument;
 pub use provider::{FimAnswer, FimProvider, FimRequest};
@@ -111,9 +111,17 @@ impl Completer {
                 evaluated_tokens: Some(0),
             }));
         }
+        let mid_line = !rest_of_line.trim().is_empty();
+        let language = Language::detect(Some(&request.language_id), Some(&request.path));
+        // One parse of the document serves the comment-or-string check and the shaping (which
+        // uses it when the cursor ends its line).
+        let tree = if !request.invoked || !mid_line {
+            SyntaxTree::parse(&request.text, language)
+        } else {
+            SyntaxTree::text(language)
+        };
         if !request.invoked {
-            let language = Language::detect(Some(&request.language_id), Some(&request.path));
-            if shape::in_comment_or_string(&request.text, offset, language) {
+            if shape::in_comment_or_string(&tree, &request.text, offset) {
                 return Ok(None);
             }
             let debounce = Duration::from_millis(section.debounce_ms);
@@ -126,7 +134,6 @@ impl Completer {
             _ = cancel.cancelled() => return Ok(None),
             provider = self.provider(config) => provider?,
         };
-        let mid_line = !rest_of_line.trim().is_empty();
         let budget = context::PromptBudget {
             prefix_tokens: section.context_tokens as usize,
             suffix_tokens: section.suffix_tokens as usize,
@@ -159,6 +166,11 @@ impl Completer {
             line_before,
             after,
             multi_line: section.multi_line,
+            syntax: Some(shape::Syntax {
+                tree: &tree,
+                text: &request.text,
+                offset,
+            }),
         };
         let Some(text) = shape::shape(&answer.text, cursor) else {
             return Ok(None);

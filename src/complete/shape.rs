@@ -2,7 +2,28 @@
 //! end of the current block, one line when the cursor is mid-line or multi-line suggestions
 //! are off, and never the text that already follows the cursor. Also whether the cursor is in
 //! a comment or a string, where suggestions are offered only when invoked.
+//!
+//! The end of the block is found two ways, and the earlier cut wins. By indentation, in every
+//! language: a line indented less than the cursor's line ends it. By syntax, where the language
+//! has a grammar: a closing bracket (`}` `)` `]`) of the suggestion that closes a bracket
+//! opened before the cursor, when the text after the cursor already closes it, ends the
+//! suggestion just before it (so before its line when nothing precedes it there); in Python, so
+//! does a line indented less than the suite the cursor is in when the text after the cursor
+//! goes on with that suite. Brackets are tree-sitter tokens, so those inside strings and
+//! comments do not count. The suggestion's own brackets pair up first; the text after the
+//! cursor closes the outermost of the brackets open at the cursor, the suggestion may close the
+//! rest (the user typed `if (a) {` and the `}` after the cursor is the function's).
+//!
+//! Cost per suggestion: the caller's one parse of the document (shared with the
+//! comment-or-string check), a walk of the tokens around the cursor that skips every subtree
+//! without errors, and one incremental re-parse of the document with the suggestion inserted.
+//! Never panics on any text or offset; a document without a parse gets the indentation rule.
 
+use std::ops::Range;
+
+use tree_sitter::Node;
+
+use crate::document::change::{Replacement, TextEdit};
 use crate::syntax::{Language, SyntaxTree};
 
 /// The lines of a multi-line suggestion, at most.
@@ -16,6 +37,19 @@ pub struct Cursor<'a> {
     /// The text after the cursor (the rest of the file, or as much as the prompt showed).
     pub after: &'a str,
     pub multi_line: bool,
+    /// The parsed document, for the syntax side of the block's end; `None` (or a tree-less
+    /// parse) keeps the indentation rule only.
+    pub syntax: Option<Syntax<'a>>,
+}
+
+/// The whole document and its parse, for [`Cursor::syntax`].
+#[derive(Debug, Clone, Copy)]
+pub struct Syntax<'a> {
+    /// The parse of `text`.
+    pub tree: &'a SyntaxTree,
+    pub text: &'a str,
+    /// The cursor, a byte offset into `text`.
+    pub offset: usize,
 }
 
 /// The suggestion made of `raw`, or `None` when nothing is left.
@@ -65,6 +99,14 @@ pub fn shape(raw: &str, cursor: Cursor<'_>) -> Option<String> {
     }
     lines.truncate(kept);
     let mut text = lines.join("\n");
+    // A mid-line suggestion is cut to the line and by the rest of it; the syntax side is for
+    // a suggestion that may go on to the next lines.
+    if !mid_line
+        && let Some(syntax) = cursor.syntax
+        && let Some(cut) = syntax_cut(&text, syntax)
+    {
+        text.truncate(cut);
+    }
     // The rest of the cursor's line, written again at the end of the suggestion.
     if mid_line {
         let rest = rest_of_line.trim_end();
@@ -76,18 +118,15 @@ pub fn shape(raw: &str, cursor: Cursor<'_>) -> Option<String> {
     (!text.trim().is_empty()).then_some(text)
 }
 
-/// Whether byte `offset` of `text` is inside a comment or a string (never for unparsed
-/// languages).
-pub fn in_comment_or_string(text: &str, offset: usize, language: Language) -> bool {
-    if !language.is_parsed() {
-        return false;
-    }
-    let tree = SyntaxTree::parse(text, language);
+/// Whether byte `offset` of `text` is inside a comment or a string; `tree` is the parse of
+/// `text` (never for unparsed languages).
+pub fn in_comment_or_string(tree: &SyntaxTree, text: &str, offset: usize) -> bool {
     let Some(root) = tree.root() else {
         return false;
     };
     // The node just before the cursor: at the end of a line comment the cursor is past it.
-    let at = offset.saturating_sub(1).min(text.len());
+    let offset = offset.min(text.len());
+    let at = offset.saturating_sub(1);
     let Some(mut node) = root.descendant_for_byte_range(at, at) else {
         return false;
     };
@@ -97,11 +136,265 @@ pub fn in_comment_or_string(text: &str, offset: usize, language: Language) -> bo
         let line_comment_end = kind.contains("comment") && offset == node.end_byte();
         if (kind.contains("comment") || kind.contains("string")) && (inside || line_comment_end) {
             // A block comment's end (`*/`) closes it: past it is code.
-            return !(kind.contains("comment") && text[..offset].ends_with("*/"));
+            return !(kind.contains("comment") && text.as_bytes()[..offset].ends_with(b"*/"));
         }
         match node.parent() {
             Some(parent) => node = parent,
             None => return false,
+        }
+    }
+}
+
+/// Where the syntax ends `suggestion` (a byte offset into it), inserted at the cursor of
+/// `syntax`: at a closing bracket the text after the cursor already has, or (Python) at a line
+/// that leaves the suite the cursor is in.
+fn syntax_cut(suggestion: &str, syntax: Syntax<'_>) -> Option<usize> {
+    let Syntax { tree, text, offset } = syntax;
+    let root = tree.root()?;
+    if offset > text.len() || !text.is_char_boundary(offset) || suggestion.is_empty() {
+        return None;
+    }
+    let around = Around::at(root, offset);
+    let suite = if tree.language() == Language::Python && around.open == 0 {
+        suite_indent(root, text, offset)
+    } else {
+        None
+    };
+    // The document with the suggestion in place, re-parsed from the document's parse (only
+    // what the insertion changed is parsed again): its tokens are lexed in their real context.
+    let mut combined = tree.clone();
+    let edit = TextEdit::single(Replacement::insert(offset, suggestion));
+    combined.apply(text, &edit).ok()?;
+    let root = combined.root()?;
+    let tokens = tokens_in(root, offset..offset + suggestion.len());
+
+    // The suggestion's brackets pair up among themselves; a closing one left over closes a
+    // bracket open at the cursor, innermost first. The text after the cursor closes
+    // `around.closed` of them, the outermost: the suggestion may close the others.
+    let may_close = around.open.saturating_sub(around.closed);
+    let mut depth = 0usize;
+    let mut closed = 0usize;
+    let mut depth_at = Vec::with_capacity(tokens.len());
+    let mut cut = None;
+    for token in &tokens {
+        depth_at.push(depth);
+        match token.kind {
+            TokenKind::Open => depth += 1,
+            TokenKind::Close if depth > 0 => depth -= 1,
+            TokenKind::Close => {
+                closed += 1;
+                if closed > may_close {
+                    cut = Some(token.start);
+                    break;
+                }
+            }
+            TokenKind::Comment | TokenKind::Other => {}
+        }
+    }
+    if let Some(suite) = suite
+        && let Some(leaves) = suite_end(suggestion, root, offset, &tokens, &depth_at, suite)
+    {
+        cut = Some(cut.map_or(leaves, |cut: usize| cut.min(leaves)));
+    }
+    cut
+}
+
+/// The brackets open at the cursor.
+#[derive(Debug, Default, PartialEq)]
+struct Around {
+    /// Opened before the cursor and not closed before it.
+    open: usize,
+    /// Closed by the text after the cursor (its closing brackets left over once its own
+    /// brackets pair up).
+    closed: usize,
+}
+
+impl Around {
+    /// Counted over the document's tokens; a subtree wholly on one side of the cursor without
+    /// a parse error holds pairs only and is skipped, so the walk stays near the cursor's
+    /// ancestors in a file that parses.
+    fn at(root: Node<'_>, offset: usize) -> Around {
+        let mut around = Around::default();
+        let mut depth_after = 0usize;
+        walk(
+            root,
+            |node| {
+                let before = node.end_byte() <= offset;
+                let after = node.start_byte() >= offset;
+                (before || after) && node.child_count() > 0 && !node.has_error()
+            },
+            |leaf| {
+                let before = leaf.end_byte() <= offset;
+                let after = leaf.start_byte() >= offset;
+                match (bracket(leaf), before, after) {
+                    (Some(TokenKind::Open), true, _) => around.open += 1,
+                    (Some(TokenKind::Close), true, _) => {
+                        around.open = around.open.saturating_sub(1)
+                    }
+                    (Some(TokenKind::Open), false, true) => depth_after += 1,
+                    (Some(TokenKind::Close), false, true) if depth_after > 0 => depth_after -= 1,
+                    (Some(TokenKind::Close), false, true) => around.closed += 1,
+                    _ => {}
+                }
+            },
+        );
+        around
+    }
+}
+
+/// The indentation of the Python suite the cursor is in, when the text after the cursor goes
+/// on with it: the innermost `block` that holds the cursor or begins after it with nothing
+/// but blank text between, on a line below its header (a one-line suite `if x: pass` has no
+/// lines to leave).
+fn suite_indent(root: Node<'_>, text: &str, offset: usize) -> Option<usize> {
+    let mut node = root.descendant_for_byte_range(offset, offset)?;
+    loop {
+        let mut walker = node.walk();
+        let block = node.children(&mut walker).find(|child| {
+            let holds = child.start_byte() <= offset && child.end_byte() > offset;
+            let next = child.start_byte() > offset
+                && text
+                    .get(offset..child.start_byte())
+                    .is_some_and(|between| between.trim().is_empty());
+            child.kind() == "block"
+                && (holds || next)
+                && child.start_position().row > node.start_position().row
+        });
+        if let Some(block) = block {
+            let line_start = text[..block.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+            return Some(indent_of(&text[line_start..block.start_byte()]));
+        }
+        node = node.parent()?;
+    }
+}
+
+/// The start of the first line after the first that leaves a Python suite indented `suite`:
+/// a line that begins a statement indented less. A line that goes on inside the suggestion's
+/// brackets, a string or a comment begins none. `root` is the parse of the document with the
+/// suggestion at `offset`.
+fn suite_end(
+    suggestion: &str,
+    root: Node<'_>,
+    offset: usize,
+    tokens: &[Token],
+    depth_at: &[usize],
+    suite: usize,
+) -> Option<usize> {
+    let mut start = suggestion.find('\n')? + 1;
+    while start < suggestion.len() {
+        let line = suggestion[start..].split('\n').next().unwrap_or("");
+        let first = start + (line.len() - line.trim_start().len());
+        if !line.trim().is_empty() && indent_of(line) < suite {
+            let token = tokens.iter().position(|t| t.end > first);
+            let in_brackets = token
+                .and_then(|i| depth_at.get(i))
+                .is_some_and(|depth| *depth > 0);
+            let comment = token.is_some_and(|i| tokens[i].kind == TokenKind::Comment);
+            if !in_brackets && !comment && !in_string(root, offset + first) {
+                return Some(start);
+            }
+        }
+        start += line.len() + 1;
+    }
+    None
+}
+
+/// Whether byte `at` is inside a string that began before it (a string's pieces are tokens of
+/// their own, so the token at `at` does not say).
+fn in_string(root: Node<'_>, at: usize) -> bool {
+    let mut node = root.descendant_for_byte_range(at, at);
+    while let Some(n) = node {
+        if n.kind().contains("string") && n.start_byte() < at {
+            return true;
+        }
+        node = n.parent();
+    }
+    false
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum TokenKind {
+    Open,
+    Close,
+    Comment,
+    Other,
+}
+
+/// A token of the suggestion, its byte range relative to the suggestion's start (a token that
+/// began before it starts at 0).
+#[derive(Debug)]
+struct Token {
+    start: usize,
+    end: usize,
+    kind: TokenKind,
+}
+
+/// The tokens (leaves; MISSING ones left out, they are not in the text) that overlap `range`.
+fn tokens_in(root: Node<'_>, range: Range<usize>) -> Vec<Token> {
+    let mut tokens = Vec::new();
+    walk(
+        root,
+        |node| node.end_byte() <= range.start || node.start_byte() >= range.end,
+        |leaf| {
+            if leaf.is_missing() {
+                return;
+            }
+            let kind = bracket(leaf).unwrap_or(if leaf.kind().contains("comment") {
+                TokenKind::Comment
+            } else {
+                TokenKind::Other
+            });
+            tokens.push(Token {
+                start: leaf.start_byte().saturating_sub(range.start),
+                end: leaf.end_byte() - range.start,
+                kind,
+            });
+        },
+    );
+    tokens
+}
+
+/// Whether a token is an opening or a closing bracket. Grammars make a string's or a
+/// comment's text tokens of their own, so only code brackets have these kinds; `${` opens a
+/// template substitution, `[[` `]]` are TOML's array-of-tables header.
+fn bracket(leaf: Node<'_>) -> Option<TokenKind> {
+    if leaf.is_missing() {
+        return None;
+    }
+    match leaf.kind() {
+        "{" | "(" | "[" | "${" | "[[" => Some(TokenKind::Open),
+        "}" | ")" | "]" | "]]" => Some(TokenKind::Close),
+        _ => None,
+    }
+}
+
+/// Visits the leaves under `root` in text order, passing over each subtree `skip` says.
+fn walk<'t>(
+    root: Node<'t>,
+    mut skip: impl FnMut(Node<'t>) -> bool,
+    mut leaf: impl FnMut(Node<'t>),
+) {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        let descend = if skip(node) {
+            false
+        } else if node.child_count() == 0 {
+            leaf(node);
+            false
+        } else {
+            true
+        };
+        if descend && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
         }
     }
 }
@@ -127,6 +420,7 @@ mod tests {
             line_before,
             after,
             multi_line: true,
+            syntax: None,
         };
         assert_eq!(shape(raw, cursor).as_deref(), expected, "raw {raw:?}");
     }
@@ -176,21 +470,464 @@ mod tests {
             line_before: "",
             after: "",
             multi_line: false,
+            syntax: None,
         };
         assert_eq!(shape("a = 1\nb = 2", cursor).as_deref(), Some("a = 1"));
+    }
+
+    fn in_comment(text: &str, offset: usize, language: Language) -> bool {
+        in_comment_or_string(&SyntaxTree::parse(text, language), text, offset)
+    }
+
+    /// The cursor in a test file.
+    const CURSOR: &str = "‸";
+
+    /// The suggestion made of `raw` at the `‸` of `file`, with the syntax side (`syntax`) or
+    /// the indentation rule only.
+    fn shaped(language: Language, file: &str, raw: &str, syntax: bool) -> Option<String> {
+        let offset = file.find(CURSOR).expect("the file marks the cursor");
+        let text = file.replacen(CURSOR, "", 1);
+        let tree = SyntaxTree::parse(&text, language);
+        let (before, after) = text.split_at(offset);
+        let cursor = Cursor {
+            line_before: before.rsplit('\n').next().unwrap_or(before),
+            after,
+            multi_line: true,
+            syntax: syntax.then_some(Syntax {
+                tree: &tree,
+                text: &text,
+                offset,
+            }),
+        };
+        shape(raw, cursor)
+    }
+
+    /// The syntax cuts `raw` to `expected`, where the indentation rule alone keeps more.
+    fn cut_by_syntax(language: Language, file: &str, raw: &str, expected: &str) {
+        assert_eq!(
+            shaped(language, file, raw, true).as_deref(),
+            Some(expected),
+            "raw {raw:?}"
+        );
+        let indentation = shaped(language, file, raw, false);
+        assert!(
+            indentation
+                .as_deref()
+                .is_some_and(|kept| kept.len() > expected.len()),
+            "the indentation rule alone gives {indentation:?}"
+        );
+    }
+
+    /// Neither rule cuts `raw`.
+    fn not_cut(language: Language, file: &str, raw: &str) {
+        let whole = raw.trim_end();
+        assert_eq!(shaped(language, file, raw, true).as_deref(), Some(whole));
+        assert_eq!(shaped(language, file, raw, false).as_deref(), Some(whole));
+    }
+
+    fn lines(lines: &[&str]) -> String {
+        lines.join("\n") + "\n"
+    }
+
+    /// ky 3419113, `source/utils/delay.ts` (`before`, the cursor, `after`).
+    fn ky_delay(before: &[&str], after: &[&str]) -> String {
+        let mut file = lines(&[
+            "import {type InternalOptions} from '../types/options.js';",
+            "",
+            "export type DelayOptions = {",
+            "\tsignal?: InternalOptions['signal'];",
+            "};",
+            "",
+            "export default async function delay(",
+            "\tms: number,",
+            "\t{signal}: DelayOptions,",
+            "): Promise<void> {",
+            "\treturn new Promise((resolve, reject) => {",
+        ]);
+        file.push_str(&before.join("\n"));
+        file.push_str(CURSOR);
+        file.push('\n');
+        file.push_str(&lines(after));
+        file
+    }
+
+    #[test]
+    fn typescript_a_callback_closed_again_is_cut() {
+        // The first line of the timer's callback taken out; the model writes another and closes
+        // the callback, `}, ms);` at the cursor's indentation.
+        let file = ky_delay(
+            &[
+                "\t\tif (signal) {",
+                "\t\t\tsignal.throwIfAborted();",
+                "\t\t\tsignal.addEventListener('abort', abortHandler, {once: true});",
+                "\t\t}",
+                "",
+                "\t\tfunction abortHandler() {",
+                "\t\t\tclearTimeout(timeoutId);",
+                "\t\t\treject(signal!.reason as Error);",
+                "\t\t}",
+                "",
+                "\t\tconst timeoutId = setTimeout(() => {",
+            ],
+            &[
+                "\t\t\tsignal?.removeEventListener('abort', abortHandler);",
+                "\t\t\tresolve();",
+                "\t\t}, ms);",
+                "\t});",
+                "}",
+            ],
+        );
+        cut_by_syntax(
+            Language::TypeScript,
+            &file,
+            "\n\t\t\tresolve();\n\t\t}, ms);\n\t});\n}\n",
+            "\n\t\t\tresolve();",
+        );
+    }
+
+    #[test]
+    fn typescript_a_block_the_user_just_opened_may_be_closed() {
+        // The user typed `if (signal) {`: the `}` after the cursor is the function's, so the
+        // suggestion's `}` is the one the text lacks.
+        let file = ky_delay(
+            &["\t\tif (signal) {"],
+            &[
+                "",
+                "\t\tfunction abortHandler() {",
+                "\t\t\tclearTimeout(timeoutId);",
+                "\t\t\treject(signal!.reason as Error);",
+                "\t\t}",
+                "",
+                "\t\tconst timeoutId = setTimeout(() => {",
+                "\t\t\tsignal?.removeEventListener('abort', abortHandler);",
+                "\t\t\tresolve();",
+                "\t\t}, ms);",
+                "\t});",
+                "}",
+            ],
+        );
+        let raw = "\n\t\t\tsignal.throwIfAborted();\n\t\t}\n\n\t\tfunction abortHandler() {";
+        assert_eq!(
+            shaped(Language::TypeScript, &file, raw, true).as_deref(),
+            Some("\n\t\t\tsignal.throwIfAborted();\n\t\t}")
+        );
+    }
+
+    #[test]
+    fn typescript_an_if_closed_again_is_cut() {
+        // ky 3419113, `source/utils/timeout.ts`: the body of `if (abortController) {` taken
+        // out; the model's `}` is at the cursor's indentation.
+        let file = lines(&[
+            "export default async function timeout(",
+            "\trequest: Request,",
+            "\tinit: RequestInit,",
+            "\tabortController: AbortController | undefined,",
+            "\toptions: TimeoutOptions,",
+            "): Promise<Response> {",
+            "\treturn new Promise((resolve, reject) => {",
+            "\t\tconst timeoutId = setTimeout(() => {",
+            "\t\t\tif (abortController) {‸",
+            "\t\t\t}",
+            "",
+            "\t\t\treject(new TimeoutError(request));",
+            "\t\t}, options.timeout);",
+            "",
+            "\t\tvoid options",
+            "\t\t\t.fetch(request, init)",
+            "\t\t\t.then(resolve)",
+            "\t\t\t.catch(reject)",
+            "\t\t\t.then(() => {",
+            "\t\t\t\tclearTimeout(timeoutId);",
+            "\t\t\t});",
+            "\t});",
+            "}",
+        ]);
+        cut_by_syntax(
+            Language::TypeScript,
+            &file,
+            "\n\t\t\t\tabortController.abort();\n\t\t\t} else {\n\t\t\t\treject(new TimeoutError(request));\n\t\t\t}\n\t\t}, options.timeout);\n",
+            "\n\t\t\t\tabortController.abort();",
+        );
+    }
+
+    /// ky 3419113, `test/base-url.ts`, its first test with the cursor at `‸`.
+    fn ky_base_url(test: &[&str]) -> String {
+        let mut file = lines(&[
+            "import test from 'ava';",
+            "import ky from '../source/index.js';",
+            "import {createHttpTestServer} from './helpers/create-http-test-server.js';",
+            "",
+        ]);
+        file.push_str(&lines(test));
+        file.push_str(&lines(&[
+            "",
+            "test('baseUrl is exposed on normalized hook options', async t => {",
+            "\tconst server = await createHttpTestServer();",
+            "\tlet receivedBaseUrl: URL | string | undefined;",
+            "});",
+        ]));
+        file
+    }
+
+    #[test]
+    fn typescript_a_test_closed_with_its_call_is_cut() {
+        // The test's first line taken out: the model writes a shorter test, closes it with
+        // `});` at the cursor's indentation and starts another.
+        let file = ky_base_url(&[
+            "test('baseUrl option', async t => {‸",
+            "\tconst serverHost = new URL(server.url).host;",
+            "\tserver.get('/', (_request, response) => {",
+            "\t\tresponse.end('/');",
+            "\t});",
+            "\tt.is(await ky('', {baseUrl: `${server.url}/`}).text(), '/');",
+            "",
+            "\tawait server.close();",
+            "});",
+        ]);
+        cut_by_syntax(
+            Language::TypeScript,
+            &file,
+            "\n\tconst server = await createHttpTestServer();\n\tt.is(await ky(server.url).text(), '/');\n\tawait server.close();\n});\n\ntest('baseUrl with a path', async t => {\n",
+            "\n\tconst server = await createHttpTestServer();\n\tt.is(await ky(server.url).text(), '/');\n\tawait server.close();",
+        );
+    }
+
+    #[test]
+    fn typescript_brackets_in_strings_comments_and_own_blocks_stay() {
+        let file = ky_base_url(&[
+            "test('baseUrl option', async t => {",
+            "\tconst server = await createHttpTestServer();",
+            "\tserver.get('/', (_request, response) => {",
+            "\t\tresponse.end('/');",
+            "\t});",
+            "\tt.is(await ky('', {baseUrl: `${server.url}/`}).text(), '/');‸",
+            "",
+            "\tawait server.close();",
+            "});",
+        ]);
+        // Brackets in a comment, a string and a template literal's text.
+        not_cut(
+            Language::TypeScript,
+            &file,
+            "\n\t// A path with brackets: ) ] }\n\tt.is(await ky(`${server.url}/}`, {baseUrl: ''}).text(), '/})');\n",
+        );
+        // A block the suggestion opens and closes itself.
+        not_cut(
+            Language::TypeScript,
+            &file,
+            "\n\tserver.get('/baz', (_request, response) => {\n\t\tresponse.end('/baz');\n\t});\n",
+        );
+    }
+
+    /// walkdir 6fd031c, `src/lib.rs` from `impl WalkDir {`, with `body` in it.
+    fn walkdir_impl(body: &str) -> String {
+        format!(
+            "impl WalkDir {{\n{body}\n    /// Set the maximum depth of entries yield by the iterator.\n    pub fn max_depth(mut self, depth: usize) -> Self {{\n        self.opts.max_depth = depth;\n        if self.opts.max_depth < self.opts.min_depth {{\n            self.opts.max_depth = self.opts.min_depth;\n        }}\n        self\n    }}\n}}\n"
+        )
+    }
+
+    #[test]
+    fn rust_a_method_closed_again_is_cut() {
+        // The cursor at the end of the method's first line; the model writes another body,
+        // the method's `}` at the cursor's indentation, and the next method.
+        let file = walkdir_impl(
+            "    /// Set the minimum depth of entries yielded by the iterator.
+    pub fn min_depth(mut self, depth: usize) -> Self {‸
+        self.opts.min_depth = depth;
+        if self.opts.min_depth > self.opts.max_depth {
+            self.opts.min_depth = self.opts.max_depth;
+        }
+        self
+    }
+",
+        );
+        cut_by_syntax(
+            Language::Rust,
+            &file,
+            "\n        self.opts.min_depth = cmp::min(depth, self.opts.max_depth);\n        self\n    }\n\n    /// Set the maximum depth of entries yielded by the iterator.\n    pub fn max_depth(mut self, depth: usize) -> Self {\n",
+            "\n        self.opts.min_depth = cmp::min(depth, self.opts.max_depth);\n        self",
+        );
+    }
+
+    #[test]
+    fn rust_an_if_closed_again_is_cut() {
+        // walkdir 6fd031c, `src/lib.rs`, `IntoIter::check_loop`: the body of `if is_same {`
+        // taken out.
+        let file = "impl IntoIter {
+    fn check_loop<P: AsRef<Path>>(&self, child: P) -> Result<()> {
+        let hchild = Handle::from_path(&child)
+            .map_err(|err| Error::from_io(self.depth, err))?;
+        for ancestor in self.stack_path.iter().rev() {
+            let is_same = ancestor
+                .is_same(&hchild)
+                .map_err(|err| Error::from_io(self.depth, err))?;
+            if is_same {‸
+            }
+        }
+        Ok(())
+    }
+}
+";
+        cut_by_syntax(
+            Language::Rust,
+            file,
+            "\n                return Err(Error::from_loop(self.depth, &ancestor.path, child.as_ref()));\n            }\n        }\n",
+            "\n                return Err(Error::from_loop(self.depth, &ancestor.path, child.as_ref()));",
+        );
+    }
+
+    #[test]
+    fn rust_brackets_in_strings_chars_and_comments_stay() {
+        // walkdir 6fd031c, `src/error.rs`: the end of `impl fmt::Display for Error`'s match.
+        let file = "impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.inner {
+            ErrorInner::Io { path: None, ref err } => err.fmt(f),‸
+        }
+    }
+}
+";
+        not_cut(
+            Language::Rust,
+            file,
+            "\n            // A loop: `}` and `)` here close nothing.\n            ErrorInner::Loop { ref child, .. } => write!(f, \"loop }} at {}) ]\", child.display()),\n            ErrorInner::Io { .. } if '}' == ')' => Ok(()),\n            _ => f.write_str(r#\"}\"#),\n",
+        );
+    }
+
+    #[test]
+    fn python_a_list_closed_again_is_cut() {
+        // requests 1f6589e, `src/requests/utils.py`, `select_proxy`.
+        let file = r#"def select_proxy(url: str, proxies: dict[str, str] | None) -> str | None:
+    proxies = proxies or {}
+    urlparts = urlparse(url)
+    if urlparts.hostname is None:
+        return proxies.get(urlparts.scheme, proxies.get("all"))
+
+    proxy_keys = [‸
+        urlparts.scheme + "://" + urlparts.hostname,
+        urlparts.scheme,
+        "all://" + urlparts.hostname,
+        "all",
+    ]
+    proxy = None
+    for proxy_key in proxy_keys:
+        if proxy_key in proxies:
+            proxy = proxies[proxy_key]
+            break
+
+    return proxy
+"#;
+        cut_by_syntax(
+            Language::Python,
+            file,
+            "\n        \"all://\" + urlparts.hostname,\n        \"all\",\n    ]\n    proxy = proxies.get(\"all\")\n",
+            "\n        \"all://\" + urlparts.hostname,\n        \"all\",",
+        );
+    }
+
+    /// requests 1f6589e, `src/requests/hooks.py`, `dispatch_hook`, a line of its body replaced
+    /// by `line`.
+    fn requests_dispatch_hook(line: &str) -> String {
+        format!(
+            r#"def dispatch_hook(
+    key: str,
+    hooks: _t.HooksInputType | None,
+    hook_data: Response,
+    **kwargs: Any,
+) -> Response:
+    """Dispatches a hook dictionary on a given piece of data."""
+{line}
+    hook_list: Iterable[_t.HookType] | _t.HookType | None = hooks_dict.get(key)
+    if hook_list:
+        if isinstance(hook_list, Callable):
+            hook_list = [hook_list]
+        for hook in hook_list:
+            _hook_data = hook(hook_data, **kwargs)
+            if _hook_data is not None:
+                hook_data = _hook_data
+    return hook_data
+"#
+        )
+    }
+
+    #[test]
+    fn python_a_line_leaving_the_suite_is_cut() {
+        // The cursor at the start of an empty line in the body: the indentation rule has no
+        // indentation to go by; the suite, which goes on after the cursor, does.
+        let file = requests_dispatch_hook(CURSOR);
+        cut_by_syntax(
+            Language::Python,
+            &file,
+            "    hooks_dict = hooks or {}\nif not hooks_dict:\n    return hook_data\n",
+            "    hooks_dict = hooks or {}",
+        );
+        // Lines of a string, a comment and brackets leave nothing.
+        not_cut(
+            Language::Python,
+            &file,
+            "    doc = \"\"\"\nNot a statement: ) ]\n\"\"\"\n# a comment\n    hooks_dict = dict(\nhooks or {},\n)\n",
+        );
+    }
+
+    #[test]
+    fn languages_without_a_grammar_keep_the_indentation_rule() {
+        // The cursor at the start of an empty line: the indentation rule keeps the `}`.
+        let file = "fn f() {\n    a();\n‸\n}\nfn g() {}\n";
+        let raw = "    b();\n}\nfn h() {}";
+        assert_eq!(
+            shaped(Language::Text, file, raw, true).as_deref(),
+            Some(raw)
+        );
+        assert_eq!(
+            shaped(Language::Rust, file, raw, true).as_deref(),
+            Some("    b();")
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Any text, cursor and answer in every language: shaping never panics and keeps a
+        /// prefix of what the indentation rule keeps.
+        #[test]
+        fn shaping_any_text_never_panics(
+            language in 0usize..9,
+            picks in proptest::collection::vec(0usize..1000, 0..40),
+            answer in proptest::collection::vec(0usize..1000, 0..12),
+            at in 0usize..400,
+        ) {
+            const PIECES: &[&str] = &[
+                "fn a() {\n", "}\n", "    ", "(", ")", "[", "]", "{", "}", "\"", "'", "/*", "*/",
+                "//", "#", "\n", "def f():\n", "    x = 1\n", "`${", "é", "\r\n", "\t", "if x:\n",
+                "\"\"\"", "[[", "]]", "\u{2028}",
+            ];
+            let language = Language::PARSED.get(language).copied().unwrap_or(Language::Text);
+            let text: String = picks.iter().map(|&p| PIECES[p % PIECES.len()]).collect();
+            let raw: String = answer.iter().map(|&p| PIECES[p % PIECES.len()]).collect();
+            let offset = crate::complete::context::floor_boundary(&text, at.min(text.len()));
+            let file = format!("{}{CURSOR}{}", &text[..offset], &text[offset..]);
+            let with = shaped(language, &file, &raw, true);
+            let without = shaped(language, &file, &raw, false);
+            let prefix = match (&with, &without) {
+                (Some(with), Some(without)) => without.starts_with(with.as_str()),
+                (None, _) => true,
+                (Some(_), None) => false,
+            };
+            proptest::prop_assert!(prefix, "{:?} is not a prefix of {:?}", with, without);
+        }
     }
 
     #[test]
     fn comments_and_strings_are_found() {
         let py = "x = 1  # note\ns = \"text here\"\ny = \n";
-        assert!(in_comment_or_string(py, 13, Language::Python));
-        assert!(in_comment_or_string(py, 20, Language::Python));
-        assert!(!in_comment_or_string(py, 34, Language::Python));
+        assert!(in_comment(py, 13, Language::Python));
+        assert!(in_comment(py, 20, Language::Python));
+        assert!(!in_comment(py, 34, Language::Python));
         let rs = "/* a */ fn f() { let s = \"ab\"; }\n";
-        assert!(in_comment_or_string(rs, 4, Language::Rust));
-        assert!(!in_comment_or_string(rs, 7, Language::Rust));
-        assert!(in_comment_or_string(rs, 27, Language::Rust));
-        assert!(!in_comment_or_string(rs, 16, Language::Rust));
-        assert!(!in_comment_or_string("anything", 3, Language::Text));
+        assert!(in_comment(rs, 4, Language::Rust));
+        assert!(!in_comment(rs, 7, Language::Rust));
+        assert!(in_comment(rs, 27, Language::Rust));
+        assert!(!in_comment(rs, 16, Language::Rust));
+        assert!(!in_comment("anything", 3, Language::Text));
     }
 }
