@@ -312,9 +312,13 @@ try {
 
   step('completion: Tab accepts');
   await page.keyboard.press('Tab');
+  // Changed, and the same on two reads in a row: while the editor renders the inserted lines,
+  // a read can catch the view lines half drawn (the lines below the cursor missing).
+  let previous = null;
   for (let waited = 0; waited < 30000; waited += 250) {
     report.completed = await editorText();
-    if (report.completed !== report.textWithGhost) break;
+    if (report.completed !== report.textWithGhost && report.completed === previous) break;
+    previous = report.completed;
     await page.waitForTimeout(250);
   }
   await page.keyboard.press('Escape');
