@@ -14,7 +14,7 @@
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
-use patchwise::complete::shape::{Cursor, Syntax, shape};
+use patchwise::complete::shape::{Cursor, shape};
 use patchwise::document::change::{Replacement, TextEdit};
 use patchwise::syntax::lines::LineIndex;
 use patchwise::syntax::regions::{
@@ -156,17 +156,7 @@ fn shaping(c: &mut Criterion) {
     let offset = text.rfind(header).expect("corpus has it") + header.len();
     let raw = "\n        let delta = self.amount_cents * percent / 100;\n        self.amount_cents += delta;\n    }\n\n    /// Marks the entry as posted.\n    pub fn post(&mut self) -> Result<(), LedgerError> {\n        self.posted = true;\n        Ok(())\n    }\n";
     let tree = SyntaxTree::parse(&text, Language::Rust);
-    let (before, after) = text.split_at(offset);
-    let cursor = |syntax: bool| Cursor {
-        line_before: before.rsplit('\n').next().unwrap_or(before),
-        after,
-        multi_line: true,
-        syntax: syntax.then_some(Syntax {
-            tree: &tree,
-            text: &text,
-            offset,
-        }),
-    };
+    let cursor = |syntax: bool| Cursor::in_document(&text, offset, true, syntax.then_some(&tree));
     assert_eq!(
         shape(raw, cursor(true)).as_deref(),
         Some(

@@ -103,7 +103,6 @@ impl Completer {
         let offset = context::floor_boundary(&request.text, request.offset);
         let (before, after) = request.text.split_at(offset);
         let rest_of_line = after.split('\n').next().unwrap_or("");
-        let line_before = before.rsplit('\n').next().unwrap_or(before);
         if let Some(text) = self.cache().lookup(&request.path, before, rest_of_line) {
             return Ok(Some(Suggestion {
                 text,
@@ -162,16 +161,8 @@ impl Completer {
             }
             answer = provider.complete(&fim_request) => answer?,
         };
-        let cursor = shape::Cursor {
-            line_before,
-            after,
-            multi_line: section.multi_line,
-            syntax: Some(shape::Syntax {
-                tree: &tree,
-                text: &request.text,
-                offset,
-            }),
-        };
+        let cursor =
+            shape::Cursor::in_document(&request.text, offset, section.multi_line, Some(&tree));
         let Some(text) = shape::shape(&answer.text, cursor) else {
             return Ok(None);
         };

@@ -42,6 +42,25 @@ pub struct Cursor<'a> {
     pub syntax: Option<Syntax<'a>>,
 }
 
+impl<'a> Cursor<'a> {
+    /// The cursor at byte `offset` of `text` (a char boundary), with the syntax side when
+    /// `tree` (the parse of `text`) is given.
+    pub fn in_document(
+        text: &'a str,
+        offset: usize,
+        multi_line: bool,
+        tree: Option<&'a SyntaxTree>,
+    ) -> Cursor<'a> {
+        let (before, after) = text.split_at(offset);
+        Cursor {
+            line_before: before.rsplit('\n').next().unwrap_or(before),
+            after,
+            multi_line,
+            syntax: tree.map(|tree| Syntax { tree, text, offset }),
+        }
+    }
+}
+
 /// The whole document and its parse, for [`Cursor::syntax`].
 #[derive(Debug, Clone, Copy)]
 pub struct Syntax<'a> {
@@ -488,17 +507,7 @@ mod tests {
         let offset = file.find(CURSOR).expect("the file marks the cursor");
         let text = file.replacen(CURSOR, "", 1);
         let tree = SyntaxTree::parse(&text, language);
-        let (before, after) = text.split_at(offset);
-        let cursor = Cursor {
-            line_before: before.rsplit('\n').next().unwrap_or(before),
-            after,
-            multi_line: true,
-            syntax: syntax.then_some(Syntax {
-                tree: &tree,
-                text: &text,
-                offset,
-            }),
-        };
+        let cursor = Cursor::in_document(&text, offset, true, syntax.then_some(&tree));
         shape(raw, cursor)
     }
 
