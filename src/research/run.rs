@@ -428,28 +428,15 @@ impl Research {
                     for (p, claims) in again.answers {
                         said.push_str(&format!("**{}**\n\n", all_parts[p].text));
                         let mut line = Vec::new();
-                        for AnsweredAgain {
-                            text,
-                            sources,
-                            attributed,
-                            verdicts,
-                        } in claims
-                        {
-                            let sources: Vec<u32> =
-                                sources.into_iter().map(&mut renumber).collect();
-                            line.push(cite_line(&text, &sources, attributed));
-                            for n in &sources {
+                        for mut claim in claims {
+                            claim.sources = claim.sources.into_iter().map(&mut renumber).collect();
+                            line.push(cite_line(&claim.text, &claim.sources, claim.attributed));
+                            for n in &claim.sources {
                                 if !answered[p].contains(n) {
                                     answered[p].push(*n);
                                 }
                             }
-                            validated.claims.push(ValidClaim {
-                                text,
-                                sources,
-                                attributed,
-                                verdicts,
-                                under: vec![all_parts[p].text.clone()],
-                            });
+                            validated.claims.push(claim);
                         }
                         said.push_str(&line.join(" "));
                         said.push_str("\n\n");
@@ -666,7 +653,7 @@ impl Research {
                 again.usage.input_tokens += used.input_tokens;
                 again.usage.output_tokens += used.output_tokens;
             }
-            let kept: Vec<AnsweredAgain> = v
+            let kept: Vec<ValidClaim> = v
                 .claims
                 .iter()
                 // The model was asked this part alone: a supported sentence of its answer that
@@ -679,11 +666,10 @@ impl Research {
                         .filter_map(|n| v.order.get(*n as usize - 1))
                         .map(|old| picked[*old as usize - 1] as u32 + 1)
                         .collect();
-                    AnsweredAgain {
-                        text: c.text.clone(),
+                    ValidClaim {
                         sources: numbers,
-                        attributed: c.attributed,
-                        verdicts: c.verdicts.clone(),
+                        under: vec![part.text.clone()],
+                        ..c.clone()
                     }
                 })
                 .filter(|a| !a.sources.is_empty())
@@ -902,22 +888,11 @@ impl Research {
     }
 }
 
-/// A supported sentence of the targeted pass.
-struct AnsweredAgain {
-    text: String,
-    /// The numbers of the candidates it cites.
-    sources: Vec<u32>,
-    /// Written without a citation and attributed by the server.
-    attributed: bool,
-    /// The model's check's verdict per source, when it judged the pair.
-    verdicts: Vec<Option<&'static str>>,
-}
-
 /// What the targeted pass found ([`Research::ask_again`]).
 #[derive(Default)]
 struct AskedAgain {
-    /// Per part answered: its supported sentences.
-    answers: Vec<(usize, Vec<AnsweredAgain>)>,
+    /// Per part answered: its supported sentences, citing the candidates' numbers.
+    answers: Vec<(usize, Vec<ValidClaim>)>,
     /// Per part not answered: what was searched.
     searched: HashMap<usize, String>,
     notes: Vec<String>,
