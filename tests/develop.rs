@@ -173,6 +173,14 @@ struct Run {
 }
 
 /// Runs a scenario file and checks the invariants every scenario shares.
+/// The Python of the test venv, which has pytest (`scripts/test` installs it; `PATCHWISE_PYTHON`
+/// overrides).
+fn python() -> PathBuf {
+    std::env::var_os("PATCHWISE_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-test/bin/python"))
+}
+
 async fn scenario(name: &str) -> (Run, Value) {
     let path = fixtures().join("scenarios").join(format!("{name}.json"));
     let spec: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -246,6 +254,7 @@ async fn scenario(name: &str) -> (Run, Value) {
             .as_str()
             .unwrap_or_default()
             .replace("{dir}", &dir.path().display().to_string())
+            .replace("{python}", &python().display().to_string())
     );
     let (config, problems) = Config::from_toml_str(&toml, ValueSource::Default);
     assert!(problems.is_empty(), "{problems:?}\n{toml}");
@@ -754,6 +763,30 @@ async fn a_fix_round_whose_two_attempts_fail_the_same_way_ends_the_run_with_what
         "{:?}",
         run.outcome.report.not_done
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_round_keeps_rewriting_where_the_tools_never_fixed_a_test() {
+    let (run, _) = scenario("fix_round_keeps_rewriting").await;
+    // Every request of the fix round (all but the step's first) offered no tools: its third
+    // attempt asked for the file again instead of falling back to tool calls.
+    let coder = run.servers.get("coder").unwrap();
+    let bodies: Vec<Value> = coder
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.json())
+        .collect();
+    assert_eq!(bodies.len(), 5);
+    for (i, body) in bodies.iter().enumerate() {
+        assert!(
+            body["tools"].as_array().is_none_or(|t| t.is_empty()),
+            "request {i} offered tools: {:?}",
+            body["tools"]
+        );
+    }
+    let fix = &run.outcome.report.steps[1];
+    assert_eq!(fix.attempts, 3, "{fix:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
