@@ -456,9 +456,19 @@ const QUESTION_WORDS: [&str; 17] = [
     "can", "should", "did", "will", "whose",
 ];
 
+/// Words that open a condition (`…, and if X, which …`).
+const CONDITIONS: [&str; 4] = ["if", "when", "whenever", "unless"];
+
+/// Whether a split is at a comma alone (`…, what …`), not at `and` or `as well as`.
+fn skip_is_comma(connective: Option<usize>) -> bool {
+    connective == Some(0)
+}
+
 /// The parts of a question, each a question of its own: split at `?`, `;`, new lines, and at
-/// `, and …` / `and how …` / `, what …` before a question word. A question with one part comes
-/// back whole. Parts without a searchable word are dropped.
+/// `, and …` / `and how …` / `, what …` before a question word. A statement the question opens
+/// with stays with the question after its comma (its context), and a condition after `, and`
+/// (`…, and if X, which …`) goes with the question it conditions. A question with one part
+/// comes back whole. Parts without a searchable word are dropped.
 pub fn question_parts(question: &str) -> Vec<String> {
     let mut parts: Vec<String> = Vec::new();
     for piece in question.split(['?', ';', '\n']) {
@@ -490,9 +500,37 @@ pub fn question_parts(question: &str) -> Vec<String> {
             } else {
                 None
             };
+            // A question that opens with what happened ("my Docker image reinstalls every
+            // dependency whenever a file changes, how do I avoid that") asks one thing: the
+            // statement is the context of the question after the comma, not a part of its own.
+            // A question opens with its question word, or a preposition and then it ("in what
+            // order …").
+            let context = skip_is_comma(connective)
+                && parts.is_empty()
+                && !current.iter().take(2).any(|f| is_q(f));
+            let connective = if context { None } else { connective };
             if let Some(skip) = connective {
-                parts.push(current.join(" "));
-                current.clear();
+                // "…, and if the same setting is also set in the environment, which value
+                // wins": the condition belongs to the question after it.
+                let condition = skip_is_comma(Some(skip))
+                    .then(|| {
+                        (1..current.len().saturating_sub(1)).rev().find(|&k| {
+                            current[k - 1].ends_with(',')
+                                && lower(current[k]) == "and"
+                                && CONDITIONS.contains(&lower(current[k + 1]).as_str())
+                        })
+                    })
+                    .flatten();
+                match condition {
+                    Some(k) => {
+                        parts.push(current[..k].join(" "));
+                        current.drain(..=k);
+                    }
+                    None => {
+                        parts.push(current.join(" "));
+                        current.clear();
+                    }
+                }
                 if skip > 0 {
                     i += skip;
                     continue;
@@ -642,6 +680,41 @@ mod tests {
         assert_eq!(
             question_parts("how do the cache and the store interact"),
             vec!["how do the cache and the store interact"]
+        );
+    }
+
+    /// Two of Poetry's questions (2026-11-29): the statement a question opens with, and a
+    /// condition after `, and`, were parts of their own, and the part left over ("how do I avoid
+    /// that", "which value wins") was searched without what it is about.
+    #[test]
+    fn a_statement_and_a_condition_stay_with_the_question_they_belong_to() {
+        assert_eq!(
+            question_parts(
+                "my Docker image reinstalls all third-party dependencies whenever a source file changes, how do I avoid that, and how do I install only the runtime dependencies?"
+            ),
+            vec![
+                "my Docker image reinstalls all third-party dependencies whenever a source file changes, how do I avoid that",
+                "how do I install only the runtime dependencies"
+            ]
+        );
+        assert_eq!(
+            question_parts(
+                "how do I set a Poetry setting just for one project instead of globally, and if the same setting is also given as an environment variable, which value wins?"
+            ),
+            vec![
+                "how do I set a Poetry setting just for one project instead of globally",
+                "if the same setting is also given as an environment variable, which value wins"
+            ]
+        );
+        // A question word after a preposition opens a question too.
+        assert_eq!(
+            question_parts(
+                "in what order does Config look for a setting, how do I keep a secret out of tracebacks"
+            ),
+            vec![
+                "in what order does Config look for a setting",
+                "how do I keep a secret out of tracebacks"
+            ]
         );
     }
 }
