@@ -605,6 +605,26 @@ pub fn names_only_sources(sentence: &str) -> bool {
     claim.len() <= 2 && content_stems(sentence).len() > claim.len()
 }
 
+/// Whether an uncited sentence talks about the passages or the question and says nothing else
+/// ("Both parts of the question can be answered using the information provided in the given
+/// passages."): it names the passages or the question and has at most two content words of
+/// its own. Not connective text a reader needs; dropped without counting as a claim.
+pub fn about_sources_only(sentence: &str) -> bool {
+    const ABOUT: [&str; 7] = [
+        "passage",
+        "source",
+        "question",
+        "information",
+        "provided",
+        "context",
+        "document",
+    ];
+    let t = sentence.trim();
+    let lower = t.to_lowercase();
+    // A lead-in ("Here is what the passages say:") introduces what follows.
+    !t.ends_with(':') && ABOUT.iter().any(|w| lower.contains(w)) && claim_stems(t).len() <= 2
+}
+
 /// The verdict counted for a model's answer.
 pub fn from_model(model: &str) -> &'static str {
     match model {
@@ -623,8 +643,6 @@ mod tests {
         passage_stems("", text)
     }
 
-    /// Sentences Qwen2.5-Coder-1.5B wrote about HTTPX's documentation, each cited to a passage
-    /// that shares most of its words but not the code it names.
     /// Starlette's docs (2026-11-29): the 1.5B model's answer restated the question as its
     /// purpose and gave the answer word for word; "500", "still" and "added" held it under the
     /// bar, the part was reported unanswered, and the sentence after it ("This approach ensures
@@ -656,6 +674,8 @@ mod tests {
         );
     }
 
+    /// Sentences Qwen2.5-Coder-1.5B wrote about HTTPX's documentation, each cited to a passage
+    /// that shares most of its words but not the code it names.
     #[test]
     fn code_the_passage_does_not_show_is_not_supported() {
         let extensions = p(

@@ -148,11 +148,22 @@ impl Validated {
     /// stands when its supported sentences (at least one per part) answer every part of the
     /// question, however many of the model's other sentences were dropped — the reader gets the
     /// model's answer to each part, with citations the server stands behind, rather than quotes.
+    ///
+    /// A question of several parts whose model answer holds up for some of them keeps it too:
+    /// the parts it leaves unanswered get the targeted pass and then quotes (`run.rs`), which
+    /// the extractive synthesis does not ask for. Over Starlette's and Poetry's docs
+    /// (2026-11-29) the fallback threw away right answers the checks had kept ("The
+    /// SessionMiddleware session cookie lasts for 2 weeks by default") and quoted, for the part
+    /// left, nothing or a sentence beside the point.
     pub fn fallback_reason_for(&self, parts: &[QuestionPart]) -> Option<String> {
-        let every_part = !parts.is_empty()
-            && (0..parts.len()).all(|p| self.claims.iter().any(|c| c.parts(parts).contains(&p)));
+        let answered = (0..parts.len())
+            .filter(|p| self.claims.iter().any(|c| c.parts(parts).contains(p)))
+            .count();
+        let every_part = !parts.is_empty() && answered == parts.len();
         // At least a sentence per part: one sentence said to answer two parts is too little.
-        if self.cited + self.attributed >= parts.len() && every_part {
+        if (self.cited + self.attributed >= parts.len() && every_part)
+            || (parts.len() > 1 && answered > 0)
+        {
             None
         } else {
             self.fallback_reason()
@@ -489,6 +500,8 @@ pub fn validate_judged(
             }
         } else if is_example_sentence(clean) {
             Outcome::Repeated
+        } else if support::about_sources_only(clean) {
+            Outcome::NamesSources
         } else if support::is_connective(clean) {
             // A lead-in to a code block often carries the claim itself ("To enable HTTP/2, you
             // need to install the optional HTTP/2 dependencies using pip:"): when a passage
@@ -1645,6 +1658,23 @@ mod tests {
         );
         assert!(v.notes[0].contains("[0]"));
         assert_eq!(v.claims[0].sources, vec![1]);
+    }
+
+    /// Recorded from Qwen2.5-Coder-1.5B on HTTPX's docs: a report kept with a part left to the
+    /// targeted pass ended "Both parts of the question can be answered using the information
+    /// provided in the given passages."
+    #[test]
+    fn a_sentence_about_the_passages_alone_is_no_part_of_the_answer() {
+        let sources = vec![source(
+            "docs/quickstart.md",
+            "To upload a file, use the `files` parameter of `httpx.post`.",
+        )];
+        let answer = "To upload a file, use the `files` parameter of `httpx.post`.\n\nBoth parts of the question can be answered using the information provided in the given passages. The passages do not say how large a file may be.";
+        let v = validate_citations(answer, &sources);
+        assert_eq!(
+            v.text,
+            "To upload a file, use the `files` parameter of `httpx.post` [1] (attributed).\n\nThe passages do not say how large a file may be."
+        );
     }
 
     #[test]
