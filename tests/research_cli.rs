@@ -283,7 +283,7 @@ mailto = "you@example.org"
         "[docs/attention.md:1-4 — Notes](file://{}/docs/attention.md)",
         env.workspace.display()
     );
-    assert!(text.contains("*Supported citations: "), "{text}");
+    assert!(text.contains("*Citations: "), "{text}");
     assert!(
         text.contains(&file_link),
         "workspace files link to themselves:\n{text}"

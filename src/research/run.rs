@@ -841,10 +841,10 @@ impl Research {
                 .unwrap_or(std::cmp::Ordering::Equal),
         });
         let summary = SupportSummary::of(&claims);
+        // What the checks kept, not a share: they remove what they reject (report.rs).
         let supported = match summary.share {
-            Some(share) => format!(
-                "; {:.0}% of {} citation{} supported",
-                share * 100.0,
+            Some(_) => format!(
+                "; {} citation{} kept by the checks",
                 summary.citations,
                 plural(summary.citations as usize)
             ),
