@@ -539,6 +539,26 @@ mod tests {
     }
 
     /// ky 3419113, `source/utils/delay.ts` (`before`, the cursor, `after`).
+    /// The body of ky's `delay` (source/utils/delay.ts) inside its promise, a line a row.
+    const DELAY_BODY: [&str; 16] = [
+        "\t\tif (signal) {",
+        "\t\t\tsignal.throwIfAborted();",
+        "\t\t\tsignal.addEventListener('abort', abortHandler, {once: true});",
+        "\t\t}",
+        "",
+        "\t\tfunction abortHandler() {",
+        "\t\t\tclearTimeout(timeoutId);",
+        "\t\t\treject(signal!.reason as Error);",
+        "\t\t}",
+        "",
+        "\t\tconst timeoutId = setTimeout(() => {",
+        "\t\t\tsignal?.removeEventListener('abort', abortHandler);",
+        "\t\t\tresolve();",
+        "\t\t}, ms);",
+        "\t});",
+        "}",
+    ];
+
     fn ky_delay(before: &[&str], after: &[&str]) -> String {
         let mut file = lines(&[
             "import {type InternalOptions} from '../types/options.js';",
@@ -564,28 +584,7 @@ mod tests {
     fn typescript_a_callback_closed_again_is_cut() {
         // The first line of the timer's callback taken out; the model writes another and closes
         // the callback, `}, ms);` at the cursor's indentation.
-        let file = ky_delay(
-            &[
-                "\t\tif (signal) {",
-                "\t\t\tsignal.throwIfAborted();",
-                "\t\t\tsignal.addEventListener('abort', abortHandler, {once: true});",
-                "\t\t}",
-                "",
-                "\t\tfunction abortHandler() {",
-                "\t\t\tclearTimeout(timeoutId);",
-                "\t\t\treject(signal!.reason as Error);",
-                "\t\t}",
-                "",
-                "\t\tconst timeoutId = setTimeout(() => {",
-            ],
-            &[
-                "\t\t\tsignal?.removeEventListener('abort', abortHandler);",
-                "\t\t\tresolve();",
-                "\t\t}, ms);",
-                "\t});",
-                "}",
-            ],
-        );
+        let file = ky_delay(&DELAY_BODY[..=10], &DELAY_BODY[11..]);
         cut_by_syntax(
             Language::TypeScript,
             &file,
@@ -598,23 +597,7 @@ mod tests {
     fn typescript_a_block_the_user_just_opened_may_be_closed() {
         // The user typed `if (signal) {`: the `}` after the cursor is the function's, so the
         // suggestion's `}` is the one the text lacks.
-        let file = ky_delay(
-            &["\t\tif (signal) {"],
-            &[
-                "",
-                "\t\tfunction abortHandler() {",
-                "\t\t\tclearTimeout(timeoutId);",
-                "\t\t\treject(signal!.reason as Error);",
-                "\t\t}",
-                "",
-                "\t\tconst timeoutId = setTimeout(() => {",
-                "\t\t\tsignal?.removeEventListener('abort', abortHandler);",
-                "\t\t\tresolve();",
-                "\t\t}, ms);",
-                "\t});",
-                "}",
-            ],
-        );
+        let file = ky_delay(&DELAY_BODY[..1], &DELAY_BODY[4..]);
         let raw = "\n\t\t\tsignal.throwIfAborted();\n\t\t}\n\n\t\tfunction abortHandler() {";
         assert_eq!(
             shaped(Language::TypeScript, &file, raw, true).as_deref(),

@@ -459,11 +459,6 @@ const QUESTION_WORDS: [&str; 17] = [
 /// Words that open a condition (`…, and if X, which …`).
 const CONDITIONS: [&str; 4] = ["if", "when", "whenever", "unless"];
 
-/// Whether a split is at a comma alone (`…, what …`), not at `and` or `as well as`.
-fn skip_is_comma(connective: Option<usize>) -> bool {
-    connective == Some(0)
-}
-
 /// The parts of a question, each a question of its own: split at `?`, `;`, new lines, and at
 /// `, and …` / `and how …` / `, what …` before a question word. A statement the question opens
 /// with stays with the question after its comma (its context), and a condition after `, and`
@@ -505,22 +500,19 @@ pub fn question_parts(question: &str) -> Vec<String> {
             // statement is the context of the question after the comma, not a part of its own.
             // A question opens with its question word, or a preposition and then it ("in what
             // order …").
-            let context = skip_is_comma(connective)
+            let context = connective == Some(0)
                 && parts.is_empty()
                 && !current.iter().take(2).any(|f| is_q(f));
             let connective = if context { None } else { connective };
             if let Some(skip) = connective {
                 // "…, and if the same setting is also set in the environment, which value
                 // wins": the condition belongs to the question after it.
-                let condition = skip_is_comma(Some(skip))
-                    .then(|| {
-                        (1..current.len().saturating_sub(1)).rev().find(|&k| {
-                            current[k - 1].ends_with(',')
-                                && lower(current[k]) == "and"
-                                && CONDITIONS.contains(&lower(current[k + 1]).as_str())
-                        })
-                    })
-                    .flatten();
+                let condition = (1..current.len().saturating_sub(1)).rev().find(|&k| {
+                    skip == 0
+                        && current[k - 1].ends_with(',')
+                        && lower(current[k]) == "and"
+                        && CONDITIONS.contains(&lower(current[k + 1]).as_str())
+                });
                 match condition {
                     Some(k) => {
                         parts.push(current[..k].join(" "));
