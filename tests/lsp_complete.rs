@@ -229,6 +229,49 @@ fn a_place_edited_elsewhere_is_shown_before_the_file_and_stays_put_while_typing(
 }
 
 #[test]
+fn the_lines_after_the_short_suffix_come_before_the_file_and_stay_put_while_typing() {
+    let (url, seen) = start_model("x");
+    let completion = json!({ "debounce_ms": 0, "suffix_tokens": 8, "later_tokens": 20 });
+    let (mut server, dir) = start_with(&url, completion);
+    let text: String = (0..40).map(|i| format!("v{i:02} = {i}\n")).collect();
+    let uri = path_uri(&dir.path().join("app.py"));
+    server.open(&uri, "python", &text, 1);
+    let automatic = InlineCompletionTriggerKind::AUTOMATIC;
+    server.change(&uri, 2, vec![ranged((10, 0), (10, 0), "z")]);
+    server.request::<InlineCompletionRequest>(params(&uri, 10, 1, automatic));
+    server.change(&uri, 3, vec![ranged((10, 1), (10, 1), "y")]);
+    server.request::<InlineCompletionRequest>(params(&uri, 10, 2, automatic));
+
+    let prompts: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .bodies
+        .iter()
+        .map(|b| b["prompt"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(prompts.len(), 2, "{prompts:#?}");
+    // The suffix: the rest of the cursor's line and the next whole line within 24 bytes; the
+    // 60 bytes after it, whole lines, as a chunk of the same file before the file's own text.
+    let later = "<|file_sep|>app.py\nv12 = 12\nv13 = 13\nv14 = 14\nv15 = 15\nv16 = 16\nv17 = 17\n";
+    assert!(
+        prompts[0].starts_with(&format!(
+            "{later}<|file_sep|>app.py\n<|fim_prefix|>v00 = 0\n"
+        )),
+        "{}",
+        prompts[0]
+    );
+    let suffix = "<|fim_suffix|>v10 = 10\nv11 = 11\n<|fim_middle|>";
+    assert!(
+        prompts[0].ends_with(&format!("v09 = 9\nz{suffix}")),
+        "{}",
+        prompts[0]
+    );
+    // A keystroke later everything up to the cursor is the same: the provider's cache holds.
+    let (first, _) = prompts[0].split_once("<|fim_suffix|>").unwrap();
+    assert_eq!(prompts[1], format!("{first}y{suffix}"));
+}
+
+#[test]
 fn a_suggestion_that_closes_the_function_again_ends_before_the_closing_brace() {
     // The model writes the body, the `}` the file already has, and a function of its own.
     let (url, _seen) =

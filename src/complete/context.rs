@@ -7,6 +7,13 @@
 //! the same and the provider's cached prefix is reused; the text after the cursor is cut at a
 //! line end. Other files are the places the user edited lately ([`super::recent`]), then the
 //! first lines of the other open documents, within their own budget.
+//!
+//! The lines after those the suffix shows come as one more chunk of the same file, last before
+//! the file's own text: a keystroke does not change them, so the provider keeps them cached and
+//! the model still sees what follows the cursor (the names a hole is used by, the definitions
+//! that already exist) without reading a long suffix again on every keystroke. Most holes the
+//! short suffix missed and the plain 64-line suffix got right had their answer 200–600 bytes
+//! after the cursor (docs/editors.md).
 
 use super::fim::{ExtraFile, FimInput};
 use super::recent::{EditedChunk, RecentEdits};
@@ -30,6 +37,8 @@ pub struct OtherDocument {
 pub struct PromptBudget {
     pub prefix_tokens: usize,
     pub suffix_tokens: usize,
+    /// The lines after the suffix, as a chunk of the same file ahead of the prompt.
+    pub later_tokens: usize,
     pub extra_tokens: usize,
 }
 
@@ -46,15 +55,34 @@ pub fn gather(
     let (before, after) = text.split_at(offset);
     let start = prefix_start(before, budget.prefix_tokens * BYTES_PER_TOKEN);
     let end = suffix_end(after, budget.suffix_tokens * BYTES_PER_TOKEN);
+    let later = later_lines(&after[end..], budget.later_tokens * BYTES_PER_TOKEN);
     let first_line = lines_in(&before[..start]);
-    let window = first_line..first_line + lines_in(&before[start..]) + lines_in(&after[..end]) + 1;
+    let shown = lines_in(&before[start..]) + lines_in(&after[..end]) + lines_in(later);
+    let window = first_line..first_line + shown + 1;
     let edited = recent.for_prompt(path, window);
+    let mut extra = extra_files(&edited, others, budget.extra_tokens * BYTES_PER_TOKEN);
+    if !later.trim().is_empty() {
+        extra.push(ExtraFile {
+            path: path.to_owned(),
+            text: later.to_owned(),
+        });
+    }
     FimInput {
         path: path.to_owned(),
         prefix: before[start..].to_owned(),
         suffix: after[..end].to_owned(),
-        extra: extra_files(&edited, others, budget.extra_tokens * BYTES_PER_TOKEN),
+        extra,
     }
+}
+
+/// The whole lines at the start of `rest` (the text after the suffix) within `max_bytes`.
+fn later_lines(rest: &str, max_bytes: usize) -> &str {
+    if rest.len() <= max_bytes {
+        return rest;
+    }
+    rest[..floor_boundary(rest, max_bytes)]
+        .rfind('\n')
+        .map_or("", |i| &rest[..=i])
 }
 
 fn lines_in(text: &str) -> usize {
@@ -207,6 +235,7 @@ mod tests {
     const NONE: PromptBudget = PromptBudget {
         prefix_tokens: 10_000,
         suffix_tokens: 10_000,
+        later_tokens: 0,
         extra_tokens: 0,
     };
 
@@ -230,6 +259,7 @@ mod tests {
         let budget = PromptBudget {
             prefix_tokens: 200,
             suffix_tokens: 10,
+            later_tokens: 0,
             extra_tokens: 0,
         };
         let first = gather("a", &text, text.len(), &[], &RecentEdits::default(), budget);
@@ -245,6 +275,7 @@ mod tests {
         let budget = PromptBudget {
             prefix_tokens: 100,
             suffix_tokens: 5,
+            later_tokens: 0,
             extra_tokens: 100,
         };
         let others = [
@@ -289,6 +320,7 @@ mod tests {
         let budget = PromptBudget {
             prefix_tokens: 100,
             suffix_tokens: 10,
+            later_tokens: 0,
             extra_tokens: 100,
         };
         let cursor = text.find("line 295").unwrap();
@@ -311,6 +343,55 @@ mod tests {
         typed.insert(cursor, 'x');
         let later = gather("a", &typed, cursor + 1, &others, &recent, budget);
         assert_eq!(later.extra, input.extra);
+    }
+
+    #[test]
+    fn the_lines_after_the_suffix_come_last_as_a_chunk_of_the_same_file_and_stay_while_typing() {
+        let text: String = (0..100).map(|i| format!("line {i:02}\n")).collect();
+        let mut recent = RecentEdits::default();
+        // An edit the later chunk shows already is not repeated.
+        recent.edited(EditedChunk {
+            path: "a.rs".into(),
+            first_line: 60,
+            text: "line 60\n".into(),
+        });
+        let others = [OtherDocument {
+            path: "b.rs".into(),
+            text: "b\n".into(),
+        }];
+        let budget = PromptBudget {
+            prefix_tokens: 100,
+            suffix_tokens: 6,
+            later_tokens: 35,
+            extra_tokens: 100,
+        };
+        let cursor = text.find("line 50").unwrap();
+        let input = gather("a.rs", &text, cursor, &others, &recent, budget);
+        assert_eq!(input.suffix, "line 50\nline 51\n");
+        let extra: Vec<(&str, &str)> = input
+            .extra
+            .iter()
+            .map(|f| (f.path.as_str(), f.text.as_str()))
+            .collect();
+        // 105 bytes: the 13 whole lines after the suffix that fit, cut at a line end.
+        let later: String = (52..65).map(|i| format!("line {i:02}\n")).collect();
+        assert_eq!(extra, [("b.rs", "b\n"), ("a.rs", later.as_str())]);
+        let mut typed = text.clone();
+        typed.insert_str(cursor, "let x");
+        let later_input = gather("a.rs", &typed, cursor + 5, &others, &recent, budget);
+        assert_eq!(
+            later_input.extra, input.extra,
+            "a keystroke changed the chunk"
+        );
+        // At the end of the file there is nothing later.
+        let end = gather("a.rs", &text, text.len(), &[], &recent, budget);
+        assert!(
+            end.extra
+                .iter()
+                .all(|f| f.path != "a.rs" || f.text.contains("line 60"))
+        );
+        assert_eq!(later_lines("abc\ndef", 5), "abc\n");
+        assert_eq!(later_lines("abcdef", 3), "");
     }
 
     #[test]

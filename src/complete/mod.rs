@@ -136,6 +136,7 @@ impl Completer {
         let budget = context::PromptBudget {
             prefix_tokens: section.context_tokens as usize,
             suffix_tokens: section.suffix_tokens as usize,
+            later_tokens: section.later_tokens as usize,
             extra_tokens: section.extra_context_tokens as usize,
         };
         let one_line = mid_line || !section.multi_line;

@@ -593,6 +593,13 @@ pub struct CompletionSection {
     /// keystroke: a few lines are faster (see docs/editors.md for what was measured).
     #[schemars(range(min = 0, max = 100_000))]
     pub suffix_tokens: u32,
+    /// Tokens of the file after those `suffix_tokens` shows, as another chunk of the same file
+    /// ahead of the text before the cursor (for models whose format has files: Qwen,
+    /// StarCoder2). A keystroke does not change them, so the provider keeps them cached: the
+    /// model sees what follows the cursor without reading it again while the user types. 0
+    /// sends none.
+    #[schemars(range(min = 0, max = 100_000))]
+    pub later_tokens: u32,
     /// Tokens of other places in the prompt (for models whose format has files: Qwen,
     /// StarCoder2): the places edited lately, then the start of the other open files; 0 sends
     /// none.
@@ -615,6 +622,7 @@ impl Default for CompletionSection {
             predict_ms: 1000,
             context_tokens: 1024,
             suffix_tokens: 64,
+            later_tokens: 512,
             extra_context_tokens: 256,
             api: FimApi::Auto,
             fim: FimFamilyChoice::Auto,
