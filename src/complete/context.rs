@@ -42,36 +42,68 @@ pub struct PromptBudget {
     pub extra_tokens: usize,
 }
 
-/// The prompt's parts for a cursor at byte `offset` of `text` (clamped to a char boundary).
+/// Lines the chunk of later lines may stay off the line after the suffix, to start where the
+/// previous request's started.
+pub const LATER_SLACK: usize = 4;
+
+/// The prompt's parts for a cursor at byte `offset` of `text` (clamped to a char boundary),
+/// and where its chunk of later lines starts, counted in bytes from the end of `text` (the
+/// previous request's, `later_from_end`, is kept when it is near: typing above it does not move
+/// it, and moving the cursor a few lines does not change the chunk, so the provider's cache
+/// still holds the text before the cursor).
 pub fn gather(
     path: &str,
     text: &str,
     offset: usize,
     others: &[OtherDocument],
     recent: &RecentEdits,
+    later_from_end: Option<usize>,
     budget: PromptBudget,
-) -> FimInput {
+) -> (FimInput, Option<usize>) {
     let offset = floor_boundary(text, offset);
     let (before, after) = text.split_at(offset);
     let start = prefix_start(before, budget.prefix_tokens * BYTES_PER_TOKEN);
-    let end = suffix_end(after, budget.suffix_tokens * BYTES_PER_TOKEN);
-    let later = later_lines(&after[end..], budget.later_tokens * BYTES_PER_TOKEN);
+    let end = offset + suffix_end(after, budget.suffix_tokens * BYTES_PER_TOKEN);
+    let next_line = after.find('\n').map_or(text.len(), |i| offset + i + 1);
+    let later_start = later_start(text, next_line, end, later_from_end);
+    let later = later_lines(&text[later_start..], budget.later_tokens * BYTES_PER_TOKEN);
     let first_line = lines_in(&before[..start]);
-    let shown = lines_in(&before[start..]) + lines_in(&after[..end]) + lines_in(later);
-    let window = first_line..first_line + shown + 1;
-    let edited = recent.for_prompt(path, window);
+    let last_line = lines_in(&text[..end.max(later_start + later.len())]);
+    let edited = recent.for_prompt(path, first_line..last_line + 1);
     let mut extra = extra_files(&edited, others, budget.extra_tokens * BYTES_PER_TOKEN);
+    let mut anchor = None;
     if !later.trim().is_empty() {
         extra.push(ExtraFile {
             path: path.to_owned(),
             text: later.to_owned(),
         });
+        anchor = Some(text.len() - later_start);
     }
-    FimInput {
+    let input = FimInput {
         path: path.to_owned(),
         prefix: before[start..].to_owned(),
-        suffix: after[..end].to_owned(),
+        suffix: text[offset..end].to_owned(),
         extra,
+    };
+    (input, anchor)
+}
+
+/// Where the chunk of later lines starts: the line after the suffix (`natural`), or the
+/// previous chunk's start (`from_end` bytes before the end) when that is a line start after the
+/// cursor's line (`next_line` on) and within [`LATER_SLACK`] lines of `natural`.
+fn later_start(text: &str, next_line: usize, natural: usize, from_end: Option<usize>) -> usize {
+    let Some(previous) = from_end.and_then(|n| text.len().checked_sub(n)) else {
+        return natural;
+    };
+    let line_start = previous == 0 || text.as_bytes().get(previous - 1) == Some(&b'\n');
+    if previous < next_line || !line_start {
+        return natural;
+    }
+    let between = &text[previous.min(natural)..previous.max(natural)];
+    if lines_in(between) > LATER_SLACK {
+        natural
+    } else {
+        previous
     }
 }
 
@@ -247,8 +279,10 @@ mod tests {
             13,
             &[],
             &RecentEdits::default(),
+            None,
             NONE,
-        );
+        )
+        .0;
         assert_eq!(input.prefix, "def f():\n    ");
         assert_eq!(input.suffix, "return 1\n");
     }
@@ -262,10 +296,28 @@ mod tests {
             later_tokens: 0,
             extra_tokens: 0,
         };
-        let first = gather("a", &text, text.len(), &[], &RecentEdits::default(), budget);
+        let first = gather(
+            "a",
+            &text,
+            text.len(),
+            &[],
+            &RecentEdits::default(),
+            None,
+            budget,
+        )
+        .0;
         assert!(first.prefix.len() <= 600);
         text.push_str("x = 1");
-        let later = gather("a", &text, text.len(), &[], &RecentEdits::default(), budget);
+        let later = gather(
+            "a",
+            &text,
+            text.len(),
+            &[],
+            &RecentEdits::default(),
+            None,
+            budget,
+        )
+        .0;
         assert!(later.prefix.starts_with(&first.prefix), "the start moved");
     }
 
@@ -288,7 +340,7 @@ mod tests {
                 text: "b = 2\n".into(),
             },
         ];
-        let input = gather("a", text, 0, &others, &RecentEdits::default(), budget);
+        let input = gather("a", text, 0, &others, &RecentEdits::default(), None, budget).0;
         assert_eq!(input.suffix, "a\nbbbbbbbbbb\n");
         let paths: Vec<&str> = input.extra.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(paths, ["b.py", "z.py"]);
@@ -296,9 +348,9 @@ mod tests {
 
     #[test]
     fn offsets_inside_a_character_or_past_the_end_are_clamped() {
-        let input = gather("a", "é\n", 1, &[], &RecentEdits::default(), NONE);
+        let input = gather("a", "é\n", 1, &[], &RecentEdits::default(), None, NONE).0;
         assert_eq!(input.prefix, "");
-        let input = gather("a", "é\n", 99, &[], &RecentEdits::default(), NONE);
+        let input = gather("a", "é\n", 99, &[], &RecentEdits::default(), None, NONE).0;
         assert_eq!(input.suffix, "");
     }
 
@@ -324,7 +376,7 @@ mod tests {
             extra_tokens: 100,
         };
         let cursor = text.find("line 295").unwrap();
-        let input = gather("a", &text, cursor, &others, &recent, budget);
+        let input = gather("a", &text, cursor, &others, &recent, None, budget).0;
         let extra: Vec<(&str, &str)> = input
             .extra
             .iter()
@@ -341,7 +393,7 @@ mod tests {
         // The same state, one keystroke later: the same text before the prefix.
         let mut typed = text.clone();
         typed.insert(cursor, 'x');
-        let later = gather("a", &typed, cursor + 1, &others, &recent, budget);
+        let later = gather("a", &typed, cursor + 1, &others, &recent, None, budget).0;
         assert_eq!(later.extra, input.extra);
     }
 
@@ -366,7 +418,7 @@ mod tests {
             extra_tokens: 100,
         };
         let cursor = text.find("line 50").unwrap();
-        let input = gather("a.rs", &text, cursor, &others, &recent, budget);
+        let input = gather("a.rs", &text, cursor, &others, &recent, None, budget).0;
         assert_eq!(input.suffix, "line 50\nline 51\n");
         let extra: Vec<(&str, &str)> = input
             .extra
@@ -378,13 +430,13 @@ mod tests {
         assert_eq!(extra, [("b.rs", "b\n"), ("a.rs", later.as_str())]);
         let mut typed = text.clone();
         typed.insert_str(cursor, "let x");
-        let later_input = gather("a.rs", &typed, cursor + 5, &others, &recent, budget);
+        let later_input = gather("a.rs", &typed, cursor + 5, &others, &recent, None, budget).0;
         assert_eq!(
             later_input.extra, input.extra,
             "a keystroke changed the chunk"
         );
         // At the end of the file there is nothing later.
-        let end = gather("a.rs", &text, text.len(), &[], &recent, budget);
+        let end = gather("a.rs", &text, text.len(), &[], &recent, None, budget).0;
         assert!(
             end.extra
                 .iter()
@@ -392,6 +444,58 @@ mod tests {
         );
         assert_eq!(later_lines("abc\ndef", 5), "abc\n");
         assert_eq!(later_lines("abcdef", 3), "");
+    }
+
+    #[test]
+    fn the_later_chunk_stays_where_it_was_while_the_cursor_moves_a_few_lines_or_writes_on() {
+        let text: String = (0..200).map(|i| format!("line {i:03}\n")).collect();
+        let budget = PromptBudget {
+            prefix_tokens: 100,
+            suffix_tokens: 6,
+            later_tokens: 30,
+            extra_tokens: 0,
+        };
+        let at = |text: &str, line: usize, previous: Option<usize>| {
+            let cursor = text.find(&format!("line {line:03}")).unwrap();
+            let (input, anchor) = gather(
+                "a",
+                text,
+                cursor,
+                &[],
+                &RecentEdits::default(),
+                previous,
+                budget,
+            );
+            (input.extra.last().map(|f| f.text.clone()), anchor)
+        };
+        // At line 100: the suffix shows lines 100–101, the chunk starts at 102.
+        let (chunk, anchor) = at(&text, 100, None);
+        assert!(chunk.as_deref().unwrap().starts_with("line 102\n"));
+        // One line down (the chunk still starts below the cursor's line), or three up: the same
+        // chunk.
+        assert_eq!(at(&text, 101, anchor), (chunk.clone(), anchor));
+        assert_eq!(at(&text, 97, anchor), (chunk.clone(), anchor));
+        // Past its start the chunk moves: it never shows the cursor's line.
+        let (moved, _) = at(&text, 102, anchor);
+        assert!(moved.as_deref().unwrap().starts_with("line 104\n"));
+        // Far away it starts after the suffix again.
+        let (far, _) = at(&text, 150, anchor);
+        assert!(far.as_deref().unwrap().starts_with("line 152\n"));
+        // Lines written above it (Enter, typing) do not move it.
+        let cursor = text.find("line 100").unwrap();
+        let mut written = text.clone();
+        written.insert_str(cursor, "let a = 1;\nlet b = 2;\n");
+        let (input, again) = gather(
+            "a",
+            &written,
+            cursor + 22,
+            &[],
+            &RecentEdits::default(),
+            anchor,
+            budget,
+        );
+        assert_eq!(input.extra.last().map(|f| f.text.clone()), chunk);
+        assert_eq!(again, anchor);
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub struct Completer {
     cache: Mutex<SuggestionCache>,
     /// The places the user edited lately, shown to the model as other files' chunks.
     recent: Mutex<RecentEdits>,
+    /// Where the last prompt's chunk of later lines started: its file, and bytes from the end.
+    later: Mutex<Option<(String, usize)>>,
     current: Mutex<Option<CancellationToken>>,
     /// The provider chosen for a configuration (a reloaded configuration is a new `Arc`).
     provider: tokio::sync::Mutex<Option<Chosen>>,
@@ -140,14 +142,24 @@ impl Completer {
             extra_tokens: section.extra_context_tokens as usize,
         };
         let one_line = mid_line || !section.multi_line;
-        let input = context::gather(
-            &request.path,
-            &request.text,
-            offset,
-            &request.others,
-            &self.recent.lock().unwrap_or_else(PoisonError::into_inner),
-            budget,
-        );
+        let input = {
+            let mut later = self.later.lock().unwrap_or_else(PoisonError::into_inner);
+            let previous = later
+                .as_ref()
+                .filter(|(path, _)| *path == request.path)
+                .map(|&(_, from_end)| from_end);
+            let (input, from_end) = context::gather(
+                &request.path,
+                &request.text,
+                offset,
+                &request.others,
+                &self.recent.lock().unwrap_or_else(PoisonError::into_inner),
+                previous,
+                budget,
+            );
+            *later = from_end.map(|n| (request.path.clone(), n));
+            input
+        };
         let fim_request = FimRequest {
             input,
             max_tokens: section.max_tokens,

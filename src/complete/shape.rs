@@ -152,7 +152,11 @@ pub fn in_comment_or_string(tree: &SyntaxTree, text: &str, offset: usize) -> boo
     loop {
         let kind = node.kind();
         let inside = offset > node.start_byte() && offset < node.end_byte();
-        let line_comment_end = kind.contains("comment") && offset == node.end_byte();
+        // A grammar whose line comment holds its line end (Rust's `///` and `//`) ends it at
+        // the next line's start: a cursor there is on the line after the comment.
+        let line_comment_end = kind.contains("comment")
+            && offset == node.end_byte()
+            && !text.as_bytes()[..offset].ends_with(b"\n");
         if (kind.contains("comment") || kind.contains("string")) && (inside || line_comment_end) {
             // A block comment's end (`*/`) closes it: past it is code.
             return !(kind.contains("comment") && text.as_bytes()[..offset].ends_with(b"*/"));
@@ -921,5 +925,18 @@ mod tests {
         assert!(in_comment(rs, 27, Language::Rust));
         assert!(!in_comment(rs, 16, Language::Rust));
         assert!(!in_comment("anything", 3, Language::Text));
+        // The line after a line comment is code, at its very start too (ripgrep's messages.rs:
+        // `pub(crate) fn` after its doc comment got nothing on the cursor's arrival).
+        let rs = "/// Set it.\n///\n\nfn f() {}\n// note\n";
+        let after_doc = rs.find("\nfn").unwrap();
+        assert!(!in_comment(rs, after_doc, Language::Rust));
+        assert!(!in_comment(rs, after_doc + 1, Language::Rust));
+        assert!(in_comment(rs, 5, Language::Rust));
+        assert!(in_comment(rs, rs.len() - 1, Language::Rust));
+        assert!(!in_comment(rs, rs.len(), Language::Rust));
+        let py = "# note\n\nx = 1\n";
+        assert!(in_comment(py, 6, Language::Python));
+        assert!(!in_comment(py, 7, Language::Python));
+        assert!(!in_comment(py, 8, Language::Python));
     }
 }
