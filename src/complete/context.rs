@@ -65,7 +65,13 @@ pub fn gather(
     let start = prefix_start(before, budget.prefix_tokens * BYTES_PER_TOKEN);
     let end = offset + suffix_end(after, budget.suffix_tokens * BYTES_PER_TOKEN);
     let next_line = after.find('\n').map_or(text.len(), |i| offset + i + 1);
-    let later_start = later_start(text, next_line, end, later_from_end);
+    // A suffix cut inside a line longer than its budget: the chunk starts at the next line.
+    let natural = if end == text.len() || text.as_bytes()[..end].ends_with(b"\n") {
+        end
+    } else {
+        text[end..].find('\n').map_or(text.len(), |i| end + i + 1)
+    };
+    let later_start = later_start(text, next_line, natural, later_from_end);
     let later = later_lines(&text[later_start..], budget.later_tokens * BYTES_PER_TOKEN);
     let first_line = lines_in(&before[..start]);
     let last_line = lines_in(&text[..end.max(later_start + later.len())]);
@@ -157,7 +163,9 @@ fn suffix_end(after: &str, max_bytes: usize) -> usize {
     if first_line >= max_bytes {
         return floor_boundary(after, first_line.min(max_bytes.max(4096)));
     }
-    after[..max_bytes].rfind('\n').map_or(first_line, |i| i + 1)
+    after[..floor_boundary(after, max_bytes)]
+        .rfind('\n')
+        .map_or(first_line, |i| i + 1)
 }
 
 /// Chunks of other places within `max_bytes`: the places edited lately first (`edited`, newest
@@ -352,6 +360,22 @@ mod tests {
         assert_eq!(input.prefix, "");
         let input = gather("a", "é\n", 99, &[], &RecentEdits::default(), None, NONE).0;
         assert_eq!(input.suffix, "");
+        // A suffix budget that ends inside a character after the first line (it panicked).
+        let budget = PromptBudget {
+            suffix_tokens: 1,
+            ..NONE
+        };
+        let input = gather(
+            "a",
+            "x\n😀😀\n",
+            0,
+            &[],
+            &RecentEdits::default(),
+            None,
+            budget,
+        )
+        .0;
+        assert_eq!(input.suffix, "x\n");
     }
 
     #[test]
@@ -496,6 +520,38 @@ mod tests {
         );
         assert_eq!(input.extra.last().map(|f| f.text.clone()), chunk);
         assert_eq!(again, anchor);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+        /// Any text, cursor, budgets and previous chunk: no panic, the prefix and the suffix
+        /// meet at the cursor, and the chunk of later lines is whole lines after the cursor's.
+        #[test]
+        fn any_text_gathers_without_panic_and_the_later_chunk_is_below_the_cursor(
+            pieces in proptest::collection::vec(0usize..6, 0..60),
+            at in 0usize..300,
+            anchor in proptest::option::of(0usize..300),
+            suffix_tokens in 0usize..20,
+            later_tokens in 0usize..40,
+        ) {
+            const PIECES: &[&str] = &["x", "é", "\n", "  ", "😀", "ab\n"];
+            let text: String = pieces.iter().map(|&i| PIECES[i]).collect();
+            let budget = PromptBudget { prefix_tokens: 10, suffix_tokens, later_tokens, extra_tokens: 0 };
+            let (input, from_end) = gather("a", &text, at, &[], &RecentEdits::default(), anchor, budget);
+            let cursor = floor_boundary(&text, at);
+            proptest::prop_assert!(text[..cursor].ends_with(&input.prefix));
+            proptest::prop_assert!(text[cursor..].starts_with(&input.suffix));
+            if let Some(from_end) = from_end {
+                let start = text.len() - from_end;
+                let cursor_line_end = text[cursor..].find('\n').map_or(text.len(), |i| cursor + i + 1);
+                proptest::prop_assert!(start >= cursor_line_end);
+                proptest::prop_assert!(start == 0 || text[..start].ends_with('\n'));
+                let chunk = &input.extra.last().unwrap().text;
+                proptest::prop_assert!(text[start..].starts_with(chunk.as_str()));
+                proptest::prop_assert!(chunk.ends_with('\n') || start + chunk.len() == text.len());
+            }
+        }
     }
 
     #[test]
