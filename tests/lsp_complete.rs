@@ -56,6 +56,15 @@ fn params(
     }
 }
 
+/// The prompts the scripted model was sent, in order.
+fn prompts_of(seen: &std::sync::Mutex<support::fim::Seen>) -> Vec<String> {
+    let seen = seen.lock().unwrap();
+    seen.bodies
+        .iter()
+        .map(|b| b["prompt"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 fn texts(response: Option<InlineCompletionResponse>) -> Vec<String> {
     match response {
         Some(InlineCompletionResponse::Array(items)) => items,
@@ -200,13 +209,7 @@ fn a_place_edited_elsewhere_is_shown_before_the_file_and_stays_put_while_typing(
     server.change(&uri, 4, vec![ranged((390, 1), (390, 1), "y")]);
     server.request::<InlineCompletionRequest>(params(&uri, 390, 2, automatic));
 
-    let prompts: Vec<String> = seen
-        .lock()
-        .unwrap()
-        .bodies
-        .iter()
-        .map(|b| b["prompt"].as_str().unwrap().to_owned())
-        .collect();
+    let prompts = prompts_of(&seen);
     assert_eq!(prompts.len(), 2, "{prompts:#?}");
     let (others, file) = prompts[0].split_once("<|fim_prefix|>").unwrap();
     // The open file's start, then the lines around the edit far above (not the place typed in,
@@ -242,13 +245,7 @@ fn the_lines_after_the_short_suffix_come_before_the_file_and_stay_put_while_typi
     server.change(&uri, 3, vec![ranged((10, 1), (10, 1), "y")]);
     server.request::<InlineCompletionRequest>(params(&uri, 10, 2, automatic));
 
-    let prompts: Vec<String> = seen
-        .lock()
-        .unwrap()
-        .bodies
-        .iter()
-        .map(|b| b["prompt"].as_str().unwrap().to_owned())
-        .collect();
+    let prompts = prompts_of(&seen);
     assert_eq!(prompts.len(), 2, "{prompts:#?}");
     // The suffix: the rest of the cursor's line and the next whole line within 24 bytes; the
     // 60 bytes after it, whole lines, as a chunk of the same file before the file's own text.

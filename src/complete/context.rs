@@ -72,7 +72,7 @@ pub fn gather(
         text[end..].find('\n').map_or(text.len(), |i| end + i + 1)
     };
     let later_start = later_start(text, next_line, natural, later_from_end);
-    let later = later_lines(&text[later_start..], budget.later_tokens * BYTES_PER_TOKEN);
+    let later = whole_lines(&text[later_start..], budget.later_tokens * BYTES_PER_TOKEN);
     let first_line = lines_in(&before[..start]);
     let last_line = lines_in(&text[..end.max(later_start + later.len())]);
     let edited = recent.for_prompt(path, first_line..last_line + 1);
@@ -113,8 +113,8 @@ fn later_start(text: &str, next_line: usize, natural: usize, from_end: Option<us
     }
 }
 
-/// The whole lines at the start of `rest` (the text after the suffix) within `max_bytes`.
-fn later_lines(rest: &str, max_bytes: usize) -> &str {
+/// The whole lines at the start of `rest` within `max_bytes` (all of it when it fits).
+fn whole_lines(rest: &str, max_bytes: usize) -> &str {
     if rest.len() <= max_bytes {
         return rest;
     }
@@ -233,12 +233,7 @@ fn heads(others: &[OtherDocument], max_bytes: usize) -> Vec<ExtraFile> {
             .match_indices('\n')
             .nth(EXTRA_CHUNK_LINES - 1)
             .map_or(file.text.len(), |(i, _)| i + 1);
-        let mut chunk = &file.text[..end];
-        if chunk.len() + file.path.len() + 2 > left {
-            let room = left.saturating_sub(file.path.len() + 2);
-            chunk = &chunk[..floor_boundary(chunk, room)];
-            chunk = chunk.rfind('\n').map_or("", |i| &chunk[..=i]);
-        }
+        let chunk = whole_lines(&file.text[..end], left.saturating_sub(file.path.len() + 2));
         if chunk.trim().is_empty() {
             break;
         }
@@ -271,6 +266,14 @@ fn ceil_boundary(text: &str, offset: usize) -> usize {
 mod tests {
     use super::*;
     use crate::complete::recent::EditedChunk;
+
+    fn paths_and_texts(input: &FimInput) -> Vec<(&str, &str)> {
+        input
+            .extra
+            .iter()
+            .map(|f| (f.path.as_str(), f.text.as_str()))
+            .collect()
+    }
 
     const NONE: PromptBudget = PromptBudget {
         prefix_tokens: 10_000,
@@ -401,11 +404,7 @@ mod tests {
         };
         let cursor = text.find("line 295").unwrap();
         let input = gather("a", &text, cursor, &others, &recent, None, budget).0;
-        let extra: Vec<(&str, &str)> = input
-            .extra
-            .iter()
-            .map(|f| (f.path.as_str(), f.text.as_str()))
-            .collect();
+        let extra = paths_and_texts(&input);
         // Line 290 is in the prompt already (the place typed in); line 10 is far above it.
         assert_eq!(
             extra,
@@ -444,11 +443,7 @@ mod tests {
         let cursor = text.find("line 50").unwrap();
         let input = gather("a.rs", &text, cursor, &others, &recent, None, budget).0;
         assert_eq!(input.suffix, "line 50\nline 51\n");
-        let extra: Vec<(&str, &str)> = input
-            .extra
-            .iter()
-            .map(|f| (f.path.as_str(), f.text.as_str()))
-            .collect();
+        let extra = paths_and_texts(&input);
         // 105 bytes: the 13 whole lines after the suffix that fit, cut at a line end.
         let later: String = (52..65).map(|i| format!("line {i:02}\n")).collect();
         assert_eq!(extra, [("b.rs", "b\n"), ("a.rs", later.as_str())]);
@@ -466,8 +461,8 @@ mod tests {
                 .iter()
                 .all(|f| f.path != "a.rs" || f.text.contains("line 60"))
         );
-        assert_eq!(later_lines("abc\ndef", 5), "abc\n");
-        assert_eq!(later_lines("abcdef", 3), "");
+        assert_eq!(whole_lines("abc\ndef", 5), "abc\n");
+        assert_eq!(whole_lines("abcdef", 3), "");
     }
 
     #[test]
