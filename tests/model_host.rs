@@ -832,7 +832,7 @@ fn a_completion_role_on_the_embedded_model_fills_in_the_middle_and_reuses_the_pr
             },
             max_tokens: 6,
             one_line: false,
-            write_budget: Some(Duration::from_secs(30)),
+            write_until: Some(std::time::Instant::now() + Duration::from_secs(30)),
         };
         let first = fim
             .complete(&request("def add(a, b):\n    "))

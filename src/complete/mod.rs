@@ -18,7 +18,7 @@ pub mod recent;
 pub mod shape;
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
@@ -97,6 +97,8 @@ impl Completer {
         request: CompletionRequest,
         cancel: CancellationToken,
     ) -> Result<Option<Suggestion>, ModelError> {
+        // The keystroke, as far as the server can tell: what `predict_ms` counts from.
+        let asked_at = Instant::now();
         let section = &config.completion;
         let turned_off = section.languages.get(&request.language_id) == Some(&false);
         if turned_off || (!request.invoked && !section.enabled_for(&request.language_id)) {
@@ -164,8 +166,8 @@ impl Completer {
             input,
             max_tokens: section.max_tokens,
             one_line,
-            write_budget: (!request.invoked && !one_line && section.predict_ms > 0)
-                .then(|| Duration::from_millis(section.predict_ms)),
+            write_until: (!request.invoked && !one_line && section.predict_ms > 0)
+                .then(|| asked_at + Duration::from_millis(section.predict_ms)),
         };
         let answer = tokio::select! {
             _ = cancel.cancelled() => {

@@ -29,9 +29,10 @@ pub struct FimRequest {
     pub max_tokens: u32,
     /// Stop at the first line end (the cursor is mid-line, or multi-line suggestions are off).
     pub one_line: bool,
-    /// How long a suggestion may take to write, from its first token: then it ends at its last
-    /// whole line (the decoding is stopped). Streamed wires only.
-    pub write_budget: Option<Duration>,
+    /// When a suggestion that spans lines must be shown by (the keystroke's time plus
+    /// `predict_ms`): after it, the suggestion ends at its last whole line (the decoding is
+    /// stopped). Its first line is always written whole. Streamed wires only.
+    pub write_until: Option<Instant>,
 }
 
 /// A provider's answer.
@@ -215,7 +216,6 @@ impl HttpFim {
     ) -> Result<FimAnswer, ModelError> {
         let mut events = response.bytes_stream().eventsource();
         let mut answer = FimAnswer::default();
-        let mut first_token_at: Option<Instant> = None;
         while let Some(event) = events.next().await {
             let event = event.map_err(|err| ModelError::StreamEndedEarly {
                 url: url.to_owned(),
@@ -228,20 +228,15 @@ impl HttpFim {
                 continue;
             };
             if let Some(part) = answer_of(&value) {
-                if !part.text.is_empty() {
-                    first_token_at.get_or_insert_with(Instant::now);
-                }
                 answer.text.push_str(&part.text);
                 answer.evaluated_tokens = part.evaluated_tokens.or(answer.evaluated_tokens);
             }
-            if let (Some(budget), Some(at)) = (request.write_budget, first_token_at)
-                && at.elapsed() >= budget
+            if let Some(until) = request.write_until
+                && Instant::now() >= until
                 && let Some(end) = answer.text.rfind('\n')
                 && !answer.text[..end].trim().is_empty()
             {
-                tracing::debug!(
-                    "completion: writing took {budget:?}; ended at its last whole line"
-                );
+                tracing::debug!("completion: its time is up; ended at its last whole line");
                 answer.text.truncate(end + 1);
                 break;
             }
@@ -452,7 +447,7 @@ mod tests {
             },
             max_tokens: 32,
             one_line,
-            write_budget: None,
+            write_until: None,
         }
     }
 

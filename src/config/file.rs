@@ -579,10 +579,11 @@ pub struct CompletionSection {
     /// Whether a suggestion may span lines (up to the end of the current block); a cursor in
     /// the middle of a line always gets one line.
     pub multi_line: bool,
-    /// Milliseconds a suggestion that spans lines may take to write, from its first token;
-    /// after that it ends at its last whole line (llama.vim's `t_max_predict_ms`). The first
-    /// line is always written whole. Requests made while typing, to providers that stream
-    /// (`/v1/completions`, `/infill`); 0 sets no limit.
+    /// Milliseconds from the keystroke by which a suggestion that spans lines is shown: after
+    /// them it ends at its last whole line, and the model stops writing (llama.vim's
+    /// `t_max_predict_ms` counts from the first token instead; this counts the prompt's reading
+    /// too, the wait a user sees). The first line is always written whole. Automatic requests,
+    /// to providers that stream (`/v1/completions`, `/infill`); 0 sets no limit.
     #[schemars(range(min = 0, max = 60_000))]
     pub predict_ms: u64,
     /// Tokens of the file before the cursor in the prompt.
@@ -619,7 +620,7 @@ impl Default for CompletionSection {
             debounce_ms: 150,
             max_tokens: 64,
             multi_line: true,
-            predict_ms: 1000,
+            predict_ms: 1500,
             context_tokens: 1024,
             suffix_tokens: 64,
             later_tokens: 512,

@@ -6,7 +6,8 @@
 //! `SLOW` gets a stream that never ends, one chunk at a time until the client leaves, so a test
 //! sees a superseded or cancelled request close its connection; one holding `LINES` gets a
 //! never-ending stream of whole lines (with `BLANK`, it begins with a line end and a pause, as a
-//! model does after `def f():`).
+//! model does after `def f():`; with `READ`, its first token comes after half a second, as a
+//! model's does after reading a long prompt).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -69,6 +70,9 @@ fn serve(mut stream: TcpStream, answer: &str, seen: &Mutex<Seen>) {
     }
     let event = |text: &str| format!("data: {}\n\n", json!({"choices": [{"text": text}]}));
     if slow {
+        if prompt.contains("READ") {
+            std::thread::sleep(Duration::from_millis(500));
+        }
         if prompt.contains("BLANK") {
             let _ = stream.write_all(event("\n    ").as_bytes());
             let _ = stream.flush();
