@@ -8,7 +8,11 @@ lines before and 64 after, the model's FIM tokens) sent straight to the same mod
       > scripts/bench/completion/holes.json
   flock /tmp/patchwise-model.lock scripts/bench/completion/bench.py run \\
       scripts/bench/completion/holes.json MIRRORS_DIR --binary target/debug/patchwise \\
-      --gguf "$(../shared/tools/local-model gguf 1.5b)" [--from K] [--files N] [--json OUT]
+      --gguf "$(../shared/tools/local-model gguf 1.5b)" [--from K] [--files N] [--json OUT] \\
+      [--ways patchwise,baseline] [--as NAME]
+
+--ways picks the ways run (both by default); --as names the patchwise way's rows (two builds on
+the same holes, e.g. `--ways patchwise --as patchwise-83a9f43`).
 
 The model server: with --gguf, the model inside patchwise (`[providers.local] kind =
 "embedded"`, `threads = 2`, nothing else: the editor's patchwise starts its host, and the
@@ -342,6 +346,12 @@ def baseline_file(host, lines, holes):
     return rows
 
 
+def more_lines(suggestion):
+    """The lines a suggestion shows after its first (its first line is what is scored; a hole is
+    one line, so the lines after it are in the file already and cannot be scored here)."""
+    return sum(1 for line in suggestion.split("\n")[1:] if line.strip())
+
+
 def result(hole, arrival, arrival_latency, final, latencies, before, after_arrival, after_typing):
     exact_arrival, similarity_arrival = score(arrival, hole["expected"])
     exact, similarity = score(final, hole["expected"][TYPED:])
@@ -352,6 +362,8 @@ def result(hole, arrival, arrival_latency, final, latencies, before, after_arriv
             "arrival_similarity": similarity_arrival, "arrival_latency": arrival_latency,
             "typed": first_line(final), "exact": exact, "similarity": similarity,
             "latencies": latencies,
+            "arrival_more_lines": more_lines(arrival),
+            "typed_more_lines": more_lines(final),
             "arrival_evaluated": after_arrival - before if counted else None,
             "typing_evaluated": after_typing - after_arrival if counted else None}
 
@@ -403,7 +415,7 @@ def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
     lsp = Lsp(binary, config, workdir)
     # With the model inside, the editor's patchwise starts the host on its first request.
     host = Host(base_url, announced_in=data_dir)
-    rows = {"patchwise": [], "baseline": []}
+    rows = {option("--as", "patchwise"): [], "baseline": []}
     log = open(out, "w") if out else None
     for (repo, path), group in files:
         group.sort(key=lambda h: h["line"])
@@ -411,10 +423,14 @@ def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
         uri = "file://" + os.path.join(workdir, repo.replace("/", "_"), path)
         lsp.notify("textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": group[0]["language"], "version": 1, "text": "\n".join(lines)}})
-        pw = patchwise_file(lsp, host, uri, group[0]["language"], lines, group, 1)[0]
+        ways = option("--ways", "patchwise,baseline").split(",")
+        pw, base = [], []
+        if "patchwise" in ways:
+            pw = patchwise_file(lsp, host, uri, group[0]["language"], lines, group, 1)[0]
         lsp.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
-        base = baseline_file(host, lines, group)
-        for way, found in (("patchwise", pw), ("baseline", base)):
+        if "baseline" in ways:
+            base = baseline_file(host, lines, group)
+        for way, found in ((option("--as", "patchwise"), pw), ("baseline", base)):
             for row in found:
                 row["way"] = way
                 rows[way].append(row)
