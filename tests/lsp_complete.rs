@@ -208,3 +208,97 @@ fn the_time_budget_counts_from_the_keystroke_so_a_slow_reading_leaves_one_line()
         seen.lock().unwrap().dropped == 1
     });
 }
+
+#[test]
+fn a_place_edited_elsewhere_is_shown_before_the_file_and_stays_put_while_typing() {
+    let (url, seen) = start_model("x");
+    let (mut server, dir) = start_with(&url, json!({ "debounce_ms": 0, "context_tokens": 100 }));
+    let text: String = (0..400).map(|i| format!("v{i} = {i}\n")).collect();
+    let uri = path_uri(&dir.path().join("app.py"));
+    server.open(&uri, "python", &text, 1);
+    let other = path_uri(&dir.path().join("util.py"));
+    server.open(&other, "python", "def helper():\n    return 1\n", 1);
+    // The user changes line 10, then goes on at line 390.
+    server.change(&uri, 2, vec![ranged((10, 0), (10, 8), "limit = 99")]);
+    server.change(&uri, 3, vec![ranged((390, 0), (390, 0), "z")]);
+    let automatic = InlineCompletionTriggerKind::AUTOMATIC;
+    server.request::<InlineCompletionRequest>(params(&uri, 390, 1, automatic));
+    server.change(&uri, 4, vec![ranged((390, 1), (390, 1), "y")]);
+    server.request::<InlineCompletionRequest>(params(&uri, 390, 2, automatic));
+
+    let prompts = prompts_of(&seen);
+    assert_eq!(prompts.len(), 2, "{prompts:#?}");
+    let (others, file) = prompts[0].split_once("<|fim_prefix|>").unwrap();
+    // The open file's start, then the lines around the edit far above (not the place typed in,
+    // which the prompt shows anyway), then the file itself.
+    let helper = others
+        .find("<|file_sep|>util.py\ndef helper():")
+        .expect(others);
+    let edited = others.find("<|file_sep|>app.py\n").expect(others);
+    assert!(helper < edited, "{others}");
+    assert!(others[edited..].contains("limit = 99\n"), "{others}");
+    assert!(!others.contains("zv390"), "{others}");
+    assert!(others.ends_with("<|file_sep|>app.py\n"), "{others}");
+    assert!(
+        !file.contains("limit = 99"),
+        "the edit is far above the prompt's text"
+    );
+    // A keystroke later the text before the file's is the same: the provider's cache holds.
+    let (later, _) = prompts[1].split_once("<|fim_prefix|>").unwrap();
+    assert_eq!(later, others);
+}
+
+#[test]
+fn the_lines_after_the_short_suffix_come_before_the_file_and_stay_put_while_typing() {
+    let (url, seen) = start_model("x");
+    let completion = json!({ "debounce_ms": 0, "suffix_tokens": 8, "later_tokens": 20 });
+    let (mut server, dir) = start_with(&url, completion);
+    let text: String = (0..40).map(|i| format!("v{i:02} = {i}\n")).collect();
+    let uri = path_uri(&dir.path().join("app.py"));
+    server.open(&uri, "python", &text, 1);
+    let automatic = InlineCompletionTriggerKind::AUTOMATIC;
+    server.change(&uri, 2, vec![ranged((10, 0), (10, 0), "z")]);
+    server.request::<InlineCompletionRequest>(params(&uri, 10, 1, automatic));
+    server.change(&uri, 3, vec![ranged((10, 1), (10, 1), "y")]);
+    server.request::<InlineCompletionRequest>(params(&uri, 10, 2, automatic));
+
+    let prompts = prompts_of(&seen);
+    assert_eq!(prompts.len(), 2, "{prompts:#?}");
+    // The suffix: the rest of the cursor's line and the next whole line within 24 bytes; the
+    // 60 bytes after it, whole lines, as a chunk of the same file before the file's own text.
+    let later = "<|file_sep|>app.py\nv12 = 12\nv13 = 13\nv14 = 14\nv15 = 15\nv16 = 16\nv17 = 17\n";
+    assert!(
+        prompts[0].starts_with(&format!(
+            "{later}<|file_sep|>app.py\n<|fim_prefix|>v00 = 0\n"
+        )),
+        "{}",
+        prompts[0]
+    );
+    let suffix = "<|fim_suffix|>v10 = 10\nv11 = 11\n<|fim_middle|>";
+    assert!(
+        prompts[0].ends_with(&format!("v09 = 9\nz{suffix}")),
+        "{}",
+        prompts[0]
+    );
+    // A keystroke later everything up to the cursor is the same: the provider's cache holds.
+    let (first, _) = prompts[0].split_once("<|fim_suffix|>").unwrap();
+    assert_eq!(prompts[1], format!("{first}y{suffix}"));
+}
+
+#[test]
+fn a_suggestion_that_closes_the_function_again_ends_before_the_closing_brace() {
+    // The model writes the body, the `}` the file already has, and a function of its own.
+    let (url, _seen) =
+        start_model("\n  return a + b;\n}\n\nfunction mul(a, b) {\n  return a * b;\n}\n");
+    let (mut server, dir) = start(&url);
+    let uri = path_uri(&dir.path().join("math.ts"));
+    server.open(
+        &uri,
+        "typescript",
+        "function add(a, b) {\n}\n\nfunction sub(a, b) {\n  return a - b;\n}\n",
+        1,
+    );
+    let automatic = InlineCompletionTriggerKind::AUTOMATIC;
+    let answer = server.request::<InlineCompletionRequest>(params(&uri, 0, 20, automatic));
+    assert_eq!(texts(answer), ["\n  return a + b;"]);
+}
