@@ -336,27 +336,13 @@ pub fn prompt_order(question: &str, sources: Vec<SourceRecord>) -> Vec<SourceRec
             .iter()
             .map(|s| format!("{}\n{}", s.title, s.snippet))
             .collect();
-        let excerpts: Vec<String> = sources
-            .iter()
-            .map(|s| {
-                format!(
-                    "{}\n{}",
-                    s.title,
-                    excerpt(s.snippet.trim(), &parts, EXCERPT_CHARS)
-                )
-            })
-            .collect();
         let rankings: Vec<Vec<usize>> = parts
             .iter()
             .map(|part| ranked_for(part, &sources))
             .collect();
         // What a passage costs in the prompt, roughly: four characters a token, at most the
         // prompt's cap per passage.
-        // A part's first passage is shown whole, the others as excerpts ([`excerpt`]).
-        let cost = |i: usize, first: bool| {
-            let text = if first { &texts[i] } else { &excerpts[i] };
-            (text.len() / 4).clamp(1, 600)
-        };
+        let cost = |i: usize| (texts[i].len() / 4).clamp(1, 600);
         let mut used = vec![0usize; parts.len()];
         loop {
             let next = |p: usize, taken: &[bool]| rankings[p].iter().copied().find(|i| !taken[*i]);
@@ -367,7 +353,7 @@ pub fn prompt_order(question: &str, sources: Vec<SourceRecord>) -> Vec<SourceRec
                 break;
             };
             taken[i] = true;
-            used[p] += cost(i, used[p] == 0);
+            used[p] += cost(i);
             order.push(i);
         }
     }
@@ -377,251 +363,9 @@ pub fn prompt_order(question: &str, sources: Vec<SourceRecord>) -> Vec<SourceRec
     order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
-/// Characters of a passage the synthesis prompt shows at most ([`excerpt`]).
-pub const EXCERPT_CHARS: usize = 600;
-
-/// A block of a passage: a paragraph, a list item, a table, a fenced code block or a heading,
-/// as a range of its lines.
-struct Block {
-    lines: std::ops::Range<usize>,
-    chars: usize,
-    /// A list item.
-    item: bool,
-}
-
-/// The blocks of `lines`: a blank line ends one (outside a fence), a heading is one, each list
-/// item (with the lines under it) is one, a fenced code block is one.
-fn blocks_of(lines: &[&str]) -> Vec<Block> {
-    let mut out: Vec<Block> = Vec::new();
-    let mut start: Option<usize> = None;
-    let mut fence: Option<&str> = None;
-    let close = |out: &mut Vec<Block>, start: &mut Option<usize>, end: usize| {
-        if let Some(s) = start.take() {
-            let chars = lines[s..end].iter().map(|l| l.len() + 1).sum();
-            out.push(Block {
-                lines: s..end,
-                chars,
-                item: is_item(lines[s]),
-            });
-        }
-    };
-    for (i, line) in lines.iter().enumerate() {
-        let t = line.trim_start();
-        if let Some(marker) = fence {
-            if t.starts_with(marker) {
-                fence = None;
-                close(&mut out, &mut start, i + 1);
-            }
-            continue;
-        }
-        if t.starts_with("```") || t.starts_with("~~~") {
-            close(&mut out, &mut start, i);
-            fence = Some(&t[..3]);
-            start = Some(i);
-            continue;
-        }
-        if t.is_empty() {
-            close(&mut out, &mut start, i);
-            continue;
-        }
-        let heading = t.starts_with('#');
-        if heading || is_item(line) {
-            close(&mut out, &mut start, i);
-        }
-        if start.is_none() {
-            start = Some(i);
-        }
-        if heading {
-            close(&mut out, &mut start, i + 1);
-        }
-    }
-    close(&mut out, &mut start, lines.len());
-    out
-}
-
-/// Whether `line` starts a list item at the margin (`* `, `- `, `+ `, `1. `).
-fn is_item(line: &str) -> bool {
-    ["* ", "- ", "+ "].iter().any(|b| line.starts_with(b))
-        || line.split_once(". ").is_some_and(|(n, _)| {
-            !n.is_empty() && n.len() < 4 && n.bytes().all(|b| b.is_ascii_digit())
-        })
-}
-
-/// What of a passage the synthesis prompt shows: all of it when it is at most `max_chars`
-/// long; else its heading and the blocks that hold the largest share of a part's words (a
-/// paragraph, a list item, a code block), best first while they fit, shown in their order with
-/// `…` where blocks were left out. A kept paragraph that ends in `:` keeps the block it
-/// introduces when that fits. A passage no block of which holds a part's word shows its start.
-///
-/// Why: a whole passage is a section of a few hundred tokens, and the prompt has room for four
-/// to nine of them on a small model's window, the parts taking turns; a part whose answer was
-/// the sixth to ninth passage in line was not shown (Poetry's and Starlette's docs: 8 of 36
-/// parts, docs/research.md). An option list or an FAQ section holds the answer in one item or
-/// paragraph: shown alone, it leaves room for the next part's passage.
-pub fn excerpt(text: &str, parts: &[QuestionPart], max_chars: usize) -> String {
-    if text.len() <= max_chars || parts.is_empty() {
-        return text.to_owned();
-    }
-    let lines: Vec<&str> = text.lines().collect();
-    let blocks = blocks_of(&lines);
-    let block_text = |b: &Block| lines[b.lines.clone()].join("\n");
-    let heading =
-        |b: &Block| b.lines.len() == 1 && lines[b.lines.start].trim_start().starts_with('#');
-    let scores: Vec<f64> = blocks
-        .iter()
-        .map(|b| {
-            if heading(b) {
-                return 0.0;
-            }
-            let t = block_text(b);
-            parts.iter().map(|p| share(&t, p)).fold(0.0, f64::max)
-        })
-        .collect();
-    let mut keep = vec![false; blocks.len()];
-    let mut used = 0;
-    // The heading says what the passage is about.
-    if let Some(first) = blocks.first().filter(|b| heading(b)) {
-        keep[0] = true;
-        used += first.chars;
-    }
-    let mut order: Vec<usize> = (0..blocks.len()).filter(|&i| scores[i] > 1e-9).collect();
-    if order.is_empty() {
-        return start_of(text, max_chars);
-    }
-    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-    for i in order {
-        if keep[i] || used + blocks[i].chars > max_chars {
-            continue;
-        }
-        keep[i] = true;
-        used += blocks[i].chars;
-        let introduces = lines[blocks[i].lines.end - 1].trim_end().ends_with(':');
-        if introduces
-            && let Some(next) = blocks.get(i + 1)
-            && !keep[i + 1]
-            && used + next.chars <= max_chars
-        {
-            keep[i + 1] = true;
-            used += next.chars;
-        }
-    }
-    if !keep.iter().zip(&blocks).any(|(k, b)| *k && !heading(b)) {
-        return start_of(text, max_chars);
-    }
-    let mut out = String::new();
-    let mut last: Option<&Block> = None;
-    for (b, _) in blocks.iter().zip(&keep).filter(|(_, k)| **k) {
-        match last {
-            None if b.lines.start > 0 => out.push_str("…\n\n"),
-            // Items of one list left out between two kept: the list goes on around the mark.
-            Some(l) if l.lines.end < b.lines.start && l.item && b.item => out.push_str("\n…\n"),
-            Some(l)
-                if blocks
-                    .iter()
-                    .any(|o| o.lines.start >= l.lines.end && o.lines.end <= b.lines.start) =>
-            {
-                out.push_str("\n\n…\n\n")
-            }
-            Some(l) => out.push_str(&"\n".repeat(b.lines.start - l.lines.end + 1)),
-            None => {}
-        }
-        out.push_str(&block_text(b));
-        last = Some(b);
-    }
-    let last_end = last.map(|b| b.lines.end);
-    if blocks.last().is_some_and(|b| Some(b.lines.end) != last_end) {
-        out.push_str("\n\n…");
-    }
-    out
-}
-
-/// The start of `text` within `max_chars`, cut after a word, marked `…`.
-fn start_of(text: &str, max_chars: usize) -> String {
-    let mut end = max_chars.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let cut = text[..end]
-        .rfind(char::is_whitespace)
-        .filter(|&i| i > 0)
-        .unwrap_or(end);
-    format!("{} …", text[..cut].trim_end())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Poetry's `build` options (docs/cli.md:220-241 at f467023), a passage of 1,300 characters.
-    const BUILD_OPTIONS: &str = "#### Options
-
-* `--format (-f)`: Limit the format to either `wheel` or `sdist`.
-* `--clean`: Clean output directory before building.
-* `--local-version (-l)`: Add or replace a local version label to the build (deprecated).
-* `--output (-o)`: Set output directory for build artifacts. Default is `dist`.
-* `--config-settings=<key>=<value> (-c)`: Config settings to be passed to the build back-end. (multiple allowed)
-
-{{% note %}}
-When using `--local-version`, the identifier must be [PEP 440](https://peps.python.org/pep-0440/#local-version-identifiers)
-compliant. This is useful for adding build numbers, platform specificities, etc. for private packages.
-
-`--local-version` is deprecated and will be removed in a future version of Poetry.
-Use `--config-settings local-version=<version>` instead.
-{{% /note %}}
-
-{{% warning %}}
-Local version identifiers SHOULD NOT be used when publishing upstream projects to a public index server, but MAY be
-used to identify private builds created directly from the project source.
-
-See [PEP 440](https://peps.python.org/pep-0440/#local-version-identifiers) for more information.
-{{% /warning %}}";
-
-    #[test]
-    fn an_excerpt_shows_the_heading_and_the_blocks_that_hold_a_part() {
-        let parts = parts_of(
-            "which option cleans the output directory before building, and where do the build artifacts go",
-        );
-        let shown = excerpt(BUILD_OPTIONS, &parts, EXCERPT_CHARS);
-        assert!(shown.len() <= EXCERPT_CHARS, "{shown}");
-        // The heading, the two items that answer (the list goes on around what was left out),
-        // and a warning that names builds; not the note.
-        assert!(
-            shown.starts_with(
-                "#### Options\n\n…\n\n* `--clean`: Clean output directory before building.\n…\n* `--output (-o)`: Set output directory for build artifacts. Default is `dist`.\n\n…\n\n"
-            ),
-            "{shown}"
-        );
-        assert!(!shown.contains("{{% note %}}"), "{shown}");
-        assert!(shown.ends_with("\n\n…"), "{shown}");
-        // A short passage is shown whole, and so is any passage when the question has no parts.
-        assert_eq!(
-            excerpt("## A\n\nshort", &parts, EXCERPT_CHARS),
-            "## A\n\nshort"
-        );
-        assert_eq!(excerpt(BUILD_OPTIONS, &[], EXCERPT_CHARS), BUILD_OPTIONS);
-    }
-
-    #[test]
-    fn an_excerpt_keeps_the_code_a_kept_paragraph_introduces_and_marks_the_gaps() {
-        let filler = "Unrelated words about something else entirely. ".repeat(8);
-        let text = format!(
-            "## Sessions\n\n{filler}\n\nTo keep the session for a week, set max_age:\n\n```python\napp.add_middleware(SessionMiddleware, max_age=604800)\n```\n\n{filler}"
-        );
-        let parts = parts_of("how long does a session last");
-        let shown = excerpt(&text, &parts, 300);
-        assert_eq!(
-            shown,
-            "## Sessions\n\n…\n\nTo keep the session for a week, set max_age:\n\n```python\napp.add_middleware(SessionMiddleware, max_age=604800)\n```\n\n…"
-        );
-        // No block holds a word of the part: the passage's start.
-        let parts = parts_of("which databases are supported");
-        let shown = excerpt(&text, &parts, 300);
-        assert!(
-            shown.starts_with("## Sessions\n\nUnrelated words"),
-            "{shown}"
-        );
-        assert!(shown.ends_with('…'), "{shown}");
-    }
 
     #[test]
     fn parts_are_told_apart_by_their_own_words() {

@@ -1493,7 +1493,6 @@ pub fn prompt(
     let mut user = format!("Question: {question}\n\nPassages:\n\n");
     let mut used = 0;
     let mut shown = 0;
-    let parts = parts::searched_parts(question, sources);
     for (i, s) in sources.iter().enumerate() {
         let mut head = format!("[{}] {}", i + 1, s.title.trim());
         if s.venue_type != "workspace" {
@@ -1514,14 +1513,8 @@ pub fn prompt(
                 head.push_str(&format!(" ({})", meta.join("; ")));
             }
         }
-        // Each part's best passage (the first ones: the parts took turns) is shown whole.
-        let shown_text = if i < parts.len().max(1) {
-            s.snippet.trim().to_owned()
-        } else {
-            parts::excerpt(s.snippet.trim(), &parts, parts::EXCERPT_CHARS)
-        };
         let snippet = truncate_to_tokens(
-            &shown_text,
+            s.snippet.trim(),
             MAX_TOKENS_PER_SOURCE.min(token_budget),
             encoding,
         );
@@ -2385,40 +2378,6 @@ mod tests {
         ));
         let (_, _, fitted) = prompt("q", &sources, 12, Encoding::Cl100k);
         assert_eq!(fitted, 1, "the budget decides how many passages are shown");
-    }
-
-    #[test]
-    fn each_parts_first_passage_is_shown_whole_and_the_others_as_excerpts() {
-        let long = |topic: &str| {
-            format!(
-                "## {topic}\n\n{}\n\nThe {topic} setting is read at start.\n\n{}",
-                "Words about nothing in particular here. ".repeat(12),
-                "More words about nothing in particular. ".repeat(12)
-            )
-        };
-        let sources = vec![
-            source("cache.md", &long("cache")),
-            source("retry.md", &long("retry")),
-            source("cache2.md", &long("cache")),
-        ];
-        let (_, user, n) = prompt(
-            "how does the cache evict entries, and how are requests retried",
-            &sources,
-            10_000,
-            Encoding::Cl100k,
-        );
-        assert_eq!(n, 3);
-        let passages: Vec<&str> = user.split("\n\n[").collect();
-        // The first two (one per part) whole; the third its heading and the paragraph that
-        // names the cache, with what was left out marked.
-        assert!(passages[1].contains(long("cache").trim()), "{user}");
-        assert!(passages[2].contains(long("retry").trim()), "{user}");
-        assert!(
-            passages[3].starts_with(
-                "3] cache2.md\n## cache\n\n…\n\nThe cache setting is read at start.\n\n…"
-            ),
-            "{user}"
-        );
     }
 
     #[test]
