@@ -64,12 +64,12 @@ pub fn gather(
     let (before, after) = text.split_at(offset);
     let start = prefix_start(before, budget.prefix_tokens * BYTES_PER_TOKEN);
     let end = offset + suffix_end(after, budget.suffix_tokens * BYTES_PER_TOKEN);
-    let next_line = after.find('\n').map_or(text.len(), |i| offset + i + 1);
+    let next_line = line_after(text, offset);
     // A suffix cut inside a line longer than its budget: the chunk starts at the next line.
-    let natural = if end == text.len() || text.as_bytes()[..end].ends_with(b"\n") {
+    let natural = if starts_line(text, end) {
         end
     } else {
-        text[end..].find('\n').map_or(text.len(), |i| end + i + 1)
+        line_after(text, end)
     };
     let later_start = later_start(text, next_line, natural, later_from_end);
     let later = whole_lines(&text[later_start..], budget.later_tokens * BYTES_PER_TOKEN);
@@ -101,8 +101,7 @@ fn later_start(text: &str, next_line: usize, natural: usize, from_end: Option<us
     let Some(previous) = from_end.and_then(|n| text.len().checked_sub(n)) else {
         return natural;
     };
-    let line_start = previous == 0 || text.as_bytes().get(previous - 1) == Some(&b'\n');
-    if previous < next_line || !line_start {
+    if previous < next_line || !starts_line(text, previous) {
         return natural;
     }
     let between = &text[previous.min(natural)..previous.max(natural)];
@@ -111,6 +110,16 @@ fn later_start(text: &str, next_line: usize, natural: usize, from_end: Option<us
     } else {
         previous
     }
+}
+
+/// Whether byte `at` of `text` starts a line (the text's end counts: nothing follows it).
+fn starts_line(text: &str, at: usize) -> bool {
+    at == 0 || at >= text.len() || text.as_bytes()[at - 1] == b'\n'
+}
+
+/// Where the line after the one holding byte `at` starts (the text's end on the last line).
+fn line_after(text: &str, at: usize) -> usize {
+    text[at..].find('\n').map_or(text.len(), |i| at + i + 1)
 }
 
 /// The whole lines at the start of `rest` within `max_bytes` (all of it when it fits).
@@ -275,6 +284,11 @@ mod tests {
             .collect()
     }
 
+    /// `gather` for a file alone: no other documents, no places edited, no previous chunk.
+    fn alone(text: &str, at: usize, budget: PromptBudget) -> FimInput {
+        gather("a", text, at, &[], &RecentEdits::default(), None, budget).0
+    }
+
     const NONE: PromptBudget = PromptBudget {
         prefix_tokens: 10_000,
         suffix_tokens: 10_000,
@@ -284,16 +298,7 @@ mod tests {
 
     #[test]
     fn a_small_file_is_shown_whole_around_the_cursor() {
-        let input = gather(
-            "a.py",
-            "def f():\n    return 1\n",
-            13,
-            &[],
-            &RecentEdits::default(),
-            None,
-            NONE,
-        )
-        .0;
+        let input = alone("def f():\n    return 1\n", 13, NONE);
         assert_eq!(input.prefix, "def f():\n    ");
         assert_eq!(input.suffix, "return 1\n");
     }
@@ -307,28 +312,10 @@ mod tests {
             later_tokens: 0,
             extra_tokens: 0,
         };
-        let first = gather(
-            "a",
-            &text,
-            text.len(),
-            &[],
-            &RecentEdits::default(),
-            None,
-            budget,
-        )
-        .0;
+        let first = alone(&text, text.len(), budget);
         assert!(first.prefix.len() <= 600);
         text.push_str("x = 1");
-        let later = gather(
-            "a",
-            &text,
-            text.len(),
-            &[],
-            &RecentEdits::default(),
-            None,
-            budget,
-        )
-        .0;
+        let later = alone(&text, text.len(), budget);
         assert!(later.prefix.starts_with(&first.prefix), "the start moved");
     }
 
@@ -359,25 +346,16 @@ mod tests {
 
     #[test]
     fn offsets_inside_a_character_or_past_the_end_are_clamped() {
-        let input = gather("a", "é\n", 1, &[], &RecentEdits::default(), None, NONE).0;
+        let input = alone("é\n", 1, NONE);
         assert_eq!(input.prefix, "");
-        let input = gather("a", "é\n", 99, &[], &RecentEdits::default(), None, NONE).0;
+        let input = alone("é\n", 99, NONE);
         assert_eq!(input.suffix, "");
         // A suffix budget that ends inside a character after the first line (it panicked).
         let budget = PromptBudget {
             suffix_tokens: 1,
             ..NONE
         };
-        let input = gather(
-            "a",
-            "x\n😀😀\n",
-            0,
-            &[],
-            &RecentEdits::default(),
-            None,
-            budget,
-        )
-        .0;
+        let input = alone("x\n😀😀\n", 0, budget);
         assert_eq!(input.suffix, "x\n");
     }
 

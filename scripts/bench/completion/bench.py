@@ -415,7 +415,9 @@ def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
     lsp = Lsp(binary, config, workdir)
     # With the model inside, the editor's patchwise starts the host on its first request.
     host = Host(base_url, announced_in=data_dir)
-    rows = {option("--as", "patchwise"): [], "baseline": []}
+    ways = option("--ways", "patchwise,baseline").split(",")
+    named = option("--as", "patchwise")
+    rows = {named: [], "baseline": []}
     log = open(out, "w") if out else None
     for (repo, path), group in files:
         group.sort(key=lambda h: h["line"])
@@ -423,14 +425,13 @@ def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
         uri = "file://" + os.path.join(workdir, repo.replace("/", "_"), path)
         lsp.notify("textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": group[0]["language"], "version": 1, "text": "\n".join(lines)}})
-        ways = option("--ways", "patchwise,baseline").split(",")
         pw, base = [], []
         if "patchwise" in ways:
             pw = patchwise_file(lsp, host, uri, group[0]["language"], lines, group, 1)[0]
         lsp.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
         if "baseline" in ways:
             base = baseline_file(host, lines, group)
-        for way, found in ((option("--as", "patchwise"), pw), ("baseline", base)):
+        for way, found in ((named, pw), ("baseline", base)):
             for row in found:
                 row["way"] = way
                 rows[way].append(row)
