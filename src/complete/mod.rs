@@ -2,8 +2,9 @@
 //! model, for `textDocument/inlineCompletion`.
 //!
 //! One [`Completer`] per server. A request goes: the language turned off → nothing; the cache
-//! of recent suggestions (typing into a shown one narrows it, no model call); a cursor in a
-//! comment or a string gets nothing unless the user invoked it; an automatic request waits out
+//! of recent suggestions (typing into a shown one narrows it, no model call); a cursor in
+//! prose (a comment, a docstring, a string begun on its line; not the code they show) gets
+//! nothing unless the user invoked it; an automatic request waits out
 //! the debounce; then the `completion` role's provider ([`provider`]) is asked with the prompt
 //! [`context`] gathers (with the places edited lately, [`recent`]) and [`fim`] lays out, and its answer is shaped ([`shape`]). Each request
 //! supersedes the one before it: the earlier one's wait or model call is dropped at once, which
@@ -116,7 +117,7 @@ impl Completer {
         }
         let mid_line = !rest_of_line.trim().is_empty();
         let language = Language::detect(Some(&request.language_id), Some(&request.path));
-        // One parse of the document serves the comment-or-string check and the shaping (which
+        // One parse of the document serves the prose check and the shaping (which
         // uses it when the cursor ends its line).
         let tree = if !request.invoked || !mid_line {
             SyntaxTree::parse(&request.text, language)
@@ -124,7 +125,7 @@ impl Completer {
             SyntaxTree::text(language)
         };
         if !request.invoked {
-            if shape::in_comment_or_string(&tree, &request.text, offset) {
+            if shape::in_prose(&tree, &request.text, offset) {
                 return Ok(None);
             }
             let debounce = Duration::from_millis(section.debounce_ms);

@@ -1,7 +1,8 @@
 //! Turning a model's raw fill-in-the-middle answer into a suggestion worth showing: cut at the
 //! end of the current block, one line when the cursor is mid-line or multi-line suggestions
 //! are off, and never the text that already follows the cursor. Also whether the cursor is in
-//! a comment or a string, where suggestions are offered only when invoked.
+//! prose (a comment, a docstring, a one-line string), where suggestions are offered only when
+//! invoked; the code a comment shows and a string over several lines are code.
 //!
 //! The end of the block is found two ways, and the earlier cut wins. By indentation, in every
 //! language: a line indented less than the cursor's line ends it. By syntax, where the language
@@ -15,7 +16,7 @@
 //! rest (the user typed `if (a) {` and the `}` after the cursor is the function's).
 //!
 //! Cost per suggestion: the caller's one parse of the document (shared with the
-//! comment-or-string check), a walk of the tokens around the cursor that skips every subtree
+//! prose check), a walk of the tokens around the cursor that skips every subtree
 //! without errors, and one incremental re-parse of the document with the suggestion inserted.
 //! Never panics on any text or offset; a document without a parse gets the indentation rule.
 
@@ -137,9 +138,14 @@ pub fn shape(raw: &str, cursor: Cursor<'_>) -> Option<String> {
     (!text.trim().is_empty()).then_some(text)
 }
 
-/// Whether byte `offset` of `text` is inside a comment or a string; `tree` is the parse of
-/// `text` (never for unparsed languages).
-pub fn in_comment_or_string(tree: &SyntaxTree, text: &str, offset: usize) -> bool {
+/// Whether byte `offset` of `text` is in prose, where a suggestion is offered only when
+/// invoked: a comment, a docstring, or a string that began on the cursor's line (a message or
+/// a name being typed). Not prose, so completed as code: the code a comment or a docstring
+/// shows in a fenced block (```` ``` ````, `~~~`) or a doctest line (`>>>`), a string that
+/// began on an earlier line (an embedded script, a query, a template, a message continued over
+/// lines: ripgrep's bash completion script, walkdir's `/*! … */` examples), and a template's or
+/// an f-string's `${…}`/`{…}`. `tree` is the parse of `text` (never for unparsed languages).
+pub fn in_prose(tree: &SyntaxTree, text: &str, offset: usize) -> bool {
     let Some(root) = tree.root() else {
         return false;
     };
@@ -152,20 +158,88 @@ pub fn in_comment_or_string(tree: &SyntaxTree, text: &str, offset: usize) -> boo
     loop {
         let kind = node.kind();
         let inside = offset > node.start_byte() && offset < node.end_byte();
+        // Code inside a string: a template literal's `${…}`, an f-string's `{…}`.
+        if inside && (kind.contains("substitution") || kind.contains("interpolation")) {
+            return false;
+        }
         // A grammar whose line comment holds its line end (Rust's `///` and `//`) ends it at
         // the next line's start: a cursor there is on the line after the comment.
         let line_comment_end = kind.contains("comment")
             && offset == node.end_byte()
             && !text.as_bytes()[..offset].ends_with(b"\n");
-        if (kind.contains("comment") || kind.contains("string")) && (inside || line_comment_end) {
+        if kind.contains("comment") && (inside || line_comment_end) {
             // A block comment's end (`*/`) closes it: past it is code.
-            return !(kind.contains("comment") && text.as_bytes()[..offset].ends_with(b"*/"));
+            if text.as_bytes()[..offset].ends_with(b"*/") {
+                return false;
+            }
+            // The whole comment, not a doc comment's marker or text piece.
+            while let Some(parent) = node.parent().filter(|p| p.kind().contains("comment")) {
+                node = parent;
+            }
+            return !in_code_block(text, comment_run_start(node, text), offset);
+        }
+        if kind.contains("string") && inside {
+            // The whole literal, not its content piece.
+            while let Some(parent) = node.parent().filter(|p| p.kind().contains("string")) {
+                node = parent;
+            }
+            let docstring = node
+                .parent()
+                .is_some_and(|p| p.kind() == "expression_statement");
+            let began_earlier = text[node.start_byte()..offset].contains('\n');
+            if began_earlier && !docstring {
+                return false;
+            }
+            return !in_code_block(text, node.start_byte(), offset);
         }
         match node.parent() {
             Some(parent) => node = parent,
             None => return false,
         }
     }
+}
+
+/// Where the comment holding `node` begins: a line comment's run of line comments on the
+/// lines just above it (each `///` line is a node of its own), else the node itself.
+fn comment_run_start(node: Node<'_>, text: &str) -> usize {
+    let mut first = node;
+    while let Some(previous) = first.prev_sibling() {
+        let between = text
+            .get(previous.end_byte()..first.start_byte())
+            .unwrap_or("x");
+        let adjacent = between.trim().is_empty() && between.matches('\n').count() <= 1;
+        if !previous.kind().contains("comment") || !adjacent {
+            break;
+        }
+        first = previous;
+    }
+    first.start_byte()
+}
+
+/// Whether the cursor's line, in a comment or a string that begins at byte `start`, is code
+/// the text shows: inside a fenced block opened on an earlier line of it and not closed, or a
+/// doctest line (`>>> `).
+fn in_code_block(text: &str, start: usize, offset: usize) -> bool {
+    let line_start = text[..offset].rfind('\n').map_or(0, |n| n + 1);
+    let unlead = |line: &str| {
+        line.trim_start()
+            .trim_start_matches(['/', '!', '*', '#', '-'])
+            .trim_start()
+            .to_owned()
+    };
+    if unlead(&text[line_start..offset]).starts_with(">>>") {
+        return true;
+    }
+    let fences = text
+        .get(start.min(line_start)..line_start)
+        .unwrap_or("")
+        .lines()
+        .filter(|line| {
+            let line = unlead(line);
+            line.starts_with("```") || line.starts_with("~~~")
+        })
+        .count();
+    fences % 2 == 1
 }
 
 /// Where the syntax ends `suggestion` (a byte offset into it), inserted at the cursor of
@@ -499,7 +573,7 @@ mod tests {
     }
 
     fn in_comment(text: &str, offset: usize, language: Language) -> bool {
-        in_comment_or_string(&SyntaxTree::parse(text, language), text, offset)
+        in_prose(&SyntaxTree::parse(text, language), text, offset)
     }
 
     /// The cursor in a test file.
@@ -938,5 +1012,51 @@ mod tests {
         assert!(in_comment(py, 6, Language::Python));
         assert!(!in_comment(py, 7, Language::Python));
         assert!(!in_comment(py, 8, Language::Python));
+    }
+
+    /// Whether the cursor `‸` of `file` is in prose.
+    fn prose_at(language: Language, file: &str) -> bool {
+        let offset = file.find(CURSOR).expect("a cursor");
+        let text = file.replace(CURSOR, "");
+        in_comment(&text, offset, language)
+    }
+
+    #[test]
+    fn code_in_strings_and_doc_comments_is_not_prose() {
+        // ripgrep's crates/core/flags/complete/bash.rs: a bash script in a raw string.
+        let bash = "const TEMPLATE: &'static str = r#\"\n_rg() {\n  local i cur prev opts cmd\n  COM‸\n}\n\"#;\n";
+        assert!(!prose_at(Language::Rust, bash));
+        // ripgrep's crates/cli/src/pattern.rs: a message continued over lines.
+        let message = "fn f() -> String {\n    format!(\n        \"pattern contains invalid UTF-8 \\\n         (dis‸\\\n        \")\n}\n";
+        assert!(!prose_at(Language::Rust, message));
+        // walkdir's src/lib.rs: the example of a `/*! … */` crate doc.
+        let crate_doc = "/*!\nThe following code:\n\n```no_run\nuse‸\n```\n*/\nfn f() {}\n";
+        assert!(!prose_at(Language::Rust, crate_doc));
+        let crate_doc_prose = "/*!\n```no_run\nuse walkdir::WalkDir;\n```\nThe ‸\n*/\nfn f() {}\n";
+        assert!(prose_at(Language::Rust, crate_doc_prose));
+        // A doc test in `///` lines, each line a comment of its own.
+        let doc_test = "/// Adds.\n///\n/// ```\n/// let x = ad‸\n/// ```\nfn add() {}\n";
+        assert!(!prose_at(Language::Rust, doc_test));
+        let doc_prose = "/// ```\n/// add();\n/// ```\n/// Adds ‸\nfn add() {}\n";
+        assert!(prose_at(Language::Rust, doc_prose));
+        // Python: a query over lines is code, a docstring is prose but its doctest is not.
+        let query = "def f(db):\n    rows = db.execute(\"\"\"\n        SELECT id\n        FR‸\n    \"\"\")\n";
+        assert!(!prose_at(Language::Python, query));
+        let docstring = "def f():\n    \"\"\"Return the\n    sum of ‸\n    \"\"\"\n";
+        assert!(prose_at(Language::Python, docstring));
+        let doctest = "def f():\n    \"\"\"Return one.\n\n    >>> f(‸\n    \"\"\"\n";
+        assert!(!prose_at(Language::Python, doctest));
+        // A string begun on the cursor's line is a message or a name being typed.
+        assert!(prose_at(Language::Python, "print(\"Searching for ‸\")\n"));
+        assert!(prose_at(
+            Language::Rust,
+            "fn f() { println!(\"Searching ‸\"); }\n"
+        ));
+        // The code in a template literal or an f-string.
+        assert!(!prose_at(Language::TypeScript, "const s = `a ${na‸} b`;\n"));
+        assert!(prose_at(Language::TypeScript, "const s = `a ‸ b`;\n"));
+        assert!(!prose_at(Language::Python, "s = f\"a {na‸} b\"\n"));
+        // A comment stays prose, and a fence in an earlier comment does not reach it.
+        assert!(prose_at(Language::Python, "# ```\nx = 1\n# a ‸\n"));
     }
 }
