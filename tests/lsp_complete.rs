@@ -115,6 +115,17 @@ fn a_suggestion_comes_from_a_fill_in_the_middle_prompt_and_narrows_as_the_user_t
     let answer = server.request::<InlineCompletionRequest>(params(&uri, 1, 18, automatic));
     assert_eq!(texts(answer), Vec::<String>::new());
     assert_eq!(seen.lock().unwrap().bodies.len(), 1);
+
+    // A docstring is prose too; a query in a string begun on an earlier line is code.
+    let doc = path_uri(&dir.path().join("query.py"));
+    let text =
+        "def f():\n    \"\"\"Sum of\n    tw\n    \"\"\"\n\nQ = \"\"\"\nSELECT id\nFR\n\"\"\"\n";
+    server.open(&doc, "python", text, 1);
+    let answer = server.request::<InlineCompletionRequest>(params(&doc, 2, 6, automatic));
+    assert_eq!(texts(answer), Vec::<String>::new());
+    assert_eq!(seen.lock().unwrap().bodies.len(), 1);
+    server.request::<InlineCompletionRequest>(params(&doc, 7, 2, automatic));
+    assert_eq!(seen.lock().unwrap().bodies.len(), 2);
 }
 
 #[test]
