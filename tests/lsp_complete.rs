@@ -172,11 +172,13 @@ fn a_newer_request_or_a_cancel_stops_the_model_request_in_flight() {
 #[test]
 fn a_suggestion_that_writes_on_ends_at_its_last_whole_line_after_the_time_budget() {
     let (url, seen) = start_model("unused");
-    let (mut server, dir) = start_with(&url, json!({ "debounce_ms": 0, "predict_ms": 300 }));
+    // 1.5 s (the default): the stream's first lines come well within it on a loaded machine
+    // too, where a budget of 300 ms from the keystroke could be spent before the second line.
+    let (mut server, dir) = start_with(&url, json!({ "debounce_ms": 0, "predict_ms": 1500 }));
     let uri = path_uri(&dir.path().join("lines.py"));
     server.open(&uri, "python", "LINES = 1\ndef f():\n    \n", 1);
 
-    // The stream writes lines for a minute; the budget ends the suggestion after 300 ms at a
+    // The stream writes lines for a minute; the budget ends the suggestion after 1.5 s at a
     // line end, and the stream is closed.
     let automatic = InlineCompletionTriggerKind::AUTOMATIC;
     let answer = texts(server.request::<InlineCompletionRequest>(params(&uri, 2, 4, automatic)));
@@ -189,7 +191,8 @@ fn a_suggestion_that_writes_on_ends_at_its_last_whole_line_after_the_time_budget
     });
 
     // A suggestion that begins with a line end is not cut to that line end when the budget
-    // runs out before its first written line is whole.
+    // (300 ms here) runs out before its first written line is whole.
+    let (mut server, dir) = start_with(&url, json!({ "debounce_ms": 0, "predict_ms": 300 }));
     let uri = path_uri(&dir.path().join("blank.py"));
     server.open(&uri, "python", "LINES = BLANK = 1\ndef g():\n", 1);
     let answer = texts(server.request::<InlineCompletionRequest>(params(&uri, 1, 8, automatic)));
