@@ -204,9 +204,9 @@ pub fn in_prose(tree: &SyntaxTree, text: &str, offset: usize) -> bool {
 fn comment_run_start(node: Node<'_>, text: &str) -> usize {
     let mut first = node;
     while let Some(previous) = first.prev_sibling() {
-        let between = text
-            .get(previous.end_byte()..first.start_byte())
-            .unwrap_or("x");
+        let Some(between) = text.get(previous.end_byte()..first.start_byte()) else {
+            break;
+        };
         let adjacent = between.trim().is_empty() && between.matches('\n').count() <= 1;
         if !previous.kind().contains("comment") || !adjacent {
             break;
@@ -221,12 +221,12 @@ fn comment_run_start(node: Node<'_>, text: &str) -> usize {
 /// doctest line (`>>> `).
 fn in_code_block(text: &str, start: usize, offset: usize) -> bool {
     let line_start = text[..offset].rfind('\n').map_or(0, |n| n + 1);
-    let unlead = |line: &str| {
+    // A line without its comment leader (`///`, `//!`, ` * `, `#`, `--`).
+    fn unlead(line: &str) -> &str {
         line.trim_start()
             .trim_start_matches(['/', '!', '*', '#', '-'])
             .trim_start()
-            .to_owned()
-    };
+    }
     if unlead(&text[line_start..offset]).starts_with(">>>") {
         return true;
     }
