@@ -14,6 +14,11 @@ lines before and 64 after, the model's FIM tokens) sent straight to the same mod
 --ways picks the ways run (both by default); --as names the patchwise way's rows (two builds on
 the same holes, e.g. `--ways patchwise --as patchwise-83a9f43`).
 
+  scripts/bench/completion/bench.py table ROWS.jsonl... [--by language]
+
+prints the summary of recorded rows per way (and per language with --by language), counting only
+the holes every way in the files has a row for, so a run cut short compares like with like.
+
 The model server: with --gguf, the model inside patchwise (`[providers.local] kind =
 "embedded"`, `threads = 2`, nothing else: the editor's patchwise starts its host, and the
 baseline sends to that host); with --base-url URL instead, an OpenAI-compatible server with
@@ -443,12 +448,42 @@ def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
     print(json.dumps({way: summary(found) for way, found in rows.items()}, indent=2))
 
 
+def table(paths, by):
+    rows = [json.loads(line) for path in paths for line in open(path) if line.strip()]
+    key = lambda r: (r["repo"], r["path"], r["line"])
+    ways = sorted({r["way"] for r in rows})
+    shared = set.intersection(*({key(r) for r in rows if r["way"] == way} for way in ways))
+    rows = [r for r in rows if key(r) in shared]
+    groups = {"all": rows}
+    if by:
+        for r in rows:
+            groups.setdefault(r[by], []).append(r)
+    for name, found in groups.items():
+        print(f"{name}: {len(found) // max(1, len(ways))} holes")
+        columns = {way: summary([r for r in found if r["way"] == way]) for way in ways}
+        print(f"  {'':26}" + "".join(f"{way:>22}" for way in ways))
+        for field in next(iter(columns.values())):
+            cells = []
+            for way in ways:
+                value = columns[way].get(field)
+                if field in ("arrival_exact", "typed_exact"):
+                    cells.append(f"{round(value * columns[way]['holes'])} ({value:.3f})")
+                elif isinstance(value, float):
+                    cells.append(f"{value:.3f}")
+                else:
+                    cells.append(str(value))
+            print(f"  {field:26}" + "".join(f"{c:>22}" for c in cells))
+
+
 def option(name, default=None):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "cut":
+    if sys.argv[1] == "table":
+        table([a for a in sys.argv[2:] if not a.startswith("--") and a != option("--by")],
+              option("--by"))
+    elif sys.argv[1] == "cut":
         numbers = [int(a) for a in sys.argv[3:5]]
         print(json.dumps(cut(sys.argv[2], *(numbers + [7, 10][len(numbers):])), indent=1))
     else:
