@@ -452,6 +452,9 @@ def table(paths, by):
     rows = [json.loads(line) for path in paths for line in open(path) if line.strip()]
     key = lambda r: (r["repo"], r["path"], r["line"])
     ways = sorted({r["way"] for r in rows})
+    if not ways:
+        print("no rows")
+        return
     shared = set.intersection(*({key(r) for r in rows if r["way"] == way} for way in ways))
     rows = [r for r in rows if key(r) in shared]
     groups = {"all": rows}
