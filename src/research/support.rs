@@ -94,11 +94,15 @@ pub fn claim_stems(sentence: &str) -> Vec<String> {
 }
 
 /// What a passage is measured by, computed once for repeated measures: the stems of its title
-/// and text, and its text flattened for finding code ([`flatten_code`]).
+/// and text (and of the words its camel-case names join, [`name_parts`]), and its text flattened
+/// for finding code ([`flatten_code`]), with and without its quotes.
 #[derive(Debug, Clone, Default)]
 pub struct PassageWords {
     stems: HashSet<String>,
     flat: String,
+    /// `flat` without the backticks of inline code: where a span of code with a space in it is
+    /// looked for a second time.
+    unquoted: String,
     /// The stems of each sentence of its prose and each line of its code ([`passage_pieces`]).
     pieces: Vec<HashSet<String>>,
 }
@@ -118,16 +122,68 @@ pub fn passage_stems(title: &str, text: &str) -> PassageWords {
     if is_navigation(text) {
         return PassageWords::default();
     }
+    let words = |text: &str| -> HashSet<String> {
+        let mut stems: HashSet<String> = content_stems(text).into_iter().collect();
+        stems.extend(content_stems(&name_parts(text)));
+        stems
+    };
+    let whole = format!("{title}\n{text}");
+    // Fences stay: prose must not join the language tag of a code block after it.
+    let unquoted = whole
+        .replace("```", "\u{1}")
+        .replace('`', "")
+        .replace('\u{1}', "```");
     PassageWords {
-        stems: content_stems(&format!("{title}\n{text}"))
-            .into_iter()
-            .collect(),
-        flat: flatten_code(&format!("{title}\n{text}")),
-        pieces: passage_pieces(text)
-            .iter()
-            .map(|p| content_stems(p).into_iter().collect())
-            .collect(),
+        stems: words(&whole),
+        flat: flatten_code(&whole),
+        unquoted: flatten_code(&unquoted),
+        pieces: passage_pieces(text).iter().map(|p| words(p)).collect(),
     }
+}
+
+/// The words that the capitalised camel-case names of `text` join, one name per line
+/// (`SessionMiddleware` gives "Session Middleware", `HTTPServer` "HTTP Server"): a passage that
+/// names `SessionMiddleware` speaks of sessions, as one that names `max_connections` speaks of
+/// connections (the underscore already parts those). Names that begin small (`mdBook`, `cURL`)
+/// are product names, not words joined, and parts of fewer than three letters or that are
+/// numbers (`TwoDark`) are left out. The name itself stays a word of the passage; only the
+/// passage gains the parts, so a sentence's name must still be in it whole.
+/// Qwen2.5-Coder-1.5B's "To enable sessions, you need to install the `itsdangerous` package"
+/// was dropped as unsupported by Starlette's "`itsdangerous` - Required for
+/// `SessionMiddleware` support", the passage that says it.
+pub fn name_parts(text: &str) -> String {
+    let mut parts = String::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = word.chars().collect();
+        if !chars.first().is_some_and(|c| c.is_uppercase()) {
+            continue;
+        }
+        let mut start = 0;
+        let mut split = Vec::new();
+        for i in 1..chars.len() {
+            // A small letter or digit then a capital (`sessionMiddleware`), or the last capital
+            // of a run before a small letter (`HTTPServer`: "HTTP", "Server").
+            let lower_upper = !chars[i - 1].is_uppercase() && chars[i].is_uppercase();
+            let acronym_end = chars[i - 1].is_uppercase()
+                && chars[i].is_uppercase()
+                && chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+            if lower_upper || acronym_end {
+                split.push(chars[start..i].iter().collect::<String>());
+                start = i;
+            }
+        }
+        if !split.is_empty() {
+            split.push(chars[start..].iter().collect());
+            split.retain(|part| {
+                part.chars().count() >= 3 && !is_number(&crate::research::passages::stem(part))
+            });
+            if !split.is_empty() {
+                parts.push_str(&split.join(" "));
+                parts.push('\n');
+            }
+        }
+    }
+    parts
 }
 
 /// The sentences of a passage's prose and the lines of its code, in order, without its
@@ -198,7 +254,9 @@ fn flatten_code(text: &str) -> String {
 
 /// The inline code of a sentence (`…` spans) that `passage` does not contain: each span is
 /// looked for as written (white space, case and quote kind aside; a trailing `()` and a leading
-/// `.` dropped; `...` is a gap). A sentence that names `httpx.get(url, timeout=10)` or `trio` is
+/// `.` dropped; `...` is a gap; a span with a space in it, as `SessionMiddleware support` for
+/// the passage's "`SessionMiddleware` support", is also looked for with the passage's inline
+/// backticks left out). A sentence that names `httpx.get(url, timeout=10)` or `trio` is
 /// not supported by a passage that shows `client.get(…, extensions=…)` or names only `asyncio`,
 /// however many words they share — Qwen2.5-Coder-1.5B wrote both, citing such passages.
 pub fn code_missing<'a>(sentence: &'a str, passage: &PassageWords) -> Vec<&'a str> {
@@ -216,7 +274,10 @@ pub fn code_missing<'a>(sentence: &'a str, passage: &PassageWords) -> Vec<&'a st
             .split("...")
             .flat_map(|piece| piece.split('…'))
             .filter(|piece| piece.chars().count() >= 2)
-            .all(|piece| passage.flat.contains(piece));
+            .all(|piece| {
+                passage.flat.contains(piece)
+                    || (span.contains(char::is_whitespace) && passage.unquoted.contains(piece))
+            });
         if !found {
             missing.push(span);
         }
@@ -672,6 +733,44 @@ mod tests {
             measured("Wrapping it, you get 500 responses."),
             "Wrapping it, you get 500 responses."
         );
+    }
+
+    /// Starlette's docs (2026-11-29, bench D, question 2): the 1.5B model answered "which extra
+    /// package do I have to install for sessions to work" right, citing the passage that says
+    /// it, and the sentence was dropped as unsupported ("sessions" is only inside
+    /// `SessionMiddleware` there, and the model's backtick closed after "support"); the report
+    /// then said nothing in the sources answers that part.
+    #[test]
+    fn a_camel_case_name_speaks_of_its_words_and_a_moved_backtick_is_forgiven() {
+        let dependencies = "## Dependencies\n\nStarlette only requires `anyio`, and the following \
+            dependencies are optional:\n\n\
+            * [`httpx`][httpx] - Required if you want to use the `TestClient`.\n\
+            * [`jinja2`][jinja2] - Required if you want to use `Jinja2Templates`.\n\
+            * [`itsdangerous`][itsdangerous] - Required for `SessionMiddleware` support.\n\
+            * [`pyyaml`][pyyaml] - Required for `SchemaGenerator` support.\n\n\
+            You can install all of these with `pip install starlette[full]`.";
+        let passage = passage_stems("docs/index.md:102-112 — Dependencies", dependencies);
+        let answer = "To enable sessions, you need to install the `itsdangerous` package for \
+            `SessionMiddleware support`.";
+        assert_eq!(verdict(answer, &passage).1, "supported");
+        assert!(supports(answer, &passage));
+        // A name the passage does not hold whole is still missing, whatever its parts.
+        let other = "To enable sessions, you need to install the `itsdangerous` package for \
+            `CookieSessionMiddleware` support.";
+        assert_eq!(verdict(other, &passage).1, "partly");
+        // Code is still looked for in order: the words of the passage in another order are not it.
+        assert_eq!(
+            code_missing("Use `support SessionMiddleware`.", &passage),
+            vec!["support SessionMiddleware"]
+        );
+        assert_eq!(
+            name_parts("SessionMiddleware, HTTPServer and max_connections; mdBook, TwoDark, IO"),
+            "Session Middleware\nHTTP Server\nDark\n"
+        );
+        // Only a span with a space in it is looked for across the passage's backticks, and a
+        // fence's language tag does not join the prose before it.
+        let toml = passage_stems("", "Configure it in your book.\n\n```toml\n[book]\n```");
+        assert_eq!(code_missing("Edit `book.toml`.", &toml), vec!["book.toml"]);
     }
 
     /// Sentences Qwen2.5-Coder-1.5B wrote about HTTPX's documentation, each cited to a passage

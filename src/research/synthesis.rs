@@ -595,12 +595,20 @@ pub fn validate_judged(
     let mut out_blocks: Vec<String> = Vec::new();
     // Per indentation: the items of the ordered list there that were dropped so far.
     let mut lists_dropped: HashMap<usize, u32> = HashMap::new();
+    // The last kept block that ends with `:`, until what it leads in to is kept.
+    let mut open_lead_in: Option<OpenLeadIn> = None;
     let mut next = items.iter().peekable();
     for (b, block) in parsed.into_iter().enumerate() {
         match block {
             Block::Blank => out_blocks.push(String::new()),
             Block::Heading(h) => {
                 lists_dropped.clear();
+                // The heading is what the lead-in led in to, unless what came between went.
+                if let Some(open) = open_lead_in.take()
+                    && open.dropped
+                {
+                    drop_lead_in(&mut out_blocks, open.at);
+                }
                 let h = strip_markers(&h);
                 under = Some(h.trim_start_matches('#').trim().to_owned());
                 lead_in = None;
@@ -612,10 +620,13 @@ pub fn validate_judged(
                     .iter()
                     .any(|p| support::overlap(&words, p).0 >= support::ATTRIBUTE);
                 if quoted {
+                    open_lead_in = None;
                     out_blocks.push(code);
                 } else {
                     v.dropped += 1;
-                    drop_dangling_lead_in(&mut out_blocks);
+                    if let Some(open) = &mut open_lead_in {
+                        open.dropped = true;
+                    }
                 }
             }
             Block::Prose { prefix, .. } => {
@@ -624,7 +635,9 @@ pub fn validate_judged(
                 }
                 let numbered = ordered_item(&prefix);
                 let mut kept: Vec<String> = Vec::new();
+                let mut lost = false;
                 while let Some(item) = next.next_if(|item| item.block == b) {
+                    lost |= matches!(item.outcome, Outcome::Dropped | Outcome::Unsupported);
                     let standing: Vec<String> = lead_in.iter().chain(&under).cloned().collect();
                     if item.clean.trim_end().ends_with(':')
                         && matches!(
@@ -669,6 +682,26 @@ pub fn validate_judged(
                         | Outcome::Repeated => {}
                     }
                 }
+                // What a lead-in led in to: code, a list item after it (deeper than it, when it
+                // is an item itself) or a heading. A paragraph or a sibling item after dropped
+                // ones, or the end of the answer, leaves it above nothing.
+                let indent = prefix.len() - prefix.trim_start().len();
+                if let Some(open) = &mut open_lead_in {
+                    let item = list_prefix(&prefix).is_some();
+                    if kept.is_empty() {
+                        open.dropped |= lost;
+                    } else if item && open.item_indent.is_none_or(|i| indent > i) {
+                        open_lead_in = None;
+                    } else {
+                        if open.dropped && drop_lead_in(&mut out_blocks, open.at) {
+                            // A numbered lead-in that went counts as a dropped item of its list.
+                            if let Some(i) = open.numbered {
+                                *lists_dropped.entry(i).or_default() += 1;
+                            }
+                        }
+                        open_lead_in = None;
+                    }
+                }
                 // An ordered list keeps counting from 1 when items of it were dropped: "2." is
                 // not the first thing a reader should see.
                 let prefix = match numbered {
@@ -688,10 +721,23 @@ pub fn validate_judged(
                     None => prefix,
                 };
                 if !kept.is_empty() {
-                    out_blocks.push(format!("{prefix}{}", kept.join(" ")));
+                    let block = format!("{prefix}{}", kept.join(" "));
+                    if block.trim_end().ends_with(':') {
+                        let item = list_prefix(&prefix).is_some();
+                        open_lead_in = Some(OpenLeadIn {
+                            at: out_blocks.len(),
+                            dropped: false,
+                            item_indent: item.then_some(indent),
+                            numbered: numbered.map(|(i, _, _)| i),
+                        });
+                    }
+                    out_blocks.push(block);
                 }
             }
         }
+    }
+    if let Some(open) = open_lead_in {
+        drop_lead_in(&mut out_blocks, open.at);
     }
     let text = drop_dangling_headings(&out_blocks.join("\n"));
     let (text, order, renumber) = renumber(&text);
@@ -1054,29 +1100,44 @@ fn keep_markers(sentence: &str, valid: &[u32]) -> String {
     tidy(&replaced).trim().to_owned()
 }
 
-/// A lead-in whose code block was dropped ("For example, you can use the following code:"
-/// above nothing): the last kept block, when it ends with `:`, loses that sentence if it is
-/// connective text, or ends it with a full stop if it is a claim (it has its citation).
-fn drop_dangling_lead_in(blocks: &mut Vec<String>) {
-    let Some(at) = blocks.iter().rposition(|b| !b.trim().is_empty()) else {
-        return;
-    };
+/// A kept block that ends with `:`, while what it leads in to is not yet kept.
+struct OpenLeadIn {
+    /// Its index in the blocks written so far.
+    at: usize,
+    /// Whether something after it was dropped (a code block, a list item, a paragraph).
+    dropped: bool,
+    /// Its indentation, when it is a list item itself: only items deeper than it are its list.
+    item_indent: Option<usize>,
+    /// Its indentation, when it is an item of an ordered list.
+    numbered: Option<usize>,
+}
+
+/// A lead-in above nothing: its code block or every item of its list was dropped, or the
+/// answer ends there ("For example, you can use the following code:", "This can happen for
+/// several reasons:" with each reason dropped, "This might look something like this:" where
+/// the model was stopped). Block `at`, which ends with `:`, loses that sentence if it is
+/// connective text, or ends it with a full stop if it is a claim (it has its citation). Whether
+/// the block went.
+fn drop_lead_in(blocks: &mut [String], at: usize) -> bool {
     let block = blocks[at].trim_end().to_owned();
     if !block.ends_with(':') || block.trim_start().starts_with('#') {
-        return;
+        return false;
     }
     let prefix = list_prefix(&block).map_or(String::new(), |end| block[..end].to_owned());
     let mut said = sentences(&block[prefix.len()..]);
     let Some(last) = said.pop() else {
-        return;
+        return false;
     };
     if !markers_in(&last).is_empty() {
         said.push(format!("{}.", last.trim_end_matches(':').trim_end()));
     }
     if said.is_empty() {
-        blocks.truncate(at);
+        // Left blank, not removed: the indices of the blocks after it stay.
+        blocks[at] = String::new();
+        true
     } else {
         blocks[at] = format!("{prefix}{}", said.join(" "));
+        false
     }
 }
 
@@ -2242,6 +2303,54 @@ mod tests {
         assert!(!v.text.contains("following code"), "{}", v.text);
         assert!(
             v.text.contains("as a tuple [1] (attributed)."),
+            "{}",
+            v.text
+        );
+    }
+
+    #[test]
+    fn a_lead_in_whose_list_was_dropped_or_that_ends_the_answer_is_not_printed() {
+        // Qwen2.5-Coder-1.5B over Poetry's docs (bench D, questions 5 and 2): each reason after
+        // "This can happen for several reasons:" was its own and went, and "This might look
+        // something like this:" ended an answer the model was stopped in; both were printed
+        // above nothing.
+        let shown = [source(
+            "docs/dependency-specification.md:40-52 — Caret requirements",
+            "The caret requirement `^1.2.3` allows versions from 1.2.3 up to, but not including, 2.0.0.",
+        )];
+        let caret = "The caret requirement `^1.2.3` allows versions from 1.2.3 up to, but not including, 2.0.0 [1].";
+        for answer in [
+            format!(
+                "{caret}\n\nThis can happen for several reasons:\n\n1. The allow-prereleases flag is on in your CI.\n2. A mirror serves an older index."
+            ),
+            format!("{caret}\n\nThis might look something like this:"),
+            format!(
+                "{caret}\n\nThis can happen for several reasons:\n\n1. The allow-prereleases flag is on in your CI.\n\n## Why"
+            ),
+        ] {
+            let v = validate_citations(&answer, &shown);
+            assert_eq!(v.text, caret, "{answer}");
+        }
+        // A numbered lead-in whose code went, above the next item of its own list: the list
+        // counts from 1 again.
+        let answer = format!("1. Install the extras:\n\n```sh\nmade up here\n```\n\n2. {caret}");
+        assert_eq!(
+            validate_citations(&answer, &shown).text,
+            format!("1. {caret}")
+        );
+        // A lead-in whose list is kept stays, and so does one followed by a paragraph with
+        // nothing dropped in between.
+        let answer = format!("The versions allowed are listed:\n\n- {caret}");
+        let v = validate_citations(&answer, &shown);
+        assert!(
+            v.text.starts_with("The versions allowed are listed:"),
+            "{}",
+            v.text
+        );
+        let answer = format!("Here is what the docs say:\n\n{caret}");
+        let v = validate_citations(&answer, &shown);
+        assert!(
+            v.text.starts_with("Here is what the docs say:"),
             "{}",
             v.text
         );
