@@ -686,16 +686,16 @@ pub fn validate_judged(
                 // is an item itself) or a heading. A paragraph or a sibling item after dropped
                 // ones, or the end of the answer, leaves it above nothing.
                 let indent = prefix.len() - prefix.trim_start().len();
+                let is_item = list_prefix(&prefix).is_some();
                 if let Some(open) = &mut open_lead_in {
-                    let item = list_prefix(&prefix).is_some();
                     if kept.is_empty() {
                         open.dropped |= lost;
-                    } else if item && open.item_indent.is_none_or(|i| indent > i) {
+                    } else if is_item && open.item_indent.is_none_or(|i| indent > i) {
                         open_lead_in = None;
                     } else {
                         if open.dropped && drop_lead_in(&mut out_blocks, open.at) {
                             // A numbered lead-in that went counts as a dropped item of its list.
-                            if let Some(i) = open.numbered {
+                            if let (true, Some(i)) = (open.ordered, open.item_indent) {
                                 *lists_dropped.entry(i).or_default() += 1;
                             }
                         }
@@ -723,12 +723,11 @@ pub fn validate_judged(
                 if !kept.is_empty() {
                     let block = format!("{prefix}{}", kept.join(" "));
                     if block.trim_end().ends_with(':') {
-                        let item = list_prefix(&prefix).is_some();
                         open_lead_in = Some(OpenLeadIn {
                             at: out_blocks.len(),
                             dropped: false,
-                            item_indent: item.then_some(indent),
-                            numbered: numbered.map(|(i, _, _)| i),
+                            item_indent: is_item.then_some(indent),
+                            ordered: numbered.is_some(),
                         });
                     }
                     out_blocks.push(block);
@@ -1108,8 +1107,8 @@ struct OpenLeadIn {
     dropped: bool,
     /// Its indentation, when it is a list item itself: only items deeper than it are its list.
     item_indent: Option<usize>,
-    /// Its indentation, when it is an item of an ordered list.
-    numbered: Option<usize>,
+    /// Whether it is an item of an ordered list.
+    ordered: bool,
 }
 
 /// A lead-in above nothing: its code block or every item of its list was dropped, or the
