@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::client::{TestServer, path_uri, ranged};
+use support::client::{TestServer, path_uri, ranged, whole};
 use support::fim::start_model;
 use tower_lsp_server::ls_types::request::InlineCompletionRequest;
 use tower_lsp_server::ls_types::{
@@ -260,6 +260,33 @@ fn a_place_edited_elsewhere_is_shown_before_the_file_and_stays_put_while_typing(
     // A keystroke later the text before the file's is the same: the provider's cache holds.
     let (later, _) = prompts[1].split_once("<|fim_prefix|>").unwrap();
     assert_eq!(later, others);
+}
+
+#[test]
+fn a_whole_text_change_shows_a_place_edited_before_as_the_text_now_has_it() {
+    let (url, seen) = start_model("x");
+    let (mut server, dir) = start_with(&url, json!({ "debounce_ms": 0, "context_tokens": 100 }));
+    let mut lines: Vec<String> = (0..400).map(|i| format!("v{i} = {i}\n")).collect();
+    let uri = path_uri(&dir.path().join("app.py"));
+    server.open(&uri, "python", &lines.concat(), 1);
+    // The user begins a line at line 10 (a keystroke the client sends as a range); the client
+    // then sends the finished text whole, as some do; the user goes on at line 390.
+    server.change(&uri, 2, vec![ranged((10, 0), (10, 0), "lim")]);
+    lines[10] = "limit = 99\n".into();
+    server.change(&uri, 3, vec![whole(&lines.concat())]);
+    server.change(&uri, 4, vec![ranged((390, 0), (390, 0), "z")]);
+    let automatic = InlineCompletionTriggerKind::AUTOMATIC;
+    server.request::<InlineCompletionRequest>(params(&uri, 390, 1, automatic));
+
+    let prompts = prompts_of(&seen);
+    assert_eq!(prompts.len(), 1, "{prompts:#?}");
+    let (others, _) = prompts[0].split_once("<|fim_prefix|>").unwrap();
+    // The place edited is shown as the text has it now, not as it was at its last keystroke.
+    assert!(
+        others.contains("v9 = 9\nlimit = 99\nv11 = 11\n"),
+        "{others}"
+    );
+    assert!(!others.contains("limv10"), "{others}");
 }
 
 #[test]

@@ -199,6 +199,19 @@ impl Completer {
             .edited(chunk);
     }
 
+    /// The whole text of `path` was replaced: its chunks are taken again by `retake` (see
+    /// [`RecentEdits::replaced`]).
+    pub fn replaced(
+        &self,
+        path: &str,
+        retake: impl FnMut(std::ops::Range<usize>) -> Option<String>,
+    ) {
+        self.recent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replaced(path, retake);
+    }
+
     /// Forgets recent suggestions (the configuration changed).
     pub fn clear(&self) {
         self.cache().clear();

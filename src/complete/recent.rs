@@ -9,7 +9,8 @@
 //! takes it out of the ring (the ring never holds two copies of one place). Line numbers of a
 //! chunk are those of its snapshot; edits above it later may move its text, so "does the prompt
 //! already show this chunk" is a judgement by lines, good enough to leave out the place the user
-//! types in.
+//! types in. A change that replaces a document's whole text (no range: some clients send the
+//! finished text so) takes that document's chunks again at their lines.
 
 use std::collections::VecDeque;
 
@@ -67,6 +68,29 @@ impl RecentEdits {
             }
         }
         self.active = Some(chunk);
+    }
+
+    /// The whole text of `path` was replaced (a change without a range names no place): each
+    /// chunk of `path` is taken again at its lines by `retake`, which gives `None` for lines the
+    /// new text no longer has (that chunk is forgotten). Without this a chunk would keep the
+    /// text of its last keystroke, a line half typed, after the client sent the finished text.
+    pub fn replaced(
+        &mut self,
+        path: &str,
+        mut retake: impl FnMut(std::ops::Range<usize>) -> Option<String>,
+    ) {
+        let mut again = |chunk: EditedChunk| -> Option<EditedChunk> {
+            if chunk.path != path {
+                return Some(chunk);
+            }
+            let text = retake(chunk.lines())?;
+            Some(EditedChunk { text, ..chunk })
+        };
+        self.active = self.active.take().and_then(&mut again);
+        self.ring = std::mem::take(&mut self.ring)
+            .into_iter()
+            .filter_map(again)
+            .collect();
     }
 
     /// The chunks a prompt at `path` showing its lines `window` may add, newest first: every
@@ -140,6 +164,25 @@ mod tests {
         assert_eq!(shown.len(), RING_CHUNKS + 1);
         assert_eq!(shown.first(), Some(&"10\n"));
         assert_eq!(shown.last(), Some(&"2\n"));
+    }
+
+    #[test]
+    fn a_whole_text_change_takes_the_chunks_of_its_file_again() {
+        let mut recent = RecentEdits::default();
+        recent.edited(chunk("a.py", 0, "def f():\n    ret\n"));
+        recent.edited(chunk("b.py", 0, "x = 1\n"));
+        recent.edited(chunk("a.py", 40, "def g():\n    pa\n"));
+        let text: Vec<String> = (0..50).map(|i| format!("line {i}\n")).collect();
+        recent.replaced("a.py", |lines| {
+            (lines.end <= text.len()).then(|| text[lines].concat())
+        });
+        assert_eq!(
+            texts(recent.for_prompt("z.py", 0..1)),
+            ["line 40\nline 41\n", "x = 1\n", "line 0\nline 1\n"]
+        );
+        // A chunk whose lines the new text no longer has is forgotten.
+        recent.replaced("a.py", |lines| (lines.end <= 10).then(String::new));
+        assert_eq!(texts(recent.for_prompt("z.py", 0..1)), ["x = 1\n", ""]);
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! language: a line indented less than the cursor's line ends it. By syntax, where the language
 //! has a grammar: a closing bracket (`}` `)` `]`) of the suggestion that closes a bracket
 //! opened before the cursor, when the text after the cursor already closes it, ends the
-//! suggestion just before it (so before its line when nothing precedes it there); in Python, so
+//! suggestion just before it (so before its line when nothing precedes it there), unless the
+//! suggestion's first line opens as many again (`} catch (error) {`, `) -> Result<T> {`: the
+//! text after the cursor closes those instead); in Python, so
 //! does a line indented less than the suite the cursor is in when the text after the cursor
 //! goes on with that suite. Brackets are tree-sitter tokens, so those inside strings and
 //! comments do not count. The suggestion's own brackets pair up first; the text after the
@@ -267,13 +269,31 @@ fn syntax_cut(suggestion: &str, syntax: Syntax<'_>) -> Option<usize> {
 
     // The suggestion's brackets pair up among themselves; a closing one left over closes a
     // bracket open at the cursor, innermost first. The text after the cursor closes
-    // `around.closed` of them, the outermost: the suggestion may close the others.
+    // `around.closed` of them, the outermost: the suggestion may close the others. Its first
+    // line may close more when it opens as many again before it ends (`} else {`,
+    // `} catch (error) {`, `) -> Result<DirEntry> {` after a signature's parameters): the
+    // text after the cursor then closes those, so the suggestion's later lines may not.
     let may_close = around.open.saturating_sub(around.closed);
+    let first_line_end = suggestion.find('\n').unwrap_or(suggestion.len());
     let mut depth = 0usize;
     let mut closed = 0usize;
     let mut depth_at = Vec::with_capacity(tokens.len());
     let mut cut = None;
+    // The first line's first closing bracket beyond `may_close`, until the line ends.
+    let mut reopened_by_line_end = None;
     for token in &tokens {
+        if let Some(at) = reopened_by_line_end
+            && token.start >= first_line_end
+        {
+            let excess = closed - may_close;
+            if depth < excess {
+                cut = Some(at);
+                break;
+            }
+            reopened_by_line_end = None;
+            depth -= excess;
+            closed = may_close;
+        }
         depth_at.push(depth);
         match token.kind {
             TokenKind::Open => depth += 1,
@@ -281,12 +301,22 @@ fn syntax_cut(suggestion: &str, syntax: Syntax<'_>) -> Option<usize> {
             TokenKind::Close => {
                 closed += 1;
                 if closed > may_close {
-                    cut = Some(token.start);
-                    break;
+                    if token.start < first_line_end {
+                        reopened_by_line_end.get_or_insert(token.start);
+                    } else {
+                        cut = Some(token.start);
+                        break;
+                    }
                 }
             }
             TokenKind::Comment | TokenKind::Other => {}
         }
+    }
+    if let Some(at) = reopened_by_line_end
+        && cut.is_none()
+        && depth < closed - may_close
+    {
+        cut = Some(at);
     }
     if let Some(suite) = suite
         && let Some(leaves) = suite_end(suggestion, root, offset, &tokens, &depth_at, suite)
@@ -680,6 +710,85 @@ mod tests {
         assert_eq!(
             shaped(Language::TypeScript, &file, raw, true).as_deref(),
             Some("\n\t\t\tsignal.throwIfAborted();\n\t\t}")
+        );
+    }
+
+    /// ky 3419113, `source/core/constants.ts` 10–27: the `catch` line taken out.
+    fn ky_catch() -> String {
+        lines(&[
+            "export const supportsRequestStreams = (() => {",
+            "\tlet duplexAccessed = false;",
+            "\tlet hasContentType = false;",
+            "\tif (supportsReadableStream && supportsRequest) {",
+            "\t\ttry {",
+            "\t\t\thasContentType = new globalThis.Request('https://empty.invalid', {",
+            "\t\t\t\tbody: new globalThis.ReadableStream(),",
+            "\t\t\t\tmethod: 'POST',",
+            "\t\t\t}).headers.has('Content-Type');",
+            "\t\t‸",
+            "\t\t\t// QQBrowser on iOS throws \"unsupported BodyInit type\" error (see issue #581)",
+            "\t\t\tif (error instanceof Error && error.message === 'unsupported BodyInit type') {",
+            "\t\t\t\treturn false;",
+            "\t\t\t}",
+            "",
+            "\t\t\tthrow error;",
+            "\t\t}",
+            "\t}",
+            "",
+            "\treturn duplexAccessed && !hasContentType;",
+            "})();",
+        ])
+    }
+
+    #[test]
+    fn a_first_line_that_closes_a_block_and_opens_another_is_kept() {
+        // The bench's hole at ky's `catch` got nothing on arrival: its `}` closes the `try`
+        // the text after the cursor closes too. It opens the `catch` block, which that text's
+        // `}` then closes.
+        not_cut(Language::TypeScript, &ky_catch(), "} catch (error) {");
+        // Its body written on, and the `catch` closed again below: cut before that `}`.
+        assert_eq!(
+            shaped(
+                Language::TypeScript,
+                &ky_catch(),
+                "} catch (error) {\n\t\t\tthrow error;\n\t\t}\n\t}",
+                true
+            )
+            .as_deref(),
+            Some("} catch (error) {\n\t\t\tthrow error;")
+        );
+        // A first line that closes the `try` and opens nothing still gets nothing.
+        assert_eq!(
+            shaped(Language::TypeScript, &ky_catch(), "}\n\t}", true),
+            None
+        );
+        // walkdir 6fd031c, `src/dent.rs` 184–196: the line that closes the parameters and
+        // opens the body.
+        let file = lines(&[
+            "impl DirEntry {",
+            "    #[cfg(windows)]",
+            "    pub(crate) fn from_entry(",
+            "        depth: usize,",
+            "        ent: &fs::DirEntry,",
+            "    ‸",
+            "        let path = ent.path();",
+            "        let ty = ent",
+            "            .file_type()",
+            "            .map_err(|err| Error::from_path(depth, path.clone(), err))?;",
+            "        Ok(DirEntry { path, ty, follow_link: false, depth })",
+            "    }",
+            "}",
+        ]);
+        not_cut(Language::Rust, &file, ") -> Result<DirEntry> {");
+        assert_eq!(
+            shaped(
+                Language::Rust,
+                &file,
+                ") -> Result<DirEntry> {\n    }\n}",
+                true
+            )
+            .as_deref(),
+            Some(") -> Result<DirEntry> {")
         );
     }
 

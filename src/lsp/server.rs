@@ -294,6 +294,7 @@ impl Backend {
     ) -> Option<(PathBuf, review::Followed)> {
         let mut state = self.state();
         let encoding = state.encoding;
+        let shown = shown_path(&state.workspace_roots, uri);
         let Some(doc) = state.documents.get_mut(uri) else {
             tracing::warn!(
                 uri = uri.as_str(),
@@ -311,7 +312,19 @@ impl Backend {
         for problem in &applied.problems {
             tracing::warn!(uri = uri.as_str(), version, "{problem}");
         }
-        // The place edited, for completion's prompt (a whole-text change names no place).
+        // The place edited, for completion's prompt (a whole-text change names no place, and
+        // takes the chunks of this document again from its new text).
+        if changes.iter().any(|change| change.range.is_none()) {
+            let rope = &doc.rope;
+            let lines = rope.len_lines();
+            self.completer.replaced(&shown, |range| {
+                (range.end <= lines).then(|| {
+                    let (start, end) =
+                        (rope.line_to_byte(range.start), rope.line_to_byte(range.end));
+                    rope.byte_slice(start..end).to_string()
+                })
+            });
+        }
         if let (Some(change), Some(replacement)) = (changes.last(), applied.replacements.last())
             && change.range.is_some()
         {
@@ -322,7 +335,7 @@ impl Backend {
             let (start, end) = (rope.line_to_byte(lines.start), rope.line_to_byte(lines.end));
             let text = rope.byte_slice(start..end).to_string();
             self.completer.edited(EditedChunk {
-                path: shown_path(&state.workspace_roots, uri),
+                path: shown,
                 first_line: lines.start,
                 text,
             });
