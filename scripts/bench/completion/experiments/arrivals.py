@@ -1,0 +1,180 @@
+"""The arrival prompts patchwise sends on the bench's holes, captured without a model, then sent
+cold (one request each, temperature 0) in variants to one model server, to see which part of the
+prompt a difference in arrival quality comes from.
+
+  python3 scripts/bench/completion/experiments/arrivals.py capture HOLES MIRRORS --binary BIN OUT.jsonl
+  flock /tmp/patchwise-model.lock python3 scripts/bench/completion/experiments/arrivals.py run \
+      OUT.jsonl MIRRORS --url http://127.0.0.1:8088/v1 --variants asis,no_extra,plain [--every K]
+
+`capture` replays bench.py's patchwise way (arrival, then three typed characters per hole, the
+holes of a file top to bottom) against a stand-in for an OpenAI-compatible server that records
+each /v1/completions prompt and answers with an empty suggestion; the first prompt after a hole's
+arrival request is its arrival prompt. `run` sends each arrival prompt, changed by a variant, and
+scores the answer's first line against the hole's line (as the bench scores an arrival):
+
+  asis      the prompt as captured
+  no_extra  without the chunks of other places (recently edited, other files)
+  no_later  without the chunk of the lines after the suffix
+  bare      the current file's part only (no other chunk)
+  plain     the bench's plain prompt (256 lines before, 64 after, no file header)
+"""
+import difflib
+import http.server
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("bench", os.path.join(HERE, "..", "bench.py"))
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+SEP = "<|file_sep|>"
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    prompts = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": "qwen2.5-coder-1.5b", "object": "model"}]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def do_POST(self):
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        Recorder.prompts.append(request.get("prompt"))
+        event = {"choices": [{"index": 0, "text": "", "finish_reason": "stop"}]}
+        if request.get("stream"):
+            body = f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n".encode()
+            kind = "text/event-stream"
+        else:
+            body = json.dumps(dict(event, usage={"prompt_tokens": 1, "completion_tokens": 0})).encode()
+            kind = "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def capture(holes_file, mirrors, binary, out):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    holes = json.load(open(holes_file))
+    by_file = {}
+    for hole in holes:
+        by_file.setdefault((hole["repo"], hole["path"]), []).append(hole)
+    workdir = tempfile.mkdtemp(prefix="pw-arrivals-")
+    config = {"providers": {"local": {"kind": "openai", "base_url": url, "api_key_env": ""}},
+              "roles": {"completion": "local/qwen2.5-coder-1.5b"},
+              "data_dir": os.path.join(workdir, "data")}
+    lsp = bench.Lsp(binary, config, workdir)
+    host = bench.Host(url)
+    with open(out, "w") as log:
+        for (repo, path), group in by_file.items():
+            group.sort(key=lambda h: h["line"])
+            lines = bench.git(bench.repo_dir_of(mirrors, repo), "show",
+                              f"{group[0]['commit']}:{path}").split("\n")
+            uri = "file://" + os.path.join(workdir, repo.replace("/", "_"), path)
+            lsp.notify("textDocument/didOpen", {"textDocument": {
+                "uri": uri, "languageId": group[0]["language"], "version": 1, "text": "\n".join(lines)}})
+            version = 1
+            for hole in group:
+                seen = len(Recorder.prompts)
+                _, version = bench.patchwise_file(lsp, host, uri, hole["language"], lines, [hole], version)
+                time.sleep(0.2)
+                asked = Recorder.prompts[seen:]
+                print(json.dumps(dict(hole, arrival_prompt=asked[0] if asked else None,
+                                      prompts=len(asked))), file=log, flush=True)
+            lsp.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    lsp.request("shutdown", None)
+    lsp.notify("exit", None)
+
+
+def parts(prompt):
+    """(chunks before the current file's part, that part), split at the file separators."""
+    pieces = prompt.split(SEP)
+    return [SEP + p for p in pieces[1:-1]], SEP + pieces[-1]
+
+
+def variant(name, row, lines):
+    prompt = row["arrival_prompt"]
+    chunks, current = parts(prompt)
+    if name == "asis":
+        return prompt
+    if name == "no_extra":
+        return "".join(chunks[-1:]) + current
+    if name == "no_later":
+        return "".join(chunks[:-1]) + current
+    if name == "bare":
+        return current
+    if name == "plain":
+        line = lines[row["line"]]
+        indent = line[: len(line) - len(line.lstrip())]
+        prefix = "\n".join(lines[: row["line"]]) + "\n" + indent
+        suffix = "\n" + "\n".join(lines[row["line"] + 1:])
+        return bench.baseline_prompt(prefix, suffix)
+    raise SystemExit(f"no variant {name}")
+
+
+def ask(url, prompt):
+    body = {"model": "m", "prompt": prompt, "max_tokens": 64, "temperature": 0,
+            "stop": bench.STOPS, "cache_prompt": False}
+    request = urllib.request.Request(url + "/completions", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+    at = time.monotonic()
+    with urllib.request.urlopen(request, timeout=600) as r:
+        answer = json.load(r)
+    return answer["choices"][0]["text"], time.monotonic() - at
+
+
+def run(captured, mirrors, url, names, every):
+    rows = [json.loads(l) for l in open(captured) if l.strip()][::every]
+    totals = {n: [0, 0.0, 0.0, 0] for n in names}
+    files = {}
+    for row in rows:
+        if not row["arrival_prompt"]:
+            continue
+        key = (row["repo"], row["path"])
+        if key not in files:
+            files[key] = bench.git(bench.repo_dir_of(mirrors, row["repo"]), "show",
+                                   f"{row['commit']}:{row['path']}").split("\n")
+        result = {"repo": row["repo"], "path": row["path"], "line": row["line"],
+                  "language": row["language"], "expected": row["expected"]}
+        for name in names:
+            text, took = ask(url, variant(name, row, files[key]))
+            first = text.split("\n")[0].strip()
+            exact = first == row["expected"].strip()
+            similarity = difflib.SequenceMatcher(None, first, row["expected"].strip()).ratio()
+            t = totals[name]
+            t[0] += exact
+            t[1] += similarity
+            t[2] += took
+            t[3] += 1
+            result[name] = {"first": first, "exact": exact, "similarity": round(similarity, 3),
+                            "seconds": round(took, 2)}
+        print(json.dumps(result), flush=True)
+    for name, (exact, similarity, took, n) in totals.items():
+        print(f"# {name}: exact {exact}/{n}, similarity {similarity / max(n, 1):.3f}, "
+              f"{took / max(n, 1):.1f} s a request", flush=True)
+
+
+if __name__ == "__main__":
+    option = bench.option
+    if sys.argv[1] == "capture":
+        capture(sys.argv[2], sys.argv[3], option("--binary", "patchwise"), sys.argv[-1])
+    else:
+        run(sys.argv[2], sys.argv[3], option("--url", "http://127.0.0.1:8088/v1"),
+            option("--variants", "asis,no_extra,plain").split(","), int(option("--every", "1")))
