@@ -112,12 +112,18 @@ def parts(prompt):
 def variant(name, row, lines):
     prompt = row["arrival_prompt"]
     chunks, current = parts(prompt)
+    # The chunk of later lines is the last one, when there is one (a hole near the end of its
+    # file has none): its text is the file's after the hole.
+    after = "\n".join(lines[row["line"] + 1:])
+    last = chunks[-1].split("\n", 1)[1] if chunks and "\n" in chunks[-1] else ""
+    later = chunks[-1:] if last.strip() and last.strip() in after else []
+    extra = chunks[: len(chunks) - len(later)]
     if name == "asis":
         return prompt
     if name == "no_extra":
-        return "".join(chunks[-1:]) + current
+        return "".join(later) + current
     if name == "no_later":
-        return "".join(chunks[:-1]) + current
+        return "".join(extra) + current
     if name == "bare":
         return current
     if name == "plain":
