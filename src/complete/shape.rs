@@ -279,21 +279,23 @@ fn syntax_cut(suggestion: &str, syntax: Syntax<'_>) -> Option<usize> {
     let mut closed = 0usize;
     let mut depth_at = Vec::with_capacity(tokens.len());
     let mut cut = None;
-    // The first line's first closing bracket beyond `may_close`, until the line ends.
-    let mut reopened_by_line_end = None;
-    for token in &tokens {
-        if let Some(at) = reopened_by_line_end
-            && token.start >= first_line_end
+    // The first line's first closing bracket beyond `may_close`, until the line ends: then it
+    // is cut there unless the line opened as many again (`None` stands for the end).
+    let mut unpaid = None;
+    for token in tokens.iter().map(Some).chain([None]) {
+        if let Some(at) = unpaid
+            && token.is_none_or(|t| t.start >= first_line_end)
         {
             let excess = closed - may_close;
             if depth < excess {
                 cut = Some(at);
                 break;
             }
-            reopened_by_line_end = None;
+            unpaid = None;
             depth -= excess;
             closed = may_close;
         }
+        let Some(token) = token else { break };
         depth_at.push(depth);
         match token.kind {
             TokenKind::Open => depth += 1,
@@ -302,7 +304,7 @@ fn syntax_cut(suggestion: &str, syntax: Syntax<'_>) -> Option<usize> {
                 closed += 1;
                 if closed > may_close {
                     if token.start < first_line_end {
-                        reopened_by_line_end.get_or_insert(token.start);
+                        unpaid.get_or_insert(token.start);
                     } else {
                         cut = Some(token.start);
                         break;
@@ -311,12 +313,6 @@ fn syntax_cut(suggestion: &str, syntax: Syntax<'_>) -> Option<usize> {
             }
             TokenKind::Comment | TokenKind::Other => {}
         }
-    }
-    if let Some(at) = reopened_by_line_end
-        && cut.is_none()
-        && depth < closed - may_close
-    {
-        cut = Some(at);
     }
     if let Some(suite) = suite
         && let Some(leaves) = suite_end(suggestion, root, offset, &tokens, &depth_at, suite)
