@@ -565,6 +565,11 @@ async fn judge_runs_for_a_risky_path_and_its_objection_is_addressed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_review_when_the_tests_still_fail_even_for_a_risky_path() {
+    scenario("judge_skipped_when_the_tests_fail").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_mid_step_kills_the_check_and_writes_nothing() {
     let (run, _) = scenario("cancel_mid_step").await;
     let pid: i32 = std::fs::read_to_string(run._dir.path().join("check.pid"))

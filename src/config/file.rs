@@ -396,7 +396,8 @@ pub struct DevelopSection {
     /// path is involved).
     #[schemars(range(min = 0, max = 1_000_000))]
     pub judge_min_lines: u32,
-    /// Changed paths containing one of these always get the judge.
+    /// Changed paths containing one of these always get the judge, unless the tests still fail
+    /// after the fix rounds (then no change is reviewed: the failures say it is not done).
     pub risky: Vec<String>,
     /// Minutes a run may take from its start to its result (waiting for the plan's approval
     /// does not count). When they are up the run stops: the steps done so far are tested and

@@ -2,9 +2,13 @@
 //!
 //! The judge costs a model call on the whole diff, so it is skipped where it adds little —
 //! nothing changed, only docs or tests changed, a small change without a new code file — and
-//! always runs when a changed path looks risky (`[develop] risky`). Its verdict is `APPROVE` or
-//! `OBJECT` with reasons; anything else counts as approval with a note (a judge that rambles
-//! must not block a change the checks and tests accepted).
+//! runs when a changed path looks risky (`[develop] risky`). It reviews a change the tests
+//! accept: when they still fail after the fix rounds the run's result already says the change
+//! is not done, and the failures say what is wrong, so there is no review and no round for its
+//! objections (on the develop bench those rounds never fixed a failing test: 0 of 13, at 3–9
+//! calls each). Its verdict is `APPROVE` or `OBJECT` with reasons; anything else counts as
+//! approval with a note (a judge that rambles must not block a change the checks and tests
+//! accepted).
 //!
 //! Pure: paths and texts in, decisions out.
 
@@ -29,8 +33,19 @@ pub enum Decision {
 }
 
 /// Decides whether to judge `changes`. `min_lines` is `[develop] judge_min_lines`; `risky`
-/// patterns match case-insensitively anywhere in a path.
-pub fn decide(changes: &[ChangeStat], min_lines: usize, risky: &[String]) -> Decision {
+/// patterns match case-insensitively anywhere in a path; `tests_fail`: the tests fail on the
+/// change as the fix rounds left it.
+pub fn decide(
+    changes: &[ChangeStat],
+    min_lines: usize,
+    risky: &[String],
+    tests_fail: bool,
+) -> Decision {
+    if tests_fail {
+        return Decision::Skip(
+            "the tests fail; a review is for a change the tests accept".to_owned(),
+        );
+    }
     if let Some((c, pattern)) = changes.iter().find_map(|c| {
         let lower = c.path.to_lowercase();
         risky
@@ -181,7 +196,7 @@ mod tests {
 
     #[test]
     fn skip_rules() {
-        let d = |c: &[ChangeStat]| decide(c, 20, &risky());
+        let d = |c: &[ChangeStat]| decide(c, 20, &risky(), false);
         assert_eq!(d(&[]), Decision::Skip("nothing changed".into()));
         assert_eq!(
             d(&[
@@ -208,6 +223,18 @@ mod tests {
             d(&[stat("docs/Password-reset.md", false, 1)]),
             Decision::Run(_)
         ));
+        // Failing tests: no review, whatever the change (the bench's 13 objections rounds after
+        // failing tests fixed none).
+        for changes in [
+            vec![stat("src/lib.rs", false, 200)],
+            vec![stat("src/auth/session.rs", false, 1)],
+            vec![stat("src/new.rs", true, 40)],
+        ] {
+            assert!(
+                matches!(decide(&changes, 20, &risky(), true), Decision::Skip(r) if r.contains("the tests fail")),
+                "{changes:?}"
+            );
+        }
     }
 
     #[test]

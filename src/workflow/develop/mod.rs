@@ -13,8 +13,8 @@
 //! 4. **execute** — each step on the run's working copy with the `coder` (see `step.rs` for the
 //!    retry rules), the check command after each edit, a snapshot restored when a step fails;
 //! 5. **verify** — the test command; failures go back to execution `fix_rounds` times;
-//! 6. **judge** — the `judge` reviews the diff when the rules say so (`judge.rs`); objections go
-//!    back to execution once;
+//! 6. **judge** — the `judge` reviews the diff when the rules say so and the tests pass or there
+//!    are none (`judge.rs`); objections go back to execution once;
 //! 7. **result** — one proposal over every changed and created file, with a report of what each
 //!    phase did and which files really changed.
 //!
@@ -99,7 +99,7 @@ pub struct DevelopOptions {
     /// `[develop] judge_min_lines`: below this many changed lines (and no new code file) the
     /// judge is skipped.
     pub judge_min_lines: usize,
-    /// `[develop] risky`: path patterns that always get the judge.
+    /// `[develop] risky`: path patterns that always get the judge, unless the tests fail.
     pub risky: Vec<String>,
     /// Attempts per step; the last goes to the `escalation` role. `[develop] max_attempts`.
     pub max_attempts: usize,
@@ -1350,6 +1350,7 @@ impl Run<'_> {
             &stats,
             self.ctx.options.judge_min_lines,
             &self.ctx.options.risky,
+            matches!(self.report.verify, VerifyStatus::Failed(_)),
         );
         self.report.judge = Some(decision.clone());
         if matches!(decision, Decision::Skip(_)) {
