@@ -9,10 +9,12 @@ lines before and 64 after, the model's FIM tokens) sent straight to the same mod
   flock /tmp/patchwise-model.lock scripts/bench/completion/bench.py run \\
       scripts/bench/completion/holes.json MIRRORS_DIR --binary target/debug/patchwise \\
       --gguf "$(../shared/tools/local-model gguf 1.5b)" [--from K] [--files N] [--json OUT] \\
-      [--ways patchwise,baseline] [--as NAME]
+      [--ways patchwise,baseline] [--as NAME] [--completion JSON]
 
 --ways picks the ways run (both by default); --as names the patchwise way's rows (two builds on
-the same holes, e.g. `--ways patchwise --as patchwise-83a9f43`).
+the same holes, e.g. `--ways patchwise --as patchwise-83a9f43`); --completion JSON sets
+patchwise's `[completion]` section (e.g. `--completion '{"context_tokens": 2048}'`: a default
+tried before it is changed).
 
   scripts/bench/completion/bench.py table ROWS.jsonl... [--by language]
 
@@ -417,6 +419,8 @@ def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
     else:
         config = {"providers": {"local": {"kind": "openai", "base_url": base_url, "api_key_env": ""}},
                   "roles": {"completion": "local/qwen2.5-coder-1.5b"}, "data_dir": data_dir}
+    if option("--completion"):
+        config["completion"] = json.loads(option("--completion"))
     lsp = Lsp(binary, config, workdir)
     # With the model inside, the editor's patchwise starts the host on its first request.
     host = Host(base_url, announced_in=data_dir)

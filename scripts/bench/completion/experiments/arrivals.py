@@ -4,7 +4,10 @@ prompt a difference in arrival quality comes from.
 
   python3 scripts/bench/completion/experiments/arrivals.py capture HOLES MIRRORS --binary BIN OUT.jsonl
   flock /tmp/patchwise-model.lock python3 scripts/bench/completion/experiments/arrivals.py run \
-      OUT.jsonl MIRRORS --url http://127.0.0.1:8088/v1 --variants asis,no_extra,plain [--every K]
+      OUT.jsonl MIRRORS --url http://127.0.0.1:8088/v1 --variants asis,no_extra,plain [--every K] \
+      [--only HOLES.jsonl]
+
+(--only: the holes of rows in a JSON-lines file, e.g. those where two ways' arrivals differ.)
 
 `capture` replays bench.py's patchwise way (arrival, then three typed characters per hole, the
 holes of a file top to bottom) against a stand-in for an OpenAI-compatible server that records
@@ -17,6 +20,11 @@ scores the answer's first line against the hole's line (as the bench scores an a
   no_later  without the chunk of the lines after the suffix
   bare      the current file's part only (no other chunk)
   plain     the bench's plain prompt (256 lines before, 64 after, no file header)
+  after:N   as captured, with the current file's suffix the N lines after the cursor's line
+  before:N  as captured, with the current file's prefix the N lines before the cursor's line
+
+Variants compose with `+`, left to right: `bare+before:256+after:64` is the plain prompt's text
+in patchwise's layout (file header kept).
 """
 import difflib
 import http.server
@@ -110,6 +118,8 @@ def parts(prompt):
 
 
 def variant(name, row, lines):
+    """The arrival prompt changed by `name`: one variant, or several joined by `+` (applied
+    left to right, e.g. `bare+before:256`)."""
     prompt = row["arrival_prompt"]
     chunks, current = parts(prompt)
     # The chunk of later lines is the last one, when there is one (a hole near the end of its
@@ -118,21 +128,32 @@ def variant(name, row, lines):
     last = chunks[-1].split("\n", 1)[1] if chunks and "\n" in chunks[-1] else ""
     later = chunks[-1:] if last.strip() and last.strip() in after else []
     extra = chunks[: len(chunks) - len(later)]
-    if name == "asis":
-        return prompt
-    if name == "no_extra":
-        return "".join(later) + current
-    if name == "no_later":
-        return "".join(extra) + current
-    if name == "bare":
-        return current
+    line = lines[row["line"]]
+    indent = line[: len(line) - len(line.lstrip())]
     if name == "plain":
-        line = lines[row["line"]]
-        indent = line[: len(line) - len(line.lstrip())]
         prefix = "\n".join(lines[: row["line"]]) + "\n" + indent
         suffix = "\n" + "\n".join(lines[row["line"] + 1:])
         return bench.baseline_prompt(prefix, suffix)
-    raise SystemExit(f"no variant {name}")
+    start, _, rest = current.partition("<|fim_prefix|>")
+    prefix, _, suffix = rest.partition("<|fim_suffix|>")
+    suffix = suffix[: -len("<|fim_middle|>")]
+    for step in name.split("+"):
+        kind, _, count = step.partition(":")
+        if step == "asis":
+            pass
+        elif step == "no_extra":
+            extra = []
+        elif step == "no_later":
+            later = []
+        elif step == "bare":
+            extra, later = [], []
+        elif kind == "after" and count.isdigit():
+            suffix = "\n" + "\n".join(lines[row["line"] + 1:][: int(count)])
+        elif kind == "before" and count.isdigit():
+            prefix = "\n".join(lines[: row["line"]][-int(count):]) + "\n" + indent
+        else:
+            raise SystemExit(f"no variant {step}")
+    return "".join(extra + later) + f"{start}<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
 
 
 def ask(url, prompt):
@@ -146,8 +167,11 @@ def ask(url, prompt):
     return answer["choices"][0]["text"], time.monotonic() - at
 
 
-def run(captured, mirrors, url, names, every):
+def run(captured, mirrors, url, names, every, only=None):
     rows = [json.loads(l) for l in open(captured) if l.strip()][::every]
+    if only:
+        wanted = {(h["repo"], h["path"], h["line"]) for h in map(json.loads, open(only)) if h}
+        rows = [r for r in rows if (r["repo"], r["path"], r["line"]) in wanted]
     totals = {n: [0, 0.0, 0.0, 0] for n in names}
     files = {}
     for row in rows:
@@ -183,4 +207,5 @@ if __name__ == "__main__":
         capture(sys.argv[2], sys.argv[3], option("--binary", "patchwise"), sys.argv[-1])
     else:
         run(sys.argv[2], sys.argv[3], option("--url", "http://127.0.0.1:8088/v1"),
-            option("--variants", "asis,no_extra,plain").split(","), int(option("--every", "1")))
+            option("--variants", "asis,no_extra,plain").split(","), int(option("--every", "1")),
+            option("--only"))
