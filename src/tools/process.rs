@@ -213,6 +213,10 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// Words of the note [`truncate_output`] leaves where it cut: a reader of the output knows that
+/// the lines after it do not follow the lines before it.
+pub const CUT_NOTE: &str = "of output cut here";
+
 /// Keeps the head and the tail of `bytes` within `max`, with a note where the middle was cut.
 /// Returns the text and the number of bytes cut.
 pub fn truncate_output(bytes: &[u8], max: usize) -> (String, usize) {
@@ -240,7 +244,7 @@ pub fn truncate_output(bytes: &[u8], max: usize) -> (String, usize) {
         .filter(|&&b| b == b'\n')
         .count();
     let text = format!(
-        "{}[… {cut_bytes} bytes ({lines} lines) of output cut here; the beginning and the end are shown …]\n{}",
+        "{}[… {cut_bytes} bytes ({lines} lines) {CUT_NOTE}; the beginning and the end are shown …]\n{}",
         String::from_utf8_lossy(&bytes[..head_end]),
         String::from_utf8_lossy(&bytes[tail_start..]),
     );

@@ -6,6 +6,12 @@
 //!
 //! Reads the output of `unittest`, `pytest`, `cargo test` and `node --test` (and runners that
 //! print like them). Output it does not recognise gives `None`, and the caller shows it as it is.
+//!
+//! A long run's output reaches here cut in the middle (`tools::process::truncate_output`): a
+//! failure's lines end at the cut's note, never running on into another test's lines after it,
+//! and pytest's short summary at the end names every failing test, those whose detail was cut
+//! too. Without that, a fix round of camicia (2026-11-30) was told of 1 failing test, with no
+//! assertion, where all 28 failed with the same `IndexError`.
 //! Pure apart from `read`, which the caller gives to look up a test file's text.
 
 /// One failing test.
@@ -136,7 +142,11 @@ fn unittest(output: &str) -> Option<Vec<TestFailure>> {
             j += 1;
         }
         // The traceback: the last frame in a test file, then the exception lines.
-        while j < lines.len() && !lines[j].starts_with("=====") && !lines[j].starts_with("-----") {
+        while j < lines.len()
+            && !lines[j].starts_with("=====")
+            && !lines[j].starts_with("-----")
+            && !is_cut_note(lines[j])
+        {
             let t = lines[j].trim_start();
             if let Some(frame) = t.strip_prefix("File \"")
                 && let Some((path, rest)) = frame.split_once("\", line ")
@@ -203,7 +213,11 @@ fn pytest(output: &str) -> Option<Vec<TestFailure>> {
         let mut source: Vec<String> = Vec::new();
         let mut message = Vec::new();
         let mut at = None;
-        while j < lines.len() && !header(lines[j]) && !lines[j].starts_with("=====") {
+        while j < lines.len()
+            && !header(lines[j])
+            && !lines[j].starts_with("=====")
+            && !is_cut_note(lines[j])
+        {
             let l = lines[j];
             if l.starts_with("E ") {
                 message.push(l[1..].trim().to_owned());
@@ -236,21 +250,56 @@ fn pytest(output: &str) -> Option<Vec<TestFailure>> {
         });
         i = j;
     }
+    let summary = lines.iter().filter_map(|l| {
+        let rest = l.strip_prefix("FAILED ")?;
+        let (id, message) = rest.split_once(" - ").unwrap_or((rest, ""));
+        Some((id.trim(), message.trim()))
+    });
     if out.is_empty() {
         // `-q` with `--tb=line` or `-rf` only: `FAILED path::name - message`.
-        for l in &lines {
-            if let Some(rest) = l.strip_prefix("FAILED ") {
-                let (name, message) = rest.split_once(" - ").unwrap_or((rest, ""));
-                out.push(TestFailure {
-                    name: name.trim().to_owned(),
-                    message: vec![message.to_owned()],
+        for (id, message) in summary {
+            out.push(TestFailure {
+                name: id.to_owned(),
+                message: vec![message.to_owned()],
+                at: None,
+                source: Vec::new(),
+            });
+        }
+    } else {
+        // The short summary (`FAILED path::Class::test - message`) names the tests whose
+        // detail a cut took, and gives a message to those cut before their `E` lines.
+        for (id, message) in summary {
+            // `camicia_test.py::CamiciaTest::test_x` is `CamiciaTest.test_x` in a header.
+            let name = id
+                .split_once("::")
+                .map_or(id, |(_, n)| n)
+                .replace("::", ".");
+            let shown = out
+                .iter_mut()
+                .find(|f| f.name == name || name.ends_with(&format!(".{}", f.name)));
+            match shown {
+                Some(f) if f.message.is_empty() && !message.is_empty() => {
+                    f.message.push(message.to_owned());
+                }
+                Some(_) => {}
+                None => out.push(TestFailure {
+                    name,
+                    message: (!message.is_empty())
+                        .then(|| message.to_owned())
+                        .into_iter()
+                        .collect(),
                     at: None,
                     source: Vec::new(),
-                });
+                }),
             }
         }
     }
     (!out.is_empty()).then_some(out)
+}
+
+/// The note `truncate_output` leaves where it cut the middle of a run's output.
+fn is_cut_note(line: &str) -> bool {
+    line.starts_with('[') && line.contains(crate::tools::process::CUT_NOTE)
 }
 
 fn cargo(output: &str) -> Option<Vec<TestFailure>> {
@@ -274,6 +323,7 @@ fn cargo(output: &str) -> Option<Vec<TestFailure>> {
             && !lines[j].starts_with("failures:")
             && !lines[j].starts_with("note: run with")
             && !lines[j].starts_with("stack backtrace:")
+            && !is_cut_note(lines[j])
         {
             let l = lines[j];
             if let Some(rest) = l.split_once("panicked at ").map(|(_, r)| r) {
@@ -323,7 +373,11 @@ fn node(output: &str) -> Option<Vec<TestFailure>> {
         let mut at = None;
         while j < lines.len() {
             let l = lines[j].trim();
-            if l.starts_with("✖ ") || l.starts_with("not ok ") || l.starts_with("ℹ ") {
+            if l.starts_with("✖ ")
+                || l.starts_with("not ok ")
+                || l.starts_with("ℹ ")
+                || is_cut_note(l)
+            {
                 break;
             }
             if l.starts_with("at ") {
@@ -460,5 +514,48 @@ mod tests {
         );
         assert_eq!(f[0].at, Some(("/ws/tests/test_core.py".to_owned(), 15)));
         assert!(text.contains("Also failing: t3, t4"), "{text}");
+    }
+
+    /// Real output of 28 failing tests (90 KB), cut as a test run keeps it: the head holds
+    /// four failures' detail, the cut goes through the fourth, and the tail holds the last ones
+    /// and the short summary.
+    #[test]
+    fn a_cut_pytest_output_still_names_every_failing_test() {
+        let full = include_str!("../../../fixtures/develop/failures/pytest-camicia-28-failed.txt");
+        let (output, cut) = crate::tools::process::truncate_output(full.as_bytes(), 16 * 1024);
+        assert!(cut > 0);
+        let found = parse(&output).unwrap();
+        assert_eq!(found.len(), 28, "{found:#?}");
+        let names: std::collections::HashSet<&str> =
+            found.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names.len(), 28);
+        assert!(names.contains("CamiciaTest.test_anderson_2013"));
+        assert!(names.contains("CamiciaTest.test_kleber_1999"));
+        // Each failure's message is its own: the fourth failure's detail is cut before its
+        // `E` line, and it does not take the line after the cut (another test's).
+        let easy = found
+            .iter()
+            .find(|f| f.name == "CamiciaTest.test_easy_card_combination")
+            .unwrap();
+        assert_eq!(easy.message.len(), 1, "{easy:#?}");
+        assert!(easy.message[0].starts_with("IndexError"), "{easy:#?}");
+        assert!(
+            !easy
+                .source
+                .iter()
+                .any(|l| l.contains(crate::tools::process::CUT_NOTE)),
+            "{easy:#?}"
+        );
+        let two = found
+            .iter()
+            .find(|f| f.name == "CamiciaTest.test_two_tricks")
+            .unwrap();
+        assert_eq!(
+            two.message,
+            ["AssertionError: None != {'status': 'finished', 'cards': 5, 'tricks': 2}"]
+        );
+        let text = describe(&found, &no_files, 2500);
+        assert!(text.starts_with("28 failing tests:\n"), "{text}");
+        assert!(text.contains("IndexError: pop from empty list"), "{text}");
     }
 }

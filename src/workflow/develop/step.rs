@@ -72,9 +72,10 @@ pub(super) struct StepSpec {
     /// What the step must have done besides passing the check (a plan step's text, and the
     /// request when the plan has one step); `None` for fix and judge rounds.
     pub goal: Option<String>,
-    /// A fix round of a one-step plan: its attempts after the first start from the files as
-    /// they were before the run, not from the code that fails (see [`Step::clean_start`]).
-    pub afresh: bool,
+    /// A fix round of a one-step plan: the attempt from which its attempts start from the files
+    /// as they were before the run, not from the code that fails (see [`Step::clean_start`]):
+    /// the second, or the first when the failing tests are not in a file the run changed.
+    pub afresh: Option<usize>,
     /// How the tests failed when a fix round was asked ([`test_print`] of that run).
     pub failing: Option<u64>,
 }
@@ -230,17 +231,18 @@ impl Policy for Step<'_, '_> {
         }
     }
 
-    /// A fix round's later attempts in a one-step plan start afresh: the files as they were
-    /// before the run, with how the earlier version failed. Shown the failing code, the 1.5B
-    /// model gives it back as it is, at temperature 0 and at 0.7 alike (py-pangram: the same
-    /// wrong `is_pangram` in all seven answers of the fix round); from the stub, with the
-    /// failures, it writes the code anew.
+    /// A fix round's attempts in a one-step plan start afresh (from the second, or from the
+    /// first when the failing tests are not in a changed file): the files as they were before
+    /// the run, with how the earlier version failed. Shown the failing code, the 1.5B model
+    /// gives it back as it is, at temperature 0 and at 0.7 alike (py-pangram: the same wrong
+    /// `is_pangram` in all seven answers of the fix round); from the stub, with the failures,
+    /// it writes the code anew.
     fn clean_start(
         &mut self,
         at: &At,
         failures: &[String],
     ) -> Result<Vec<Message>, DevelopFailure> {
-        if self.spec.afresh && at.attempt >= 2 {
+        if self.spec.afresh.is_some_and(|from| at.attempt >= from) {
             // Every such attempt: a failed one restored the step's snapshot (the failing code).
             let reset = self.run.back_to_the_originals();
             if self.afresh.is_empty() && !reset.is_empty() {
