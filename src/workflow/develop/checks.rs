@@ -51,6 +51,11 @@ pub struct CheckRun {
     pub passed: bool,
     /// The output, workspace paths, cut for a model.
     pub output: String,
+    /// The output as the runner kept it (16 KiB, head and tail), workspace paths: what
+    /// `failures.rs` reads, so that a long run's failing tests are all named (the model's
+    /// 3,500 bytes held one of camicia's 28 with its detail).
+    #[serde(skip)]
+    pub full_output: String,
     /// Set when the command did not really run (tool missing) or failed as before the run.
     pub warning: Option<String>,
 }
@@ -224,6 +229,7 @@ impl Checker {
                 line: command.line.clone(),
                 passed: false,
                 output,
+                full_output: shown,
                 warning: None,
                 exit: result.exit.clone(),
             };

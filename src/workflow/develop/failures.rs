@@ -24,6 +24,9 @@ pub struct TestFailure {
     pub at: Option<(String, usize)>,
     /// Source lines the runner itself printed (pytest does).
     pub source: Vec<String>,
+    /// The runner's own id of the test, which says the file it is in: pytest's
+    /// `tests/test_a.py::Class::test`, unittest's `tests.test_a.Class.test`.
+    pub id: Option<String>,
 }
 
 /// Failures shown in detail; the rest are named only.
@@ -184,11 +187,18 @@ fn unittest(output: &str) -> Option<Vec<TestFailure>> {
             .collect();
         let mut message = if message.is_empty() { tail } else { message };
         message.extend(raised);
+        // `test_x (tests.test_a.Class.test_x)`, or `(tests.test_a.Class)` before Python 3.11.
+        let id = name
+            .trim()
+            .rsplit_once(" (")
+            .and_then(|(_, r)| r.strip_suffix(')'))
+            .map(str::to_owned);
         out.push(TestFailure {
             name: name.trim().to_owned(),
             message,
             at,
             source: Vec::new(),
+            id,
         });
         i = j;
     }
@@ -247,14 +257,11 @@ fn pytest(output: &str) -> Option<Vec<TestFailure>> {
             message,
             at,
             source,
+            id: None,
         });
         i = j;
     }
-    let summary = lines.iter().filter_map(|l| {
-        let rest = l.strip_prefix("FAILED ")?;
-        let (id, message) = rest.split_once(" - ").unwrap_or((rest, ""));
-        Some((id.trim(), message.trim()))
-    });
+    let summary = lines.iter().filter_map(|l| summary_line(l));
     if out.is_empty() {
         // `-q` with `--tb=line` or `-rf` only: `FAILED path::name - message`.
         for (id, message) in summary {
@@ -263,43 +270,98 @@ fn pytest(output: &str) -> Option<Vec<TestFailure>> {
                 message: vec![message.to_owned()],
                 at: None,
                 source: Vec::new(),
+                id: Some(id.to_owned()),
             });
         }
-    } else {
-        // The short summary (`FAILED path::Class::test - message`) names the tests whose
-        // detail a cut took, and gives a message to those cut before their `E` lines.
-        for (id, message) in summary {
-            // `camicia_test.py::CamiciaTest::test_x` is `CamiciaTest.test_x` in a header.
-            let name = id
-                .split_once("::")
-                .map_or(id, |(_, n)| n)
-                .replace("::", ".");
-            let shown = out
-                .iter_mut()
-                .find(|f| f.name == name || name.ends_with(&format!(".{}", f.name)));
-            match shown {
-                Some(f) if f.message.is_empty() && !message.is_empty() => {
+        return (!out.is_empty()).then_some(out);
+    }
+    // The short summary (`FAILED path::Class::test - message`) names the tests whose detail a
+    // cut took, gives a message to those cut before their `E` lines, and says which file each
+    // test is in. A header is matched once: by its whole name, else as the end of the name.
+    let blocks = out.len();
+    let mut matched = vec![false; blocks];
+    for (id, message) in summary {
+        // `camicia_test.py::CamiciaTest::test_x` is `CamiciaTest.test_x` in a header.
+        let name = id
+            .split_once("::")
+            .map_or(id, |(_, n)| n)
+            .replace("::", ".");
+        let found = (0..blocks)
+            .find(|&k| !matched[k] && out[k].name == name)
+            .or_else(|| {
+                (0..blocks).find(|&k| !matched[k] && name.ends_with(&format!(".{}", out[k].name)))
+            });
+        match found {
+            Some(k) => {
+                matched[k] = true;
+                let f = &mut out[k];
+                f.id = Some(id.to_owned());
+                if f.message.is_empty() && !message.is_empty() {
                     f.message.push(message.to_owned());
                 }
-                Some(_) => {}
-                None => out.push(TestFailure {
-                    name,
-                    message: (!message.is_empty())
-                        .then(|| message.to_owned())
-                        .into_iter()
-                        .collect(),
-                    at: None,
-                    source: Vec::new(),
-                }),
             }
+            None => out.push(TestFailure {
+                name,
+                message: (!message.is_empty())
+                    .then(|| message.to_owned())
+                    .into_iter()
+                    .collect(),
+                at: None,
+                source: Vec::new(),
+                id: Some(id.to_owned()),
+            }),
         }
     }
     (!out.is_empty()).then_some(out)
 }
 
-/// The note `truncate_output` leaves where it cut the middle of a run's output.
-fn is_cut_note(line: &str) -> bool {
-    line.starts_with('[') && line.contains(crate::tools::process::CUT_NOTE)
+/// A line of pytest's short summary: the test's id and the message (`FAILED id - message`; an
+/// id with parameters may hold ` - ` itself, inside its brackets).
+fn summary_line(line: &str) -> Option<(&str, &str)> {
+    let rest = line.strip_prefix("FAILED ")?.trim();
+    let cut = match rest.find('[') {
+        Some(open) => rest[open..]
+            .find("] - ")
+            .map(|k| (open + k + 1, open + k + 4)),
+        None => rest.find(" - ").map(|k| (k, k + 3)),
+    };
+    Some(match cut {
+        Some((end, start)) => (rest[..end].trim(), rest[start..].trim()),
+        None => (rest, ""),
+    })
+}
+
+/// How many tests the run's own summary says failed (pytest's `3 failed, 1 error`, unittest's
+/// `FAILED (failures=3, errors=1)`), when it says.
+pub fn counted(output: &str) -> Option<usize> {
+    let line = output.lines().rev().find(|l| {
+        let l = l.trim();
+        l.starts_with("FAILED (") || (l.contains(" failed") && l.contains(" in "))
+    })?;
+    let words: Vec<&str> = line
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '=')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut n = 0;
+    for (k, w) in words.iter().enumerate() {
+        if let Some((key, value)) = w.split_once('=') {
+            if matches!(key, "failures" | "errors") {
+                n += value.parse::<usize>().ok()?;
+            }
+        } else if matches!(*w, "failed" | "error" | "errors")
+            && k > 0
+            && let Ok(v) = words[k - 1].parse::<usize>()
+        {
+            n += v;
+        }
+    }
+    (n > 0).then_some(n)
+}
+
+/// Whether `line` holds the note `truncate_output` leaves where it cut the middle of a run's
+/// output (after the head's last, partial line when no line ended near the cut).
+pub fn is_cut_note(line: &str) -> bool {
+    line.contains("[… ") && line.contains(crate::tools::process::CUT_NOTE)
 }
 
 fn cargo(output: &str) -> Option<Vec<TestFailure>> {
@@ -344,6 +406,7 @@ fn cargo(output: &str) -> Option<Vec<TestFailure>> {
             message,
             at,
             source: Vec::new(),
+            id: None,
         });
         i = j;
     }
@@ -416,6 +479,7 @@ fn node(output: &str) -> Option<Vec<TestFailure>> {
                 message,
                 at,
                 source: Vec::new(),
+                id: None,
             });
         }
         i = j;
@@ -500,6 +564,7 @@ mod tests {
                 message: vec!["boom".to_owned()],
                 at: None,
                 source: Vec::new(),
+                id: None,
             })
             .collect();
         let text = describe(&many, &no_files, 2000);
@@ -554,8 +619,44 @@ mod tests {
             two.message,
             ["AssertionError: None != {'status': 'finished', 'cards': 5, 'tricks': 2}"]
         );
+        assert_eq!(counted(&output), Some(28));
+        assert!(found.iter().all(|f| {
+            f.id.as_deref()
+                .is_some_and(|id| id.starts_with("camicia_test.py::CamiciaTest::test_"))
+        }));
         let text = describe(&found, &no_files, 2500);
         assert!(text.starts_with("28 failing tests:\n"), "{text}");
         assert!(text.contains("IndexError: pop from empty list"), "{text}");
+    }
+
+    #[test]
+    fn summary_lines_and_counts() {
+        assert_eq!(
+            summary_line("FAILED t.py::test_x[a - b] - assert 1 == 2"),
+            Some(("t.py::test_x[a - b]", "assert 1 == 2"))
+        );
+        assert_eq!(
+            summary_line("FAILED t.py::Case::test_y - ValueError: x - y"),
+            Some(("t.py::Case::test_y", "ValueError: x - y"))
+        );
+        assert_eq!(
+            summary_line("FAILED t.py::test_z"),
+            Some(("t.py::test_z", ""))
+        );
+        assert_eq!(
+            counted("..F\n3 failed, 1 passed, 2 errors in 0.5s\n"),
+            Some(5)
+        );
+        assert_eq!(
+            counted("Ran 4 tests in 0.001s\n\nFAILED (failures=2, errors=1)\n"),
+            Some(3)
+        );
+        assert_eq!(counted("4 passed in 0.1s\n"), None);
+        // Two tests of one name in two files: each summary line finds its own block.
+        let out = "=================================== FAILURES ===================================\n_________________________________ test_basic _________________________________\n\n>   assert f() == 1\nE   assert 0 == 1\n\na/test_one.py:2: AssertionError\n_________________________________ test_basic _________________________________\n\n>   assert g() == 1\nE   assert 2 == 1\n\nb/test_two.py:2: AssertionError\n=========================== short test summary info ============================\nFAILED a/test_one.py::test_basic - assert 0 == 1\nFAILED b/test_two.py::test_basic - assert 2 == 1\n2 failed in 0.02s\n";
+        let found = parse(out).unwrap();
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert_eq!(found[0].id.as_deref(), Some("a/test_one.py::test_basic"));
+        assert_eq!(found[1].id.as_deref(), Some("b/test_two.py::test_basic"));
     }
 }

@@ -1219,7 +1219,15 @@ impl Run<'_> {
         }
         self.last_test_print = Some(step::test_print(&runs));
         let changed = self.changed_rel();
-        self.failing_outside = failing_outside_changes(&runs, &changed);
+        // A file the run created stays when the others are set back (`back_to_the_originals`):
+        // its code would face the files it was written with undone.
+        let created = self
+            .session()
+            .copy
+            .changes()
+            .iter()
+            .any(|c| c.original.is_none());
+        self.failing_outside = !created && failing_outside_changes(&runs, &changed);
         let failures = self.test_failures(&runs);
         self.report.verify = VerifyStatus::Failed(failures.clone());
         Ok(Some(failures))
@@ -1231,7 +1239,7 @@ impl Run<'_> {
     fn test_failures(&mut self, runs: &[CheckRun]) -> String {
         let mut out = String::new();
         for r in runs.iter().filter(|r| !r.passed) {
-            let Some(found) = failures::parse(&r.output) else {
+            let Some(found) = failures::parse(&r.full_output) else {
                 out.push_str(&checks::describe_failures(std::slice::from_ref(r)));
                 continue;
             };
@@ -1632,34 +1640,59 @@ fn model_failure(e: ModelError) -> DevelopFailure {
 }
 
 /// Whether every failing test of `runs` is in a file that is not among `changed` (paths
-/// relative to the workspace, as the runner printed them or absolute): known only when the
-/// runner's output is read (`failures.rs`) and it names where each test failed. Then the
-/// changed code is what fails, and a fix round shown it gives it back unchanged: in 10 of 13
-/// recorded fix rounds of Python exercises the first attempt returned the failing code as it was
-/// shown, and no first attempt passed (2026-11-30). A test the run wrote or changed (a Rust
-/// module's `#[test]` in the changed `lib.rs`) keeps the code it tests: rust-add-fn's fix round
-/// corrects its new test's expected value in one call.
+/// relative to the workspace). Known only from the test's own id as the runner printed it
+/// (pytest's `tests/test_a.py::test_x`, unittest's `tests.test_a.Case.test_x`), never from a
+/// traceback's frames (a test the run wrote can fail inside a helper it did not change), and
+/// only when every failing test is named (a cut output can hide some). Then the changed code is
+/// what fails, and a fix round shown it gives it back unchanged: in 10 of 13 recorded fix
+/// rounds of Python exercises the first attempt returned the failing code as it was shown, and
+/// no first attempt passed (2026-11-30). A test the run wrote or changed keeps the code it
+/// tests (rust-add-fn's fix round corrects its new `#[test]`'s expected value in one call; cargo
+/// prints no file for a test, so a Rust run is never taken as outside).
 fn failing_outside_changes(runs: &[checks::CheckRun], changed: &[String]) -> bool {
-    let mut places = 0;
-    for r in runs.iter().filter(|r| !r.passed) {
-        let Some(found) = failures::parse(&r.output) else {
+    let failing: Vec<&checks::CheckRun> = runs.iter().filter(|r| !r.passed).collect();
+    if failing.is_empty() {
+        return false;
+    }
+    for r in failing {
+        let Some(found) = failures::parse(&r.full_output) else {
             return false;
         };
+        let cut = r.full_output.lines().any(failures::is_cut_note);
+        if cut && failures::counted(&r.full_output).is_none_or(|n| n > found.len()) {
+            return false;
+        }
         for f in &found {
-            let Some((path, _)) = &f.at else {
-                continue;
+            let Some(id) = &f.id else {
+                return false;
             };
-            let path = path.trim_start_matches("./");
-            if changed
-                .iter()
-                .any(|c| path == c || path.ends_with(&format!("/{c}")))
-            {
+            if changed.iter().any(|c| test_is_in(id, c)) {
                 return false;
             }
-            places += 1;
         }
     }
-    places > 0
+    true
+}
+
+/// Whether the test `id` (pytest's `path::name`, or unittest's dotted `module.Class.test`) is
+/// in the workspace file `file`; a test command run in a subdirectory prints its ids relative
+/// to it, so either may be the end of the other.
+fn test_is_in(id: &str, file: &str) -> bool {
+    let file = file.trim_start_matches("./");
+    if let Some((path, _)) = id.split_once("::") {
+        let path = path.trim_start_matches("./");
+        return path == file
+            || file.ends_with(&format!("/{path}"))
+            || path.ends_with(&format!("/{file}"));
+    }
+    let Some(module) = file.strip_suffix(".py") else {
+        return false;
+    };
+    let parts: Vec<&str> = module.split('/').collect();
+    (0..parts.len()).any(|k| {
+        let tail = parts[k..].join(".");
+        id == tail || id.starts_with(&format!("{tail}."))
+    })
 }
 
 #[cfg(test)]
@@ -1673,6 +1706,7 @@ mod tests {
             exit: crate::tools::process::Exit::Code(1),
             passed: false,
             output: output.to_owned(),
+            full_output: output.to_owned(),
             warning: None,
         }
     }
@@ -1697,11 +1731,58 @@ mod tests {
             &[failed_run("Segmentation fault\n")],
             &changed
         ));
+        // `--tb=line`: the summary alone names every test and its file.
         let summary_only = "FAILED tests/test_double.py::test_doubles - assert 3 == 4\n";
-        assert!(!failing_outside_changes(
+        assert!(failing_outside_changes(
             &[failed_run(summary_only)],
             &changed
         ));
+        // Without the summary (`-rN`), a block's frames do not say the test's file.
+        let blocks_only = py
+            .split("=========================== short")
+            .next()
+            .unwrap();
+        assert!(!failing_outside_changes(
+            &[failed_run(blocks_only)],
+            &changed
+        ));
+        // Run in a subdirectory: the ids are relative to it.
+        assert!(!failing_outside_changes(
+            &[failed_run(py)],
+            &["pkg/tests/test_double.py".to_owned()]
+        ));
+        // unittest: the test's module, from its dotted id.
+        let unit = "F\n======================================================================\nFAIL: test_doubles (tests.test_core.CoreTest.test_doubles)\n----------------------------------------------------------------------\nTraceback (most recent call last):\n  File \"/tmp/o/tests/test_core.py\", line 6, in test_doubles\n    self.assertEqual(double(2), 4)\nAssertionError: 3 != 4\n\n----------------------------------------------------------------------\nRan 2 tests in 0.001s\n\nFAILED (failures=1)\n";
+        assert!(failing_outside_changes(
+            &[failed_run(unit)],
+            &["core.py".to_owned()]
+        ));
+        assert!(!failing_outside_changes(
+            &[failed_run(unit)],
+            &["core.py".to_owned(), "tests/test_core.py".to_owned()]
+        ));
+        // A cut output that names fewer tests than its summary counts.
+        let cut = format!(
+            "{}[… 9000 bytes (80 lines) {}; the beginning and the end are shown …]\n1 passed, 5 failed in 0.1s\n",
+            &py[..py.find("=========================== short").unwrap()],
+            crate::tools::process::CUT_NOTE
+        );
+        assert!(!failing_outside_changes(&[failed_run(&cut)], &changed));
+    }
+
+    #[test]
+    fn a_test_id_names_its_file() {
+        assert!(test_is_in(
+            "tests/test_a.py::Case::test_x",
+            "tests/test_a.py"
+        ));
+        assert!(test_is_in("./test_a.py::test_x", "test_a.py"));
+        assert!(test_is_in("test_a.py::test_x", "pkg/test_a.py"));
+        assert!(!test_is_in("tests/test_a.py::test_x", "a.py"));
+        assert!(test_is_in("tests.test_a.Case.test_x", "tests/test_a.py"));
+        assert!(test_is_in("test_a.Case", "pkg/test_a.py"));
+        assert!(!test_is_in("tests.test_a.Case.test_x", "a.py"));
+        assert!(!test_is_in("tests.test_ab.Case.test_x", "tests/test_a.py"));
     }
 
     #[test]

@@ -242,7 +242,12 @@ impl Policy for Step<'_, '_> {
         at: &At,
         failures: &[String],
     ) -> Result<Vec<Message>, DevelopFailure> {
-        if self.spec.afresh.is_some_and(|from| at.attempt >= from) {
+        // The tools protocol's prompt does not say the files were set back: from the second.
+        let from = |from: usize| match at.protocol {
+            Protocol::Rewrite => from,
+            Protocol::Tools => from.max(2),
+        };
+        if self.spec.afresh.is_some_and(|f| at.attempt >= from(f)) {
             // Every such attempt: a failed one restored the step's snapshot (the failing code).
             let reset = self.run.back_to_the_originals();
             if self.afresh.is_empty() && !reset.is_empty() {
@@ -1241,7 +1246,7 @@ pub(super) fn test_print(runs: &[CheckRun]) -> u64 {
     for r in runs.iter().filter(|r| !r.passed) {
         text.push_str(&r.line);
         text.push('\n');
-        match super::failures::parse(&r.output) {
+        match super::failures::parse(&r.full_output) {
             Some(found) => {
                 for f in found {
                     text.push_str(&f.name);
