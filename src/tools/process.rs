@@ -213,9 +213,15 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Words of the note [`truncate_output`] leaves where it cut: a reader of the output knows that
-/// the lines after it do not follow the lines before it.
-pub const CUT_NOTE: &str = "of output cut here";
+/// Words of the note [`truncate_output`] leaves where it cut ([`is_cut_note`]).
+const CUT_NOTE: &str = "of output cut here";
+
+/// Whether `line` holds the note [`truncate_output`] leaves where it cut the middle of an
+/// output (after the head's last, partial line when no line ended near the cut): a reader of
+/// the output knows that the lines after it do not follow the lines before it.
+pub fn is_cut_note(line: &str) -> bool {
+    line.contains("[… ") && line.contains(CUT_NOTE)
+}
 
 /// Keeps the head and the tail of `bytes` within `max`, with a note where the middle was cut.
 /// Returns the text and the number of bytes cut.

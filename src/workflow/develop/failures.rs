@@ -12,7 +12,10 @@
 //! and pytest's short summary at the end names every failing test, those whose detail was cut
 //! too. Without that, a fix round of camicia (2026-11-30) was told of 1 failing test, with no
 //! assertion, where all 28 failed with the same `IndexError`.
+//!
 //! Pure apart from `read`, which the caller gives to look up a test file's text.
+
+use crate::tools::process::is_cut_note;
 
 /// One failing test.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -358,12 +361,6 @@ pub fn counted(output: &str) -> Option<usize> {
     (n > 0).then_some(n)
 }
 
-/// Whether `line` holds the note `truncate_output` leaves where it cut the middle of a run's
-/// output (after the head's last, partial line when no line ended near the cut).
-pub fn is_cut_note(line: &str) -> bool {
-    line.contains("[… ") && line.contains(crate::tools::process::CUT_NOTE)
-}
-
 fn cargo(output: &str) -> Option<Vec<TestFailure>> {
     let lines: Vec<&str> = output.lines().collect();
     let mut out = Vec::new();
@@ -604,13 +601,7 @@ mod tests {
             .unwrap();
         assert_eq!(easy.message.len(), 1, "{easy:#?}");
         assert!(easy.message[0].starts_with("IndexError"), "{easy:#?}");
-        assert!(
-            !easy
-                .source
-                .iter()
-                .any(|l| l.contains(crate::tools::process::CUT_NOTE)),
-            "{easy:#?}"
-        );
+        assert!(!easy.source.iter().any(|l| is_cut_note(l)), "{easy:#?}");
         let two = found
             .iter()
             .find(|f| f.name == "CamiciaTest.test_two_tricks")
