@@ -758,7 +758,7 @@ fn a_part_nothing_answers_says_what_was_searched() {
     let (run, _) = env.json(&[question, "--sources", "workspace", "--no-verify"]);
     let synthesis = run["synthesis"].as_str().unwrap();
     assert!(
-        synthesis.contains("Nothing in the sources answers \u{201c}how do zebras migrate across the savanna\u{201d} (0 of the"),
+        synthesis.contains("Nothing in the passages found answers \u{201c}how do zebras migrate across the savanna\u{201d} (0 of the"),
         "{synthesis}"
     );
     assert!(

@@ -422,13 +422,17 @@ pub fn extractive(
         let missing: Vec<String> = quoted
             .unanswered
             .iter()
-            .map(|p| format!("\u{201c}{}\u{201d}", all[*p].text))
+            .map(|p| {
+                let pointed: Vec<u32> = parts::most_about(question, *p, sources)
+                    .into_iter()
+                    .map(|i| i as u32 + 1)
+                    .collect();
+                parts::unanswered_line(&all[*p].text, "", &pointed)
+            })
             .collect();
         if !missing.is_empty() {
-            text.push_str(&format!(
-                "\n\nNothing in the sources answers {}.",
-                missing.join(" or ")
-            ));
+            text.push_str("\n\n");
+            text.push_str(&missing.join(" "));
         }
     }
     (text, quoted.claims)
@@ -535,7 +539,36 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with(
-            "Nothing in the sources answers \u{201c}how are generators written\u{201d}."
+            "Nothing in the passages found answers \u{201c}how are generators written\u{201d}."
         ));
+    }
+
+    /// A part no sentence answers, while a passage holds its words (in code, or too few of
+    /// them for a quote): the report names that passage for the reader instead of saying that
+    /// nothing answers the part.
+    #[test]
+    fn a_part_without_a_quote_points_to_the_passages_about_it() {
+        let sources = vec![
+            source(
+                "docs/sets.md",
+                "A set is an unordered collection with no duplicate elements.",
+            ),
+            source(
+                "docs/generators.md",
+                "Generators yield their values lazily, one at a time.",
+            ),
+        ];
+        let (text, _) = extractive(
+            "what is a set, and how are generators written",
+            &sources,
+            "the model's answer was not kept",
+        );
+        assert!(
+            text.ends_with(
+                "Not answered: \u{201c}how are generators written\u{201d}. The passage most about it, to read: [2]."
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("Nothing in"), "{text}");
     }
 }

@@ -316,6 +316,44 @@ pub fn ranked_for(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
     ranked.into_iter().map(|(_, i)| i).collect()
 }
 
+/// How many passages a part left unanswered points the reader to ([`most_about`]).
+pub const POINTED: usize = 3;
+
+/// The passages (indices into `sources`) most about part `p` of `question`, best first, at most
+/// [`POINTED`]: where a reader looks when the report could not answer the part. The report
+/// says which passages these are, not that nothing answers: over Starlette's docs the part
+/// "how do I generate the URL of a route that lives inside a named Mount" was reported as
+/// answered by nothing while the section that answers it was the first passage of the prompt
+/// (the answer is in its code, `url_for("users:user_detail", …)`, which no quoted sentence
+/// holds).
+pub fn most_about(question: &str, p: usize, sources: &[SourceRecord]) -> Vec<usize> {
+    searched_parts(question, sources)
+        .get(p)
+        .map(|part| {
+            ranked_for(part, sources)
+                .into_iter()
+                .take(POINTED)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The sentence a report ends a part it could not answer with: the passages [`most_about`]
+/// it as `[n]` markers (`number` gives a passage's marker from its index), or, when no
+/// passage found holds enough of its words, that the passages found do not answer it. `what`
+/// says what was searched.
+pub fn unanswered_line(part: &str, what: &str, pointed: &[u32]) -> String {
+    if pointed.is_empty() {
+        return format!("Nothing in the passages found answers \u{201c}{part}\u{201d}{what}.");
+    }
+    let markers: Vec<String> = pointed.iter().map(|n| format!("[{n}]")).collect();
+    format!(
+        "Not answered: \u{201c}{part}\u{201d}{what}. The passage{} most about it, to read: {}.",
+        if pointed.len() == 1 { "" } else { "s" },
+        markers.join(", ")
+    )
+}
+
 /// The sources of a report in the order the prompt takes them, which fills its passage budget
 /// from the top (docs/research.md, "Each part searched on its own"). Each part of the question
 /// ranks the sources by the share of its weighed words they hold ([`ranked_for`]; ties

@@ -265,7 +265,11 @@ fn definition_line(line: &str) -> Option<String> {
         .then(|| t.trim_end_matches('{').trim().chars().take(120).collect())
 }
 
-/// Words that carry no topic: dropped from searches and from overlap measures.
+/// Words that carry no topic: dropped from searches and from overlap measures. The fragments a
+/// contraction leaves when split at its apostrophe ("isn't" gives "isn") are among them: in
+/// Poetry's "how do I make a dependency group such as docs optional so it isn't installed by
+/// default", "isn" was the rarest word of the part among its passages and weighed more than
+/// "optional" and "group" together.
 pub const STOP_WORDS: &[&str] = &[
     "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
     "at", "be", "because", "been", "before", "being", "between", "both", "but", "by", "can",
@@ -278,7 +282,9 @@ pub const STOP_WORDS: &[&str] = &[
     "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "thus",
     "to", "too", "under", "until", "up", "upon", "us", "use", "used", "uses", "using", "very",
     "via", "was", "way", "we", "were", "what", "when", "where", "whether", "which", "while", "who",
-    "whom", "why", "will", "with", "within", "without", "would", "you", "your",
+    "whom", "why", "will", "with", "within", "without", "would", "you", "your", "aren", "couldn",
+    "didn", "doesn", "don", "hadn", "hasn", "haven", "isn", "ll", "mustn", "needn", "shouldn",
+    "ve", "wasn", "weren", "won", "wouldn",
 ];
 
 /// The words of `text` worth searching for: lower-case, at least two characters (or a digit),
@@ -459,16 +465,38 @@ const QUESTION_WORDS: [&str; 17] = [
 /// Words that open a condition (`…, and if X, which …`).
 const CONDITIONS: [&str; 4] = ["if", "when", "whenever", "unless"];
 
+/// Words a question word may follow and still open the question ("in what order …", "and at
+/// which point …").
+const PREPOSITIONS: [&str; 11] = [
+    "in", "at", "on", "for", "by", "from", "to", "with", "under", "into", "of",
+];
+
+/// Whether a word is a dash or ends with a colon: what a question is asked after when a
+/// statement comes first ("I'm writing a Dockerfile — how do I …", "My problem: why …").
+fn is_dash(word: &str) -> bool {
+    matches!(word, "\u{2014}" | "\u{2013}" | "-" | "--") || word.ends_with(':')
+}
+
 /// The parts of a question, each a question of its own: split at `?`, `;`, new lines, and at
-/// `, and …` / `and how …` / `, what …` before a question word. A statement the question opens
-/// with stays with the question after its comma (its context), and a condition after `, and`
-/// (`…, and if X, which …`) goes with the question it conditions. A question with one part
-/// comes back whole. Parts without a searchable word are dropped.
+/// `, and …` / `and how …` / `, what …` before a question word (or a preposition and then
+/// one: `, and in what order …`). What a question opens with that asks nothing stays with the
+/// question after its comma (its context): a statement ("my Docker image reinstalls every
+/// dependency whenever a file changes, how do I avoid that"), a condition ("And if a folder has
+/// both files, which one is used"), a phrase ("And by default, does it …"); a statement before
+/// a dash or a colon is the context of the questions after it ("I'm writing a Dockerfile — how
+/// do I skip the project, how do I …" has two parts). A condition after `, and` (`…, and if X,
+/// which …`) goes with the question it conditions. Nothing inside parentheses is split off
+/// ("… a newer release (and can I change that), and why …"). A part loses a leading "and". A
+/// question with one part comes back whole. Parts without a searchable word are dropped.
 pub fn question_parts(question: &str) -> Vec<String> {
+    let spaced = question
+        .replace('\u{2014}', " \u{2014} ")
+        .replace('\u{2013}', " \u{2013} ");
     let mut parts: Vec<String> = Vec::new();
-    for piece in question.split(['?', ';', '\n']) {
+    for piece in spaced.split(['?', ';', '\n']) {
         let words: Vec<&str> = piece.split_whitespace().collect();
         let mut current: Vec<&str> = Vec::new();
+        let mut depth = 0i32;
         let mut i = 0;
         while i < words.len() {
             let w = words[i];
@@ -477,32 +505,49 @@ pub fn question_parts(question: &str) -> Vec<String> {
                     .to_lowercase()
             };
             let is_q = |s: &str| QUESTION_WORDS.contains(&lower(s).as_str());
+            let is_prep = |s: &str| PREPOSITIONS.contains(&lower(s).as_str());
+            // A question word, or a preposition and then one ("in what order").
+            let opens = |k: usize| {
+                words.get(k).is_some_and(|n| is_q(n))
+                    || (words.get(k).is_some_and(|n| is_prep(n))
+                        && words.get(k + 1).is_some_and(|n| is_q(n)))
+            };
             // `…, and how …` / `… and what …` / `…, how …` / `… as well as how …`: the
             // connective (`and`, `as well as`) belongs to neither part.
             let comma_before = current.last().is_some_and(|p| p.ends_with(','));
-            let connective = if current.is_empty() {
+            let connective = if current.is_empty() || depth > 0 || w.starts_with('(') {
                 None
-            } else if lower(w) == "and" && words.get(i + 1).is_some_and(|n| is_q(n)) {
+            } else if lower(w) == "and" && opens(i + 1) {
                 Some(1)
-            } else if comma_before && is_q(w) {
+            } else if comma_before && opens(i) {
                 Some(0)
             } else if lower(w) == "as"
                 && words.get(i + 1).is_some_and(|n| lower(n) == "well")
                 && words.get(i + 2).is_some_and(|n| lower(n) == "as")
-                && words.get(i + 3).is_some_and(|n| is_q(n))
+                && opens(i + 3)
             {
                 Some(3)
             } else {
                 None
             };
-            // A question that opens with what happened ("my Docker image reinstalls every
-            // dependency whenever a file changes, how do I avoid that") asks one thing: the
-            // statement is the context of the question after the comma, not a part of its own.
-            // A question opens with its question word, or a preposition and then it ("in what
-            // order …").
-            let context = connective == Some(0)
-                && parts.is_empty()
-                && !current.iter().take(2).any(|f| is_q(f));
+            // What comes before the comma asks nothing when no question word opens it (after
+            // a leading "and", or after the dash that ends a statement): it is the context of
+            // the question after the comma, not a part of its own. A question opens with its
+            // question word, or a preposition and then it ("in what order …").
+            let start = current
+                .iter()
+                .rposition(|f| is_dash(f))
+                .map_or(0, |k| k + 1);
+            let mut asked = current[start..].iter().copied();
+            let mut first = asked.next();
+            if first.is_some_and(|f| lower(f) == "and") {
+                first = asked.next();
+            }
+            let second = asked.next();
+            let asks = first.is_some_and(&is_q)
+                || (first.is_some_and(&is_prep) && second.is_some_and(&is_q));
+            // A lead-in with no word to search for ("Also, what …") is no context either.
+            let context = connective == Some(0) && !asks && !terms(&current.join(" ")).is_empty();
             let connective = if context { None } else { connective };
             if let Some(skip) = connective {
                 // "…, and if the same setting is also set in the environment, which value
@@ -528,6 +573,8 @@ pub fn question_parts(question: &str) -> Vec<String> {
                     continue;
                 }
             }
+            depth += w.matches('(').count() as i32 - w.matches(')').count() as i32;
+            depth = depth.max(0);
             current.push(w);
             i += 1;
         }
@@ -538,8 +585,14 @@ pub fn question_parts(question: &str) -> Vec<String> {
     let parts: Vec<String> = parts
         .into_iter()
         .map(|p| {
-            p.trim()
-                .trim_matches(|c: char| c == ',' || c.is_whitespace())
+            let p = p
+                .trim()
+                .trim_matches(|c: char| c == ',' || c.is_whitespace());
+            let p = match p.split_once(' ') {
+                Some((first, rest)) if first.eq_ignore_ascii_case("and") => rest,
+                _ => p,
+            };
+            p.trim_start_matches(|c: char| c == ',' || c.is_whitespace())
                 .to_owned()
         })
         .filter(|p| !terms(p).is_empty())
@@ -708,5 +761,63 @@ mod tests {
                 "how do I keep a secret out of tracebacks"
             ]
         );
+    }
+
+    /// Questions as users write them, over uv's and MkDocs' docs (2026-11-30, written by a
+    /// reader who never saw this splitter): a statement before a dash, a condition or a phrase
+    /// opening a sentence, an aside in parentheses, "and in what order".
+    #[test]
+    fn a_statement_before_a_dash_a_condition_and_an_aside_stay_with_their_question() {
+        assert_eq!(
+            question_parts(
+                "I'm writing a Dockerfile \u{2014} how do I make uv sync skip installing my own project, how do I get the project installed as a normal package, and how do I make the build fail when uv.lock is out of date?"
+            ),
+            vec![
+                "I'm writing a Dockerfile \u{2014} how do I make uv sync skip installing my own project",
+                "how do I get the project installed as a normal package",
+                "how do I make the build fail when uv.lock is out of date"
+            ]
+        );
+        assert_eq!(
+            question_parts(
+                "How do I pin my project to Python 3.12, and how do I stop uv from downloading Python? And by default, does uv prefer a Python it installed itself?"
+            ),
+            vec![
+                "How do I pin my project to Python 3.12",
+                "how do I stop uv from downloading Python",
+                "by default, does uv prefer a Python it installed itself"
+            ]
+        );
+        assert_eq!(
+            question_parts(
+                "What title does a page get in the menu? And if a folder has both README.md and index.md, which one becomes the index page?"
+            ),
+            vec![
+                "What title does a page get in the menu",
+                "if a folder has both README.md and index.md, which one becomes the index page"
+            ]
+        );
+        assert_eq!(
+            question_parts(
+                "I'm writing a plugin\u{2014}how do I register it, how should it report a failure, and in what order do several plugins' handlers run?"
+            ),
+            vec![
+                "I'm writing a plugin \u{2014} how do I register it",
+                "how should it report a failure",
+                "in what order do several plugins' handlers run"
+            ]
+        );
+        assert_eq!(
+            question_parts(
+                "why does uv install the internal package from that index (and can I change that), and why does the index never receive the credentials? Also, what should I run at the end of a CI job?"
+            ),
+            vec![
+                "why does uv install the internal package from that index (and can I change that)",
+                "why does the index never receive the credentials",
+                "what should I run at the end of a CI job"
+            ]
+        );
+        // "isn't" leaves no word to search for.
+        assert_eq!(terms("it isn't installed"), vec!["installed"]);
     }
 }

@@ -459,7 +459,15 @@ impl Research {
                             Some(how) => format!(" ({how})"),
                             None => String::new(),
                         };
-                        said_nothing.push(format!("\u{201c}{}\u{201d}{what}", all_parts[*p].text));
+                        let pointed: Vec<u32> = parts::most_about(&plan.query, *p, candidates)
+                            .into_iter()
+                            .map(|i| renumber(i as u32 + 1))
+                            .collect();
+                        said_nothing.push(parts::unanswered_line(
+                            &all_parts[*p].text,
+                            &what,
+                            &pointed,
+                        ));
                         continue;
                     }
                     quoted_parts.push(*p);
@@ -500,10 +508,8 @@ impl Research {
                     ));
                 }
                 if !said_nothing.is_empty() {
-                    validated.text.push_str(&format!(
-                        "\n\nNothing in the sources answers {}.",
-                        said_nothing.join(" or ")
-                    ));
+                    validated.text.push_str("\n\n");
+                    validated.text.push_str(&said_nothing.join(" "));
                 }
                 validated.order = order;
             }
