@@ -320,7 +320,7 @@ pub fn ranked_for(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
 pub const POINTED: usize = 3;
 
 /// The passages (indices into `sources`) most about part `p` of `question`, best first, at most
-/// [`POINTED`]: where a reader looks when the report could not answer the part. The report
+/// [`POINTED`], none retracted: where a reader looks when the report could not answer the part. The report
 /// says which passages these are, not that nothing answers: over Starlette's docs the part
 /// "how do I generate the URL of a route that lives inside a named Mount" was reported as
 /// answered by nothing while the section that answers it was the first passage of the prompt
@@ -332,6 +332,7 @@ pub fn most_about(question: &str, p: usize, sources: &[SourceRecord]) -> Vec<usi
         .map(|part| {
             ranked_for(part, sources)
                 .into_iter()
+                .filter(|i| !sources[*i].retracted)
                 .take(POINTED)
                 .collect()
         })

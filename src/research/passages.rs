@@ -265,11 +265,7 @@ fn definition_line(line: &str) -> Option<String> {
         .then(|| t.trim_end_matches('{').trim().chars().take(120).collect())
 }
 
-/// Words that carry no topic: dropped from searches and from overlap measures. The fragments a
-/// contraction leaves when split at its apostrophe ("isn't" gives "isn") are among them: in
-/// Poetry's "how do I make a dependency group such as docs optional so it isn't installed by
-/// default", "isn" was the rarest word of the part among its passages and weighed more than
-/// "optional" and "group" together.
+/// Words that carry no topic: dropped from searches and from overlap measures.
 pub const STOP_WORDS: &[&str] = &[
     "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
     "at", "be", "because", "been", "before", "being", "between", "both", "but", "by", "can",
@@ -282,16 +278,44 @@ pub const STOP_WORDS: &[&str] = &[
     "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "thus",
     "to", "too", "under", "until", "up", "upon", "us", "use", "used", "uses", "using", "very",
     "via", "was", "way", "we", "were", "what", "when", "where", "whether", "which", "while", "who",
-    "whom", "why", "will", "with", "within", "without", "would", "you", "your", "aren", "couldn",
-    "didn", "doesn", "don", "hadn", "hasn", "haven", "isn", "ll", "mustn", "needn", "shouldn",
-    "ve", "wasn", "weren", "won", "wouldn",
+    "whom", "why", "will", "with", "within", "without", "would", "you", "your",
 ];
+
+/// A word with its contraction taken off: none left of a negation ("isn't", "don't": split at
+/// the apostrophe, "isn" was the rarest word of Poetry's "how do I make a dependency group
+/// such as docs optional so it isn't installed by default" among its passages and weighed more
+/// than "optional" and "group" together), the word without "'s", "'ll", "'ve", "'re", "'d",
+/// "'m" ("project's" is "project"). Other apostrophes split as before.
+fn uncontracted(token: &str) -> &str {
+    let Some(at) = token.rfind(['\'', '\u{2019}']) else {
+        return token;
+    };
+    let (base, tail) = (&token[..at], &token[at..]);
+    let tail = tail[tail.chars().next().map_or(0, char::len_utf8)..]
+        .trim_end_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase();
+    let letters = |s: &str| !s.is_empty() && s.chars().all(char::is_alphabetic);
+    let word = base.trim_start_matches(|c: char| !c.is_alphanumeric());
+    if tail == "t" && word.ends_with(['n', 'N']) && letters(word) {
+        ""
+    } else if matches!(tail.as_str(), "s" | "ll" | "ve" | "re" | "d" | "m")
+        && base.chars().last().is_some_and(char::is_alphanumeric)
+    {
+        base
+    } else {
+        token
+    }
+}
 
 /// The words of `text` worth searching for: lower-case, at least two characters (or a digit),
 /// stop words dropped, each once, in order.
 pub fn terms(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
+    let words = text
+        .split_whitespace()
+        .map(uncontracted)
+        .flat_map(|t| t.split(|c: char| !c.is_alphanumeric()));
+    for word in words {
         let w = word.to_lowercase();
         if w.is_empty()
             || (w.chars().count() < 2 && !w.chars().all(|c| c.is_ascii_digit()))
@@ -465,57 +489,103 @@ const QUESTION_WORDS: [&str; 17] = [
 /// Words that open a condition (`…, and if X, which …`).
 const CONDITIONS: [&str; 4] = ["if", "when", "whenever", "unless"];
 
-/// Words a question word may follow and still open the question ("in what order …", "and at
-/// which point …").
+/// Words "what" or "how" may follow and still open a question ("in what order …", "and for how
+/// long …"). Not "which": after a comma, "in which …", "from which …" is mostly a relative
+/// clause ("how do I update the lockfile, in which every dependency is pinned").
 const PREPOSITIONS: [&str; 11] = [
     "in", "at", "on", "for", "by", "from", "to", "with", "under", "into", "of",
 ];
 
-/// Whether a word is a dash or ends with a colon: what a question is asked after when a
-/// statement comes first ("I'm writing a Dockerfile — how do I …", "My problem: why …").
+/// Whether a word ends a statement that a question follows: a spaced dash, or a word ending
+/// with a colon ("I'm writing a Dockerfile — how do I …", "My problem: why …"). It counts
+/// only where the words after it ask something ([`question_parts`]).
 fn is_dash(word: &str) -> bool {
-    matches!(word, "\u{2014}" | "\u{2013}" | "-" | "--") || word.ends_with(':')
+    matches!(word, "\u{2014}" | "\u{2013}") || (word.chars().count() > 1 && word.ends_with(':'))
+}
+
+/// For each word, whether it is inside a pair of parentheses (an aside, "(and can I change
+/// that)"); a parenthesis that is never closed (":(") opens nothing.
+fn asides(words: &[&str]) -> Vec<bool> {
+    let mut inside = vec![false; words.len()];
+    let mut open: Vec<usize> = Vec::new();
+    for (k, w) in words.iter().enumerate() {
+        for c in w.chars() {
+            if c == '(' {
+                open.push(k);
+            } else if c == ')'
+                && let Some(from) = open.pop()
+            {
+                inside[from..=k].iter_mut().for_each(|i| *i = true);
+            }
+        }
+    }
+    inside
 }
 
 /// The parts of a question, each a question of its own: split at `?`, `;`, new lines, and at
-/// `, and …` / `and how …` / `, what …` before a question word (or a preposition and then
-/// one: `, and in what order …`). What a question opens with that asks nothing stays with the
-/// question after its comma (its context): a statement ("my Docker image reinstalls every
-/// dependency whenever a file changes, how do I avoid that"), a condition ("And if a folder has
-/// both files, which one is used"), a phrase ("And by default, does it …"); a statement before
-/// a dash or a colon is the context of the questions after it ("I'm writing a Dockerfile — how
-/// do I skip the project, how do I …" has two parts). A condition after `, and` (`…, and if X,
-/// which …`) goes with the question it conditions. Nothing inside parentheses is split off
-/// ("… a newer release (and can I change that), and why …"). A part loses a leading "and". A
-/// question with one part comes back whole. Parts without a searchable word are dropped.
+/// `, and …` / `and how …` / `, what …` before a question word (or "what" or "how" after a
+/// preposition: `, and in what order …`). What a question opens with that asks nothing stays
+/// with the question after its comma (its context): a statement ("my Docker image reinstalls
+/// every dependency whenever a file changes, how do I avoid that"), a condition ("And if a
+/// folder has both files, which one is used", "When I override the block, how do I keep …"),
+/// a phrase ("And by default, does it …"). Words ask something when a question word is among
+/// their first two, or among the first two after a dash or a colon that ends a statement ("I'm
+/// writing a Dockerfile — how do I skip the project, how do I install it" has two parts, the
+/// first with the statement), or after a comma ("if it is set, which value wins"). A
+/// condition after `, and` (`…, and if X, which …`) goes with the question it conditions.
+/// Nothing inside parentheses is split off ("… a newer release (and can I change that), and
+/// why …"). A part loses a leading "and". A question with one part comes back whole. Parts
+/// without a searchable word are dropped.
 pub fn question_parts(question: &str) -> Vec<String> {
-    let spaced = question
-        .replace('\u{2014}', " \u{2014} ")
-        .replace('\u{2013}', " \u{2013} ");
+    let spaced = question.replace('\u{2014}', " \u{2014} ");
+    let lower = |s: &str| {
+        s.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let is_q = |s: &str| QUESTION_WORDS.contains(&lower(s).as_str());
     let mut parts: Vec<String> = Vec::new();
     for piece in spaced.split(['?', ';', '\n']) {
         let words: Vec<&str> = piece.split_whitespace().collect();
-        let mut current: Vec<&str> = Vec::new();
-        let mut depth = 0i32;
+        let inside = asides(&words);
+        // A question word, or a preposition and then "what" or "how" ("in what order").
+        let opens = |k: usize| {
+            words.get(k).is_some_and(|n| is_q(n))
+                || (words
+                    .get(k)
+                    .is_some_and(|n| PREPOSITIONS.contains(&lower(n).as_str()))
+                    && words
+                        .get(k + 1)
+                        .is_some_and(|n| matches!(lower(n).as_str(), "what" | "how")))
+        };
+        // Whether the words from `k` (before `end`) ask something: a question word among the
+        // first two ("So what …", "in what order …"), unless the first opens a condition and
+        // the second is no question word ("When I override the block, …").
+        let asks_from = |k: usize, end: usize| {
+            let first = words.get(k).filter(|_| k < end);
+            let second = words.get(k + 1).filter(|_| k + 1 < end);
+            if first.is_some_and(|f| CONDITIONS.contains(&lower(f).as_str()))
+                && !second.is_some_and(|s| is_q(s))
+            {
+                return false;
+            }
+            first.is_some_and(|f| is_q(f)) || second.is_some_and(|s| is_q(s))
+        };
+        // The words of the part being read, as indices into `words`.
+        let mut current: Vec<usize> = Vec::new();
+        let text = |current: &[usize]| {
+            current
+                .iter()
+                .map(|k| words[*k])
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         let mut i = 0;
         while i < words.len() {
             let w = words[i];
-            let lower = |s: &str| {
-                s.trim_matches(|c: char| !c.is_alphanumeric())
-                    .to_lowercase()
-            };
-            let is_q = |s: &str| QUESTION_WORDS.contains(&lower(s).as_str());
-            let is_prep = |s: &str| PREPOSITIONS.contains(&lower(s).as_str());
-            // A question word, or a preposition and then one ("in what order").
-            let opens = |k: usize| {
-                words.get(k).is_some_and(|n| is_q(n))
-                    || (words.get(k).is_some_and(|n| is_prep(n))
-                        && words.get(k + 1).is_some_and(|n| is_q(n)))
-            };
             // `…, and how …` / `… and what …` / `…, how …` / `… as well as how …`: the
             // connective (`and`, `as well as`) belongs to neither part.
-            let comma_before = current.last().is_some_and(|p| p.ends_with(','));
-            let connective = if current.is_empty() || depth > 0 || w.starts_with('(') {
+            let comma_before = current.last().is_some_and(|k| words[*k].ends_with(','));
+            let connective = if current.is_empty() || inside[i] {
                 None
             } else if lower(w) == "and" && opens(i + 1) {
                 Some(1)
@@ -531,40 +601,35 @@ pub fn question_parts(question: &str) -> Vec<String> {
                 None
             };
             // What comes before the comma asks nothing when no question word opens it (after
-            // a leading "and", or after the dash that ends a statement): it is the context of
-            // the question after the comma, not a part of its own. A question opens with its
-            // question word, or a preposition and then it ("in what order …").
-            let start = current
-                .iter()
-                .rposition(|f| is_dash(f))
-                .map_or(0, |k| k + 1);
-            let mut asked = current[start..].iter().copied();
-            let mut first = asked.next();
-            if first.is_some_and(|f| lower(f) == "and") {
-                first = asked.next();
-            }
-            let second = asked.next();
-            let asks = first.is_some_and(&is_q)
-                || (first.is_some_and(&is_prep) && second.is_some_and(&is_q));
-            // A lead-in with no word to search for ("Also, what …") is no context either.
-            let context = connective == Some(0) && !asks && !terms(&current.join(" ")).is_empty();
+            // a leading "and"), nor the words after a dash or a comma inside it: it is the
+            // context of the question after the comma, not a part of its own. A lead-in with
+            // no word to search for ("Also, what …") is no context either.
+            let context = connective == Some(0) && {
+                let asked_inside = (1..current.len()).any(|j| {
+                    let before = words[current[j - 1]];
+                    (is_dash(before) || before.ends_with(',')) && asks_from(current[j], i)
+                });
+                let lead = usize::from(lower(words[current[0]]) == "and");
+                let asks = asked_inside || current.get(lead).is_some_and(|k| asks_from(*k, i));
+                !asks && !terms(&text(&current)).is_empty()
+            };
             let connective = if context { None } else { connective };
             if let Some(skip) = connective {
                 // "…, and if the same setting is also set in the environment, which value
                 // wins": the condition belongs to the question after it.
                 let condition = (1..current.len().saturating_sub(1)).rev().find(|&k| {
                     skip == 0
-                        && current[k - 1].ends_with(',')
-                        && lower(current[k]) == "and"
-                        && CONDITIONS.contains(&lower(current[k + 1]).as_str())
+                        && words[current[k - 1]].ends_with(',')
+                        && lower(words[current[k]]) == "and"
+                        && CONDITIONS.contains(&lower(words[current[k + 1]]).as_str())
                 });
                 match condition {
                     Some(k) => {
-                        parts.push(current[..k].join(" "));
+                        parts.push(text(&current[..k]));
                         current.drain(..=k);
                     }
                     None => {
-                        parts.push(current.join(" "));
+                        parts.push(text(&current));
                         current.clear();
                     }
                 }
@@ -573,23 +638,21 @@ pub fn question_parts(question: &str) -> Vec<String> {
                     continue;
                 }
             }
-            depth += w.matches('(').count() as i32 - w.matches(')').count() as i32;
-            depth = depth.max(0);
-            current.push(w);
+            current.push(i);
             i += 1;
         }
         if !current.is_empty() {
-            parts.push(current.join(" "));
+            parts.push(text(&current));
         }
     }
     let parts: Vec<String> = parts
         .into_iter()
         .map(|p| {
-            let p = p
-                .trim()
-                .trim_matches(|c: char| c == ',' || c.is_whitespace());
+            let p = p.trim().trim_matches(|c: char| {
+                c == ',' || c == '\u{2014}' || c == '\u{2013}' || c.is_whitespace()
+            });
             let p = match p.split_once(' ') {
-                Some((first, rest)) if first.eq_ignore_ascii_case("and") => rest,
+                Some(("and" | "And", rest)) => rest,
                 _ => p,
             };
             p.trim_start_matches(|c: char| c == ',' || c.is_whitespace())
@@ -817,7 +880,59 @@ mod tests {
                 "what should I run at the end of a CI job"
             ]
         );
-        // "isn't" leaves no word to search for.
+        // Questions that split before stay as they were: a word before the question word, a
+        // colon or "--" inside a part, a relative clause after a comma, an unclosed "(".
+        for (question, n) in [
+            ("So what is a lockfile, how do I update it", 2),
+            ("but how do I pin a version, what does uv lock do", 2),
+            (
+                "what does this error mean: No solution found, how do I fix it",
+                2,
+            ),
+            (
+                "what does uv run -- python do, how is it different from uv run python",
+                2,
+            ),
+            (
+                "how do I test on Python 3.8\u{2013}3.12, what does tox do",
+                2,
+            ),
+            (
+                "how do I update the lockfile, in which every dependency is pinned",
+                1,
+            ),
+            ("which flag should I pass, to do a dry run", 1),
+            (
+                "uv lock fails :( how do I fix it, and what does the error mean",
+                2,
+            ),
+            (
+                "how do I set the cache dir, and if it is set in the environment, which value wins, what does uv cache prune do",
+                3,
+            ),
+            (
+                "When I override the libs block to add a library, how do I keep the ones it loads",
+                1,
+            ),
+        ] {
+            assert_eq!(
+                question_parts(question).len(),
+                n,
+                "{question}: {:?}",
+                question_parts(question)
+            );
+        }
+        assert_eq!(
+            question_parts(
+                "How does caching work\u{2014}and where is the cache stored, and how do I clean it"
+            )[0],
+            "How does caching work"
+        );
+        // A contraction's negation leaves no word to search for; "LL" alone is a word.
         assert_eq!(terms("it isn't installed"), vec!["installed"]);
+        assert_eq!(
+            terms("the project's LL(1) parser won"),
+            vec!["project", "ll", "1", "parser", "won"]
+        );
     }
 }
