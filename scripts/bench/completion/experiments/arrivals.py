@@ -22,12 +22,17 @@ scores the answer's first line against the hole's line (as the bench scores an a
   plain     the bench's plain prompt (256 lines before, 64 after, no file header)
   after:N   as captured, with the current file's suffix the N lines after the cursor's line
   before:N  as captured, with the current file's prefix the N lines before the cursor's line
+  outline   as captured, with a chunk ahead of the current file's part that lists the file's
+            definition lines (def, class, fn, struct, type, interface, …), the hole's aside:
+            what the file already defines, which a short prefix cannot show (patchwise's arrivals suggested `def rebuild_auth(` where requests' sessions.py
+            defines it 80 lines up, and the plain prompt, 256 lines before, did not)
 
 Variants compose with `+`, left to right: `bare+before:256+after:64` is the plain prompt's text
 in patchwise's layout (file header kept).
 """
 import difflib
 import http.server
+import re
 import importlib.util
 import json
 import os
@@ -117,6 +122,21 @@ def parts(prompt):
     return [SEP + p for p in pieces[1:-1]], SEP + pieces[-1]
 
 
+DEFINITION = re.compile(
+    r"^\s*(?:(?:pub(?:\([^)]*\))?|export|default|async|unsafe|abstract|declare)\s+)*"
+    r"(?:def|class|fn|struct|enum|trait|impl|type|interface|function|mod|const|static)\b")
+
+
+def outline(lines, hole, name):
+    """The chunk listing the definition lines of `lines` but the hole's, in the file's order:
+    the same for every hole of a file (but a hole that is itself a definition), so a server's
+    prompt cache keeps it while the user works down the file."""
+    out = [line.rstrip() for i, line in enumerate(lines) if i != hole and DEFINITION.match(line)]
+    if not out:
+        return []
+    return [f"{SEP}{name} (outline: what the file defines)\n" + "\n".join(out) + "\n"]
+
+
 def variant(name, row, lines):
     """The arrival prompt changed by `name`: one variant, or several joined by `+` (applied
     left to right, e.g. `bare+before:256`)."""
@@ -151,6 +171,8 @@ def variant(name, row, lines):
             suffix = "\n" + "\n".join(lines[row["line"] + 1:][: int(count)])
         elif kind == "before" and count.isdigit():
             prefix = "\n".join(lines[: row["line"]][-int(count):]) + "\n" + indent
+        elif step == "outline":
+            later = later + outline(lines, row["line"], start[len(SEP):].strip() or row["path"])
         else:
             raise SystemExit(f"no variant {step}")
     return "".join(extra + later) + f"{start}<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
