@@ -1349,9 +1349,17 @@ fn holds_label(sentence: &str) -> bool {
 /// it: the line "It has 2 parts; answer each of them:", or a part as written — a sentence that
 /// opens with a question word and has no final full stop (recorded from Qwen2.5-Coder-1.5B:
 /// "what does the store keep for crash recovery", which overlaps the passage that answers it),
-/// or a passage's label copied from the prompt.
+/// or a passage's label copied from the prompt. A sentence that ends with a question mark
+/// asks and claims nothing: over uv's docs (2026-11-30) the model copied the parts "I have a
+/// setting in my user-level uv.toml and a different value for it in my project's pyproject.toml
+/// — which one does uv use?" and "If a uv.toml and a pyproject.toml … sit in the same folder,
+/// does uv read both?" as items of its answer, and both were attributed to a passage as claims
+/// (a part that opens with its statement or its condition has no question word first).
 fn echoes_prompt(sentence: &str) -> bool {
     let t = sentence.trim();
+    if t.ends_with('?') {
+        return true;
+    }
     // A passage's label as the prompt shows it ("guide/src/install.md:41-51 — Installation ›
     // From source"), which the model copies above its own text.
     static LABEL: OnceLock<Regex> = OnceLock::new();
@@ -2450,6 +2458,13 @@ mod tests {
         assert_eq!((v.attributed, v.cited, v.repeated), (0, 0, 3), "{}", v.text);
         assert!(!v.text.contains("answer each"), "{}", v.text);
         assert!(!echoes_prompt("What the store keeps is a write-ahead log."));
+        // A part that opens with what the user did, copied with its question mark.
+        assert!(echoes_prompt(
+            "I have a setting in my user-level uv.toml and another in pyproject.toml \u{2014} which one does uv use?"
+        ));
+        assert!(echoes_prompt(
+            "If a uv.toml and a pyproject.toml sit in the same folder, does uv read both?"
+        ));
     }
 
     #[test]
