@@ -684,7 +684,9 @@ pub fn validate_judged(
                 }
                 // What a lead-in led in to: code, a list item after it (deeper than it, when it
                 // is an item itself) or a heading. A paragraph or a sibling item after dropped
-                // ones, or the end of the answer, leaves it above nothing.
+                // ones, or the end of the answer, leaves it above nothing; so does a sibling item
+                // right after a lead-in that is an item ("1. … For example: [2]" then "2. …":
+                // Qwen2.5-Coder-1.5B ended each item of an answer over uv's docs so).
                 let indent = prefix.len() - prefix.trim_start().len();
                 let is_item = list_prefix(&prefix).is_some();
                 if let Some(open) = &mut open_lead_in {
@@ -693,7 +695,8 @@ pub fn validate_judged(
                     } else if is_item && open.item_indent.is_none_or(|i| indent > i) {
                         open_lead_in = None;
                     } else {
-                        if open.dropped && drop_lead_in(&mut out_blocks, open.at) {
+                        let sibling = is_item && open.item_indent.is_some_and(|i| indent <= i);
+                        if (open.dropped || sibling) && drop_lead_in(&mut out_blocks, open.at) {
                             // A numbered lead-in that went counts as a dropped item of its list.
                             if let (true, Some(i)) = (open.ordered, open.item_indent) {
                                 *lists_dropped.entry(i).or_default() += 1;
@@ -722,7 +725,7 @@ pub fn validate_judged(
                 };
                 if !kept.is_empty() {
                     let block = format!("{prefix}{}", kept.join(" "));
-                    if block.trim_end().ends_with(':') {
+                    if ends_with_colon(&block) {
                         open_lead_in = Some(OpenLeadIn {
                             at: out_blocks.len(),
                             dropped: false,
@@ -1119,7 +1122,7 @@ struct OpenLeadIn {
 /// the block went.
 fn drop_lead_in(blocks: &mut [String], at: usize) -> bool {
     let block = blocks[at].trim_end().to_owned();
-    if !block.ends_with(':') || block.trim_start().starts_with('#') {
+    if !ends_with_colon(&block) || block.trim_start().starts_with('#') {
         return false;
     }
     let prefix = list_prefix(&block).map_or(String::new(), |end| block[..end].to_owned());
@@ -1127,8 +1130,17 @@ fn drop_lead_in(blocks: &mut [String], at: usize) -> bool {
     let Some(last) = said.pop() else {
         return false;
     };
-    if !markers_in(&last).is_empty() {
-        said.push(format!("{}.", last.trim_end_matches(':').trim_end()));
+    // A claim ends with a full stop, its markers before it ("… using pip [1]."); "For example:
+    // [2]" says nothing and goes, its marker with it.
+    if !markers_in(&last).is_empty() && passages::terms(&strip_markers(&last)).len() >= 3 {
+        let colon = last.rfind(':').unwrap_or(last.len());
+        let markers = last[colon..].trim_start_matches(':').trim();
+        let body = last[..colon].trim_end();
+        said.push(if markers.is_empty() {
+            format!("{body}.")
+        } else {
+            format!("{body} {markers}.")
+        });
     }
     if said.is_empty() {
         // Left blank, not removed: the indices of the blocks after it stay.
@@ -1138,6 +1150,12 @@ fn drop_lead_in(blocks: &mut [String], at: usize) -> bool {
         blocks[at] = format!("{prefix}{}", said.join(" "));
         false
     }
+}
+
+/// Whether a block ends with a colon, markers the model wrote after it aside ("For example:
+/// [2]").
+fn ends_with_colon(block: &str) -> bool {
+    strip_markers(block).trim_end().ends_with(':')
 }
 
 /// Removes headings with nothing under them (their section was dropped).
@@ -2361,6 +2379,20 @@ mod tests {
             "{}",
             v.text
         );
+        // Over uv's docs (2026-11-30) the model ended items with "For example: [2]" and went on
+        // with the next item: the lead-in, its marker after the colon, leads into nothing.
+        let two = [
+            shown[0].clone(),
+            source(
+                "docs/dependency-specification.md:54-60 — Tilde requirements",
+                "The tilde requirement `~1.2.3` allows versions from 1.2.3 up to, but not including, 1.3.0.",
+            ),
+        ];
+        let tilde = "The tilde requirement `~1.2.3` allows versions from 1.2.3 up to, but not including, 1.3.0 [2].";
+        let answer = format!("1. {caret} For example: [1]\n2. {tilde}");
+        let v = validate_citations(&answer, &two);
+        assert!(!v.text.contains("For example"), "{}", v.text);
+        assert!(v.text.contains("2. The tilde requirement"), "{}", v.text);
     }
 
     #[test]
