@@ -415,25 +415,28 @@ pub fn extractive(
     let mut text = format!(
         "*Extractive synthesis — {reason}. These are sentences quoted from the sources, the best for each part of the question; no model wrote them.*\n\n"
     );
+    // With no sentence quoted at all, the passages are still there to read: over MkDocs' docs
+    // "None of the retrieved sources has a sentence about the question" was printed for a
+    // question whose three answers (`edit_uri`, `repo_name`) were among them.
     if quoted.claims.is_empty() {
-        text.push_str("None of the retrieved sources has a sentence about the question.");
+        text.push_str("No sentence of the sources found answers the question as asked.");
     } else {
         text.push_str(&render(&all, &quoted));
-        let missing: Vec<String> = quoted
-            .unanswered
-            .iter()
-            .map(|p| {
-                let pointed: Vec<u32> = parts::most_about(question, *p, sources)
-                    .into_iter()
-                    .map(|i| i as u32 + 1)
-                    .collect();
-                parts::unanswered_line(&all[*p].text, "", &pointed)
-            })
-            .collect();
-        if !missing.is_empty() {
-            text.push_str("\n\n");
-            text.push_str(&missing.join(" "));
-        }
+    }
+    let missing: Vec<String> = quoted
+        .unanswered
+        .iter()
+        .map(|p| {
+            let pointed: Vec<u32> = parts::most_about(question, *p, sources)
+                .into_iter()
+                .map(|i| i as u32 + 1)
+                .collect();
+            parts::unanswered_line(&all[*p].text, "", &pointed)
+        })
+        .collect();
+    if !missing.is_empty() {
+        text.push_str("\n\n");
+        text.push_str(&missing.join(" "));
     }
     (text, quoted.claims)
 }
@@ -541,6 +544,33 @@ mod tests {
         assert!(text.ends_with(
             "Nothing in the passages found answers \u{201c}how are generators written\u{201d}."
         ));
+    }
+
+    /// No sentence quoted for any part: the passages about each part are still named.
+    #[test]
+    fn with_no_quote_at_all_each_part_points_to_its_passages() {
+        let sources = vec![
+            source(
+                "docs/config.md:10-14 \u{2014} edit_uri",
+                "```yaml\nedit_uri: blob/main/docs/\n```",
+            ),
+            source(
+                "docs/config.md:20-24 \u{2014} repo_name",
+                "```yaml\nrepo_name: GitLab\n```",
+            ),
+        ];
+        let (text, claims) = extractive(
+            "which edit_uri points at main, and what repo_name does GitLab get",
+            &sources,
+            "the model's answer was not kept",
+        );
+        assert!(claims.is_empty());
+        assert!(
+            text.contains("No sentence of the sources found answers the question as asked."),
+            "{text}"
+        );
+        assert!(text.contains("to read: [1]"), "{text}");
+        assert!(text.contains("to read: [2]"), "{text}");
     }
 
     /// A part no sentence answers, while a passage holds its words (in code, or too few of
