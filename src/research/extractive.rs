@@ -427,11 +427,11 @@ pub fn extractive(
         .unanswered
         .iter()
         .map(|p| {
-            let pointed: Vec<u32> = parts::most_about(question, *p, sources)
+            let pointed: Vec<u32> = parts::most_about(question, *p, sources, 0)
                 .into_iter()
                 .map(|i| i as u32 + 1)
                 .collect();
-            parts::unanswered_line(&all[*p].text, "", &pointed)
+            parts::unanswered_line(&all[*p].text, "", &pointed, false)
         })
         .collect();
     if !missing.is_empty() {

@@ -313,6 +313,7 @@ impl Research {
         let mut usage = synthesis.usage;
         let all_parts = parts::parts_for(&plan.query, candidates);
         let writer = synthesis.writer.clone();
+        let read = synthesis.shown.min(candidates.len());
         let (mut validated, kind) = match synthesis.extractive_claims.take() {
             Some(claims) => (
                 synthesis::number_extractive(&synthesis.text, claims),
@@ -459,7 +460,16 @@ impl Research {
                             Some(how) => format!(" ({how})"),
                             None => String::new(),
                         };
-                        let pointed: Vec<u32> = parts::most_about(&plan.query, *p, candidates)
+                        // The model read the first `read` passages and answered from them:
+                        // the reader is pointed past them, or to them when no other passage
+                        // holds enough of the part's words.
+                        let mut unread = read > 0;
+                        let mut pointed = parts::most_about(&plan.query, *p, candidates, read);
+                        if pointed.is_empty() {
+                            pointed = parts::most_about(&plan.query, *p, candidates, 0);
+                            unread = false;
+                        }
+                        let pointed: Vec<u32> = pointed
                             .into_iter()
                             .map(|i| renumber(i as u32 + 1))
                             .collect();
@@ -467,6 +477,7 @@ impl Research {
                             &all_parts[*p].text,
                             &what,
                             &pointed,
+                            unread,
                         ));
                         continue;
                     }
