@@ -392,7 +392,9 @@ pub fn render(all: &[QuestionPart], quoted: &Quoted) -> String {
             text.push_str(&format!("**{}. {}**\n\n", p + 1, all[*p].text));
         }
         if lines.is_empty() {
-            text.push_str("No source found has a sentence that answers this part.\n\n");
+            // Not "no source has one": the sentences are what was looked for, and the passages
+            // about the part are named at the end (a reader found the answer in them, in code).
+            text.push_str("No sentence to quote was found for this part; the passages most about it are named below.\n\n");
         } else {
             text.push_str(&lines.join("\n"));
             text.push_str("\n\n");
@@ -538,7 +540,7 @@ mod tests {
         );
         assert_eq!(claims.len(), 1);
         assert!(
-            text.contains("**2. how are generators written**\n\nNo source found has a sentence that answers this part."),
+            text.contains("**2. how are generators written**\n\nNo sentence to quote was found for this part; the passages most about it are named below."),
             "{text}"
         );
         assert!(text.ends_with(
