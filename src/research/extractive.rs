@@ -392,9 +392,9 @@ pub fn render(all: &[QuestionPart], quoted: &Quoted) -> String {
             text.push_str(&format!("**{}. {}**\n\n", p + 1, all[*p].text));
         }
         if lines.is_empty() {
-            // Not "no source has one": the sentences are what was looked for, and the passages
-            // about the part are named at the end (a reader found the answer in them, in code).
-            text.push_str("No sentence to quote was found for this part; the passages most about it are named below.\n\n");
+            // Not "no source has one": sentences are what was looked for (a reader found the
+            // answer in a passage's code); the end of the synthesis says where to look.
+            text.push_str("No sentence to quote was found for this part.\n\n");
         } else {
             text.push_str(&lines.join("\n"));
             text.push_str("\n\n");
@@ -429,7 +429,7 @@ pub fn extractive(
         .unanswered
         .iter()
         .map(|p| {
-            let pointed: Vec<u32> = parts::most_about(question, *p, sources, 0)
+            let pointed: Vec<u32> = parts::most_about(question, *p, sources, |_| false)
                 .into_iter()
                 .map(|i| i as u32 + 1)
                 .collect();
@@ -540,7 +540,9 @@ mod tests {
         );
         assert_eq!(claims.len(), 1);
         assert!(
-            text.contains("**2. how are generators written**\n\nNo sentence to quote was found for this part; the passages most about it are named below."),
+            text.contains(
+                "**2. how are generators written**\n\nNo sentence to quote was found for this part."
+            ),
             "{text}"
         );
         assert!(text.ends_with(

@@ -320,8 +320,8 @@ pub fn ranked_for(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
 pub const POINTED: usize = 3;
 
 /// The passages (indices into `sources`) most about part `p` of `question`, best first, at most
-/// [`POINTED`], none retracted and none of the first `read` (those the model was shown and
-/// answered from): where a reader looks when the report could not answer the part. The report
+/// [`POINTED`], none retracted and none the model `read` (was shown, in the synthesis's prompt or
+/// the targeted pass's, and answered from): where a reader looks when the report could not answer the part. The report
 /// says which passages these are, not that nothing answers: over Starlette's docs the part
 /// "how do I generate the URL of a route that lives inside a named Mount" was reported as
 /// answered by nothing while the section that answers it was the first passage of the prompt
@@ -331,13 +331,18 @@ pub const POINTED: usize = 3;
 /// 7 of 20 with the prompt's passages counted and 9 without them (over bat's, Click's,
 /// Poetry's and Starlette's, 1 of 16 and 6; three uv pointers read by hand named the shown
 /// passages and none the answer).
-pub fn most_about(question: &str, p: usize, sources: &[SourceRecord], read: usize) -> Vec<usize> {
+pub fn most_about(
+    question: &str,
+    p: usize,
+    sources: &[SourceRecord],
+    read: impl Fn(usize) -> bool,
+) -> Vec<usize> {
     searched_parts(question, sources)
         .get(p)
         .map(|part| {
             ranked_for(part, sources)
                 .into_iter()
-                .filter(|i| *i >= read && !sources[*i].retracted)
+                .filter(|i| !read(*i) && !sources[*i].retracted)
                 .take(POINTED)
                 .collect()
         })
@@ -434,10 +439,13 @@ mod tests {
             source("d.md", "Retries back off exponentially."),
         ];
         let question = "how does the cache evict entries, and how are retries spaced";
-        assert_eq!(most_about(question, 0, &sources, 0), vec![0, 1, 2]);
+        assert_eq!(most_about(question, 0, &sources, |_| false), vec![0, 1, 2]);
         // The model was shown the first two: the reader is pointed to the third.
-        assert_eq!(most_about(question, 0, &sources, 2), vec![2]);
-        assert_eq!(most_about(question, 0, &sources, 4), Vec::<usize>::new());
+        assert_eq!(most_about(question, 0, &sources, |i| i < 2), vec![2]);
+        assert_eq!(
+            most_about(question, 0, &sources, |i| i < 4),
+            Vec::<usize>::new()
+        );
         assert!(
             unanswered_line("how does the cache evict entries", "", &[3], true)
                 .ends_with("The passage most about it that the model was not shown, to read: [3].")

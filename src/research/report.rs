@@ -42,7 +42,7 @@ pub fn render(r: &ResearchRecord) -> String {
         );
         for (i, p) in r.parts.iter().enumerate() {
             let how = if !p.answered {
-                "not answered (the synthesis names the passages most about it)".to_owned()
+                "not answered".to_owned()
             } else {
                 let refs: Vec<String> = p.sources.iter().map(|n| format!("[{n}]")).collect();
                 format!(

@@ -409,6 +409,8 @@ impl Research {
                 };
                 // What was searched for each part left unanswered, for the report to say.
                 let mut searched: HashMap<usize, String> = HashMap::new();
+                // The passages each part asked again was shown.
+                let mut asked: HashMap<usize, Vec<usize>> = HashMap::new();
                 if let Some(writer) = writer.as_ref() {
                     let again = self
                         .ask_again(
@@ -425,6 +427,7 @@ impl Research {
                     usage.output_tokens += again.usage.output_tokens;
                     notes.extend(again.notes);
                     searched = again.searched;
+                    asked = again.shown;
                     let mut said = String::new();
                     for (p, claims) in again.answers {
                         said.push_str(&format!("**{}**\n\n", all_parts[p].text));
@@ -463,10 +466,13 @@ impl Research {
                         // The model read the first `read` passages and answered from them:
                         // the reader is pointed past them, or to them when no other passage
                         // holds enough of the part's words.
-                        let mut unread = read > 0;
-                        let mut pointed = parts::most_about(&plan.query, *p, candidates, read);
+                        let again = asked.get(p).cloned().unwrap_or_default();
+                        let mut unread = read > 0 || !again.is_empty();
+                        let mut pointed = parts::most_about(&plan.query, *p, candidates, |i| {
+                            i < read || again.contains(&i)
+                        });
                         if pointed.is_empty() {
-                            pointed = parts::most_about(&plan.query, *p, candidates, 0);
+                            pointed = parts::most_about(&plan.query, *p, candidates, |_| false);
                             unread = false;
                         }
                         let pointed: Vec<u32> = pointed
@@ -633,6 +639,7 @@ impl Research {
                 .await;
             again.usage.input_tokens += used.input_tokens;
             again.usage.output_tokens += used.output_tokens;
+            again.shown.insert(p, picked.clone());
             let (answer, shown) = match result {
                 Ok(answer) => answer,
                 Err(why) => {
@@ -912,6 +919,8 @@ struct AskedAgain {
     answers: Vec<(usize, Vec<ValidClaim>)>,
     /// Per part not answered: what was searched.
     searched: HashMap<usize, String>,
+    /// Per part asked again: the passages (indices into the candidates) the model was shown.
+    shown: HashMap<usize, Vec<usize>>,
     notes: Vec<String>,
     usage: crate::model::Usage,
 }

@@ -460,6 +460,11 @@ pub fn validate_judged(
         let clean = item.clean.as_str();
         let outcome = if echoes_prompt(clean) {
             Outcome::Repeated
+        } else if clean.trim_end().ends_with(':') && passages::terms(clean).len() < 3 {
+            // "For example: [2]", "To install, run:" say nothing a passage could support: a
+            // lead-in, never a claim (its marker would send it to the model's check and count
+            // it for a part).
+            Outcome::Connective
         } else if holds_label(clean) {
             // "the configuration file might be located at `README.md:592-613 — Customization ›
             // Adding new themes`": a passage's label is where the prompt put a passage, not a
@@ -690,12 +695,13 @@ pub fn validate_judged(
                 let indent = prefix.len() - prefix.trim_start().len();
                 let is_item = list_prefix(&prefix).is_some();
                 if let Some(open) = &mut open_lead_in {
+                    let sibling = is_item && open.item_indent.is_some_and(|i| indent <= i);
                     if kept.is_empty() {
-                        open.dropped |= lost;
+                        // A sibling item, even one that keeps nothing, is past the lead-in's list.
+                        open.dropped |= lost || sibling;
                     } else if is_item && open.item_indent.is_none_or(|i| indent > i) {
                         open_lead_in = None;
                     } else {
-                        let sibling = is_item && open.item_indent.is_some_and(|i| indent <= i);
                         if (open.dropped || sibling) && drop_lead_in(&mut out_blocks, open.at) {
                             // A numbered lead-in that went counts as a dropped item of its list.
                             if let (true, Some(i)) = (open.ordered, open.item_indent) {
@@ -1132,7 +1138,10 @@ fn drop_lead_in(blocks: &mut [String], at: usize) -> bool {
     };
     // A claim ends with a full stop, its markers before it ("… using pip [1]."); "For example:
     // [2]" says nothing and goes, its marker with it.
-    if !markers_in(&last).is_empty() && passages::terms(&strip_markers(&last)).len() >= 3 {
+    let words = strip_markers(&last)
+        .replace("(attributed)", "")
+        .replace("(re-cited)", "");
+    if !markers_in(&last).is_empty() && passages::terms(&words).len() >= 3 {
         let colon = last.rfind(':').unwrap_or(last.len());
         let markers = last[colon..].trim_start_matches(':').trim();
         let body = last[..colon].trim_end();
@@ -2392,6 +2401,11 @@ mod tests {
         let answer = format!("1. {caret} For example: [1]\n2. {tilde}");
         let v = validate_citations(&answer, &two);
         assert!(!v.text.contains("For example"), "{}", v.text);
+        assert!(
+            v.claims.iter().all(|c| !c.text.contains("For example")),
+            "{:?}",
+            v.claims
+        );
         assert!(v.text.contains("2. The tilde requirement"), "{}", v.text);
     }
 
