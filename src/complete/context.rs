@@ -14,9 +14,6 @@
 //! that already exist) without reading a long suffix again on every keystroke. Most holes the
 //! short suffix missed and the plain 64-line suffix got right had their answer 200–600 bytes
 //! after the cursor (docs/editors.md).
-//!
-//! With `[completion] outline_tokens`, the file's definition lines come as one more chunk
-//! ([`outline`]): what the file defines further up or down, which a short prefix cannot show.
 
 use super::fim::{ExtraFile, FimInput};
 use super::recent::{EditedChunk, RecentEdits};
@@ -43,8 +40,6 @@ pub struct PromptBudget {
     /// The lines after the suffix, as a chunk of the same file ahead of the prompt.
     pub later_tokens: usize,
     pub extra_tokens: usize,
-    /// The file's definition lines, as a chunk ahead of the prompt ([`outline`]); 0 sends none.
-    pub outline_tokens: usize,
 }
 
 /// Lines the chunk of later lines may stay off the line after the suffix, to start where the
@@ -90,16 +85,6 @@ pub fn gather(
         });
         anchor = Some(text.len() - later_start);
     }
-    if budget.outline_tokens > 0 {
-        let cursor_line = lines_in(before);
-        let defined = outline(text, cursor_line, budget.outline_tokens * BYTES_PER_TOKEN);
-        if !defined.is_empty() {
-            extra.push(ExtraFile {
-                path: format!("{path} (outline: what the file defines)"),
-                text: defined,
-            });
-        }
-    }
     let input = FimInput {
         path: path.to_owned(),
         prefix: before[start..].to_owned(),
@@ -107,38 +92,6 @@ pub fn gather(
         extra,
     };
     (input, anchor)
-}
-
-/// The definition lines of `text` (a line that opens a `def`, `class`, `fn`, `struct`, `enum`,
-/// `trait`, `impl`, `type`, `interface`, `function`, `mod`, `const` or `static`, after
-/// modifiers such as `pub`, `export`, `async`), but the cursor's line `skip`, in the file's
-/// order, within `max_bytes` (the first ones). A short prefix cannot show what the file defines
-/// further up: patchwise's arrivals suggested `def rebuild_auth(` 80 lines below where requests'
-/// sessions.py defines it, and on the 33 holes where its arrivals and the plain prompt's (256
-/// lines before the cursor) differ, this chunk made 15 exact against 12 (docs/editors.md). It is
-/// the same for every cursor in the file but a definition's own line, so a provider keeps it
-/// cached while the user works down the file.
-pub fn outline(text: &str, skip: usize, max_bytes: usize) -> String {
-    static DEFINITION: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let definition = DEFINITION.get_or_init(|| {
-        regex::Regex::new(
-            r"^\s*(?:(?:pub(?:\([^)]*\))?|export|default|async|unsafe|abstract|declare)\s+)*(?:def|class|fn|struct|enum|trait|impl|type|interface|function|mod|const|static)\b",
-        )
-        .expect("definition pattern")
-    });
-    let mut out = String::new();
-    for (i, line) in text.lines().enumerate() {
-        if i == skip || !definition.is_match(line) {
-            continue;
-        }
-        let line = line.trim_end();
-        if out.len() + line.len() + 1 > max_bytes {
-            break;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
 }
 
 /// Where the chunk of later lines starts: the line after the suffix (`natural`), or the
@@ -341,7 +294,6 @@ mod tests {
         suffix_tokens: 10_000,
         later_tokens: 0,
         extra_tokens: 0,
-        outline_tokens: 0,
     };
 
     #[test]
@@ -359,7 +311,6 @@ mod tests {
             suffix_tokens: 10,
             later_tokens: 0,
             extra_tokens: 0,
-            outline_tokens: 0,
         };
         let first = alone(&text, text.len(), budget);
         assert!(first.prefix.len() <= 600);
@@ -376,7 +327,6 @@ mod tests {
             suffix_tokens: 5,
             later_tokens: 0,
             extra_tokens: 100,
-            outline_tokens: 0,
         };
         let others = [
             OtherDocument {
@@ -392,28 +342,6 @@ mod tests {
         assert_eq!(input.suffix, "a\nbbbbbbbbbb\n");
         let paths: Vec<&str> = input.extra.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(paths, ["b.py", "z.py"]);
-    }
-
-    #[test]
-    fn the_outline_lists_what_the_file_defines_but_the_cursor_s_line() {
-        let text = "import os\n\nclass Session:\n    def rebuild_auth(self, request):\n        pass\n\n    def rebuild_method(\n\npub(crate) fn new() -> Self {\nexport type Hook = () => void;\n";
-        assert_eq!(
-            outline(text, 6, 1000),
-            "class Session:\n    def rebuild_auth(self, request):\npub(crate) fn new() -> Self {\nexport type Hook = () => void;\n"
-        );
-        // Within its budget, the first ones.
-        assert_eq!(outline(text, 6, 20), "class Session:\n");
-        let budget = PromptBudget {
-            prefix_tokens: 100,
-            suffix_tokens: 10,
-            outline_tokens: 100,
-            ..NONE
-        };
-        let input = alone(text, text.find("    def rebuild_method").unwrap(), budget);
-        let chunk = input.extra.last().expect("the outline chunk");
-        assert_eq!(chunk.path, "a (outline: what the file defines)");
-        assert!(chunk.text.contains("def rebuild_auth("), "{}", chunk.text);
-        assert!(alone(text, 0, NONE).extra.is_empty());
     }
 
     #[test]
@@ -451,7 +379,6 @@ mod tests {
             suffix_tokens: 10,
             later_tokens: 0,
             extra_tokens: 100,
-            outline_tokens: 0,
         };
         let cursor = text.find("line 295").unwrap();
         let input = gather("a", &text, cursor, &others, &recent, None, budget).0;
@@ -490,7 +417,6 @@ mod tests {
             suffix_tokens: 6,
             later_tokens: 35,
             extra_tokens: 100,
-            outline_tokens: 0,
         };
         let cursor = text.find("line 50").unwrap();
         let input = gather("a.rs", &text, cursor, &others, &recent, None, budget).0;
@@ -525,7 +451,6 @@ mod tests {
             suffix_tokens: 6,
             later_tokens: 30,
             extra_tokens: 0,
-            outline_tokens: 0,
         };
         let at = |text: &str, line: usize, previous: Option<usize>| {
             let cursor = text.find(&format!("line {line:03}")).unwrap();
@@ -585,7 +510,7 @@ mod tests {
         ) {
             const PIECES: &[&str] = &["x", "é", "\n", "  ", "😀", "ab\n"];
             let text: String = pieces.iter().map(|&i| PIECES[i]).collect();
-            let budget = PromptBudget { prefix_tokens: 10, suffix_tokens, later_tokens, extra_tokens: 0, outline_tokens: 0 };
+            let budget = PromptBudget { prefix_tokens: 10, suffix_tokens, later_tokens, extra_tokens: 0 };
             let (input, from_end) = gather("a", &text, at, &[], &RecentEdits::default(), anchor, budget);
             let cursor = floor_boundary(&text, at);
             proptest::prop_assert!(text[..cursor].ends_with(&input.prefix));

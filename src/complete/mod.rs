@@ -143,7 +143,6 @@ impl Completer {
             suffix_tokens: section.suffix_tokens as usize,
             later_tokens: section.later_tokens as usize,
             extra_tokens: section.extra_context_tokens as usize,
-            outline_tokens: section.outline_tokens as usize,
         };
         let one_line = mid_line || !section.multi_line;
         let input = {

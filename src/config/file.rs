@@ -607,15 +607,6 @@ pub struct CompletionSection {
     /// none.
     #[schemars(range(min = 0, max = 100_000))]
     pub extra_context_tokens: u32,
-    /// Tokens of the file's definition lines (`def`, `class`, `fn`, `struct`, `type`,
-    /// `interface`, …) as another chunk of the same file ahead of the prompt (for models whose
-    /// format has files: Qwen, StarCoder2): what the file already defines beyond the text around
-    /// the cursor, the same for every cursor in the file, so the provider keeps it cached. 0
-    /// sends none, the default until the completion bench has measured it on every hole (on the
-    /// 33 where patchwise's and the plain prompt's arrivals differ, 15 exact against 12: see
-    /// docs/editors.md).
-    #[schemars(range(min = 0, max = 100_000))]
-    pub outline_tokens: u32,
     /// The request the provider gets.
     pub api: FimApi,
     /// The model's fill-in-the-middle tokens.
@@ -635,7 +626,6 @@ impl Default for CompletionSection {
             suffix_tokens: 64,
             later_tokens: 512,
             extra_context_tokens: 256,
-            outline_tokens: 0,
             api: FimApi::Auto,
             fim: FimFamilyChoice::Auto,
         }

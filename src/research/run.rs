@@ -466,7 +466,7 @@ impl Research {
                         // The model read the first `read` passages and answered from them:
                         // the reader is pointed past them, or to them when no other passage
                         // holds enough of the part's words.
-                        let again = asked.get(p).cloned().unwrap_or_default();
+                        let again = asked.get(p).map_or(&[][..], Vec::as_slice);
                         let mut unread = read > 0 || !again.is_empty();
                         let mut pointed = parts::most_about(&plan.query, *p, candidates, |i| {
                             i < read || again.contains(&i)
@@ -639,9 +639,13 @@ impl Research {
                 .await;
             again.usage.input_tokens += used.input_tokens;
             again.usage.output_tokens += used.output_tokens;
-            again.shown.insert(p, picked.clone());
             let (answer, shown) = match result {
-                Ok(answer) => answer,
+                Ok((answer, shown)) => {
+                    again
+                        .shown
+                        .insert(p, picked[..shown.min(picked.len())].to_vec());
+                    (answer, shown)
+                }
                 Err(why) => {
                     again.notes.push(format!(
                         "asking the model again about \u{201c}{}\u{201d} gave no answer ({why})",

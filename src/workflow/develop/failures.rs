@@ -322,11 +322,14 @@ fn pytest(output: &str) -> Option<Vec<TestFailure>> {
 /// id with parameters may hold ` - ` itself, inside its brackets).
 fn summary_line(line: &str) -> Option<(&str, &str)> {
     let rest = line.strip_prefix("FAILED ")?.trim();
-    let cut = match rest.find('[') {
+    let dash = rest.find(" - ");
+    // Only a bracket before the first ` - ` opens parameters: a message may hold brackets too
+    // (`- assert [1, 2] - [3] == [1]`).
+    let cut = match rest.find('[').filter(|&open| dash.is_none_or(|d| open < d)) {
         Some(open) => rest[open..]
             .find("] - ")
             .map(|k| (open + k + 1, open + k + 4)),
-        None => rest.find(" - ").map(|k| (k, k + 3)),
+        None => dash.map(|k| (k, k + 3)),
     };
     Some(match cut {
         Some((end, start)) => (rest[..end].trim(), rest[start..].trim()),
@@ -629,6 +632,10 @@ mod tests {
         assert_eq!(
             summary_line("FAILED t.py::Case::test_y - ValueError: x - y"),
             Some(("t.py::Case::test_y", "ValueError: x - y"))
+        );
+        assert_eq!(
+            summary_line("FAILED t.py::test_w - ValueError: bad [x] - y"),
+            Some(("t.py::test_w", "ValueError: bad [x] - y"))
         );
         assert_eq!(
             summary_line("FAILED t.py::test_z"),
