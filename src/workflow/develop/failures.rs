@@ -364,6 +364,102 @@ pub fn counted(output: &str) -> Option<usize> {
     (n > 0).then_some(n)
 }
 
+/// How many tests a run passed, as the runner's own summary says (pytest's `3 failed, 1 passed
+/// in 0.5s`, unittest's `Ran 4 tests` with `FAILED (failures=2)`, cargo's `test result: … 3
+/// passed; 2 failed`, summed over its test binaries, Jest's and Vitest's `Tests: 2 failed, 3
+/// passed`, node's TAP `# pass 3`, Mocha's `3 passing`); `None` when no summary is read. A run
+/// that stopped before its tests (pytest's `1 error` in collection, a compile error) passed 0
+/// when the summary says so and is unread otherwise. What a fix round's progress is measured by
+/// (`step.rs`): a failing count falls when a collection error hides every test.
+pub fn passed(output: &str) -> Option<usize> {
+    let lines: Vec<&str> = output.lines().map(str::trim).collect();
+    let number_before = |words: &[&str], word: &str| -> Option<usize> {
+        words
+            .windows(2)
+            .find(|w| w[1] == word)
+            .and_then(|w| w[0].parse().ok())
+    };
+    let words_of = |line: &str| -> Vec<String> {
+        line.split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    // cargo: one `test result:` line per test binary.
+    let cargo: Vec<usize> = lines
+        .iter()
+        .filter(|l| l.starts_with("test result: "))
+        .filter_map(|l| {
+            let w = words_of(l);
+            let w: Vec<&str> = w.iter().map(String::as_str).collect();
+            number_before(&w, "passed")
+        })
+        .collect();
+    if !cargo.is_empty() {
+        return Some(cargo.iter().sum());
+    }
+    // unittest: `Ran N tests`, then `OK` or `FAILED (failures=a, errors=b)`.
+    if let Some(ran) = lines.iter().rev().find_map(|l| {
+        l.strip_prefix("Ran ")
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse::<usize>().ok())
+    }) {
+        let bad = lines
+            .iter()
+            .rev()
+            .find(|l| l.starts_with("FAILED ("))
+            .map_or(0, |l| {
+                l.split(|c: char| c == '(' || c == ')' || c == ',')
+                    .filter_map(|kv| kv.trim().split_once('='))
+                    .filter(|(k, _)| matches!(*k, "failures" | "errors"))
+                    .filter_map(|(_, v)| v.parse::<usize>().ok())
+                    .sum()
+            });
+        return Some(ran.saturating_sub(bad));
+    }
+    // Jest (`Tests: 2 failed, 3 passed, 5 total`) and Vitest (`Tests  2 failed | 3 passed (5)`).
+    if let Some(l) = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("Tests:") || l.starts_with("Tests "))
+    {
+        let w = words_of(l);
+        let w: Vec<&str> = w.iter().map(String::as_str).collect();
+        if w.iter()
+            .any(|x| matches!(*x, "passed" | "failed" | "total"))
+        {
+            return Some(number_before(&w, "passed").unwrap_or(0));
+        }
+    }
+    // node --test (TAP): `# pass 3`.
+    if let Some(n) = lines.iter().rev().find_map(|l| {
+        l.strip_prefix("# pass ")
+            .and_then(|n| n.trim().parse::<usize>().ok())
+    }) {
+        return Some(n);
+    }
+    // pytest's last line: `3 failed, 1 passed, 2 errors in 0.50s`, `1 error in 0.17s`.
+    if let Some(l) = lines.iter().rev().find(|l| {
+        let l = l.trim_matches(|c: char| c == '=' || c == ' ');
+        (l.contains(" failed") || l.contains(" passed") || l.contains(" error"))
+            && l.contains(" in ")
+            && (l.ends_with('s') || l.ends_with(')'))
+    }) {
+        let w = words_of(l);
+        let w: Vec<&str> = w.iter().map(String::as_str).collect();
+        return Some(number_before(&w, "passed").unwrap_or(0));
+    }
+    // Mocha: `3 passing`, `2 failing` (no `passing` line when none passed).
+    let mocha = |word: &str| {
+        lines.iter().rev().find_map(|l| {
+            let mut w = l.split_whitespace();
+            let n = w.next()?.parse::<usize>().ok()?;
+            (w.next() == Some(word)).then_some(n)
+        })
+    };
+    mocha("passing").or_else(|| mocha("failing").map(|_| 0))
+}
+
 fn cargo(output: &str) -> Option<Vec<TestFailure>> {
     let lines: Vec<&str> = output.lines().collect();
     let mut out = Vec::new();
@@ -621,6 +717,45 @@ mod tests {
         let text = describe(&found, &no_files, 2500);
         assert!(text.starts_with("28 failing tests:\n"), "{text}");
         assert!(text.contains("IndexError: pop from empty list"), "{text}");
+    }
+
+    #[test]
+    fn passed_tests_are_read_from_each_runner_s_summary() {
+        // pytest, a collection error, unittest, cargo (two binaries), Jest, Vitest, node, Mocha.
+        assert_eq!(
+            passed("..F\n=== 3 failed, 1 passed, 2 errors in 0.50s ===\n"),
+            Some(1)
+        );
+        assert_eq!(passed("16 failed in 0.07s\n"), Some(0));
+        assert_eq!(
+            passed(
+                "ERROR affine_cipher_test.py\n!!!! Interrupted: 1 error during collection !!!!\n1 error in 0.17s\n"
+            ),
+            Some(0)
+        );
+        assert_eq!(passed("=== 4 passed in 0.10s ===\n"), Some(4));
+        assert_eq!(
+            passed("FAIL: test_x (t.T)\n----\nRan 19 tests in 0.003s\n\nFAILED (failures=1)\n"),
+            Some(18)
+        );
+        assert_eq!(passed("Ran 5 tests in 0.001s\n\nOK\n"), Some(5));
+        assert_eq!(
+            passed(
+                "test result: FAILED. 3 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out\n\
+                 test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n"
+            ),
+            Some(7)
+        );
+        assert_eq!(
+            passed("Tests:       2 failed, 3 passed, 5 total\nTime: 1 s\n"),
+            Some(3)
+        );
+        assert_eq!(passed(" Tests  2 failed | 3 passed (5)\n"), Some(3));
+        assert_eq!(passed("# tests 5\n# pass 3\n# fail 2\n"), Some(3));
+        assert_eq!(passed("  3 passing (12ms)\n  2 failing\n"), Some(3));
+        // A compile error, or a runner this does not know: unread.
+        assert_eq!(passed("error[E0425]: cannot find value `x`\n"), None);
+        assert_eq!(passed("--- FAIL: TestX (0.00s)\nFAIL\n"), None);
     }
 
     #[test]

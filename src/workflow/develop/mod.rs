@@ -546,6 +546,7 @@ pub async fn run(
         step_texts: HashMap::new(),
         resample: Resample::default(),
         last_test_print: None,
+        last_tests_passed: None,
         failing_outside: false,
         tests_after_files: false,
     };
@@ -608,6 +609,8 @@ struct Run<'a> {
     /// How the tests failed in their last run (`step::test_print`), for the fix round that
     /// follows.
     last_test_print: Option<u64>,
+    /// How many tests passed in that run, when its runners say ([`step::tests_passed`]).
+    last_tests_passed: Option<usize>,
     /// The tests of that run fail only in files the run did not change: the changed code is
     /// the mistake, not a test it wrote (`failing_outside_changes`).
     failing_outside: bool,
@@ -714,6 +717,7 @@ impl Run<'_> {
                 goal: Some(goal),
                 afresh: None,
                 failing: None,
+                passing: None,
             };
             let report = self.run_step(&plan, &spec).await?;
             if let Some(e) = &report.error {
@@ -1214,10 +1218,12 @@ impl Run<'_> {
         if runs.iter().all(|r| r.passed) {
             self.report.verify = VerifyStatus::Passed;
             self.last_test_print = None;
+            self.last_tests_passed = None;
             self.failing_outside = false;
             return Ok(None);
         }
         self.last_test_print = Some(step::test_print(&runs));
+        self.last_tests_passed = step::tests_passed(&runs);
         let changed = self.changed_rel();
         // A file the run created stays when the others are set back (`back_to_the_originals`):
         // its code would face the files it was written with undone.
@@ -1330,6 +1336,7 @@ impl Run<'_> {
                     2
                 }),
                 failing: self.last_test_print,
+                passing: self.last_tests_passed,
             };
             let report = self.run_step(plan, &spec).await?;
             let status = report.status;
@@ -1454,6 +1461,7 @@ impl Run<'_> {
                 goal: None,
                 afresh: None,
                 failing: None,
+                passing: None,
             };
             let report = self.run_step(plan, &spec).await?;
             let fixed = report.status == StepStatus::Done;

@@ -78,6 +78,10 @@ pub(super) struct StepSpec {
     pub afresh: Option<usize>,
     /// How the tests failed when a fix round was asked ([`test_print`] of that run).
     pub failing: Option<u64>,
+    /// How many tests passed on the code a fix round was given, when the runner says
+    /// ([`tests_passed`]): the mark its answers must beat (`docs/develop.md`, "No call spent
+    /// twice").
+    pub passing: Option<usize>,
 }
 
 /// What the answers of the attempt asked now have done so far.
@@ -94,6 +98,8 @@ struct Answers {
     told_missing_again: bool,
     /// Answers in a row whose blocks were all refused.
     refused_in_a_row: usize,
+    /// An answer of this attempt passed more tests than any code of the step before it.
+    progressed: bool,
     /// Answers of this attempt that changed nothing and were answered with why (refused blocks
     /// or calls), by [`answer_print`]: the same answer again ends the attempt, as the same
     /// words would get it again.
@@ -143,6 +149,10 @@ struct Memory {
     told_tests: Option<u64>,
     /// How the tests failed at the end of each failed attempt.
     attempt_failures: Vec<Option<u64>>,
+    /// The most tests any tested code of a fix round passed, the code it was given included.
+    best_passed: Option<usize>,
+    /// Failed attempts in a row that passed no more tests than the best before them.
+    without_progress: usize,
     /// The step ends without another attempt.
     stopped: bool,
 }
@@ -409,6 +419,25 @@ impl Policy for Step<'_, '_> {
                 at.attempt
             ));
         }
+        // A fix round whose last two attempts passed no more tests than the best code before
+        // them ends: on the develop bench's exercises the 1.5B model's next attempt after two
+        // such was no better in any recorded round (`docs/develop.md`, "No call spent twice").
+        if let Some(best) = self.memory.best_passed {
+            if self.answers.progressed {
+                self.memory.without_progress = 0;
+            } else {
+                self.memory.without_progress += 1;
+            }
+            if self.memory.without_progress >= 2 && !self.memory.stopped {
+                self.memory.stopped = true;
+                self.memory.notes.push(format!(
+                    "attempts {} and {} passed no more tests than the best code before them \
+                     ({best}); no further attempt",
+                    at.attempt - 1,
+                    at.attempt
+                ));
+            }
+        }
         self.restore();
     }
 
@@ -445,6 +474,7 @@ impl Run<'_> {
         if let Some(failing) = spec.failing {
             memory.judged.insert(self.code_print(), failing);
         }
+        memory.best_passed = spec.passing;
         let coder = self.roles().coder.clone();
         let escalation = self.roles().escalation.clone();
         let mut step = Step {
@@ -1003,6 +1033,20 @@ impl Run<'_> {
                 "its answer fails the tests the same way as the code it was shown".to_owned(),
             ));
         }
+        // Told how its own new code fails, the 1.5B model gave it back or made it no better in
+        // 33 of 34 recorded follow-ups: an answer that passes no more tests than the best code
+        // before it ends the attempt, and the next starts afresh (`docs/develop.md`, "No call
+        // spent twice").
+        if let (Some(best), Some(now)) = (memory.best_passed, tests_passed(&runs)) {
+            if now <= best {
+                return Ok(failed(format!(
+                    "its answer passes {now} test(s), no more than the best code before it \
+                     ({best})"
+                )));
+            }
+            memory.best_passed = Some(now);
+            state.progressed = true;
+        }
         memory.told_tests = Some(print);
         let failures = self.test_failures(&runs);
         memory.failing = Some(failures.clone());
@@ -1261,6 +1305,14 @@ pub(super) fn test_print(runs: &[CheckRun]) -> u64 {
         }
     }
     super::checks::fingerprint(&text)
+}
+
+/// How many tests passed in a test run, as its runners' summaries say
+/// ([`super::failures::passed`], summed over the commands); `None` when one of them is not read.
+pub(super) fn tests_passed(runs: &[CheckRun]) -> Option<usize> {
+    runs.iter()
+        .map(|r| super::failures::passed(&r.full_output))
+        .sum()
 }
 
 /// How a step's clean start names the attempts that failed before it.
