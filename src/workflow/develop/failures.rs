@@ -409,7 +409,7 @@ pub fn passed(output: &str) -> Option<usize> {
             .rev()
             .find(|l| l.starts_with("FAILED ("))
             .map_or(0, |l| {
-                l.split(|c: char| c == '(' || c == ')' || c == ',')
+                l.split(['(', ')', ','])
                     .filter_map(|kv| kv.trim().split_once('='))
                     .filter(|(k, _)| matches!(*k, "failures" | "errors"))
                     .filter_map(|(_, v)| v.parse::<usize>().ok())
