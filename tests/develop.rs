@@ -899,3 +899,8 @@ async fn real_small_model_fix_that_dropped_an_annotation_gets_it_put_back() {
 async fn real_small_model_rename_that_dropped_a_path_is_shown_what_it_dropped() {
     scenario("qwen_rename_dropped_path_shown").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_round_answer_that_passes_more_tests_is_told_how_they_still_fail() {
+    scenario("fix_round_progress_is_told_again").await;
+}
