@@ -1350,20 +1350,35 @@ impl Run<'_> {
                     ));
                     break;
                 }
-                // Undone, it leaves the code and the failing tests as they were: the next
-                // round would be asked the same thing (docs/develop.md, "Budget").
+                // Undone, it leaves the code and the failing tests as they were, or the code
+                // of its best answer, shown to the model already: the next round would be asked
+                // the same thing (docs/develop.md, "Budget").
                 StepStatus::Failed => {
+                    // It left better code than it was given: the tests say how that fails.
+                    let kept = !self.report.steps.last().is_none_or(|s| s.changed.is_empty());
+                    if kept {
+                        self.run_tests().await?;
+                    }
                     if round + 1 < rounds {
                         let skipped = if round + 2 == rounds {
                             format!("fix round {rounds}")
                         } else {
                             format!("fix rounds {}–{rounds}", round + 2)
                         };
-                        self.report.not_done.push(format!(
-                            "{skipped}: fix round {} failed for good, and the next would start \
-                             from the same code and the same failing tests",
-                            round + 1
-                        ));
+                        self.report.not_done.push(if kept {
+                            format!(
+                                "{skipped}: fix round {} failed for good; it left the code of \
+                                 its answer that passed the most tests, which the model was \
+                                 already shown with how it fails",
+                                round + 1
+                            )
+                        } else {
+                            format!(
+                                "{skipped}: fix round {} failed for good, and the next would \
+                                 start from the same code and the same failing tests",
+                                round + 1
+                            )
+                        });
                     }
                     break;
                 }
@@ -1511,7 +1526,8 @@ impl Run<'_> {
     fn step_ended(&mut self, report: StepReport) {
         if let Some(on_step) = self.ctx.on_step.clone() {
             let mut files = Vec::new();
-            if report.status == StepStatus::Done {
+            // A failed fix round that kept its best code changed files too.
+            if report.status == StepStatus::Done || !report.changed.is_empty() {
                 let root = self.root();
                 for c in self.session().copy.changes() {
                     if !report.changed.contains(&rel_of(&root, &c.path)) {

@@ -153,6 +153,9 @@ struct Memory {
     best_passed: Option<usize>,
     /// Failed attempts in a row that passed no more tests than the best before them.
     without_progress: usize,
+    /// The working copy and ledger when an answer of a fix round passed the most tests so far,
+    /// and how many: what a round that fails leaves, not the code it was given.
+    best_code: Option<(tools::WorkingCopy, crate::edit::Ledger, usize)>,
     /// The step ends without another attempt.
     stopped: bool,
 }
@@ -546,14 +549,41 @@ impl Run<'_> {
                 model,
                 failures,
                 ..
-            }) => Ok(report(
-                StepStatus::Failed,
-                attempts,
-                model.name().to_owned(),
-                Vec::new(),
-                step.memory.notes,
-                failures.last().cloned(),
-            )),
+            }) => {
+                let (before_changes, mut notes) = (step.before_changes, step.memory.notes);
+                // A fix round that wrote code passing more tests than the code it was given
+                // leaves that code: the closest the run came (`docs/develop.md`, "No call
+                // spent twice"); its files are the step's changes.
+                let mut changed = Vec::new();
+                if let (Some((copy, ledger, passed)), Some(given)) =
+                    (step.memory.best_code, spec.passing)
+                {
+                    let s = self.session();
+                    s.copy = copy;
+                    s.ledger = ledger;
+                    let root = self.root();
+                    changed = self
+                        .changes()
+                        .iter()
+                        .filter(|(p, t)| {
+                            !before_changes.iter().any(|(bp, bt)| bp == p && bt == t)
+                        })
+                        .map(|(p, _)| rel_of(&root, p))
+                        .collect();
+                    notes.push(format!(
+                        "kept the code of its answer that passed the most tests ({passed}, \
+                         against {given} before the round)"
+                    ));
+                }
+                Ok(report(
+                    StepStatus::Failed,
+                    attempts,
+                    model.name().to_owned(),
+                    changed,
+                    notes,
+                    failures.last().cloned(),
+                ))
+            }
         }
     }
 
@@ -1046,6 +1076,8 @@ impl Run<'_> {
             }
             memory.best_passed = Some(now);
             state.progressed = true;
+            let s = self.session();
+            memory.best_code = Some((s.copy.clone(), s.ledger.clone(), now));
         }
         memory.told_tests = Some(print);
         let failures = self.test_failures(&runs);
