@@ -1355,7 +1355,11 @@ impl Run<'_> {
                 // the same thing (docs/develop.md, "Budget").
                 StepStatus::Failed => {
                     // It left better code than it was given: the tests say how that fails.
-                    let kept = !self.report.steps.last().is_none_or(|s| s.changed.is_empty());
+                    let kept = !self
+                        .report
+                        .steps
+                        .last()
+                        .is_none_or(|s| s.changed.is_empty());
                     if kept {
                         self.run_tests().await?;
                     }

@@ -565,9 +565,7 @@ impl Run<'_> {
                     changed = self
                         .changes()
                         .iter()
-                        .filter(|(p, t)| {
-                            !before_changes.iter().any(|(bp, bt)| bp == p && bt == t)
-                        })
+                        .filter(|(p, t)| !before_changes.iter().any(|(bp, bt)| bp == p && bt == t))
                         .map(|(p, _)| rel_of(&root, p))
                         .collect();
                     notes.push(format!(
