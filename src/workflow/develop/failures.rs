@@ -364,90 +364,95 @@ pub fn counted(output: &str) -> Option<usize> {
     (n > 0).then_some(n)
 }
 
-/// How many tests a run passed, as the runner's own summary says (pytest's `3 failed, 1 passed
-/// in 0.5s`, unittest's `Ran 4 tests` with `FAILED (failures=2)`, cargo's `test result: … 3
-/// passed; 2 failed`, summed over its test binaries, Jest's and Vitest's `Tests: 2 failed, 3
-/// passed`, node's TAP `# pass 3`, Mocha's `3 passing`); `None` when no summary is read. A run
-/// that stopped before its tests (pytest's `1 error` in collection, a compile error) passed 0
-/// when the summary says so and is unread otherwise. What a fix round's progress is measured by
-/// (`step.rs`): a failing count falls when a collection error hides every test.
+/// How many tests a run passed, as the runner's own summary says (pytest's last line `3 failed,
+/// 1 passed in 0.5s`, unittest's `Ran 4 tests in …` with `FAILED (failures=2)`, cargo's `test
+/// result: … 3 passed; 2 failed`, summed over its test binaries, Jest's `Tests: 2 failed, 3
+/// passed`, Vitest's `Tests  2 failed | 3 passed`, node's `# pass 3` or `ℹ pass 3`, Mocha's `3
+/// passing`); `None` when no summary is read, or when cargo's output was cut (a binary's line
+/// may be in the part left out). A run that stopped before its tests (pytest's `1 error` in
+/// collection) passed 0. What a fix round's progress is measured by (`step.rs`): a failing
+/// count falls when a collection error hides every test.
 pub fn passed(output: &str) -> Option<usize> {
     let lines: Vec<&str> = output.lines().map(str::trim).collect();
-    let number_before = |words: &[&str], word: &str| -> Option<usize> {
-        words
-            .windows(2)
-            .find(|w| w[1] == word)
-            .and_then(|w| w[0].parse().ok())
-    };
     let words_of = |line: &str| -> Vec<String> {
         line.split(|c: char| !c.is_ascii_alphanumeric())
             .filter(|w| !w.is_empty())
             .map(str::to_owned)
             .collect()
     };
-    // cargo: one `test result:` line per test binary.
+    let number_before = |line: &str, word: &str| -> Option<usize> {
+        let w = words_of(line);
+        w.windows(2)
+            .find(|w| w[1] == word)
+            .and_then(|w| w[0].parse().ok())
+    };
+    let starts_with_number =
+        |rest: &str| rest.trim_start().starts_with(|c: char| c.is_ascii_digit());
+    // cargo: one `test result:` line per test binary (doc-tests included).
     let cargo: Vec<usize> = lines
         .iter()
         .filter(|l| l.starts_with("test result: "))
-        .filter_map(|l| {
-            let w = words_of(l);
-            let w: Vec<&str> = w.iter().map(String::as_str).collect();
-            number_before(&w, "passed")
-        })
+        .filter_map(|l| number_before(l, "passed"))
         .collect();
     if !cargo.is_empty() {
-        return Some(cargo.iter().sum());
+        return (!lines.iter().any(|l| is_cut_note(l))).then(|| cargo.iter().sum());
     }
-    // unittest: `Ran N tests`, then `OK` or `FAILED (failures=a, errors=b)`.
-    if let Some(ran) = lines.iter().rev().find_map(|l| {
-        l.strip_prefix("Ran ")
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|n| n.parse::<usize>().ok())
+    // unittest: `Ran N tests in 0.01s`, then `OK` or `FAILED (failures=a, errors=b, skipped=c)`.
+    if let Some((k, ran)) = lines.iter().enumerate().rev().find_map(|(k, l)| {
+        let rest = l.strip_prefix("Ran ")?;
+        let (n, rest) = rest.split_once(' ')?;
+        (rest.starts_with("test") && rest.contains(" in "))
+            .then(|| n.parse::<usize>().ok())
+            .flatten()
+            .map(|n| (k, n))
     }) {
-        let bad = lines
+        let not_passed = lines[k..]
             .iter()
-            .rev()
-            .find(|l| l.starts_with("FAILED ("))
+            .find(|l| l.starts_with("FAILED (") || l.starts_with("OK ("))
             .map_or(0, |l| {
                 l.split(['(', ')', ','])
                     .filter_map(|kv| kv.trim().split_once('='))
-                    .filter(|(k, _)| matches!(*k, "failures" | "errors"))
+                    .filter(|(k, _)| {
+                        matches!(*k, "failures" | "errors" | "skipped" | "expected failures")
+                    })
                     .filter_map(|(_, v)| v.parse::<usize>().ok())
                     .sum()
             });
-        return Some(ran.saturating_sub(bad));
+        return Some(ran.saturating_sub(not_passed));
     }
-    // Jest (`Tests: 2 failed, 3 passed, 5 total`) and Vitest (`Tests  2 failed | 3 passed (5)`).
-    if let Some(l) = lines
-        .iter()
-        .rev()
-        .find(|l| l.starts_with("Tests:") || l.starts_with("Tests "))
-    {
-        let w = words_of(l);
-        let w: Vec<&str> = w.iter().map(String::as_str).collect();
-        if w.iter()
-            .any(|x| matches!(*x, "passed" | "failed" | "total"))
-        {
-            return Some(number_before(&w, "passed").unwrap_or(0));
-        }
+    // Jest (`Tests:       2 failed, 3 passed, 5 total`), Vitest (`Tests  2 failed | 3 passed (5)`).
+    if let Some(l) = lines.iter().rev().find(|l| {
+        l.strip_prefix("Tests:").is_some_and(starts_with_number)
+            || l.strip_prefix("Tests  ").is_some_and(starts_with_number)
+    }) {
+        return Some(number_before(l, "passed").unwrap_or(0));
     }
-    // node --test (TAP): `# pass 3`.
+    // node --test: TAP's `# pass 3`, the spec reporter's `ℹ pass 3` (Node 23 on).
     if let Some(n) = lines.iter().rev().find_map(|l| {
         l.strip_prefix("# pass ")
+            .or_else(|| l.strip_prefix("ℹ pass "))
             .and_then(|n| n.trim().parse::<usize>().ok())
     }) {
         return Some(n);
     }
-    // pytest's last line: `3 failed, 1 passed, 2 errors in 0.50s`, `1 error in 0.17s`.
-    if let Some(l) = lines.iter().rev().find(|l| {
+    // pytest: its last line, `=== 3 failed, 1 passed, 2 errors in 0.50s ===`, `1 error in 0.17s`,
+    // `no tests ran in 0.01s`.
+    if let Some(l) = lines.iter().rev().find(|l| !l.is_empty()) {
         let l = l.trim_matches(|c: char| c == '=' || c == ' ');
-        (l.contains(" failed") || l.contains(" passed") || l.contains(" error"))
-            && l.contains(" in ")
-            && (l.ends_with('s') || l.ends_with(')'))
-    }) {
-        let w = words_of(l);
-        let w: Vec<&str> = w.iter().map(String::as_str).collect();
-        return Some(number_before(&w, "passed").unwrap_or(0));
+        let timed = l.rsplit_once(" in ").is_some_and(|(_, t)| {
+            t.starts_with(|c: char| c.is_ascii_digit())
+                && t.split_whitespace()
+                    .next()
+                    .is_some_and(|t| t.ends_with('s'))
+        });
+        let counted = [
+            "passed", "failed", "error", "errors", "skipped", "xfailed", "xpassed",
+        ]
+        .iter()
+        .any(|w| number_before(l, w).is_some());
+        if timed && (counted || l.starts_with("no tests ran")) {
+            return Some(number_before(l, "passed").unwrap_or(0));
+        }
     }
     // Mocha: `3 passing`, `2 failing` (no `passing` line when none passed).
     let mocha = |word: &str| {
@@ -753,6 +758,31 @@ mod tests {
         assert_eq!(passed(" Tests  2 failed | 3 passed (5)\n"), Some(3));
         assert_eq!(passed("# tests 5\n# pass 3\n# fail 2\n"), Some(3));
         assert_eq!(passed("  3 passing (12ms)\n  2 failing\n"), Some(3));
+        assert_eq!(
+            passed("ℹ tests 3\nℹ suites 0\nℹ pass 2\nℹ fail 1\n"),
+            Some(2)
+        );
+        // Lines that look like summaries and are not: a docstring in a traceback, bun's `Ran`.
+        assert_eq!(
+            passed(
+                "    \"\"\"Tests the total of a failed order.\"\"\"\nE   AssertionError: 2 passed in total\n=== 1 failed, 9 passed, 1 warning in 0.12s ===\n"
+            ),
+            Some(9)
+        );
+        assert_eq!(passed("=== 1 xfailed in 0.05s ===\n"), Some(0));
+        assert_eq!(passed("no tests ran in 0.01s\n"), Some(0));
+        assert_eq!(
+            passed("Ran 5 tests in 0.002s\n\nFAILED (failures=1, skipped=2)\n"),
+            Some(2)
+        );
+        assert_eq!(passed("Ran 3 tests in 0.001s\n\nOK (skipped=1)\n"), Some(2));
+        // cargo's output cut in its middle: a binary's line may be gone.
+        assert_eq!(
+            passed(
+                "test result: ok. 300 passed; 0 failed\n[… 4000 bytes (40 lines) of output cut here; the beginning and the end are shown …]\ntest result: FAILED. 1 passed; 1 failed\n"
+            ),
+            None
+        );
         // A compile error, or a runner this does not know: unread.
         assert_eq!(passed("error[E0425]: cannot find value `x`\n"), None);
         assert_eq!(passed("--- FAIL: TestX (0.00s)\nFAIL\n"), None);

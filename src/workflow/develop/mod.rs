@@ -264,7 +264,8 @@ pub enum StepStatus {
 pub struct StepEnded {
     pub step: StepReport,
     /// What the step changed, each file from the text the previous step left (or the original)
-    /// to the text now; empty when the step failed (its changes were undone).
+    /// to the text now; empty when the step failed (its changes were undone), except for a fix
+    /// round that failed and left the code of its best answer (`docs/develop.md`).
     pub files: Vec<StepFile>,
 }
 

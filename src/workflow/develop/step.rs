@@ -21,14 +21,17 @@
 //!   and a file the step names left unchanged;
 //! - no call is spent twice ("No call spent twice"): a code block that gives the failing code
 //!   back ends the attempt, a fix round's answer that leaves code already tested or fails the
-//!   tests as the code it was shown ends it too, and a fix round whose two last attempts failed
-//!   the same way stops;
+//!   tests as the code it was shown ends it too, so does one whose code passes no more tests
+//!   than the best code before it, and a fix round whose two last attempts failed the same way,
+//!   or passed no more tests, stops (unless the next goes to the escalation model);
 //! - a failed attempt restores the step's snapshot of the working copy; the next attempt starts
 //!   from a clean prompt that summarises why the earlier ones failed, and the last attempt goes
 //!   to the `escalation` role when one is configured.
 //!
 //! A step that fails for good leaves the working copy as it was before the step, and so does
-//! one the run's budget stops (`StepStatus::Stopped`, `docs/develop.md`).
+//! one the run's budget stops (`StepStatus::Stopped`, `docs/develop.md`); a fix round that
+//! fails for good leaves the code of its answer that passed the most tests, when that is more
+//! than the code it was given passed.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -406,10 +409,18 @@ impl Policy for Step<'_, '_> {
         ));
         self.failures.push(reason.to_owned());
         self.memory.attempt_failures.push(self.answers.tests_failed);
+        // The next attempt goes to the escalation model: another model, not the same question
+        // again, so neither rule below keeps it from being asked.
+        let escalates_next = crate::workflow::model_loop::escalates(
+            at.attempt + 1,
+            at.max,
+            self.run.ctx.options.escalate,
+        ) && self.run.roles().escalation.is_some();
         // A fix round whose last two attempts failed the same tests the same way ends: the
         // next would be asked what both already answered (`docs/develop.md`, "No call spent
         // twice").
         if self.spec.number.is_none()
+            && !escalates_next
             && matches!(
                 self.memory.attempt_failures.as_slice(),
                 [.., Some(a), Some(b)] if a == b
@@ -425,13 +436,15 @@ impl Policy for Step<'_, '_> {
         // A fix round whose last two attempts passed no more tests than the best code before
         // them ends: on the develop bench's exercises the 1.5B model's next attempt after two
         // such was no better in any recorded round (`docs/develop.md`, "No call spent twice").
+        // Only attempts whose code was tested count: one that ended on the check's errors or
+        // a broken answer says nothing about the tests.
         if let Some(best) = self.memory.best_passed {
             if self.answers.progressed {
                 self.memory.without_progress = 0;
-            } else {
+            } else if self.answers.tests_failed.is_some() {
                 self.memory.without_progress += 1;
             }
-            if self.memory.without_progress >= 2 && !self.memory.stopped {
+            if self.memory.without_progress >= 2 && !self.memory.stopped && !escalates_next {
                 self.memory.stopped = true;
                 self.memory.notes.push(format!(
                     "attempts {} and {} passed no more tests than the best code before them \
@@ -562,12 +575,20 @@ impl Run<'_> {
                     s.copy = copy;
                     s.ledger = ledger;
                     let root = self.root();
-                    changed = self
-                        .changes()
+                    // Files it changed, and files an afresh attempt set back to before the run.
+                    let after = self.changes();
+                    let mut paths: Vec<&PathBuf> = after
                         .iter()
                         .filter(|(p, t)| !before_changes.iter().any(|(bp, bt)| bp == p && bt == t))
-                        .map(|(p, _)| rel_of(&root, p))
+                        .map(|(p, _)| p)
                         .collect();
+                    paths.extend(
+                        before_changes
+                            .iter()
+                            .filter(|(bp, _)| !after.iter().any(|(p, _)| p == bp))
+                            .map(|(p, _)| p),
+                    );
+                    changed = paths.into_iter().map(|p| rel_of(&root, p)).collect();
                     notes.push(format!(
                         "kept the code of its answer that passed the most tests ({passed}, \
                          against {given} before the round)"
