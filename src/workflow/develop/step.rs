@@ -156,9 +156,9 @@ struct Memory {
     best_passed: Option<usize>,
     /// Failed attempts in a row that passed no more tests than the best before them.
     without_progress: usize,
-    /// The working copy and ledger when an answer of a fix round passed the most tests so far,
-    /// and how many: what a round that fails leaves, not the code it was given.
-    best_code: Option<(tools::WorkingCopy, crate::edit::Ledger, usize)>,
+    /// The working copy and ledger when an answer of a fix round passed the most tests so far
+    /// (`best_passed`): what a round that fails leaves, not the code it was given.
+    best_code: Option<(tools::WorkingCopy, crate::edit::Ledger)>,
     /// The step ends without another attempt.
     stopped: bool,
 }
@@ -541,13 +541,7 @@ impl Run<'_> {
             Err(e) => Err(e),
             Ok(Driven::Done { attempts, model }) => {
                 let (before_changes, notes) = (step.before_changes, step.memory.notes);
-                let after = self.changes();
-                let root = self.root();
-                let changed = after
-                    .iter()
-                    .filter(|(p, t)| !before_changes.iter().any(|(bp, bt)| bp == p && bt == t))
-                    .map(|(p, _)| rel_of(&root, p))
-                    .collect();
+                let changed = self.changed_since(&before_changes);
                 Ok(report(
                     StepStatus::Done,
                     attempts,
@@ -568,27 +562,13 @@ impl Run<'_> {
                 // leaves that code: the closest the run came (`docs/develop.md`, "No call
                 // spent twice"); its files are the step's changes.
                 let mut changed = Vec::new();
-                if let (Some((copy, ledger, passed)), Some(given)) =
-                    (step.memory.best_code, spec.passing)
+                if let (Some((copy, ledger)), Some(passed), Some(given)) =
+                    (step.memory.best_code, step.memory.best_passed, spec.passing)
                 {
                     let s = self.session();
                     s.copy = copy;
                     s.ledger = ledger;
-                    let root = self.root();
-                    // Files it changed, and files an afresh attempt set back to before the run.
-                    let after = self.changes();
-                    let mut paths: Vec<&PathBuf> = after
-                        .iter()
-                        .filter(|(p, t)| !before_changes.iter().any(|(bp, bt)| bp == p && bt == t))
-                        .map(|(p, _)| p)
-                        .collect();
-                    paths.extend(
-                        before_changes
-                            .iter()
-                            .filter(|(bp, _)| !after.iter().any(|(p, _)| p == bp))
-                            .map(|(p, _)| p),
-                    );
-                    changed = paths.into_iter().map(|p| rel_of(&root, p)).collect();
+                    changed = self.changed_since(&before_changes);
                     notes.push(format!(
                         "kept the code of its answer that passed the most tests ({passed}, \
                          against {given} before the round)"
@@ -604,6 +584,22 @@ impl Run<'_> {
                 ))
             }
         }
+    }
+
+    /// The files whose text differs from `before` (the run's changed files and their text when
+    /// a step began): changed by the step, or set back to before the run by an afresh attempt.
+    fn changed_since(&mut self, before: &[(PathBuf, String)]) -> Vec<String> {
+        let after = self.changes();
+        let root = self.root();
+        let changed = after
+            .iter()
+            .filter(|(p, t)| !before.iter().any(|(bp, bt)| bp == p && bt == t))
+            .map(|(p, _)| p);
+        let set_back = before
+            .iter()
+            .filter(|(bp, _)| !after.iter().any(|(p, _)| p == bp))
+            .map(|(p, _)| p);
+        changed.chain(set_back).map(|p| rel_of(&root, p)).collect()
     }
 
     /// An `edit_file` call with an empty `old_string` names no place, and small models send it
@@ -1096,7 +1092,7 @@ impl Run<'_> {
             memory.best_passed = Some(now);
             state.progressed = true;
             let s = self.session();
-            memory.best_code = Some((s.copy.clone(), s.ledger.clone(), now));
+            memory.best_code = Some((s.copy.clone(), s.ledger.clone()));
         }
         memory.told_tests = Some(print);
         let failures = self.test_failures(&runs);
