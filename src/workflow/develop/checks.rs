@@ -126,6 +126,12 @@ impl Checker {
             ));
         }
         env.push(("NO_COLOR".to_owned(), "1".to_owned()));
+        // What a check prints, and so what `failures.rs` reads and where the kept output is
+        // cut, must not depend on the terminal the editor was started from: pytest fits its
+        // summary lines to `COLUMNS`, and at 200 columns allergies' 50 failing tests printed
+        // 51 KB against 36 KB at 80, so the kept tail lost test names and the fix round took
+        // another path than on a developer's machine (CI, 2026-11-30).
+        env.push(("COLUMNS".to_owned(), "80".to_owned()));
         // Python trusts bytecode whose source has the same mtime (whole seconds) and size: a
         // one-character fix synced into the overlay within a second of `compileall` compiling
         // the old text (`+` for `*`) ran the stale code. With SOURCE_DATE_EPOCH set,
