@@ -1194,8 +1194,15 @@ impl Run<'_> {
         self.warn(warnings);
         match result {
             Ok(runs) => {
+                // A check run is of new code: it replaces the check and lint runs before it; a
+                // lint run follows the check that passed on the same code and replaces only the
+                // lint runs (it used to drop that check from the report).
+                match kind {
+                    CheckKind::Check => self.report.checks.retain(|c| c.kind == CheckKind::Test),
+                    CheckKind::Lint => self.report.checks.retain(|c| c.kind != CheckKind::Lint),
+                    CheckKind::Test => {}
+                }
                 if kind != CheckKind::Test {
-                    self.report.checks.retain(|c| c.kind == CheckKind::Test);
                     self.report.checks.extend(runs.iter().cloned());
                 }
                 Ok(runs)
@@ -1361,7 +1368,19 @@ impl Run<'_> {
                         .steps
                         .last()
                         .is_none_or(|s| s.changed.is_empty());
+                    // The check and the tests run on the kept code, so that the report's
+                    // checks and its verify status are the kept code's, not those of the
+                    // round's last answer.
                     if kept {
+                        self.report_progress(
+                            RunPhase::Verify { round: round + 1 },
+                            format!("verify: checking the code fix round {} kept", round + 1),
+                            VERIFY + (round as u32 + 1) * 3,
+                        );
+                        let runs = self.run_checks(CheckKind::Check).await?;
+                        if runs.iter().all(|r| r.passed) {
+                            self.run_checks(CheckKind::Lint).await?;
+                        }
                         self.run_tests().await?;
                     }
                     if round + 1 < rounds {
