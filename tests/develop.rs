@@ -902,5 +902,13 @@ async fn real_small_model_rename_that_dropped_a_path_is_shown_what_it_dropped() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fix_round_answer_that_passes_more_tests_is_told_how_they_still_fail() {
-    scenario("fix_round_progress_is_told_again").await;
+    let (run, _) = scenario("fix_round_progress_is_told_again").await;
+    // The kept code is checked, linted and tested again, and the user is told so.
+    let messages: Vec<&str> = run.progress.iter().map(|p| p.message.as_str()).collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("verify: checking, linting and testing the code fix round 1 kept")),
+        "{messages:?}"
+    );
 }

@@ -1374,7 +1374,19 @@ impl Run<'_> {
                     if kept {
                         self.report_progress(
                             RunPhase::Verify { round: round + 1 },
-                            format!("verify: checking the code fix round {} kept", round + 1),
+                            format!(
+                                "verify: {} the code fix round {} kept",
+                                match (
+                                    self.has_checks(CheckKind::Check),
+                                    self.has_checks(CheckKind::Lint)
+                                ) {
+                                    (true, true) => "checking, linting and testing",
+                                    (true, false) => "checking and testing",
+                                    (false, true) => "linting and testing",
+                                    (false, false) => "testing",
+                                },
+                                round + 1
+                            ),
                             VERIFY + (round as u32 + 1) * 3,
                         );
                         let runs = self.run_checks(CheckKind::Check).await?;

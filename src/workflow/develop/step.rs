@@ -1089,6 +1089,10 @@ impl Run<'_> {
                      ({best})"
                 )));
             }
+            memory.notes.push(format!(
+                "its answer passes {now} test(s), more than the best code before it ({best}); \
+                 told how the others fail"
+            ));
             memory.best_passed = Some(now);
             state.progressed = true;
             let s = self.session();
