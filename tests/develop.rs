@@ -912,3 +912,8 @@ async fn a_fix_round_answer_that_passes_more_tests_is_told_how_they_still_fail()
         "{messages:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_round_whose_prompt_does_not_fit_fails_the_round_not_the_run() {
+    scenario("fix_round_prompt_too_large").await;
+}

@@ -1070,6 +1070,20 @@ impl Run<'_> {
             Ok(r) => Ok(r),
             Err(NoAnswer::Cancelled) => Err(DevelopFailure::Cancelled),
             Err(NoAnswer::TimedOut) => Err(self.spend(self.time_spent())),
+            // Refused before it was sent (`model/budget.rs`): not a call.
+            Err(NoAnswer::Failed(e @ ModelError::ContextOverflow { .. })) => {
+                self.calls.fetch_sub(1, Ordering::Relaxed);
+                if let Some((_, n)) = self
+                    .report
+                    .calls_by_phase
+                    .iter_mut()
+                    .find(|(p, _)| p == self.phase)
+                {
+                    *n -= 1;
+                }
+                self.report.calls_by_phase.retain(|(_, n)| *n > 0);
+                Err(model_failure(e))
+            }
             Err(NoAnswer::BrokeOff(e) | NoAnswer::Failed(e)) => Err(model_failure(e)),
         }
     }

@@ -40,7 +40,7 @@ use serde_json::json;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{ChatModel, ChatResponse, Enough, Message, ToolCall, ToolChoice};
+use crate::model::{ChatModel, ChatResponse, Enough, Message, ModelError, ToolCall, ToolChoice};
 use crate::tools;
 use crate::workflow::edit::configured_format;
 use crate::workflow::model_loop::answer::{self, Reading, refuses, what_it_said};
@@ -335,6 +335,15 @@ impl Policy for Step<'_, '_> {
             Ok(r) => Ok(Ok(r)),
             Err(DevelopFailure::Model(e)) if broke_off(&e) => {
                 Ok(Err(format!("the answer broke off ({e})")))
+            }
+            // A prompt the model's window cannot hold fails this attempt, not the run: the
+            // next may be smaller (a fix round's afresh attempt shows the stub, not the code)
+            // or go to another model, and a run whose fix round cannot be asked still proposes
+            // what its steps did. meetup's fix round (the 66 tests' file, the code and the
+            // failures: 7,822 tokens where the 8k window leaves 6,349) ended the run without a
+            // proposal and lost the step's change (develop bench, 2026-11-30).
+            Err(DevelopFailure::Model(e @ ModelError::ContextOverflow { .. })) => {
+                Ok(Err(format!("its prompt does not fit the model: {e}")))
             }
             Err(e) => Err(e),
         }
