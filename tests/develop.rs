@@ -571,6 +571,11 @@ async fn judge_runs_for_a_risky_path_and_its_objection_is_addressed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_too_large_for_the_judge_s_window_is_skipped_and_the_change_kept() {
+    scenario("judge_prompt_too_large").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_review_when_the_tests_still_fail_even_for_a_risky_path() {
     scenario("judge_skipped_when_the_tests_fail").await;
 }

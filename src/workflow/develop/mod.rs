@@ -1507,6 +1507,16 @@ impl Run<'_> {
                 self.judge_not_run(&spent);
                 return Ok(());
             }
+            // A diff too large for the judge's window is not reviewed; the steps' work stays.
+            Err(DevelopFailure::Model(e @ ModelError::ContextOverflow { .. })) => {
+                self.report.judge = Some(Decision::Skip(format!(
+                    "the review's prompt does not fit the judge model: {e}"
+                )));
+                self.report
+                    .not_done
+                    .push("the judge's review of the diff".to_owned());
+                return Ok(());
+            }
             other => other?,
         };
         let verdict = judge::verdict(&response.text);

@@ -55,6 +55,9 @@ use super::project::CheckKind;
 use super::rewrite::StepFiles;
 use super::{DevelopFailure, Run, StepReport, StepStatus, rel_of};
 
+/// How an attempt whose prompt the model's window could not hold failed (no call was made).
+const DOES_NOT_FIT: &str = "its prompt does not fit the model";
+
 /// Lines above which a new file should be written through a write session (`begin_write`, the
 /// content streamed as plain text) rather than inside `write_file`'s JSON string, which small
 /// models cut or escape wrongly (`docs/editing.md`, "Write sessions").
@@ -275,14 +278,21 @@ impl Policy for Step<'_, '_> {
             }
             self.afresh = reset;
         }
+        // An attempt whose prompt did not fit made no mistake to avoid, and saying so would
+        // make the next prompt larger still.
+        let failures: Vec<String> = failures
+            .iter()
+            .filter(|f| !f.starts_with(DOES_NOT_FIT))
+            .cloned()
+            .collect();
         Ok(match at.protocol {
             Protocol::Rewrite => {
                 let files = self.files.clone();
                 let afresh = self.afresh.clone();
                 self.run
-                    .rewrite_prompt(self.plan, self.spec, &files, failures, &afresh, None)
+                    .rewrite_prompt(self.plan, self.spec, &files, &failures, &afresh, None)
             }
-            Protocol::Tools => self.run.step_prompt(self.plan, self.spec, failures),
+            Protocol::Tools => self.run.step_prompt(self.plan, self.spec, &failures),
         })
     }
 
@@ -343,7 +353,7 @@ impl Policy for Step<'_, '_> {
             // failures: 7,822 tokens where the 8k window leaves 6,349) ended the run without a
             // proposal and lost the step's change (develop bench, 2026-11-30).
             Err(DevelopFailure::Model(e @ ModelError::ContextOverflow { .. })) => {
-                Ok(Err(format!("its prompt does not fit the model: {e}")))
+                Ok(Err(format!("{DOES_NOT_FIT}: {e}")))
             }
             Err(e) => Err(e),
         }
