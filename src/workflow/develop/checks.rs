@@ -23,6 +23,13 @@ use super::project::{CheckCommand, CheckKind, Checks, ProjectKind};
 /// Bytes of a command's output shown to a model (head and tail).
 const MODEL_OUTPUT: usize = 3500;
 
+/// Bytes of a command's output kept for reading its failures (head and tail): enough for every
+/// failing test's name of a long run. At 16 KiB the names of allergies' 50 failures (23–25 KB of
+/// pytest output) were partly cut, and whether they were depended on the environment: pytest
+/// prints each failure's whole message in its summary when `CI` is set, so CI's run lost names a
+/// terminal's run kept, and a fix round took another path (2026-11-30).
+const FULL_OUTPUT: usize = 256 * 1024;
+
 /// A check, lint or test command of a run as it starts and as it ends, for an edge that shows
 /// each one when it runs (ACP's `execute` tool calls). `id` counts the run's commands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +58,7 @@ pub struct CheckRun {
     pub passed: bool,
     /// The output, workspace paths, cut for a model.
     pub output: String,
-    /// The output as the runner kept it (16 KiB, head and tail), workspace paths: what
+    /// The output as the runner kept it ([`FULL_OUTPUT`], head and tail), workspace paths: what
     /// `failures.rs` reads, so that a long run's failing tests are all named (the model's
     /// 3,500 bytes held one of camicia's 28 with its detail).
     #[serde(skip)]
@@ -221,6 +228,7 @@ impl Checker {
                 env: self.env.clone(),
                 extra_path: self.checks.tool_dirs.iter().map(|d| dir.join(d)).collect(),
                 timeout: self.checks.timeout,
+                max_output: FULL_OUTPUT,
                 ..CommandSpec::new(command.line.clone(), dir.clone())
             };
             let result = self.runner.run(spec, cancel.clone()).await;
