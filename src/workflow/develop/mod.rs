@@ -1015,19 +1015,6 @@ impl Run<'_> {
             return Err(DevelopFailure::Cancelled);
         }
         let remaining = self.remaining()?;
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        match self.report.calls_by_phase.last_mut() {
-            Some((phase, n)) if phase == self.phase => *n += 1,
-            _ => match self
-                .report
-                .calls_by_phase
-                .iter_mut()
-                .find(|(p, _)| p == self.phase)
-            {
-                Some((_, n)) => *n += 1,
-                None => self.report.calls_by_phase.push((self.phase.to_owned(), 1)),
-            },
-        }
         let on_stream = self.ctx.on_stream.clone();
         let observe = move |event: &StreamEvent| {
             let bytes = match event {
@@ -1057,7 +1044,7 @@ impl Run<'_> {
         };
         // Fitted to the model's window as an edit's requests are (older turns cut first).
         let cancel = self.cancel.clone();
-        match driver::ask_sampled(
+        let answer = driver::ask_sampled(
             model,
             messages,
             asking,
@@ -1065,26 +1052,34 @@ impl Run<'_> {
             |_| None,
             &cancel,
         )
-        .await
-        {
+        .await;
+        // A request refused before it was sent, because it does not fit the window
+        // (`model/budget.rs`), is not a call.
+        if !matches!(
+            answer,
+            Err(NoAnswer::Failed(ModelError::ContextOverflow { .. }))
+        ) {
+            self.count_call();
+        }
+        match answer {
             Ok(r) => Ok(r),
             Err(NoAnswer::Cancelled) => Err(DevelopFailure::Cancelled),
             Err(NoAnswer::TimedOut) => Err(self.spend(self.time_spent())),
-            // Refused before it was sent (`model/budget.rs`): not a call.
-            Err(NoAnswer::Failed(e @ ModelError::ContextOverflow { .. })) => {
-                self.calls.fetch_sub(1, Ordering::Relaxed);
-                if let Some((_, n)) = self
-                    .report
-                    .calls_by_phase
-                    .iter_mut()
-                    .find(|(p, _)| p == self.phase)
-                {
-                    *n -= 1;
-                }
-                self.report.calls_by_phase.retain(|(_, n)| *n > 0);
-                Err(model_failure(e))
-            }
             Err(NoAnswer::BrokeOff(e) | NoAnswer::Failed(e)) => Err(model_failure(e)),
+        }
+    }
+
+    /// Counts one model call, in the run and in its phase.
+    fn count_call(&mut self) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        match self
+            .report
+            .calls_by_phase
+            .iter_mut()
+            .find(|(p, _)| p == self.phase)
+        {
+            Some((_, n)) => *n += 1,
+            None => self.report.calls_by_phase.push((self.phase.to_owned(), 1)),
         }
     }
 
@@ -1227,6 +1222,16 @@ impl Run<'_> {
                 Ok(Vec::new())
             }
         }
+    }
+
+    /// Runs the check, then the lint when the check passes (a lint of code that does not
+    /// compile says nothing new): the runs of both.
+    async fn check_and_lint(&mut self) -> Result<Vec<CheckRun>, DevelopFailure> {
+        let mut runs = self.run_checks(CheckKind::Check).await?;
+        if runs.iter().all(|r| r.passed) {
+            runs.extend(self.run_checks(CheckKind::Lint).await?);
+        }
+        Ok(runs)
     }
 
     /// Whether any command of `kind` can run in this run.
@@ -1403,10 +1408,7 @@ impl Run<'_> {
                             ),
                             VERIFY + (round as u32 + 1) * 3,
                         );
-                        let runs = self.run_checks(CheckKind::Check).await?;
-                        if runs.iter().all(|r| r.passed) {
-                            self.run_checks(CheckKind::Lint).await?;
-                        }
+                        self.check_and_lint().await?;
                         self.run_tests().await?;
                     }
                     if round + 1 < rounds {

@@ -14,7 +14,6 @@
 //! and b.py"); "rename X to Y and add a test" is model work.
 
 use super::explore::is_source;
-use super::project::CheckKind;
 use super::step::StepSpec;
 use super::{DevelopFailure, Run, StepReport, StepStatus};
 
@@ -90,10 +89,7 @@ impl Run<'_> {
                 changed.push(rel.clone());
             }
         }
-        let mut runs = self.run_checks(CheckKind::Check).await?;
-        if runs.iter().all(|r| r.passed) {
-            runs.extend(self.run_checks(CheckKind::Lint).await?);
-        }
+        let runs = self.check_and_lint().await?;
         if !runs.iter().all(|r| r.passed) {
             let s = self.session();
             s.copy = snapshot.0;

@@ -908,10 +908,7 @@ impl Run<'_> {
                 ));
             }
         }
-        let mut runs = self.run_checks(CheckKind::Check).await?;
-        if runs.iter().all(|r| r.passed) {
-            runs.extend(self.run_checks(CheckKind::Lint).await?);
-        }
+        let runs = self.check_and_lint().await?;
         let mut check_ok = runs.iter().all(|r| r.passed);
         if !check_ok && let Some(put_back) = self.put_back_touched(turn, &runs).await? {
             check_ok = true;
@@ -1213,10 +1210,7 @@ impl Run<'_> {
         };
         set(self, true);
         let reported = self.report.checks.clone();
-        let mut again = self.run_checks(CheckKind::Check).await?;
-        if again.iter().all(|r| r.passed) {
-            again.extend(self.run_checks(CheckKind::Lint).await?);
-        }
+        let again = self.check_and_lint().await?;
         if again.iter().all(|r| r.passed) {
             return Ok(Some(said));
         }
