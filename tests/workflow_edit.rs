@@ -758,7 +758,7 @@ async fn an_unreachable_model_is_a_clear_failure() {
     assert!(matches!(err, EditFailure::Model(_)), "{err:?}");
     let text = err.to_string();
     assert!(
-        text.starts_with("no proposal: the model could not be reached: cannot connect"),
+        text.starts_with("no proposal: no answer from the model: cannot connect"),
         "{text}"
     );
 }

@@ -20,6 +20,9 @@ use futures::future::BoxFuture;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
+/// Bytes of output a command keeps unless its [`CommandSpec`] says otherwise.
+pub const MAX_OUTPUT: usize = 16 * 1024;
+
 /// One command to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandSpec {
@@ -45,7 +48,7 @@ impl CommandSpec {
             env: Vec::new(),
             extra_path: Vec::new(),
             timeout: Duration::from_secs(300),
-            max_output: 16 * 1024,
+            max_output: MAX_OUTPUT,
         }
     }
 }

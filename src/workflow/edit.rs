@@ -257,7 +257,7 @@ pub enum EditFailure {
         if *attempts == 1 { "" } else { "s" }
     )]
     NoEdit { attempts: usize, reason: String },
-    #[error("no proposal: the model could not be reached: {0}")]
+    #[error("no proposal: no answer from the model: {0}")]
     Model(ModelError),
     #[error("no proposal: cancelled")]
     Cancelled,

@@ -16,14 +16,15 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::overlay::Overlay;
-use crate::tools::process::{CommandSpec, Exit, ProcessRunner, truncate_output};
+use crate::tools::process::{CommandSpec, Exit, MAX_OUTPUT, ProcessRunner, truncate_output};
 
 use super::project::{CheckCommand, CheckKind, Checks, ProjectKind};
 
 /// Bytes of a command's output shown to a model (head and tail).
 const MODEL_OUTPUT: usize = 3500;
 
-/// Bytes of a command's output kept for reading its failures (head and tail): enough for every
+/// Bytes of a test command's output kept for reading its failures (head and tail; a check's
+/// or a lint's keeps the runner's 16 KiB, of which a model sees [`MODEL_OUTPUT`]): enough for every
 /// failing test's name of a long run. At 16 KiB the names of allergies' 50 failures (23–25 KB of
 /// pytest output) were partly cut, and whether they were depended on the environment: pytest
 /// prints each failure's whole message in its summary when `CI` is set, so CI's run lost names a
@@ -58,7 +59,7 @@ pub struct CheckRun {
     pub passed: bool,
     /// The output, workspace paths, cut for a model.
     pub output: String,
-    /// The output as the runner kept it ([`FULL_OUTPUT`], head and tail), workspace paths: what
+    /// The output as the runner kept it (256 KiB of a test run, head and tail), workspace paths: what
     /// `failures.rs` reads, so that a long run's failing tests are all named (the model's
     /// 3,500 bytes held one of camicia's 28 with its detail).
     #[serde(skip)]
@@ -228,7 +229,11 @@ impl Checker {
                 env: self.env.clone(),
                 extra_path: self.checks.tool_dirs.iter().map(|d| dir.join(d)).collect(),
                 timeout: self.checks.timeout,
-                max_output: FULL_OUTPUT,
+                max_output: if kind == CheckKind::Test {
+                    FULL_OUTPUT
+                } else {
+                    MAX_OUTPUT
+                },
                 ..CommandSpec::new(command.line.clone(), dir.clone())
             };
             let result = self.runner.run(spec, cancel.clone()).await;

@@ -292,7 +292,12 @@ fn pytest(output: &str) -> Option<Vec<TestFailure>> {
         let found = (0..blocks)
             .find(|&k| !matched[k] && out[k].name == name)
             .or_else(|| {
-                (0..blocks).find(|&k| !matched[k] && name.ends_with(&format!(".{}", out[k].name)))
+                (0..blocks).find(|&k| {
+                    !matched[k]
+                        && name
+                            .strip_suffix(out[k].name.as_str())
+                            .is_some_and(|rest| rest.ends_with('.'))
+                })
             });
         match found {
             Some(k) => {
@@ -682,7 +687,8 @@ mod tests {
         assert!(text.contains("Also failing: t3, t4"), "{text}");
     }
 
-    /// Real output of 28 failing tests (90 KB), cut as a test run keeps it: the head holds
+    /// Real output of 28 failing tests (90 KB), cut at 16 KiB as a test run kept it before it
+    /// kept 256 KiB (a longer run is still cut this way): the head holds
     /// four failures' detail, the cut goes through the fourth, and the tail holds the last ones
     /// and the short summary.
     #[test]

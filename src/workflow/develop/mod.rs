@@ -489,7 +489,7 @@ pub enum DevelopFailure {
     AllStepsFailed(String),
     #[error("the steps left every file as it was; nothing to propose")]
     NoChange,
-    #[error("the model could not be reached: {0}")]
+    #[error("no answer from the model: {0}")]
     Model(ModelError),
     #[error("cancelled; nothing was changed")]
     Cancelled,
