@@ -39,6 +39,11 @@ pub struct SourceRecord {
     /// The citation number in the synthesis (`[n]`), when the synthesis cites it.
     pub n: Option<u32>,
     pub credibility: Credibility,
+    /// For a workspace passage: the part of the question (index into `question_parts`) whose
+    /// own search found it, `None` when found for the whole question. Where it stands among
+    /// that part's finds is its place in the order found. Not stored: it orders one run's prompt.
+    #[serde(skip)]
+    pub found_for: Option<usize>,
 }
 
 /// The stored factors of a credibility score and the score they produce.

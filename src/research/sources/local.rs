@@ -99,7 +99,10 @@ pub fn search_workspace(
     let retrieved_at = now_rfc3339();
     let records = found
         .into_iter()
-        .map(|f| passage_record(root, &f.hit, &retrieved_at))
+        .map(|f| SourceRecord {
+            found_for: f.part,
+            ..passage_record(root, &f.hit, &retrieved_at)
+        })
         .collect();
     if !refreshed.complete {
         tracing::info!(
