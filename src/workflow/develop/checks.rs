@@ -77,7 +77,9 @@ impl CheckRun {
 
 /// The fingerprint of an error text: FNV-1a of its distinct lines, sorted, with digits and
 /// whitespace dropped (line numbers and timings change while the error stays the same; parallel
-/// build jobs print in any order) and build-progress lines left out.
+/// build jobs print in any order) and build-progress lines left out, and so are the lines of
+/// code a compiler quotes under its error (rustc's `12 |     let x = …` and the `|` lines that
+/// mark it): the same error on code written another way is the same error.
 pub fn fingerprint(text: &str) -> u64 {
     const NOISE: &[&str] = &[
         "[killed",
@@ -89,15 +91,27 @@ pub fn fingerprint(text: &str) -> u64 {
         "warning: build failed",
         "error: could not compile",
     ];
+    // rustc's quoted code: `12 |     let x = …` (and its suggestions' `12 + …`, `12 ~ …`).
+    let quoted = |l: &str| {
+        let rest = l.trim_start_matches(|c: char| c.is_ascii_digit());
+        rest.len() < l.len() && matches!(rest.trim_start().chars().next(), Some('|' | '+' | '~'))
+    };
     let mut lines: Vec<String> = text
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !NOISE.iter().any(|n| l.starts_with(n)))
+        .filter(|l| !l.is_empty() && !NOISE.iter().any(|n| l.starts_with(n)) && !quoted(l))
         .map(|l| {
+            // Under the code, its marks (`--- ^^^ expected `u32``): the words stay.
+            let marks = l.starts_with('|');
             l.chars()
-                .filter(|c| !c.is_ascii_digit() && !c.is_whitespace())
-                .collect()
+                .filter(|c| {
+                    !c.is_ascii_digit()
+                        && !c.is_whitespace()
+                        && !(marks && matches!(c, '|' | '^' | '-' | '~' | '+'))
+                })
+                .collect::<String>()
         })
+        .filter(|l| !l.is_empty())
         .collect();
     lines.sort();
     lines.dedup();
@@ -365,5 +379,34 @@ mod tests {
         assert_ne!(fingerprint(a), fingerprint(c));
         let racy = "    Checking x v0.1.0 (.)\nsrc/lib.rs:3:5: error[E0308]: mismatched types\nwarning: build failed, waiting for other jobs to finish...\nerror: could not compile `x` (lib test)\n";
         assert_eq!(fingerprint(racy), fingerprint(c));
+    }
+
+    /// rustc's human format (`cargo check` on rust-armstrong's answers, 2026-11-30): the same
+    /// error under code written another way has the same fingerprint; another error does not.
+    #[test]
+    fn fingerprints_leave_out_the_code_rustc_quotes() {
+        let error = |code: &str, width: usize, found: &str| {
+            format!(
+                "error[E0308]: mismatched types\n --> src/lib.rs:5:49\n  |\n5 | {code}\n  |{} ^^^ expected `u32`, found `{found}`\n  |\nhelp: you can convert a `{found}` to a `u32`\n  |\n5 | {code}.try_into()\n  |      ++++++++++++\n",
+                " ".repeat(width)
+            )
+        };
+        let a = error(
+            "    let sum: u32 = digits.iter().map(|&d| d.pow(len)).sum();",
+            44,
+            "usize",
+        );
+        let b = error(
+            "    let total: u32 = ds.iter().map(|d| d.pow(n)).sum();",
+            38,
+            "usize",
+        );
+        let c = error(
+            "    let sum: u32 = digits.iter().map(|&d| d.pow(len)).sum();",
+            44,
+            "u64",
+        );
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert_ne!(fingerprint(&a), fingerprint(&c));
     }
 }

@@ -254,12 +254,14 @@ fn defaults(
             })
     };
     match (kind, check) {
-        // --all-targets: a step that breaks a test must fail its check, not only verify.
+        // --all-targets: a step that breaks a test must fail its check, not only verify. The
+        // human format, not `--message-format=short`: it shows the line and rustc's `help:`
+        // with the corrected code, which the short format drops. rust-armstrong's answer used a
+        // `usize` as `pow`'s `u32`; told the short line, Qwen2.5-Coder-1.5B wrote `as usize`
+        // (and again in the next attempt), told the whole error it wrote rustc's
+        // `len.try_into().unwrap()` (develop bench, 2026-11-30).
         (ProjectKind::Rust, CheckKind::Check) => {
-            vec![(
-                "cargo check --all-targets --message-format=short".into(),
-                false,
-            )]
+            vec![("cargo check --all-targets".into(), false)]
         }
         (ProjectKind::Rust, CheckKind::Test) => vec![("cargo test".into(), false)],
         (ProjectKind::Python, CheckKind::Check) => {
@@ -379,10 +381,7 @@ mod tests {
         std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
         assert_eq!(
             lines(&checks(root, &config, &bare)),
-            [
-                "check: cargo check --all-targets --message-format=short",
-                "test: cargo test"
-            ]
+            ["check: cargo check --all-targets", "test: cargo test"]
         );
     }
 
