@@ -79,7 +79,8 @@ impl CheckRun {
 /// whitespace dropped (line numbers and timings change while the error stays the same; parallel
 /// build jobs print in any order) and build-progress lines left out, and so are the lines of
 /// code a compiler quotes under its error (rustc's `12 |     let x = …` and the `|` lines that
-/// mark it): the same error on code written another way is the same error.
+/// mark it; a check configured without `--message-format=short`): the same error on code
+/// written another way is the same error.
 pub fn fingerprint(text: &str) -> u64 {
     const NOISE: &[&str] = &[
         "[killed",

@@ -255,13 +255,15 @@ fn defaults(
     };
     match (kind, check) {
         // --all-targets: a step that breaks a test must fail its check, not only verify. The
-        // human format, not `--message-format=short`: it shows the line and rustc's `help:`
-        // with the corrected code, which the short format drops. rust-armstrong's answer used a
-        // `usize` as `pow`'s `u32`; told the short line, Qwen2.5-Coder-1.5B wrote `as usize`
-        // (and again in the next attempt), told the whole error it wrote rustc's
-        // `len.try_into().unwrap()` (develop bench, 2026-11-30).
+        // short format: rustc's human format (the quoted line and its `help:` with corrected
+        // code) fixed rust-armstrong's replayed answer, but on the 8 Rust tasks of the develop
+        // bench it solved 4 as the short format did, in 13.8 minutes against 10.3 (longer
+        // prompts; docs/develop.md, "rustc's human format, measured").
         (ProjectKind::Rust, CheckKind::Check) => {
-            vec![("cargo check --all-targets".into(), false)]
+            vec![(
+                "cargo check --all-targets --message-format=short".into(),
+                false,
+            )]
         }
         (ProjectKind::Rust, CheckKind::Test) => vec![("cargo test".into(), false)],
         (ProjectKind::Python, CheckKind::Check) => {
