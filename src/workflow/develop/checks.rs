@@ -106,9 +106,8 @@ pub fn fingerprint(text: &str) -> u64 {
             let marks = l.starts_with('|');
             l.chars()
                 .filter(|c| {
-                    !c.is_ascii_digit()
-                        && !c.is_whitespace()
-                        && !(marks && matches!(c, '|' | '^' | '-' | '~' | '+'))
+                    let mark = marks && matches!(c, '|' | '^' | '-' | '~' | '+');
+                    !(c.is_ascii_digit() || c.is_whitespace() || mark)
                 })
                 .collect::<String>()
         })
