@@ -383,7 +383,10 @@ mod tests {
         std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
         assert_eq!(
             lines(&checks(root, &config, &bare)),
-            ["check: cargo check --all-targets", "test: cargo test"]
+            [
+                "check: cargo check --all-targets --message-format=short",
+                "test: cargo test"
+            ]
         );
     }
 
