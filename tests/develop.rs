@@ -590,6 +590,11 @@ async fn no_review_when_the_tests_still_fail_even_for_a_risky_path() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_review_by_the_coder_of_a_change_the_tests_pass_on() {
+    scenario("judge_skipped_when_the_tests_pass_on_the_coder_s_change").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_mid_step_kills_the_check_and_writes_nothing() {
     let (run, _) = scenario("cancel_mid_step").await;
     let pid: i32 = std::fs::read_to_string(run._dir.path().join("check.pid"))

@@ -119,7 +119,9 @@ pub struct RolesTable {
     /// Plans multi-step work.
     #[schemars(regex(pattern = ROLE_PATTERN), extend("x-expected" = ROLE_EXPECTED))]
     pub planner: Option<String>,
-    /// Judges results.
+    /// Reviews a develop run's change. Unset, it is the coder, which does not review a change
+    /// the tests pass on (it would be reading its own change again); set it to another model
+    /// for a second opinion on those too.
     #[schemars(regex(pattern = ROLE_PATTERN), extend("x-expected" = ROLE_EXPECTED))]
     pub judge: Option<String>,
     /// A stronger model for the last retry, with a clean prompt.
@@ -393,7 +395,8 @@ pub struct DevelopSection {
     #[schemars(range(min = 0, max = 20))]
     pub fix_rounds: u32,
     /// The judge is skipped below this many changed lines (unless a new code file or a risky
-    /// path is involved).
+    /// path is involved), and when the tests pass on the change and the judge is the coder's
+    /// own model (unless a risky path is involved).
     #[schemars(range(min = 0, max = 1_000_000))]
     pub judge_min_lines: u32,
     /// Changed paths containing one of these always get the judge, unless the tests still fail

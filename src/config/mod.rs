@@ -214,7 +214,7 @@ pub enum ModelRole {
     Coder,
     /// Plans multi-step work.
     Planner,
-    /// Judges results.
+    /// Reviews a develop run's change (not the coder's own change the tests pass on).
     Judge,
     /// A stronger model for the last retry.
     Escalation,

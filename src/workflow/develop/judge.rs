@@ -1,12 +1,16 @@
 //! When the `judge` role reviews a develop run's diff, and how its answer is read.
 //!
 //! The judge costs a model call on the whole diff, so it is skipped where it adds little —
-//! nothing changed, only docs or tests changed, a small change without a new code file — and
-//! runs when a changed path looks risky (`[develop] risky`). It reviews a change the tests
-//! accept: when they still fail after the fix rounds the run's result already says the change
-//! is not done, and the failures say what is wrong, so there is no review and no round for its
+//! nothing changed, only docs or tests changed, a small change without a new code file, a
+//! change the tests pass on that the judge would review as the model that wrote it — and runs
+//! when a changed path looks risky (`[develop] risky`). It reviews a change the tests accept:
+//! when they still fail after the fix rounds the run's result already says the change is not
+//! done, and the failures say what is wrong, so there is no review and no round for its
 //! objections (on the develop bench those rounds never fixed a failing test: 0 of 13, at 3–9
-//! calls each). Its verdict is `APPROVE` or `OBJECT` with reasons; anything else counts as
+//! calls each). When they pass and no `judge` role of its own is set, the review is the coder
+//! reading its own change: on the develop bench it approved every one of the 17 changes the
+//! tests passed on, two of them wrong, at a call each (`docs/develop.md`, "No review of a
+//! change the tests reject"). Its verdict is `APPROVE` or `OBJECT` with reasons; anything else counts as
 //! approval with a note (a judge that rambles must not block a change the checks and tests
 //! accepted).
 //!
@@ -32,16 +36,26 @@ pub enum Decision {
     Skip(String),
 }
 
+/// What the tests said of the change as the fix rounds left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tests {
+    Pass,
+    Fail,
+    /// No test command, or the run stopped before verify.
+    NotRun,
+}
+
 /// Decides whether to judge `changes`. `min_lines` is `[develop] judge_min_lines`; `risky`
-/// patterns match case-insensitively anywhere in a path; `tests_fail`: the tests fail on the
-/// change as the fix rounds left it.
+/// patterns match case-insensitively anywhere in a path; `self_review`: the judge is the model
+/// that wrote the change (no `judge` role of its own, or the coder's model).
 pub fn decide(
     changes: &[ChangeStat],
     min_lines: usize,
     risky: &[String],
-    tests_fail: bool,
+    tests: Tests,
+    self_review: bool,
 ) -> Decision {
-    if tests_fail {
+    if tests == Tests::Fail {
         return Decision::Skip(
             "the tests fail; a review is for a change the tests accept".to_owned(),
         );
@@ -63,6 +77,13 @@ pub fn decide(
     }
     if changes.iter().all(|c| is_doc(&c.path) || is_test(&c.path)) {
         return Decision::Skip("only docs and tests changed".to_owned());
+    }
+    if tests == Tests::Pass && self_review {
+        return Decision::Skip(
+            "the tests pass, and the review would be the model that wrote the change reading it \
+             again (set a `judge` role of its own for a second opinion)"
+                .to_owned(),
+        );
     }
     let lines: usize = changes.iter().map(|c| c.lines).sum();
     let new_code = changes
@@ -196,7 +217,7 @@ mod tests {
 
     #[test]
     fn skip_rules() {
-        let d = |c: &[ChangeStat]| decide(c, 20, &risky(), false);
+        let d = |c: &[ChangeStat]| decide(c, 20, &risky(), Tests::NotRun, true);
         assert_eq!(d(&[]), Decision::Skip("nothing changed".into()));
         assert_eq!(
             d(&[
@@ -231,10 +252,42 @@ mod tests {
             vec![stat("src/new.rs", true, 40)],
         ] {
             assert!(
-                matches!(decide(&changes, 20, &risky(), true), Decision::Skip(r) if r.contains("the tests fail")),
+                matches!(decide(&changes, 20, &risky(), Tests::Fail, false), Decision::Skip(r) if r.contains("the tests fail")),
                 "{changes:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_change_the_tests_pass_on_is_not_reviewed_by_the_model_that_wrote_it() {
+        let big = [stat("src/lib.rs", false, 200)];
+        let new = [stat("src/new.rs", true, 40)];
+        for changes in [&big[..], &new[..]] {
+            assert!(
+                matches!(decide(changes, 20, &risky(), Tests::Pass, true), Decision::Skip(r) if r.contains("the tests pass")),
+                "{changes:?}"
+            );
+            // A judge of its own is a second opinion; no tests, nothing to stand on.
+            assert!(matches!(
+                decide(changes, 20, &risky(), Tests::Pass, false),
+                Decision::Run(_)
+            ));
+            assert!(matches!(
+                decide(changes, 20, &risky(), Tests::NotRun, true),
+                Decision::Run(_)
+            ));
+        }
+        // A risky path is reviewed all the same.
+        assert!(matches!(
+            decide(
+                &[stat("src/auth/session.rs", false, 1)],
+                20,
+                &risky(),
+                Tests::Pass,
+                true
+            ),
+            Decision::Run(_)
+        ));
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //!    retry rules), the check command after each edit, a snapshot restored when a step fails;
 //! 5. **verify** — the test command; failures go back to execution `fix_rounds` times;
 //! 6. **judge** — the `judge` reviews the diff when the rules say so and the tests pass or there
-//!    are none (`judge.rs`); objections go back to execution once;
+//!    are none (`judge.rs`; not when they pass and the judge is the coder's own model, unless a
+//!    path is risky); objections go back to execution once;
 //! 7. **result** — one proposal over every changed and created file, with a report of what each
 //!    phase did and which files really changed.
 //!
@@ -1441,11 +1442,18 @@ impl Run<'_> {
 
     async fn judge(&mut self, plan: &Plan) -> Result<(), DevelopFailure> {
         let stats = self.change_stats();
+        let roles = self.roles();
+        let self_review = roles.judge.name() == roles.coder.name();
         let decision = judge::decide(
             &stats,
             self.ctx.options.judge_min_lines,
             &self.ctx.options.risky,
-            matches!(self.report.verify, VerifyStatus::Failed(_)),
+            match self.report.verify {
+                VerifyStatus::Passed => judge::Tests::Pass,
+                VerifyStatus::Failed(_) => judge::Tests::Fail,
+                VerifyStatus::NotRun(_) => judge::Tests::NotRun,
+            },
+            self_review,
         );
         self.report.judge = Some(decision.clone());
         if matches!(decision, Decision::Skip(_)) {
