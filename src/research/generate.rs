@@ -19,8 +19,21 @@ use crate::research::{ModelChoice, Phase, ProgressFn, Research, extractive, judg
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
-/// The share of a model's window its synthesis prompt's passages may take, at most: a sixth.
+/// The share of a model's window its synthesis prompt's passages may take, at most: a sixth,
+/// and up to a quarter for a question of three parts or more ([`PART_TOKENS`]).
 const PROMPT_SHARE: usize = 6;
+const PROMPT_SHARE_MOST: usize = 4;
+
+/// Tokens of passages each part of a question may bring, within the share's bounds: about its
+/// best three passages.
+const PART_TOKENS: usize = 620;
+
+/// The most tokens of passages a synthesis prompt may carry for a question of `parts` parts,
+/// in a window of `window` tokens: [`PART_TOKENS`] a part, at least a sixth of the window and
+/// at most a quarter.
+fn passage_share(window: usize, parts: usize) -> usize {
+    (PART_TOKENS * parts.max(1)).clamp(window / PROMPT_SHARE, window / PROMPT_SHARE_MOST)
+}
 
 /// The answer of the targeted pass, at most: one to three sentences.
 const PART_ANSWER_TOKENS: u32 = 160;
@@ -242,12 +255,13 @@ impl Research {
 
     /// Tokens of passages the prompt may carry: the model's window less the output reserve,
     /// the margin for estimated counts and the rest of the prompt, at most `token_budget` and
-    /// at most a sixth of the window ([`PROMPT_SHARE`]). A model with a small window is a small
-    /// model, most often on a CPU that reads a prompt at tens of tokens a second: filling its
-    /// 8k window with passages spent the whole time budget before the first word, and a third
-    /// of it (2,730 tokens) took 140 s to read on 2 shared cores (Qwen2.5-Coder-1.5B,
+    /// at most [`passage_share`] of the window. A model with a small window is a small model,
+    /// most often on a CPU that reads a prompt at tens of tokens a second: filling its 8k window
+    /// with passages spent the whole time budget before the first word, and a third of it
+    /// (2,730 tokens) took 140 s to read on 2 shared cores (Qwen2.5-Coder-1.5B,
     /// docs/research.md, "Each part searched on its own"); the parts share the budget, so a
-    /// sixth still gives each part of a two-part question its best three or four passages.
+    /// sixth gives each part of a two-part question its best three or four passages, and a
+    /// question of more parts gets more, up to a quarter.
     fn passage_budget(
         &self,
         model: &dyn ChatModel,
@@ -270,7 +284,10 @@ impl Research {
             .available(&skeleton)
             .saturating_sub(fixed)
             .min(token_budget)
-            .min(model.context_window() / PROMPT_SHARE)
+            .min(passage_share(
+                model.context_window(),
+                crate::research::parts::parts_of(query).len(),
+            ))
             .max(200)
     }
 
@@ -449,5 +466,22 @@ impl Research {
             Some(why) if answers.is_empty() && !asked.is_empty() => (Err(why), usage),
             stopped => (Ok(judge::decide(pairs, &answers, stopped)), usage),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::passage_share;
+
+    #[test]
+    fn a_question_of_more_parts_may_show_more_passages_up_to_a_quarter() {
+        // An 8k window: a sixth for one or two parts, more for three, a quarter at most.
+        assert_eq!(passage_share(8192, 0), 1365);
+        assert_eq!(passage_share(8192, 1), 1365);
+        assert_eq!(passage_share(8192, 2), 1365);
+        assert_eq!(passage_share(8192, 3), 1860);
+        assert_eq!(passage_share(8192, 6), 2048);
+        // A large window: the sixth is already more than the parts ask for.
+        assert_eq!(passage_share(128_000, 3), 21_333);
     }
 }
