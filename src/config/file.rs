@@ -467,6 +467,11 @@ pub struct DevelopChecks {
     /// Seconds one command may run before its process group is killed.
     #[schemars(range(min = 1, max = 86_400))]
     pub timeout_secs: u64,
+    /// Megabytes of memory one process of a command may hold before the command's process
+    /// group is killed (a test of a model's code whose search runs away); unset: half of the
+    /// machine's memory; 0: no bound. Watched on Linux.
+    #[schemars(range(min = 0, max = 16_777_216))]
+    pub memory_mb: Option<u64>,
 }
 
 impl Default for DevelopChecks {
@@ -476,6 +481,7 @@ impl Default for DevelopChecks {
             lint: None,
             test: None,
             timeout_secs: 600,
+            memory_mb: None,
         }
     }
 }

@@ -3,7 +3,12 @@
 //!
 //! The real runner starts every command in its own process group and kills the whole group when
 //! the command times out, when the run is cancelled or when the caller drops the future — a
-//! `cargo test` that forked a hung test binary leaves nothing behind. Output (stdout and stderr,
+//! `cargo test` that forked a hung test binary leaves nothing behind — and, on Linux, when one
+//! of the group's processes holds more resident memory than its bound (half the machine's
+//! memory by default): a test of a model's code whose search runs away fills the memory faster
+//! than any timeout ends it (on the develop bench an exercise's pytest reached 18 GB of 24 in
+//! about six minutes, and the kernel's OOM killer, not patchwise, stopped it). One process, not
+//! the group's sum: a build's parallel compilers together may rightly hold more. Output (stdout and stderr,
 //! interleaved as they arrive) is kept within a byte budget: the head and the tail survive, the
 //! middle is replaced by a note saying how much was cut. A program that is not installed is an
 //! outcome ([`Exit::Missing`]), not an error: a develop run reports it as a warning.
@@ -37,10 +42,13 @@ pub struct CommandSpec {
     pub timeout: Duration,
     /// Bytes of output kept (head and tail); the rest is replaced by a note.
     pub max_output: usize,
+    /// Bytes of resident memory one process of the command may hold before the command's
+    /// process group is killed (watched on Linux only); `None`: no bound.
+    pub max_memory: Option<u64>,
 }
 
 impl CommandSpec {
-    /// A command with a 5-minute timeout and 16 KiB of output.
+    /// A command with a 5-minute timeout, 16 KiB of output and half the machine's memory.
     pub fn new(line: impl Into<String>, cwd: impl Into<PathBuf>) -> CommandSpec {
         CommandSpec {
             line: line.into(),
@@ -49,7 +57,63 @@ impl CommandSpec {
             extra_path: Vec::new(),
             timeout: Duration::from_secs(300),
             max_output: MAX_OUTPUT,
+            max_memory: half_the_memory(),
         }
+    }
+}
+
+/// Half the machine's physical memory, in bytes, when it can be told.
+pub fn half_the_memory() -> Option<u64> {
+    // SAFETY: sysconf only reads system constants.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && size > 0).then(|| pages as u64 * size as u64 / 2)
+}
+
+/// The resident memory of the largest process in group `pgid`, in bytes, from `/proc`; `None`
+/// where there is no `/proc` (not Linux).
+fn largest_in_group(pgid: i32) -> Option<u64> {
+    // SAFETY: sysconf only reads a system constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    let mut largest = 0;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        largest = largest.max(group_rss_pages(&stat, pgid).unwrap_or(0) * page);
+    }
+    Some(largest)
+}
+
+/// The resident pages of a `/proc/PID/stat` line when its process is in group `pgid`. The
+/// command name (second field, in parentheses) may hold spaces and parentheses: the fields
+/// are read after its last `)`: state, ppid, pgrp, … and rss, the 24th field.
+fn group_rss_pages(stat: &str, pgid: i32) -> Option<u64> {
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    if fields.get(2)?.parse::<i32>().ok()? != pgid {
+        return None;
+    }
+    fields.get(21)?.parse().ok()
+}
+
+/// Bytes as a reader reads them: `12.0 GiB`, `512 MiB`.
+fn gib(bytes: u64) -> String {
+    const MIB: u64 = 1 << 20;
+    if bytes >= 1 << 30 {
+        format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+    } else {
+        format!("{} MiB", bytes / MIB)
     }
 }
 
@@ -63,6 +127,9 @@ pub enum Exit {
     Signal(i32),
     /// It ran past its timeout; its process group was killed.
     TimedOut,
+    /// One of its processes held more resident memory than this many bytes; its process group
+    /// was killed.
+    OutOfMemory(u64),
     /// The run was cancelled; its process group was killed.
     Cancelled,
     /// The program is not installed (not on `PATH`); the text names it.
@@ -402,6 +469,9 @@ async fn run_real(spec: CommandSpec, cancel: CancellationToken) -> ProcessOutput
     let mut collected = Collected::new(max);
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
+    let mut memory = tokio::time::interval(Duration::from_millis(500));
+    memory.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let watched = spec.max_memory.zip(guard.pgid);
     let mut open = true;
     // The command ends when its process exits, even while a process it left in the background
     // still holds the output pipes: that one is killed with the group below, it is no timeout.
@@ -410,6 +480,14 @@ async fn run_real(spec: CommandSpec, cancel: CancellationToken) -> ProcessOutput
             biased;
             _ = cancel.cancelled() => { guard.kill(); break Exit::Cancelled; }
             _ = &mut deadline => { guard.kill(); break Exit::TimedOut; }
+            _ = memory.tick(), if watched.is_some() => {
+                if let Some((max, pgid)) = watched
+                    && largest_in_group(pgid).is_some_and(|held| held > max)
+                {
+                    guard.kill();
+                    break Exit::OutOfMemory(max);
+                }
+            }
             chunk = rx.recv(), if open => match chunk {
                 Some(c) => collected.push(&c),
                 None => open = false,
@@ -429,7 +507,10 @@ async fn run_real(spec: CommandSpec, cancel: CancellationToken) -> ProcessOutput
     // Whatever the outcome, nothing of the group may outlive the command (a test binary that
     // forked a server, a daemonised helper).
     guard.kill();
-    if matches!(exit, Exit::TimedOut | Exit::Cancelled) {
+    if matches!(
+        exit,
+        Exit::TimedOut | Exit::Cancelled | Exit::OutOfMemory(_)
+    ) {
         let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
     }
     // What the pipes still hold; they close once the group is gone (a process that left the
@@ -446,6 +527,11 @@ async fn run_real(spec: CommandSpec, cancel: CancellationToken) -> ProcessOutput
             "\n[killed: `{}` ran longer than its timeout of {}s]\n",
             spec.line,
             spec.timeout.as_secs()
+        )),
+        Exit::OutOfMemory(max) => output.push_str(&format!(
+            "\n[killed: a process of `{}` held more than {} of memory]\n",
+            spec.line,
+            gib(*max)
         )),
         Exit::Cancelled => output.push_str("\n[killed: the run was cancelled]\n"),
         _ => {}
@@ -651,6 +737,44 @@ mod tests {
             !wait_gone(sleeper).await,
             "process {sleeper} survived the cancel"
         );
+    }
+
+    /// A command whose memory runs away is killed at its bound, its whole group, long before
+    /// its timeout: `tail` looking for the end of a line in `/dev/zero` never finds one.
+    #[tokio::test]
+    async fn a_command_that_fills_the_memory_is_killed_at_its_bound() {
+        if !Path::new("/proc/self/stat").exists() {
+            return; // the bound is watched on Linux only
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let line = format!(
+            "sh -c 'sleep 300 & echo $! > {}; tail /dev/zero'",
+            pidfile.display()
+        );
+        let mut s = spec(&line, dir.path());
+        s.max_memory = Some(64 << 20);
+        let out = RealRunner.run(s, CancellationToken::new()).await;
+        assert_eq!(out.exit, Exit::OutOfMemory(64 << 20), "{out:?}");
+        assert!(
+            out.output.contains("held more than 64 MiB of memory"),
+            "{out:?}"
+        );
+        assert!(out.duration < Duration::from_secs(60), "{out:?}");
+        let sleeper = read_pid(&pidfile);
+        assert!(!wait_gone(sleeper).await, "process {sleeper} survived");
+    }
+
+    #[test]
+    fn reads_a_group_s_resident_pages_from_proc_stat() {
+        // The command name may hold spaces and parentheses.
+        let stat = "4242 (my (odd) cmd) R 1 777 777 0 -1 4194560 100 0 0 0 5 1 0 0 20 0 1 0 \
+                    123 4096000 321 18446744073709551615";
+        assert_eq!(group_rss_pages(stat, 777), Some(321));
+        assert_eq!(group_rss_pages(stat, 778), None);
+        assert_eq!(group_rss_pages("garbage", 777), None);
+        assert_eq!(gib(12 << 30), "12.0 GiB");
+        assert_eq!(gib(64 << 20), "64 MiB");
     }
 
     fn read_pid(path: &Path) -> i32 {

@@ -243,6 +243,7 @@ impl Checker {
                 env: self.env.clone(),
                 extra_path: self.checks.tool_dirs.iter().map(|d| dir.join(d)).collect(),
                 timeout: self.checks.timeout,
+                max_memory: self.checks.max_memory,
                 max_output: if kind == CheckKind::Test {
                     FULL_OUTPUT
                 } else {
@@ -292,7 +293,7 @@ impl Checker {
                     run.passed = true;
                     run.warning = Some(format!("`{}` could not run: {reason}", command.line));
                 }
-                Exit::Code(_) | Exit::Signal(_) | Exit::TimedOut => {
+                Exit::Code(_) | Exit::Signal(_) | Exit::TimedOut | Exit::OutOfMemory(_) => {
                     if self.baseline.get(&command.line) == Some(&run.fingerprint()) {
                         run.passed = true;
                         run.warning = Some(format!(
@@ -353,6 +354,10 @@ pub fn describe_failures(runs: &[CheckRun]) -> String {
             Exit::TimedOut => {
                 " (it timed out: an endless loop or a wait that never ends?)".to_owned()
             }
+            Exit::OutOfMemory(_) => " (it filled the memory and was killed: an endless loop or \
+                                      recursion that keeps allocating, or a search that grows \
+                                      without bound?)"
+                .to_owned(),
             Exit::Code(c) => format!(" (exit code {c})"),
             Exit::Signal(s) => format!(" (killed by signal {s})"),
             _ => String::new(),

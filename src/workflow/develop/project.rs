@@ -164,6 +164,10 @@ pub struct Checks {
     pub commands: Vec<CheckCommand>,
     #[serde(skip)]
     pub timeout: Duration,
+    /// Bytes one process of a command may hold (`[develop.checks] memory_mb`; unset: half the
+    /// machine's memory; `None`: no bound).
+    #[serde(skip)]
+    pub max_memory: Option<u64>,
     /// Directories (relative to the root) searched for tools before `PATH`.
     pub tool_dirs: Vec<PathBuf>,
     /// Why a phase has no command (unknown project, disabled by configuration).
@@ -224,10 +228,16 @@ pub fn checks(root: &Path, config: &Config, runner: &dyn ProcessRunner) -> Check
                 .to_owned(),
         );
     }
+    let max_memory = match section.memory_mb {
+        Some(0) => None,
+        Some(mb) => Some(mb.saturating_mul(1 << 20)),
+        None => crate::tools::process::half_the_memory(),
+    };
     Checks {
         kind,
         commands,
         timeout,
+        max_memory,
         tool_dirs,
         notes,
     }
@@ -403,5 +413,15 @@ mod tests {
         assert_eq!(lines(&c), ["check: make check", "test: true"]);
         assert!(c.commands.iter().all(|c| c.configured));
         assert_eq!(c.timeout, Duration::from_secs(7));
+        // Unset, a process may hold half the machine's memory; 0 is no bound.
+        assert_eq!(c.max_memory, crate::tools::process::half_the_memory());
+        for (mb, max) in [("512", Some(512u64 << 20)), ("0", None)] {
+            let (config, problems) = Config::from_toml_str(
+                &format!("[develop.checks]\nmemory_mb = {mb}\n"),
+                ValueSource::Default,
+            );
+            assert!(problems.is_empty(), "{problems:?}");
+            assert_eq!(checks(dir.path(), &config, &Tools(vec![])).max_memory, max);
+        }
     }
 }

@@ -25,6 +25,8 @@ pub struct Setup {
     pub judge_min_lines: usize,
     pub risky: Vec<String>,
     pub timeout_secs: u64,
+    /// Bytes one process of a command may hold; `None`: no bound.
+    pub memory_bytes: Option<u64>,
 }
 
 /// One command of [`Setup`].
@@ -71,6 +73,7 @@ pub fn setup(root: &Path, config: &Config, runner: &dyn ProcessRunner) -> Setup 
         judge_min_lines: options.judge_min_lines,
         risky: options.risky,
         timeout_secs: checks.timeout.as_secs(),
+        memory_bytes: checks.max_memory,
     }
 }
 
@@ -119,6 +122,13 @@ develop    {} ({} project); approve {}, fix rounds {}, judge from {} changed lin
             "  timeout  {}s per command; commands run in an overlay copy, never on your files\n",
             self.timeout_secs
         ));
+        out.push_str(&match self.memory_bytes {
+            Some(max) => format!(
+                "  memory   {} MiB per process of a command; more, and the command is killed\n",
+                max >> 20
+            ),
+            None => "  memory   no bound ([develop.checks] memory_mb = 0)\n".to_owned(),
+        });
         out
     }
 }
