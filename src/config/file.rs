@@ -395,8 +395,9 @@ pub struct DevelopSection {
     #[schemars(range(min = 0, max = 20))]
     pub fix_rounds: u32,
     /// The judge is skipped below this many changed lines (unless a new code file or a risky
-    /// path is involved), and when the tests pass on the change and the judge is the coder's
-    /// own model (unless a risky path is involved).
+    /// path is involved). Whatever this setting, a change every test command passes on is not
+    /// reviewed by the coder's own model: set `[roles] judge` to another model, or a `risky`
+    /// pattern, for that.
     #[schemars(range(min = 0, max = 1_000_000))]
     pub judge_min_lines: u32,
     /// Changed paths containing one of these always get the judge, unless the tests still fail

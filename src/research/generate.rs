@@ -20,19 +20,19 @@ use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
 /// The share of a model's window its synthesis prompt's passages may take, at most: a sixth,
-/// and up to a quarter for a question of three parts or more ([`PART_TOKENS`]).
+/// and up to a quarter for a question of three parts or more ([`PART_PASSAGE_TOKENS`]).
 const PROMPT_SHARE: usize = 6;
 const PROMPT_SHARE_MOST: usize = 4;
 
 /// Tokens of passages each part of a question may bring, within the share's bounds: about its
 /// best three passages.
-const PART_TOKENS: usize = 620;
+const PART_PASSAGE_TOKENS: usize = 620;
 
 /// The most tokens of passages a synthesis prompt may carry for a question of `parts` parts,
-/// in a window of `window` tokens: [`PART_TOKENS`] a part, at least a sixth of the window and
+/// in a window of `window` tokens: [`PART_PASSAGE_TOKENS`] a part, at least a sixth of the window and
 /// at most a quarter.
 fn passage_share(window: usize, parts: usize) -> usize {
-    (PART_TOKENS * parts.max(1)).clamp(window / PROMPT_SHARE, window / PROMPT_SHARE_MOST)
+    (PART_PASSAGE_TOKENS * parts.max(1)).clamp(window / PROMPT_SHARE, window / PROMPT_SHARE_MOST)
 }
 
 /// The answer of the targeted pass, at most: one to three sentences.

@@ -62,8 +62,14 @@ impl CommandSpec {
     }
 }
 
-/// Half the machine's physical memory, in bytes, when it can be told.
+/// Half the memory this process may use, in bytes: the machine's physical memory, or its
+/// control group's limit when that is less (a container, a CI runner, a systemd slice), whose
+/// own OOM killer would otherwise strike first. Linux only (the bound is watched through
+/// `/proc`); `None` elsewhere.
 pub fn half_the_memory() -> Option<u64> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
     // SAFETY: sysconf only reads system constants.
     let (pages, size) = unsafe {
         (
@@ -71,7 +77,44 @@ pub fn half_the_memory() -> Option<u64> {
             libc::sysconf(libc::_SC_PAGESIZE),
         )
     };
-    (pages > 0 && size > 0).then(|| pages as u64 * size as u64 / 2)
+    let physical = (pages > 0 && size > 0).then(|| pages as u64 * size as u64)?;
+    let groups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let limit = cgroup_limit_files(&groups)
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .filter_map(|t| t.trim().parse::<u64>().ok())
+        .min()
+        .unwrap_or(u64::MAX);
+    Some(physical.min(limit) / 2)
+}
+
+/// The files that may hold this process's memory limit, from `/proc/self/cgroup`: cgroup v2's
+/// `memory.max` (`max` when unlimited: not a number, so not a limit) and v1's
+/// `memory.limit_in_bytes`, of its own group and of the hierarchy's root (inside a container the
+/// root is the container's group).
+fn cgroup_limit_files(proc_self_cgroup: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for line in proc_self_cgroup.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let path = path.trim_start_matches('/');
+        if controllers.is_empty() {
+            out.push(Path::new("/sys/fs/cgroup").join(path).join("memory.max"));
+            out.push(PathBuf::from("/sys/fs/cgroup/memory.max"));
+        } else if controllers.split(',').any(|c| c == "memory") {
+            out.push(
+                Path::new("/sys/fs/cgroup/memory")
+                    .join(path)
+                    .join("memory.limit_in_bytes"),
+            );
+            out.push(PathBuf::from("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+        }
+    }
+    out
 }
 
 /// The resident memory of the largest process in group `pgid`, in bytes, from `/proc`; `None`
@@ -763,6 +806,30 @@ mod tests {
         assert!(out.duration < Duration::from_secs(60), "{out:?}");
         let sleeper = read_pid(&pidfile);
         assert!(!wait_gone(sleeper).await, "process {sleeper} survived");
+    }
+
+    #[test]
+    fn finds_the_memory_limit_of_cgroup_v1_and_v2() {
+        let v1 = "9:name=systemd:/\n4:memory:/process_api/f14d\n0::/\n";
+        assert_eq!(
+            cgroup_limit_files(v1),
+            [
+                "/sys/fs/cgroup/memory/process_api/f14d/memory.limit_in_bytes",
+                "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                "/sys/fs/cgroup/memory.max",
+                "/sys/fs/cgroup/memory.max",
+            ]
+            .map(PathBuf::from)
+        );
+        assert_eq!(
+            cgroup_limit_files("0::/user.slice/session-2.scope\n"),
+            [
+                "/sys/fs/cgroup/user.slice/session-2.scope/memory.max",
+                "/sys/fs/cgroup/memory.max"
+            ]
+            .map(PathBuf::from)
+        );
+        assert!(cgroup_limit_files("garbage\n").is_empty());
     }
 
     #[test]

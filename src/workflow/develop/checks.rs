@@ -351,16 +351,9 @@ pub fn describe_failures(runs: &[CheckRun]) -> String {
     let mut out = String::new();
     for r in runs.iter().filter(|r| !r.passed) {
         let how = match &r.exit {
-            Exit::TimedOut => {
-                " (it timed out: an endless loop or a wait that never ends?)".to_owned()
-            }
-            Exit::OutOfMemory(_) => " (it filled the memory and was killed: an endless loop or \
-                                      recursion that keeps allocating, or a search that grows \
-                                      without bound?)"
-                .to_owned(),
             Exit::Code(c) => format!(" (exit code {c})"),
             Exit::Signal(s) => format!(" (killed by signal {s})"),
-            _ => String::new(),
+            exit => killed_because(exit).map_or(String::new(), |why| format!(" ({why})")),
         };
         out.push_str(&format!(
             "`{}` failed{how}:\n```\n{}\n```\n",
@@ -369,6 +362,19 @@ pub fn describe_failures(runs: &[CheckRun]) -> String {
         ));
     }
     out
+}
+
+/// Why the runner killed a command, with the likely cause in the code under test, for the
+/// model; `None` when it ended by itself.
+pub fn killed_because(exit: &Exit) -> Option<&'static str> {
+    match exit {
+        Exit::TimedOut => Some("it timed out: an endless loop or a wait that never ends?"),
+        Exit::OutOfMemory(_) => Some(
+            "it filled the memory and was killed: an endless loop or recursion that keeps \
+             allocating, or a search that grows without bound?",
+        ),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

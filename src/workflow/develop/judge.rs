@@ -9,8 +9,10 @@
 //! objections (on the develop bench those rounds never fixed a failing test: 0 of 13, at 3–9
 //! calls each). When they pass and no `judge` role of its own is set, the review is the coder
 //! reading its own change: on the develop bench it approved every one of the 17 changes the
-//! tests passed on, two of them wrong, at a call each (`docs/develop.md`, "No review of a
-//! change the tests reject"). Its verdict is `APPROVE` or `OBJECT` with reasons; anything else counts as
+//! tests passed on, two of them wrong, at a call each (`docs/develop.md`, "No review by the
+//! coder of a change the tests pass on"). "The judge is the coder" is told by the models'
+//! names (`provider/model`), so a judge role set to the coder's own model is the coder too.
+//! Its verdict is `APPROVE` or `OBJECT` with reasons; anything else counts as
 //! approval with a note (a judge that rambles must not block a change the checks and tests
 //! accepted).
 //!

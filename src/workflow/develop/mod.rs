@@ -550,6 +550,7 @@ pub async fn run(
         last_test_print: None,
         last_tests_passed: None,
         failing_outside: false,
+        tests_green: false,
         tests_after_files: false,
     };
     let result = run.go().await;
@@ -616,6 +617,9 @@ struct Run<'a> {
     /// The tests of that run fail only in files the run did not change: the changed code is
     /// the mistake, not a test it wrote (`failing_outside_changes`).
     failing_outside: bool,
+    /// Every test command of that run ran and exited 0 (not merely "failing as before", not
+    /// skipped for a missing runner).
+    tests_green: bool,
 }
 
 /// Percent of the bar where each phase starts.
@@ -1241,8 +1245,17 @@ impl Run<'_> {
     }
 
     /// Runs the tests and records the verify status: `None` when they pass, else what failed.
+    /// Tests that could not run (the overlay could not be prepared, the runner is not
+    /// installed) are no verdict: `NotRun`, and the warnings say why.
     async fn run_tests(&mut self) -> Result<Option<String>, DevelopFailure> {
         let runs = self.run_checks(CheckKind::Test).await?;
+        self.tests_green = !runs.is_empty() && runs.iter().all(|r| r.exit == Exit::Code(0));
+        if runs.is_empty() {
+            self.report.verify = VerifyStatus::NotRun(
+                "the test command could not run (see the warnings)".to_owned(),
+            );
+            return Ok(None);
+        }
         if runs.iter().all(|r| r.passed) {
             self.report.verify = VerifyStatus::Passed;
             self.last_test_print = None;
@@ -1284,8 +1297,11 @@ impl Run<'_> {
                 }
             }
             let read = |p: &str| texts.get(p).cloned();
+            // The tests that failed before the runner killed it, and why it was killed.
+            let killed =
+                checks::killed_because(&r.exit).map_or(String::new(), |why| format!(" ({why})"));
             out.push_str(&format!(
-                "`{}` failed: {}",
+                "`{}` failed{killed}: {}",
                 r.line,
                 failures::describe(&found, &read, 2500)
             ));
@@ -1448,10 +1464,12 @@ impl Run<'_> {
             &stats,
             self.ctx.options.judge_min_lines,
             &self.ctx.options.risky,
+            // Passing means each test command ran and exited 0: a runner that is not
+            // installed, or tests that fail as they did before the change, say nothing of it.
             match self.report.verify {
-                VerifyStatus::Passed => judge::Tests::Pass,
+                VerifyStatus::Passed if self.tests_green => judge::Tests::Pass,
                 VerifyStatus::Failed(_) => judge::Tests::Fail,
-                VerifyStatus::NotRun(_) => judge::Tests::NotRun,
+                _ => judge::Tests::NotRun,
             },
             self_review,
         );
