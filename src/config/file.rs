@@ -470,7 +470,8 @@ pub struct DevelopChecks {
     pub timeout_secs: u64,
     /// Megabytes of memory one process of a command may hold before the command's process
     /// group is killed (a test of a model's code whose search runs away); unset: half of the
-    /// machine's memory; 0: no bound. Watched on Linux.
+    /// machine's memory, or of its control group's limit when that is less (a container);
+    /// 0: no bound. Watched on Linux.
     #[schemars(range(min = 0, max = 16_777_216))]
     pub memory_mb: Option<u64>,
 }
