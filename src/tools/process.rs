@@ -723,43 +723,43 @@ mod tests {
     }
 
     /// A hung command is killed at its timeout, with every process of its group.
-    #[tokio::test]
-    async fn timeout_kills_the_whole_group() {
+    /// Runs `sh -c 'sleep 300 & …; REST'` with `set` applied to its spec, and checks that the
+    /// background sleeper did not outlive the command, however it ended.
+    async fn with_a_sleeper(rest: &str, set: impl FnOnce(&mut CommandSpec)) -> ProcessOutput {
         let dir = tempfile::tempdir().unwrap();
         let pidfile = dir.path().join("pid");
-        let line = format!("sh -c 'sleep 300 & echo $! > {}; wait'", pidfile.display());
+        let line = format!(
+            "sh -c 'sleep 300 & echo $! > {}; {rest}'",
+            pidfile.display()
+        );
         let mut s = spec(&line, dir.path());
-        s.timeout = Duration::from_secs(2);
+        set(&mut s);
         let out = RealRunner.run(s, CancellationToken::new()).await;
-        assert_eq!(out.exit, Exit::TimedOut, "{out:?}");
-        assert!(out.output.contains("longer than its timeout"), "{out:?}");
         let sleeper = read_pid(&pidfile);
         assert!(
             !wait_gone(sleeper).await,
-            "process {sleeper} survived the timeout"
+            "process {sleeper} survived: {out:?}"
         );
+        out
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let out = with_a_sleeper("wait", |s| s.timeout = Duration::from_secs(2)).await;
+        assert_eq!(out.exit, Exit::TimedOut, "{out:?}");
+        assert!(out.output.contains("longer than its timeout"), "{out:?}");
     }
 
     /// A command that exits while a process it started in the background keeps its output open
     /// ends with its own exit code, not at the timeout, and the background process is killed.
     #[tokio::test]
     async fn exit_ends_the_command_while_a_background_process_holds_the_output() {
-        let dir = tempfile::tempdir().unwrap();
-        let pidfile = dir.path().join("pid");
-        let line = format!(
-            "sh -c 'sleep 300 & echo $! > {}; echo started; exit 4'",
-            pidfile.display()
-        );
-        let mut s = spec(&line, dir.path());
-        s.timeout = Duration::from_secs(30);
-        let out = RealRunner.run(s, CancellationToken::new()).await;
+        let out = with_a_sleeper("echo started; exit 4", |s| {
+            s.timeout = Duration::from_secs(30)
+        })
+        .await;
         assert_eq!(out.exit, Exit::Code(4), "{out:?}");
         assert!(out.output.contains("started"), "{out:?}");
-        let sleeper = read_pid(&pidfile);
-        assert!(
-            !wait_gone(sleeper).await,
-            "process {sleeper} survived the command"
-        );
     }
 
     #[tokio::test]
@@ -789,23 +789,13 @@ mod tests {
         if !Path::new("/proc/self/stat").exists() {
             return; // the bound is watched on Linux only
         }
-        let dir = tempfile::tempdir().unwrap();
-        let pidfile = dir.path().join("pid");
-        let line = format!(
-            "sh -c 'sleep 300 & echo $! > {}; tail /dev/zero'",
-            pidfile.display()
-        );
-        let mut s = spec(&line, dir.path());
-        s.max_memory = Some(64 << 20);
-        let out = RealRunner.run(s, CancellationToken::new()).await;
+        let out = with_a_sleeper("tail /dev/zero", |s| s.max_memory = Some(64 << 20)).await;
         assert_eq!(out.exit, Exit::OutOfMemory(64 << 20), "{out:?}");
         assert!(
             out.output.contains("held more than 64 MiB of memory"),
             "{out:?}"
         );
         assert!(out.duration < Duration::from_secs(60), "{out:?}");
-        let sleeper = read_pid(&pidfile);
-        assert!(!wait_gone(sleeper).await, "process {sleeper} survived");
     }
 
     #[test]
