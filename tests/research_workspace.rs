@@ -660,6 +660,101 @@ fn a_part_the_synthesis_left_unanswered_is_asked_again_with_its_own_passages() {
     );
 }
 
+/// A question of several parts whose model answer stands for none of them — no passage
+/// supports it, or it is the prompt's example copied back — has each part asked again over
+/// its own passages before the extractive synthesis may stand in: the parts the targeted pass
+/// answers are the model's answers, the part it does not answer gets quotes.
+#[test]
+fn an_answer_that_answers_no_part_has_each_part_asked_again() {
+    let unsupported = scripted(
+        "The gateway is a well designed system. It handles many concerns. Caching, storage and retries all work together to make it robust and fast for users.",
+    );
+    let example = scripted(
+        "The oven is preheated to 220 degrees before the first batch [1]. Each loaf rests for ten minutes after baking [2][3]. The passages do not say how long the dough rises.",
+    );
+    let cache =
+        scripted("When the cache is full it evicts the least recently used entry first [1].");
+    let wal = scripted("I cannot tell from these passages.");
+    let retry = scripted(
+        "Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [1].",
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for (first, why) in [
+        (
+            unsupported,
+            "the model's answer answers no part of the question (no passage supports any of the",
+        ),
+        (
+            example,
+            "repeated the prompt's example instead of answering the question",
+        ),
+    ] {
+        let model = runtime
+            .block_on(ReplayServer::start(vec![
+                first,
+                cache.clone(),
+                wal.clone(),
+                retry.clone(),
+            ]))
+            .unwrap();
+        let env = Env::new(Some(&model.url()));
+        let (run, _) = env.json(&[QUESTION, "--sources", "workspace", "--no-verify"]);
+        let synthesis = run["synthesis"].as_str().unwrap();
+        assert_eq!(run["synthesis_kind"], "model", "{synthesis}");
+        let asked: Vec<String> = model.requests()[1..]
+            .iter()
+            .map(|r| {
+                r.json()["messages"][1]["content"]
+                    .as_str()
+                    .unwrap()
+                    .lines()
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(
+            asked,
+            [
+                "Question: how does the cache evict entries",
+                "Question: how does the store use its write-ahead log",
+                "Question: how are requests retried"
+            ],
+            "one targeted call a part, in order"
+        );
+        assert!(!synthesis.contains("Extractive synthesis"), "{synthesis}");
+        assert!(
+            synthesis.starts_with("*The model's first answer had no supported sentence about any part of the question; each part was asked again with the passages ranked for it:*\n\n**how does the cache evict entries**"),
+            "{synthesis}"
+        );
+        for said in [
+            "evicts the least recently used entry first",
+            "are retried when they fail with a connection error",
+        ] {
+            assert!(synthesis.contains(said), "{said}: {synthesis}");
+        }
+        assert!(!synthesis.contains("well designed"), "{synthesis}");
+        assert!(!synthesis.contains("oven"), "{synthesis}");
+        let parts = run["parts"].as_array().unwrap();
+        let how: Vec<(bool, bool)> = parts
+            .iter()
+            .map(|p| (p["answered"] == true, p["quoted"] == true))
+            .collect();
+        assert_eq!(
+            how,
+            [(true, false), (true, true), (true, false)],
+            "the write-ahead log part, which the targeted pass left, is quoted: {parts:?}"
+        );
+        let notes = run["notes"].to_string();
+        assert!(notes.contains(why), "{notes}");
+        assert!(notes.contains(", 2 of 3 answered"), "{notes}");
+        assert_eq!(run["status"], "complete", "{notes}");
+        let report = std::fs::read_to_string(run["report"].as_str().unwrap()).unwrap();
+        assert!(report.contains("test/scripted"), "{report}");
+        assert!(!report.contains("(not kept)"), "{report}");
+    }
+}
+
 /// The targeted pass's sentences get the model's check too: a sentence its passage holds the
 /// words of without saying it is as likely there as in the synthesis. Rejected, it is not
 /// kept and the report says the pass found nothing the passages support; accepted, it is kept

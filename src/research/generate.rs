@@ -41,10 +41,12 @@ const PART_ANSWER_TOKENS: u32 = 160;
 /// What the synthesis step produced.
 pub(crate) struct Synthesis {
     pub text: String,
-    /// How many sources (from the top of the candidates) the text may cite.
+    /// How many sources (from the top of the candidates) the text may cite; for an extractive
+    /// synthesis that stands in for a model answer, how many the model was shown.
     pub shown: usize,
     pub model: Option<String>,
-    /// The model that wrote it, for the verifying pass.
+    /// The model that wrote it, for the verifying pass; beside an extractive synthesis that
+    /// stands in for a model answer with nothing to keep, the model to ask each part again.
     pub writer: Option<Arc<dyn ChatModel>>,
     pub usage: Usage,
     pub notes: Vec<String>,
@@ -200,11 +202,15 @@ impl Research {
                 notes.push(format!("{reason}; the partial answer is kept"));
                 kept(notes, true, answer.text)
             }
+            // The model answered, but with nothing to keep: the extractive synthesis stands in,
+            // and the writer stays for a question in parts to ask each part again (`run.rs`).
             None if answer.text.trim().is_empty() => {
                 let reason = format!("{name} answered with no text");
                 notes.push(reason.clone());
                 let mut s = extractive(reason, notes, true);
                 s.usage = usage;
+                s.writer = Some(model.clone());
+                s.shown = shown;
                 s
             }
             None if synthesis::repeats_example(&answer.text) => {
@@ -214,6 +220,8 @@ impl Research {
                 notes.push(reason.clone());
                 let mut s = extractive(reason, notes, false);
                 s.usage = usage;
+                s.writer = Some(model.clone());
+                s.shown = shown;
                 s
             }
             None => kept(notes, false, answer.text),

@@ -16,7 +16,7 @@ use crate::model::ChatModel;
 use crate::research::credibility::{self, Context};
 use crate::research::generate::Synthesis;
 use crate::research::sources::{Source, SourceContext, SourceError, SourceQuery};
-use crate::research::synthesis::{self, ValidClaim};
+use crate::research::synthesis::{self, ValidClaim, Validated};
 use crate::research::{
     Phase, ProgressFn, Research, ResearchError, ResearchRun, RunOptions, config, dedupe,
     extractive, independence_key, judge, parts, plural, report, support,
@@ -314,10 +314,25 @@ impl Research {
         let all_parts = parts::parts_for(&plan.query, candidates);
         let writer = synthesis.writer.clone();
         let read = synthesis.shown.min(candidates.len());
-        let (mut validated, kind) = match synthesis.extractive_claims.take() {
+        // A question of several parts whose model answer stands for none of them (it copied
+        // the prompt's example, answered with no text, or no part keeps a supported sentence)
+        // has each part asked again over its own best passages, as a part the answer left out
+        // is, before the extractive synthesis stands in: read by hand over uv's and MkDocs'
+        // docs (2026-11-30), every part a report wrongly said no sentence answers was in an
+        // extractive synthesis. The extractive synthesis stays when no part gets a supported
+        // sentence.
+        // The targeted pass over every part, when it answered some.
+        let mut asked_first: Option<AskedAgain> = None;
+        // The first answer as checked, and why it stands for no part of the question, if so:
+        // the extractive synthesis generate.rs put in place of the model's (beside its writer),
+        // or the reason of [`Validated::fallback_reason_for`].
+        let (mut validated, mut kind, stands_for_none) = match synthesis.extractive_claims.take() {
             Some(claims) => (
                 synthesis::number_extractive(&synthesis.text, claims),
                 "extractive",
+                writer
+                    .is_some()
+                    .then(|| "the model's answer was not kept".to_owned()),
             ),
             None => {
                 let shown = &candidates[..synthesis.shown.min(candidates.len())];
@@ -353,9 +368,62 @@ impl Research {
                 counts.attributed = v.attributed as u32;
                 counts.dropped = (v.dropped + v.unsupported) as u32;
                 sentences = Some(counts);
-                match v.fallback_reason_for(&all_parts) {
-                    None => (v, "model"),
-                    Some(reason) => {
+                let reason = v.fallback_reason_for(&all_parts);
+                (v, "model", reason)
+            }
+        };
+        if let Some(reason) = stands_for_none {
+            let why = match kind {
+                "model" => format!("the model's answer answers no part of the question ({reason})"),
+                _ => reason.clone(),
+            };
+            let mut again = None;
+            if let Some(writer) = writer.as_ref()
+                && all_parts.len() > 1
+            {
+                progress(
+                    Phase::Synthesis,
+                    90,
+                    &format!("{why}: asking about each part again"),
+                );
+                let every_part: Vec<usize> = (0..all_parts.len()).collect();
+                let asked = self
+                    .ask_again(
+                        plan,
+                        writer.as_ref(),
+                        &all_parts,
+                        &every_part,
+                        candidates,
+                        progress,
+                        cancel,
+                    )
+                    .await;
+                usage.input_tokens += asked.usage.input_tokens;
+                usage.output_tokens += asked.usage.output_tokens;
+                again = Some(asked);
+            }
+            match again {
+                Some(again) if !again.answers.is_empty() => {
+                    notes.push(format!(
+                        "{why}; asked about each part again with its own best passages, {} of {} answered",
+                        again.answers.len(),
+                        all_parts.len()
+                    ));
+                    // The first answer's supported sentences stay; nothing else of it does.
+                    if kind != "model" || validated.claims.is_empty() {
+                        validated = Validated::default();
+                    }
+                    model = writer.as_ref().map(|w| w.name().to_owned());
+                    kind = "model";
+                    asked_first = Some(again);
+                }
+                again => {
+                    if let Some(again) = again {
+                        notes.extend(again.notes);
+                    }
+                    // The model's answer checked, standing for too little: the extractive
+                    // synthesis in its place.
+                    if kind == "model" {
                         progress(
                             Phase::Synthesis,
                             90,
@@ -374,14 +442,12 @@ impl Research {
                         );
                         let claims = fallback.extractive_claims.unwrap_or_default();
                         model = model.map(|m| format!("{m} (not kept)"));
-                        (
-                            synthesis::number_extractive(&fallback.text, claims),
-                            "extractive",
-                        )
+                        validated = synthesis::number_extractive(&fallback.text, claims);
+                        kind = "extractive";
                     }
                 }
             }
-        };
+        }
         // Which parts the kept sentences answer; quoted sentences for the others.
         let mut answered: Vec<Vec<u32>> = vec![Vec::new(); all_parts.len()];
         for claim in &validated.claims {
@@ -412,23 +478,32 @@ impl Research {
                 // The passages each part asked again was shown.
                 let mut asked: HashMap<usize, Vec<usize>> = HashMap::new();
                 if let Some(writer) = writer.as_ref() {
-                    let again = self
-                        .ask_again(
-                            plan,
-                            writer.as_ref(),
-                            &all_parts,
-                            &missing,
-                            candidates,
-                            progress,
-                            cancel,
-                        )
-                        .await;
+                    let again = match asked_first.take() {
+                        // Asked about every part already (above): its usage is counted.
+                        Some(again) => AskedAgain {
+                            usage: crate::model::Usage::default(),
+                            ..again
+                        },
+                        None => {
+                            self.ask_again(
+                                plan,
+                                writer.as_ref(),
+                                &all_parts,
+                                &missing,
+                                candidates,
+                                progress,
+                                cancel,
+                            )
+                            .await
+                        }
+                    };
                     usage.input_tokens += again.usage.input_tokens;
                     usage.output_tokens += again.usage.output_tokens;
                     notes.extend(again.notes);
                     searched = again.searched;
                     asked = again.shown;
                     let mut said = String::new();
+                    let answered_again = again.answers.len();
                     for (p, claims) in again.answers {
                         said.push_str(&format!("**{}**\n\n", all_parts[p].text));
                         let mut line = Vec::new();
@@ -447,11 +522,19 @@ impl Research {
                         missing.retain(|m| *m != p);
                     }
                     if !said.is_empty() {
-                        validated.text.push_str(&format!(
-                            "\n\n*Asked again with the passages ranked for the part{} the first answer left without a supported sentence:*\n\n{}",
-                            if said.matches("**").count() > 2 { "s" } else { "" },
+                        let heading = if validated.text.trim().is_empty() {
+                            "*The model's first answer had no supported sentence about any part of the question; each part was asked again with the passages ranked for it:*".to_owned()
+                        } else {
+                            format!(
+                                "\n\n*Asked again with the passages ranked for the part{} the first answer left without a supported sentence:*",
+                                if answered_again > 1 { "s" } else { "" },
+                            )
+                        };
+                        validated.text = format!(
+                            "{}{heading}\n\n{}",
+                            validated.text.trim_end(),
                             said.trim_end()
-                        ));
+                        );
                     }
                 }
                 let quoted = extractive::quote(&plan.query, &all_parts, &missing, candidates);
