@@ -1372,7 +1372,7 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
             if !answer.contains('[') {
                 without_markers += 1;
             }
-            let first = synthesis::validate_citations(&answer, &shown);
+            let first = synthesis::validate_answer(question, &answer, &shown);
             let asked = judge::pairs_for(&first, &shown);
             let mut counts = SentenceCounts::default();
             // The model's check, one call per pair not held word for word: the recorded
@@ -1397,7 +1397,15 @@ fn recorded_answers_on_corpora_patchwise_did_not_write_are_kept_when_they_hold_u
                 .collect();
             let judged = judge::decide(&pairs_now, &answers, None);
             assert_eq!(judged.verdicts.len(), asked.len(), "{corpus}/{name}");
-            let (v, notes) = judge::apply(&answer, &shown, first, &asked, &judged, &mut counts);
+            let (v, notes) = judge::apply(
+                question,
+                &answer,
+                &shown,
+                first,
+                &asked,
+                &judged,
+                &mut counts,
+            );
             let question_parts = parts::parts_for(question, &shown);
             let mut covered = vec![false; question_parts.len()];
             for claim in &v.claims {

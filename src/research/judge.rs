@@ -307,6 +307,7 @@ pub fn pairs_of(asked: &[Asked], shown: &[SourceRecord]) -> Vec<Pair> {
 /// each claim's citations their verdicts. Counts what it changed in `counts` and returns the
 /// answer and the notes a reader should see.
 pub fn apply(
+    question: &str,
     answer: &str,
     shown: &[SourceRecord],
     first: Validated,
@@ -338,7 +339,7 @@ pub fn apply(
     let mut v = if rejected.is_empty() {
         first
     } else {
-        validate_judged(answer, shown, &rejected)
+        validate_judged(question, answer, shown, &rejected)
     };
     let removed = asked
         .iter()

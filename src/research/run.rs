@@ -336,7 +336,7 @@ impl Research {
             ),
             None => {
                 let shown = &candidates[..synthesis.shown.min(candidates.len())];
-                let mut v = synthesis::validate_citations(&synthesis.text, shown);
+                let mut v = synthesis::validate_answer(&plan.query, &synthesis.text, shown);
                 model_support = v.raw.clone();
                 let mut counts = SentenceCounts::default();
                 let mut judge_notes = Vec::new();
@@ -348,6 +348,7 @@ impl Research {
                         .judged(
                             plan,
                             writer.as_ref(),
+                            &plan.query,
                             &synthesis.text,
                             shown,
                             v,
@@ -738,7 +739,7 @@ impl Research {
                     continue;
                 }
             };
-            let mut v = synthesis::validate_citations(&answer, &sources[..shown]);
+            let mut v = synthesis::validate_answer(&part.text, &answer, &sources[..shown]);
             // The model's check, as for the synthesis: a sentence of the targeted pass is as
             // likely to cite a passage that holds its words without saying it (bat's
             // configuration file "located in `$(bat --config-dir)/syntaxes`", 0.625 by overlap,
@@ -749,6 +750,7 @@ impl Research {
                     .judged(
                         plan,
                         writer,
+                        &part.text,
                         &answer,
                         &sources[..shown],
                         v,
@@ -816,6 +818,7 @@ impl Research {
         &self,
         plan: &Plan,
         writer: &dyn ChatModel,
+        question: &str,
         answer: &str,
         shown: &[SourceRecord],
         first: synthesis::Validated,
@@ -835,7 +838,8 @@ impl Research {
             .await;
         match result {
             Ok(judged) => {
-                let (v, notes) = judge::apply(answer, shown, first, &asked, &judged, counts);
+                let (v, notes) =
+                    judge::apply(question, answer, shown, first, &asked, &judged, counts);
                 (v, notes, usage)
             }
             Err(why) => (
@@ -1012,10 +1016,14 @@ struct AskedAgain {
     usage: crate::model::Usage,
 }
 
-/// A sentence of the targeted pass with its markers before its final punctuation.
+/// A sentence of the targeted pass with its markers before its final punctuation. A lead-in
+/// ("If an index does not provide `upload-time` metadata, you can disable the cutoff for that
+/// index entirely:") ends with a full stop: the code it led in to is not printed with the
+/// claims of the pass.
 fn cite_line(text: &str, sources: &[u32], attributed: bool) -> String {
     let body = text.trim_end_matches(['.', '!', '?', ':']).trim_end();
-    let end = &text[body.len()..].trim();
+    let end = text[body.len()..].trim();
+    let end = if end.contains(':') { "." } else { end };
     let markers: String = sources.iter().map(|n| format!("[{n}]")).collect();
     let label = if attributed { " (attributed)" } else { "" };
     format!(
@@ -1129,5 +1137,27 @@ mod tests {
         // The budget already spent: the judge still gets its half.
         let after = start + Duration::from_secs(400);
         assert_eq!(judge_deadline(deadline, budget, after), after + budget / 2);
+    }
+
+    #[test]
+    fn a_targeted_sentence_that_led_in_to_code_ends_with_a_full_stop() {
+        // Recorded over uv's docs (2026-12-01): the lead-in's code is not among the claims.
+        assert_eq!(
+            cite_line(
+                "If an index does not provide `upload-time` metadata, you can disable the cutoff for that index entirely:",
+                &[3],
+                true
+            ),
+            "If an index does not provide `upload-time` metadata, you can disable the cutoff for that index entirely [3] (attributed)."
+        );
+        assert_eq!(
+            cite_line(
+                "The `--locked` flag fails when the lockfile is out of date.",
+                &[1, 2],
+                false
+            ),
+            "The `--locked` flag fails when the lockfile is out of date [1][2]."
+        );
+        assert_eq!(cite_line("Is it cached?", &[1], false), "Is it cached [1]?");
     }
 }

@@ -13,7 +13,7 @@
 //!
 //! Pure functions: no I/O, no model calls.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use regex::Regex;
@@ -348,7 +348,14 @@ struct Item {
 /// then renumbered by first appearance. The model's own citations, as written, are measured
 /// before any repair ([`Validated::raw`]).
 pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
-    validate_judged(answer, shown, &[])
+    validate_judged("", answer, shown, &[])
+}
+
+/// [`validate_citations`] of an answer to `question`: a sentence that only says a part of the
+/// question again is no claim ([`echoes_question`]), and a part written before the answer to it
+/// ("how do I make uv refetch just that one package: You can use …") is left off the sentence.
+pub fn validate_answer(question: &str, answer: &str, shown: &[SourceRecord]) -> Validated {
+    validate_judged(question, answer, shown, &[])
 }
 
 /// [`validate_citations`] after the judge: a (sentence, passage) pair in `rejected` — the
@@ -357,11 +364,13 @@ pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
 /// or attributed to another passage that supports it, or is dropped (docs/research.md, "Is it
 /// right?").
 pub fn validate_judged(
+    question: &str,
     answer: &str,
     shown: &[SourceRecord],
     rejected: &[(String, u32)],
 ) -> Validated {
     let n_sources = shown.len();
+    let asked: HashSet<String> = support::claim_stems(question).into_iter().collect();
     let stems: Vec<_> = shown
         .iter()
         .map(|s| support::passage_stems(&s.title, &s.snippet))
@@ -421,6 +430,7 @@ pub fn validate_judged(
             continue;
         };
         for sentence in sentences(text) {
+            let sentence = after_echoed_part(&sentence, &asked).unwrap_or(sentence);
             let (sentence, about) = match unframe(&sentence) {
                 Unframed::Claim(claim) => (claim, false),
                 Unframed::About => (sentence, true),
@@ -438,7 +448,13 @@ pub fn validate_judged(
                 }
             }
             let clean = strip_markers(&sentence);
-            if clean.is_empty() && valid.is_empty() {
+            // A list number or a full stop alone ("2. .", "2..": an item the model began and
+            // left empty) is no sentence: kept as connective text it printed "2.." under item 1.
+            if clean
+                .chars()
+                .all(|c| c.is_ascii_digit() || matches!(c, '.' | ')' | ' '))
+                && valid.is_empty()
+            {
                 continue;
             }
             items.push(Item {
@@ -458,7 +474,7 @@ pub fn validate_judged(
     for i in 0..items.len() {
         let item = &items[i];
         let clean = item.clean.as_str();
-        let outcome = if echoes_prompt(clean) {
+        let outcome = if echoes_prompt(clean) || echoes_question(clean, &asked) {
             Outcome::Repeated
         } else if clean.trim_end().ends_with(':') && passages::terms(clean).len() < 3 {
             // "For example: [2]", "To install, run:" say nothing a passage could support: a
@@ -598,8 +614,8 @@ pub fn validate_judged(
     // that is no list item.
     let mut lead_in: Option<String> = None;
     let mut out_blocks: Vec<String> = Vec::new();
-    // Per indentation: the items of the ordered list there that were dropped so far.
-    let mut lists_dropped: HashMap<usize, u32> = HashMap::new();
+    // Per indentation: the number the last kept item of the ordered list there was given.
+    let mut list_numbers: HashMap<usize, u32> = HashMap::new();
     // The last kept block that ends with `:`, until what it leads in to is kept.
     let mut open_lead_in: Option<OpenLeadIn> = None;
     let mut next = items.iter().peekable();
@@ -607,7 +623,7 @@ pub fn validate_judged(
         match block {
             Block::Blank => out_blocks.push(String::new()),
             Block::Heading(h) => {
-                lists_dropped.clear();
+                list_numbers.clear();
                 // The heading is what the lead-in led in to, unless what came between went.
                 if let Some(open) = open_lead_in.take()
                     && open.dropped
@@ -678,7 +694,10 @@ pub fn validate_judged(
                             raw_claims.push((item.clean.clone(), vec![*n], true, standing.clone()));
                         }
                         // A copy of a part of the question: what follows answers it.
-                        Outcome::Repeated if echoes_prompt(&item.clean) => {
+                        Outcome::Repeated
+                            if echoes_prompt(&item.clean)
+                                || echoes_question(&item.clean, &asked) =>
+                        {
                             under = Some(item.clean.clone());
                         }
                         Outcome::NamesSources
@@ -703,28 +722,31 @@ pub fn validate_judged(
                         open_lead_in = None;
                     } else {
                         if (open.dropped || sibling) && drop_lead_in(&mut out_blocks, open.at) {
-                            // A numbered lead-in that went counts as a dropped item of its list.
-                            if let (true, Some(i)) = (open.ordered, open.item_indent) {
-                                *lists_dropped.entry(i).or_default() += 1;
+                            // A numbered lead-in that went gives its number back.
+                            if let (true, Some(i)) = (open.ordered, open.item_indent)
+                                && let Some(n) = list_numbers.get_mut(&i)
+                            {
+                                *n = n.saturating_sub(1);
                             }
                         }
                         open_lead_in = None;
                     }
                 }
-                // An ordered list keeps counting from 1 when items of it were dropped: "2." is
-                // not the first thing a reader should see.
+                // An ordered list's kept items count from 1 in order, whatever the model numbered
+                // them: "2." is not the first thing a reader should see after item 1 was
+                // dropped, nor "3." after item 2 was (or after an item the model began and left
+                // empty, "2.."); a list the model restarts at 1 starts again.
                 let prefix = match numbered {
                     Some((indent, n, delimiter)) => {
-                        let gone = lists_dropped.entry(indent).or_default();
+                        let last = list_numbers.entry(indent).or_default();
                         if n == 1 {
-                            *gone = 0;
+                            *last = 0;
                         }
                         if kept.is_empty() {
-                            *gone += 1;
                             prefix
                         } else {
-                            let n = n.saturating_sub(*gone).max(1);
-                            format!("{}{n}{delimiter} ", " ".repeat(indent))
+                            *last += 1;
+                            format!("{}{}{delimiter} ", " ".repeat(indent), *last)
                         }
                     }
                     None => prefix,
@@ -1407,6 +1429,53 @@ fn echoes_prompt(sentence: &str) -> bool {
         "are", "can",
     ];
     QUESTION.contains(&first) && (t.ends_with('?') || !t.ends_with(['.', '!', ':']))
+}
+
+/// Whether `sentence` says a part of the question again rather than answering it: every word
+/// it is measured by is a word of the question (`asked`, [`support::claim_stems`]), at least
+/// three of them, and it is worded as the question is — it opens with a question word or speaks
+/// as the user ("I", "my"). Recorded from Qwen2.5-Coder-1.5B over MkDocs' docs (2026-11-30,
+/// 2026-12-01): "What title does a page get in the menu when I don't give one in nav [1]." as
+/// item 1 of its answer, "When I override the theme's libs block to add a JavaScript library
+/// [1].", "I publish my docs with gh-deploy — which branch does it push to by default [1]." —
+/// each a full stop and a marker away from [`echoes_prompt`], each cited as a claim. Over the
+/// 2,845 sentences of the recorded reports (`scripts/bench/research-results/`, six corpora) it
+/// finds 6 different sentences, each such a copy, and no answer: an answer that uses only the
+/// question's words ("If the same setting is also given as an environment variable, the value
+/// from the environment variable wins") neither opens like a question nor speaks as the user.
+fn echoes_question(sentence: &str, asked: &HashSet<String>) -> bool {
+    if asked.is_empty() {
+        return false;
+    }
+    let stems = support::claim_stems(sentence);
+    if stems.len() < 3 || !stems.iter().all(|s| asked.contains(s)) {
+        return false;
+    }
+    let lower = sentence.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    const QUESTION: [&str; 12] = [
+        "how", "what", "which", "why", "where", "who", "whether", "does", "do", "is", "are", "can",
+    ];
+    const USER: [&str; 8] = ["i", "i'm", "i'd", "i've", "i'll", "my", "me", "myself"];
+    words.first().is_some_and(|w| QUESTION.contains(w)) || words.iter().any(|w| USER.contains(w))
+}
+
+/// The answer of a sentence that opens with a part of the question and a colon ("how do I make
+/// uv refetch just that one package: You can use the `--refresh-package` option …", recorded
+/// over uv's docs): the part is the question's words, not a claim, and measured with the
+/// answer it made the sentence a copy of the question as much as an answer.
+fn after_echoed_part(sentence: &str, asked: &HashSet<String>) -> Option<String> {
+    let (part, answer) = sentence.split_once(": ")?;
+    let answer = answer.trim_start();
+    if answer.split_whitespace().count() < 3 || !echoes_question(part, asked) {
+        return None;
+    }
+    let mut chars = answer.chars();
+    let first = chars.next()?;
+    Some(format!("{}{}", first.to_uppercase(), chars.as_str()))
 }
 
 /// Where the model, having answered, began copying the prompt's passages: the byte offset of
@@ -2511,6 +2580,143 @@ mod tests {
         assert!(echoes_prompt(
             "If a uv.toml and a pyproject.toml sit in the same folder, does uv read both?"
         ));
+    }
+
+    #[test]
+    fn a_copy_of_the_question_cited_like_a_claim_is_not_one() {
+        // Recorded over MkDocs' docs (2026-12-01): the question's second part as item 1 of the
+        // answer, with a full stop and a marker, then an item the model took back ("2.." in
+        // the report, the first item's words all the question's).
+        let question = "There's a page I want left out of the navigation and mkdocs keeps warning me about it — how do I silence that? What title does a page get in the menu when I don't give one in nav?";
+        let shown = [
+            source(
+                "docs/user-guide/writing-your-docs.md:40-52 — Configure Pages and Navigation",
+                "If no title is defined for a page in the nav configuration, the title is taken from the page's first heading, or its file name when it has none. A page left out of nav on purpose can be listed in `not_in_nav`, which silences the warning for it.",
+            ),
+            source(
+                "docs/user-guide/configuration.md:10-20 — nav",
+                "The nav setting defines the pages of the global site navigation and their titles.",
+            ),
+        ];
+        let answer = "1. What title does a page get in the menu when I don't give one in nav [1].\n2. .\n\nA page left out of nav on purpose can be listed in `not_in_nav`, which silences the warning for it [1].";
+        let v = validate_answer(question, answer, &shown);
+        assert_eq!(
+            v.text,
+            "A page left out of nav on purpose can be listed in `not_in_nav`, which silences the warning for it [1].",
+            "{v:?}"
+        );
+        assert_eq!((v.cited, v.repeated), (1, 1), "{v:?}");
+        // Without the question the copy reads as a claim its passage holds.
+        let v = validate_citations(answer, &shown);
+        assert!(v.text.contains("What title does a page get"), "{}", v.text);
+        assert!(!v.text.contains("2."), "{}", v.text);
+        for empty in ["2..", "2.", "2. [2]."] {
+            let answer = format!(
+                "1. The title is taken from the page's first heading [1].\n{empty}\n3. A page can be listed in `not_in_nav` [1]."
+            );
+            let v = validate_answer(question, &answer, &shown);
+            assert_eq!(
+                v.text,
+                "1. The title is taken from the page's first heading [1].\n2. A page can be listed in `not_in_nav` [1].",
+                "{empty}: {v:?}"
+            );
+        }
+
+        // A part written before its answer: the answer is the sentence.
+        let answer = "what title does a page get in the menu when I don't give one in nav: The title is taken from the page's first heading, or its file name when it has none [1].";
+        let v = validate_answer(question, answer, &shown);
+        assert_eq!(
+            v.text,
+            "The title is taken from the page's first heading, or its file name when it has none [1].",
+            "{v:?}"
+        );
+
+        // An answer in the question's own words is an answer: it neither opens like a question
+        // nor speaks as the user (recorded over Poetry's docs).
+        let asked: HashSet<String> = support::claim_stems(
+            "If a setting is in config.toml and also given as an environment variable, which value wins?",
+        )
+        .into_iter()
+        .collect();
+        assert!(!echoes_question(
+            "If the same setting is also given as an environment variable, the value from the environment variable wins.",
+            &asked
+        ));
+        assert!(echoes_question(
+            "I have a setting in config.toml and also as an environment variable — which value wins.",
+            &asked
+        ));
+        assert!(
+            !echoes_question("Which value wins.", &asked),
+            "too few words to tell"
+        );
+        assert!(!echoes_question(
+            "What the environment variable gives wins over config.toml, as its value is read last.",
+            &asked
+        ));
+    }
+
+    #[test]
+    fn a_copy_of_the_question_is_told_from_answers_over_the_recorded_reports() {
+        // Every sentence of every report recorded by the research bench (six corpora, several
+        // builds), measured against its own question: the sentences taken for a copy are
+        // exactly these, each a part of its question as the user wrote it.
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/bench/research-results");
+        let mut flagged: Vec<String> = Vec::new();
+        let mut total = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let Ok(row) = serde_json::from_str::<serde_json::Value>(line) else {
+                    continue;
+                };
+                let (Some(question), Some(report)) =
+                    (row["question"].as_str(), row["synthesis"].as_str())
+                else {
+                    continue;
+                };
+                let asked: HashSet<String> = support::claim_stems(question).into_iter().collect();
+                for line in report.lines() {
+                    // Headings, the report's own italic lines and its "Not answered: “PART”"
+                    // lines are the parts as asked, written by the server after the check.
+                    let t = line.trim_start();
+                    if t.starts_with('*')
+                        || t.starts_with("Not answered")
+                        || t.starts_with("Nothing in the sources")
+                    {
+                        continue;
+                    }
+                    let body = &line[list_prefix(line).unwrap_or(0)..];
+                    for sentence in sentences(body) {
+                        total += 1;
+                        let clean = strip_markers(&sentence)
+                            .replace("(attributed)", "")
+                            .replace("(re-cited)", "");
+                        if echoes_question(&clean, &asked) && !flagged.contains(&clean) {
+                            flagged.push(clean);
+                        }
+                    }
+                }
+            }
+        }
+        flagged.sort();
+        assert!(total > 2500, "{total} sentences");
+        assert_eq!(
+            flagged,
+            [
+                "And can I make dark mode the default ?.",
+                "I have a setting in my user-level uv.toml and a different value for it in my project's pyproject.toml — which one does uv use?",
+                "I publish my docs with gh-deploy — which branch does it push to by default.",
+                "Our repo's default branch is main, but the \"edit this page\" links point at master and open the online editor, which asks people to log in — how do I point them at main with a read-only view.",
+                "What title does a page get in the menu when I don't give one in nav.",
+                "When I override the theme's libs block to add a JavaScript library .",
+            ],
+            "over {total} sentences"
+        );
     }
 
     #[test]
