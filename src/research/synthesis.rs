@@ -371,6 +371,9 @@ pub fn validate_judged(
 ) -> Validated {
     let n_sources = shown.len();
     let asked: HashSet<String> = support::claim_stems(question).into_iter().collect();
+    // A copy of the prompt's list of parts or of a part as the user wrote it: no claim, and
+    // what follows it answers that part.
+    let copies_question = |s: &str| echoes_prompt(s) || echoes_question(s, &asked);
     let stems: Vec<_> = shown
         .iter()
         .map(|s| support::passage_stems(&s.title, &s.snippet))
@@ -474,7 +477,7 @@ pub fn validate_judged(
     for i in 0..items.len() {
         let item = &items[i];
         let clean = item.clean.as_str();
-        let outcome = if echoes_prompt(clean) || echoes_question(clean, &asked) {
+        let outcome = if copies_question(clean) {
             Outcome::Repeated
         } else if clean.trim_end().ends_with(':') && passages::terms(clean).len() < 3 {
             // "For example: [2]", "To install, run:" say nothing a passage could support: a
@@ -694,10 +697,7 @@ pub fn validate_judged(
                             raw_claims.push((item.clean.clone(), vec![*n], true, standing.clone()));
                         }
                         // A copy of a part of the question: what follows answers it.
-                        Outcome::Repeated
-                            if echoes_prompt(&item.clean)
-                                || echoes_question(&item.clean, &asked) =>
-                        {
+                        Outcome::Repeated if copies_question(&item.clean) => {
                             under = Some(item.clean.clone());
                         }
                         Outcome::NamesSources
@@ -876,13 +876,7 @@ pub fn unframe(sentence: &str) -> Unframed {
             return None;
         }
         let end = &rest[body.len()..];
-        let mut chars = body.chars();
-        let first = chars.next()?;
-        let body = if first.is_lowercase() {
-            format!("{}{}", first.to_uppercase(), chars.as_str())
-        } else {
-            body.to_owned()
-        };
+        let body = capitalized(body);
         let end = if end.is_empty() { "." } else { end };
         let markers: String = markers_in(markers)
             .into_iter()
@@ -1420,15 +1414,29 @@ fn echoes_prompt(sentence: &str) -> bool {
     if lower.starts_with("it has ") && lower.contains("answer each of them") {
         return true;
     }
-    let first = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .find(|w| !w.is_empty())
-        .unwrap_or("");
+    opens_with_question_word(&lower) && (t.ends_with('?') || !t.ends_with(['.', '!', ':']))
+}
+
+/// Whether lower-case `text` opens with a word that asks ("how", "what", "does", …).
+fn opens_with_question_word(text: &str) -> bool {
     const QUESTION: [&str; 13] = [
         "how", "what", "which", "why", "when", "where", "who", "whether", "does", "do", "is",
         "are", "can",
     ];
-    QUESTION.contains(&first) && (t.ends_with('?') || !t.ends_with(['.', '!', ':']))
+    let first = text
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|w| !w.is_empty())
+        .unwrap_or("");
+    QUESTION.contains(&first)
+}
+
+/// `text` with its first letter upper-case.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => format!("{}{}", first.to_uppercase(), chars.as_str()),
+        None => String::new(),
+    }
 }
 
 /// Whether `sentence` says a part of the question again rather than answering it: every word
@@ -1452,15 +1460,14 @@ fn echoes_question(sentence: &str, asked: &HashSet<String>) -> bool {
         return false;
     }
     let lower = sentence.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .filter(|w| !w.is_empty())
-        .collect();
-    const QUESTION: [&str; 12] = [
-        "how", "what", "which", "why", "where", "who", "whether", "does", "do", "is", "are", "can",
-    ];
     const USER: [&str; 8] = ["i", "i'm", "i'd", "i've", "i'll", "my", "me", "myself"];
-    words.first().is_some_and(|w| QUESTION.contains(w)) || words.iter().any(|w| USER.contains(w))
+    // "When" opens an answer's condition as often as a question: over the recorded reports,
+    // "When Poetry complains that the project's supported Python range is not compatible …, it
+    // will tell you this" is the model's (empty) answer in the question's words.
+    (opens_with_question_word(&lower) && !lower.starts_with("when"))
+        || lower
+            .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+            .any(|w| USER.contains(&w))
 }
 
 /// The answer of a sentence that opens with a part of the question and a colon ("how do I make
@@ -1470,12 +1477,8 @@ fn echoes_question(sentence: &str, asked: &HashSet<String>) -> bool {
 fn after_echoed_part(sentence: &str, asked: &HashSet<String>) -> Option<String> {
     let (part, answer) = sentence.split_once(": ")?;
     let answer = answer.trim_start();
-    if answer.split_whitespace().count() < 3 || !echoes_question(part, asked) {
-        return None;
-    }
-    let mut chars = answer.chars();
-    let first = chars.next()?;
-    Some(format!("{}{}", first.to_uppercase(), chars.as_str()))
+    (answer.split_whitespace().count() >= 3 && echoes_question(part, asked))
+        .then(|| capitalized(answer))
 }
 
 /// Where the model, having answered, began copying the prompt's passages: the byte offset of
@@ -2664,6 +2667,8 @@ mod tests {
         let dir =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/bench/research-results");
         let mut flagged: Vec<String> = Vec::new();
+        // The parts a sentence opened with before its answer.
+        let mut led: Vec<String> = Vec::new();
         let mut total = 0;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
@@ -2696,6 +2701,9 @@ mod tests {
                         let clean = strip_markers(&sentence)
                             .replace("(attributed)", "")
                             .replace("(re-cited)", "");
+                        if after_echoed_part(&clean, &asked).is_some() {
+                            led.push(clean.split_once(": ").unwrap().0.to_owned());
+                        }
                         if echoes_question(&clean, &asked) && !flagged.contains(&clean) {
                             flagged.push(clean);
                         }
@@ -2704,7 +2712,22 @@ mod tests {
             }
         }
         flagged.sort();
+        led.sort();
+        led.dedup();
         assert!(total > 2500, "{total} sentences");
+        // And the parts the model wrote before their answers ("PART: ANSWER"), each a part.
+        assert_eq!(
+            led,
+            [
+                "I keep rebuilding a wheel into my --find-links folder under the same file name and uv keeps installing the old one — why",
+                "I publish my docs with gh-deploy — which branch does it push to by default",
+                "how do I deploy an organisation site (orgname.github.io) that must live on master",
+                "how do I make uv refetch just that one package",
+                "what should I run at the end of a CI job so the cached directory stays small",
+                "why does my custom domain keep disappearing after each deploy",
+            ],
+            "over {total} sentences"
+        );
         assert_eq!(
             flagged,
             [
