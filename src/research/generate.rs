@@ -169,9 +169,14 @@ impl Research {
         if let Some(stop) = answer.stopped {
             notes.push(stop.note().to_owned());
         } else if answer.cut {
-            notes.push(
-                "the model hit its output-token limit; the synthesis may be cut short".to_owned(),
-            );
+            let finished = synthesis::finished_part(&answer.text).len();
+            notes.push(if finished < answer.text.trim_end().len() {
+                "the model hit its output-token limit; its unfinished last sentence was left out"
+                    .to_owned()
+            } else {
+                "the model hit its output-token limit; the synthesis may be cut short".to_owned()
+            });
+            answer.text.truncate(finished);
         }
         if answer.usage.input_tokens == 0 {
             answer.usage.input_tokens =
@@ -404,6 +409,11 @@ impl Research {
             return (Err("the time budget ran out".to_owned()), Usage::default());
         }
         match tokio::time::timeout(left, complete(model, request, cancel.child_token())).await {
+            // Cut short by the token limit: its unfinished sentence is no answer.
+            Ok(Ok(answer)) if answer.finish == Some(crate::model::FinishReason::Length) => (
+                Ok((synthesis::finished_part(&answer.text).to_owned(), shown)),
+                answer.usage,
+            ),
             Ok(Ok(answer)) => (Ok((answer.text, shown)), answer.usage),
             Ok(Err(err)) => (Err(format!("the model failed ({err})")), Usage::default()),
             Err(_) => (Err("the time budget ran out".to_owned()), Usage::default()),

@@ -642,7 +642,8 @@ pub fn validate_judged(
                 let words = support::claim_stems(&code);
                 let quoted = stems
                     .iter()
-                    .any(|p| support::overlap(&words, p).0 >= support::ATTRIBUTE);
+                    .any(|p| support::overlap(&words, p).0 >= support::ATTRIBUTE)
+                    && support::block_names_missing(&code, &stems).is_empty();
                 if quoted {
                     open_lead_in = None;
                     out_blocks.push(code);
@@ -1252,6 +1253,75 @@ fn tidy(text: &str) -> String {
     out
 }
 
+/// An answer the model's output-token limit cut short, up to what it finished: a code block
+/// still open at the end goes from its fence, with the lead-in above it, and a last line that stops mid-sentence goes
+/// back to its last sentence end (a `.`, `!` or `?` before a space, with the markers after
+/// it, or a marker that ends the text), or whole when it has none. The lines before the last are whole: a line the model
+/// ended is a paragraph, a list item or a line of code. Over uv's docs (2026-12-01) a
+/// targeted pass of 160 tokens ended "…; for flat indexes (i.e., `--find-links` locations),"
+/// and the report printed it, cited, with a marker after the comma.
+pub fn finished_part(text: &str) -> &str {
+    let mut fences = Fences::default();
+    let mut open_at = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        match fences.line(line.trim_end_matches(['\n', '\r'])) {
+            FenceLine::Open => open_at = Some(offset),
+            FenceLine::Close => open_at = None,
+            FenceLine::Inside | FenceLine::Outside => {}
+        }
+        offset += line.len();
+    }
+    let text = match open_at {
+        Some(at) => &text[..at],
+        None => text,
+    }
+    .trim_end();
+    let start = text.rfind('\n').map_or(0, |at| at + 1);
+    let mut last = &text[start..];
+    if fences_closed_by(last) {
+        return text;
+    }
+    // The lead-in of the block that was cut leads in to nothing: it goes with it.
+    let lead_in = open_at.is_some() && last.ends_with(':');
+    if lead_in {
+        last = &last[..last.len() - 1];
+    }
+    let mut end = None;
+    for (i, c) in last.char_indices() {
+        let next = last[i + c.len_utf8()..].chars().next();
+        let sentence_end = matches!(c, '.' | '!' | '?')
+            && next.is_none_or(char::is_whitespace)
+            // A list item's number ("2.") is no sentence.
+            && !last[..i].trim_start().bytes().all(|b| b.is_ascii_digit())
+            && !last[..=i].ends_with("e.g.")
+            && !last[..=i].ends_with("i.e.");
+        let marker_end = c == ']'
+            && next.is_none_or(char::is_whitespace)
+            && last[..i].rfind('[').is_some_and(|open| {
+                let inside = &last[open + 1..i];
+                !inside.is_empty() && inside.bytes().all(|b| b.is_ascii_digit())
+            });
+        // A marker after a sentence end belongs to it; one that ends the text ends a sentence
+        // the model marked before its full stop.
+        let follows_end =
+            end.is_some_and(|e| last[e..i].bytes().all(|b| b"[] 0123456789".contains(&b)));
+        if sentence_end || (marker_end && (follows_end || (next.is_none() && !lead_in))) {
+            end = Some(i + 1);
+        }
+    }
+    match end {
+        Some(e) => &text[..start + e],
+        None => text[..start].trim_end(),
+    }
+}
+
+/// Whether a line is a fence (a code block the scan above found closed ends with one).
+fn fences_closed_by(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("```") || t.starts_with("~~~")
+}
+
 /// Sentences of a text (split after `.`, `!`, `?` followed by a space or the end).
 pub fn sentences(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -1769,6 +1839,44 @@ mod tests {
         (1..=n)
             .map(|i| source(&format!("s{i}.md"), &format!("Source number {i}.")))
             .collect()
+    }
+
+    #[test]
+    fn an_answer_cut_short_keeps_what_the_model_finished() {
+        // Recorded over uv's docs (2026-12-01): a targeted pass of 160 tokens, one sentence
+        // cut after a comma, printed cited.
+        let cut = "uv respects HTTP caching headers [1]. For local dependencies, uv caches based on the last-modified time of the source archive (i.e., the local `.whl` or `.tar.gz` file); for flat indexes (i.e., `--find-links` locations),";
+        assert_eq!(finished_part(cut), "uv respects HTTP caching headers [1].");
+        assert_eq!(
+            finished_part("for flat indexes (i.e., `--find-links` locations),"),
+            ""
+        );
+        // A sentence marked before its full stop, the limit right after the marker.
+        assert_eq!(
+            finished_part("Use `--locked` [2]. It fails [3]"),
+            "Use `--locked` [2]. It fails [3]"
+        );
+        // Markers after the full stop belong to the sentence.
+        assert_eq!(
+            finished_part("It fails. [2][3] When the lock"),
+            "It fails. [2][3]"
+        );
+        // Earlier lines are whole; a partial last line without a sentence end goes.
+        assert_eq!(
+            finished_part("1. Run `uv sync` [1].\n2. Then run `uv lock --che"),
+            "1. Run `uv sync` [1]."
+        );
+        // A code block left open goes, and its lead-in with it.
+        assert_eq!(
+            finished_part(
+                "It errors instead [2]. For example, you would run [3]:\n```console\n$ uv sync --lo"
+            ),
+            "It errors instead [2]."
+        );
+        // A closed block is finished; so is an answer that ends well.
+        let whole = "Run this [2]:\n```console\n$ uv sync --locked\n```";
+        assert_eq!(finished_part(whole), whole);
+        assert_eq!(finished_part("e.g. this"), "");
     }
 
     #[test]
