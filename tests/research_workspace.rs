@@ -304,6 +304,11 @@ fn scripted(answer: &str) -> Reply {
 
 /// An answer streamed in `chunks`, one event each, as a server streams it.
 fn scripted_chunks(chunks: &[&str]) -> Reply {
+    scripted_ending(chunks, "stop")
+}
+
+/// An answer streamed in `chunks` that ends for `finish` (`"length"`: the token limit).
+fn scripted_ending(chunks: &[&str], finish: &str) -> Reply {
     let mut events = String::new();
     for chunk in chunks {
         let chunk = serde_json::json!({
@@ -314,7 +319,7 @@ fn scripted_chunks(chunks: &[&str]) -> Reply {
     }
     let done = serde_json::json!({
         "id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "scripted",
-        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
         "usage": {"prompt_tokens": 900, "completion_tokens": 60, "total_tokens": 960}
     });
     Reply::parse(&format!(
@@ -596,6 +601,69 @@ fn a_part_the_model_left_out_gets_quoted_sentences() {
     assert_eq!(parts[2]["answered"], true, "{parts:?}");
     assert_eq!(parts[2]["quoted"], true);
     assert_eq!(parts[0]["quoted"], false);
+}
+
+/// A targeted answer the token limit cut short keeps the sentences the model finished: over
+/// uv's docs (2026-12-01) the report printed "…for flat indexes (i.e., `--find-links`
+/// locations), [1]", a sentence cut after its comma, cited.
+#[test]
+fn a_targeted_answer_cut_by_the_token_limit_keeps_its_finished_sentences() {
+    let first = scripted(
+        "When the cache is full it evicts the least recently used entry first. Every write is first appended to the write-ahead log and flushed before the write is acknowledged.",
+    );
+    let again = scripted_ending(
+        &[
+            "Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [1]. ",
+            "`call_with_retries` sends the request again after connection errors and timeouts, up to five tries [2], and for a `Retry-After` header it sleeps for the",
+        ],
+        "length",
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![first, again]))
+        .unwrap();
+    let env = Env::new(Some(&model.url()));
+    let (run, _) = env.json(&[QUESTION, "--sources", "workspace", "--no-verify"]);
+    let synthesis = run["synthesis"].as_str().unwrap();
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "one synthesis, one targeted call"
+    );
+    assert!(
+        synthesis.contains("are retried when they fail with a connection error"),
+        "{synthesis}"
+    );
+    assert!(!synthesis.contains("call_with_retries"), "{synthesis}");
+}
+
+/// A sentence of the targeted pass that leads in to code keeps the code: the pass prints its
+/// supported sentences, and over uv's docs (2026-12-01) one ended "you would run [3]." with
+/// the command it led to left out.
+#[test]
+fn a_targeted_lead_in_keeps_the_code_it_leads_to() {
+    let first = scripted(
+        "When the cache is full it evicts the least recently used entry first. Every write is first appended to the write-ahead log and flushed before the write is acknowledged.",
+    );
+    let again = scripted(
+        "Requests are retried by `call_with_retries`, which sends the request again [1]:\n\n```python\ndef call_with_retries(send, request):\n    response = send(request)\n```\n",
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![first, again]))
+        .unwrap();
+    let env = Env::new(Some(&model.url()));
+    let (run, _) = env.json(&[QUESTION, "--sources", "workspace", "--no-verify"]);
+    let synthesis = run["synthesis"].as_str().unwrap();
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "one synthesis, one targeted call"
+    );
+    assert!(
+        synthesis.contains("which sends the request again [3]:\n\n```python\ndef call_with_retries(send, request):\n    response = send(request)\n```"),
+        "{synthesis}"
+    );
 }
 
 /// The targeted pass: the synthesis left "how are requests retried" without a supported

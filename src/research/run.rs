@@ -508,9 +508,17 @@ impl Research {
                     for (p, claims) in again.answers {
                         said.push_str(&format!("**{}**\n\n", all_parts[p].text));
                         let mut line = Vec::new();
-                        for mut claim in claims {
+                        for (mut claim, code) in claims {
                             claim.sources = claim.sources.into_iter().map(&mut renumber).collect();
-                            line.push(cite_line(&claim.text, &claim.sources, claim.attributed));
+                            let cited = cite_line(&claim.text, &claim.sources, claim.attributed);
+                            line.push(match code {
+                                // The lead-in keeps its colon and the block follows it.
+                                Some(code) => format!(
+                                    "{}:\n\n{code}\n\n",
+                                    cited.trim_end_matches(['.', '!', '?'])
+                                ),
+                                None => cited,
+                            });
                             for n in &claim.sources {
                                 if !answered[p].contains(n) {
                                     answered[p].push(*n);
@@ -518,7 +526,7 @@ impl Research {
                             }
                             validated.claims.push(claim);
                         }
-                        said.push_str(&line.join(" "));
+                        said.push_str(line.join(" ").replace("\n\n ", "\n\n").trim_end());
                         said.push_str("\n\n");
                         missing.retain(|m| *m != p);
                     }
@@ -766,7 +774,7 @@ impl Research {
                 again.usage.input_tokens += used.input_tokens;
                 again.usage.output_tokens += used.output_tokens;
             }
-            let kept: Vec<ValidClaim> = v
+            let kept: Vec<AnsweredAgain> = v
                 .claims
                 .iter()
                 // The model was asked this part alone: a supported sentence of its answer that
@@ -779,13 +787,14 @@ impl Research {
                         .filter_map(|n| v.order.get(*n as usize - 1))
                         .map(|old| picked[*old as usize - 1] as u32 + 1)
                         .collect();
-                    ValidClaim {
+                    let claim = ValidClaim {
                         sources: numbers,
                         under: vec![part.text.clone()],
                         ..c.clone()
-                    }
+                    };
+                    (claim, synthesis::code_led_to(&v.text, &c.text))
                 })
-                .filter(|a| !a.sources.is_empty())
+                .filter(|(a, _)| !a.sources.is_empty())
                 .collect();
             again.notes.push(format!(
                 "asked the model again about \u{201c}{}\u{201d} with its {} best passage{}: {} supported sentence{} kept",
@@ -1003,11 +1012,14 @@ impl Research {
     }
 }
 
+/// A supported sentence of the targeted pass and the code block it leads in to.
+type AnsweredAgain = (ValidClaim, Option<String>);
+
 /// What the targeted pass found ([`Research::ask_again`]).
 #[derive(Default)]
 struct AskedAgain {
     /// Per part answered: its supported sentences, citing the candidates' numbers.
-    answers: Vec<(usize, Vec<ValidClaim>)>,
+    answers: Vec<(usize, Vec<AnsweredAgain>)>,
     /// Per part not answered: what was searched.
     searched: HashMap<usize, String>,
     /// Per part asked again: the passages (indices into the candidates) the model was shown.
@@ -1018,8 +1030,8 @@ struct AskedAgain {
 
 /// A sentence of the targeted pass with its markers before its final punctuation. A lead-in
 /// ("If an index does not provide `upload-time` metadata, you can disable the cutoff for that
-/// index entirely:") ends with a full stop: the code it led in to is not printed with the
-/// claims of the pass.
+/// index entirely:") ends with a full stop here; the code it leads in to, when the validation
+/// kept it ([`synthesis::code_led_to`]), follows it after its colon.
 fn cite_line(text: &str, sources: &[u32], attributed: bool) -> String {
     let body = text.trim_end_matches(['.', '!', '?', ':']).trim_end();
     let end = text[body.len()..].trim();

@@ -1253,6 +1253,44 @@ fn tidy(text: &str) -> String {
     out
 }
 
+/// The code block a lead-in of a validated answer leads in to: the fenced block right after
+/// the line that holds `sentence` (a claim ending with `:`) and ends with its colon, as the
+/// validation kept it (a block that holds names no passage has is gone, and its lead-in with
+/// it). The targeted pass prints its claims, not its text, and lost the block: "you can
+/// disable the cutoff for that index entirely" without the `exclude-newer = false` it led to.
+pub fn code_led_to(text: &str, sentence: &str) -> Option<String> {
+    let body = sentence.trim_end().strip_suffix(':')?.trim_end();
+    if body.is_empty() {
+        return None;
+    }
+    let mut lines = text.lines();
+    let mut fences = Fences::default();
+    while let Some(line) = lines.next() {
+        if fences.line(line) != FenceLine::Outside {
+            continue;
+        }
+        if !(line.trim_end().ends_with(':') && strip_markers(line).contains(body)) {
+            continue;
+        }
+        let mut block = String::new();
+        for next in lines.by_ref() {
+            match fences.line(next) {
+                FenceLine::Outside if next.trim().is_empty() && block.is_empty() => continue,
+                FenceLine::Outside => break,
+                at => {
+                    block.push_str(next);
+                    block.push('\n');
+                    if at == FenceLine::Close {
+                        return Some(block.trim_end().to_owned());
+                    }
+                }
+            }
+        }
+        return None;
+    }
+    None
+}
+
 /// An answer the model's output-token limit cut short, up to what it finished: a code block
 /// still open at the end goes from its fence, with the lead-in above it, and a last line that stops mid-sentence goes
 /// back to its last sentence end (a `.`, `!` or `?` before a space, with the markers after
@@ -1839,6 +1877,24 @@ mod tests {
         (1..=n)
             .map(|i| source(&format!("s{i}.md"), &format!("Source number {i}.")))
             .collect()
+    }
+
+    #[test]
+    fn the_code_a_kept_lead_in_leads_to_is_found() {
+        let text = "If the lockfile is not up-to-date, uv will raise an error [2] (attributed). If an index does not provide `upload-time` metadata, you can disable the cutoff for that index entirely [3] (attributed):\n\n```toml\n[[tool.uv.index]]\nexclude-newer = false\n```\n\nMore [3].";
+        assert_eq!(
+            code_led_to(text, "If an index does not provide `upload-time` metadata, you can disable the cutoff for that index entirely:").as_deref(),
+            Some("```toml\n[[tool.uv.index]]\nexclude-newer = false\n```")
+        );
+        // Not a lead-in, or a lead-in whose block was dropped.
+        assert_eq!(
+            code_led_to(
+                text,
+                "If the lockfile is not up-to-date, uv will raise an error."
+            ),
+            None
+        );
+        assert_eq!(code_led_to("It runs [1]:\n\nNext [2].", "It runs:"), None);
     }
 
     #[test]
