@@ -646,7 +646,7 @@ fn a_targeted_lead_in_keeps_the_code_it_leads_to() {
         "When the cache is full it evicts the least recently used entry first. Every write is first appended to the write-ahead log and flushed before the write is acknowledged.",
     );
     let again = scripted(
-        "Requests are retried by `call_with_retries`, which sends the request again [1]:\n\n```python\ndef call_with_retries(send, request):\n    response = send(request)\n```\n",
+        "Requests are retried by `call_with_retries`, which sends the request again [1]:\n\n```python\ndef call_with_retries(send, request):\n\n    response = send(request)\n```\n",
     );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = runtime
@@ -661,7 +661,7 @@ fn a_targeted_lead_in_keeps_the_code_it_leads_to() {
         "one synthesis, one targeted call"
     );
     assert!(
-        synthesis.contains("which sends the request again [3]:\n\n```python\ndef call_with_retries(send, request):\n    response = send(request)\n```"),
+        synthesis.contains("which sends the request again [3]:\n\n```python\ndef call_with_retries(send, request):\n\n    response = send(request)\n```"),
         "{synthesis}"
     );
 }

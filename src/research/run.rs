@@ -526,7 +526,15 @@ impl Research {
                             }
                             validated.claims.push(claim);
                         }
-                        said.push_str(line.join(" ").replace("\n\n ", "\n\n").trim_end());
+                        // Sentences run on in a paragraph; after a code block, a new one.
+                        let mut paragraph = String::new();
+                        for piece in &line {
+                            if !(paragraph.is_empty() || paragraph.ends_with('\n')) {
+                                paragraph.push(' ');
+                            }
+                            paragraph.push_str(piece);
+                        }
+                        said.push_str(paragraph.trim_end());
                         said.push_str("\n\n");
                         missing.retain(|m| *m != p);
                     }

@@ -373,7 +373,9 @@ pub fn validate_judged(
     let asked: HashSet<String> = support::claim_stems(question).into_iter().collect();
     // A copy of the prompt's list of parts or of a part as the user wrote it: no claim, and
     // what follows it answers that part.
-    let copies_question = |s: &str| echoes_prompt(s) || echoes_question(s, &asked);
+    let question_words = tokens_of(question);
+    let copies_question =
+        |s: &str| echoes_prompt(s) || echoes_question(s, &asked) || copied_from(s, &question_words);
     let stems: Vec<_> = shown
         .iter()
         .map(|s| support::passage_stems(&s.title, &s.snippet))
@@ -1576,6 +1578,24 @@ fn echoes_question(sentence: &str, asked: &HashSet<String>) -> bool {
         || lower
             .split(|c: char| !(c.is_alphanumeric() || c == '\''))
             .any(|w| USER.contains(&w))
+}
+
+/// Whether `sentence` is the question's own words, six or more of them in a row (case and
+/// punctuation aside; `question` as [`tokens_of`] gives it): a copy, however it opens. Recorded
+/// over Ruff's docs (2026-12-01), each cited as a claim: "Our team writes Google-style
+/// docstrings [1]." (the user's own statement, in the first person plural) and "If the project
+/// also has a pyproject.toml with [tool.ruff], whose settings win by default [2]:" (a part
+/// that opens with its condition, as a lead-in). An answer in the question's words says
+/// something the question does not, in words of its own between them. Over the recorded
+/// reports before Ruff's (`scripts/bench/research-results/`) it adds one sentence to those
+/// [`echoes_question`] finds, twice: MkDocs' "We maintain several documentation sites that
+/// share most settings — how can each site's mkdocs.yml reuse a common base file", a copy.
+fn copied_from(sentence: &str, question: &[String]) -> bool {
+    let words = tokens_of(&strip_markers(sentence));
+    words.len() >= 6
+        && question
+            .windows(words.len())
+            .any(|run| run == words.as_slice())
 }
 
 /// The answer of a sentence that opens with a part of the question and a colon ("how do I make
@@ -2868,7 +2888,10 @@ mod tests {
                         if after_echoed_part(&clean, &asked).is_some() {
                             led.push(clean.split_once(": ").unwrap().0.to_owned());
                         }
-                        if echoes_question(&clean, &asked) && !flagged.contains(&clean) {
+                        if (echoes_question(&clean, &asked)
+                            || copied_from(&clean, &tokens_of(question)))
+                            && !flagged.contains(&clean)
+                        {
                             flagged.push(clean);
                         }
                     }
@@ -2885,6 +2908,7 @@ mod tests {
             [
                 "I keep rebuilding a wheel into my --find-links folder under the same file name and uv keeps installing the old one — why",
                 "I publish my docs with gh-deploy — which branch does it push to by default",
+                "I used to point both the linter and the formatter at a custom file with `\"ruff.lint.args\"",
                 "how do I deploy an organisation site (orgname.github.io) that must live on master",
                 "how do I make uv refetch just that one package",
                 "what should I run at the end of a CI job so the cached directory stays small",
@@ -2895,10 +2919,22 @@ mod tests {
         assert_eq!(
             flagged,
             [
+                // Each a part of its question as the user wrote it. "We maintain …", "Our team
+                // …", "If the project also has …" and "I'm moving …" (Ruff's and attrs' reports,
+                // 2026-12-01, both builds) only `copied_from` finds.
                 "And can I make dark mode the default ?.",
+                "And computing the hash is expensive for my big objects — can attrs remember it?",
+                "And if the project also has a pyproject.toml with [tool.ruff], whose settings win by default ?",
+                "And once that works, how do I relax it so not every function parameter has to be documented?",
                 "I have a setting in my user-level uv.toml and a different value for it in my project's pyproject.toml — which one does uv use?",
                 "I publish my docs with gh-deploy — which branch does it push to by default.",
+                "I used to point both the linter and the formatter at a custom file with `\"ruff.lint.args\": \"--config ~/.config/custom_ruff_config.toml\"` (and the same in format.args) — what's the replacement ?",
+                "I'm moving a project from Black to `ruff format` .",
+                "If the project also has a pyproject.toml with [tool.ruff], whose settings win by default :",
                 "Our repo's default branch is main, but the \"edit this page\" links point at master and open the online editor, which asks people to log in — how do I point them at main with a read-only view.",
+                "Our team writes Google-style docstrings.",
+                "We maintain several documentation sites that share most settings — how can each site's mkdocs.yml reuse a common base file",
+                "We maintain several documentation sites that share most settings — how can each site's mkdocs.yml reuse a common base file.",
                 "What title does a page get in the menu when I don't give one in nav.",
                 "When I override the theme's libs block to add a JavaScript library .",
             ],
