@@ -301,7 +301,10 @@ pub struct ResearchSection {
     /// Tokens of source text sent to the model.
     #[schemars(range(min = 200, max = 10_000_000))]
     pub token_budget: u64,
-    /// Tokens the synthesis may use.
+    /// Tokens the synthesis may use. It is asked for 3 to 8 sentences: over 139 recorded
+    /// syntheses of Qwen2.5-Coder-1.5B the longest whole answer took about 510 (code blocks
+    /// included, median 157); a model that loops or rambles stops at the limit, its
+    /// unfinished sentence left out, instead of writing for minutes on a small machine.
     #[schemars(range(min = 50, max = 1_000_000))]
     pub max_output_tokens: u32,
     /// Progress heartbeat during synthesis.
@@ -327,7 +330,7 @@ impl Default for ResearchSection {
             depth: 2,
             time_budget_secs: 300,
             token_budget: 6000,
-            max_output_tokens: 1500,
+            max_output_tokens: 600,
             heartbeat_secs: 2,
             verify: true,
             sources: BTreeMap::new(),
