@@ -10,7 +10,7 @@
 use crate::edit::text::{FenceLine, Fences};
 use crate::research::parts::{self, QuestionPart};
 use crate::research::passages::{self, content_stems};
-use crate::research::synthesis::sentences;
+use crate::research::synthesis::{sentences, unrole};
 use crate::store::SourceRecord;
 
 /// A code block longer than this (lines, characters) is not quoted as an example.
@@ -360,7 +360,8 @@ pub fn quote(
             if !lines.is_empty() && all.len() > 1 && best.is_some_and(|b| (h, q) < b) {
                 break;
             }
-            let mut line = format!("- {} [{}]", c.sentence, c.n);
+            let sentence = unrole(&c.sentence);
+            let mut line = format!("- {} [{}]", sentence, c.n);
             if let Some(code) = &c.code {
                 line.push_str("\n\n");
                 for l in code.lines() {
@@ -373,7 +374,7 @@ pub fn quote(
             lines.push(line);
             used.push(c.sentence.clone());
             sources_used.push(c.n);
-            out.claims.push((c.sentence.clone(), vec![c.n]));
+            out.claims.push((sentence, vec![c.n]));
         }
         if lines.is_empty() {
             out.unanswered.push(p);

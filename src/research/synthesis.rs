@@ -369,6 +369,7 @@ pub fn validate_judged(
     shown: &[SourceRecord],
     rejected: &[(String, u32)],
 ) -> Validated {
+    let answer = &unrole(answer);
     let n_sources = shown.len();
     let asked: HashSet<String> = support::claim_stems(question).into_iter().collect();
     // A copy of the prompt's list of parts or of a part as the user wrote it: no claim, and
@@ -1238,6 +1239,69 @@ fn space_before_punctuation() -> &'static Regex {
     citations::regex(&RE, r"[ \t]+([.,;:!?])(\s|$)")
 }
 
+fn role_regex() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    citations::regex(&RE, r"(^|[^\w{}])\{[a-z][a-z0-9_:+-]*\}$")
+}
+
+/// Text with the roles of MyST and Sphinx Markdown written as the inline code they render as:
+/// "{func}`attrs.field`" as "`attrs.field`", "{meth}`__getstate__ <object.__getstate__>`" as
+/// "`__getstate__`" (the shown text of a role with a target). Documentation written for
+/// Sphinx has them in its prose (attrs' docs, 97 times), and the model and the quoted
+/// sentences copied them into reports. Over the recorded reports, claims and passages
+/// (`scripts/bench/research-results/`) it changes 89 lines, each at a role and nowhere else. A role is a `{name}` outside inline code right before
+/// a span of it: braces inside code (`/users/{user_id:int}`, `\end{cases}`) are left alone,
+/// and so is fenced code.
+pub(crate) fn unrole(text: &str) -> String {
+    if !text.contains("}`") {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut fences = Fences::default();
+    for line in text.split_inclusive('\n') {
+        if fences.line(line.trim_end_matches(['\n', '\r'])) != FenceLine::Outside {
+            out.push_str(line);
+            continue;
+        }
+        // Even pieces are outside inline code, odd ones inside (a last odd piece is unclosed).
+        let pieces: Vec<&str> = line.split('`').collect();
+        let mut rebuilt = String::with_capacity(line.len());
+        let mut i = 0;
+        while i < pieces.len() {
+            let piece = pieces[i];
+            let role = (i % 2 == 0 && i + 2 < pieces.len())
+                .then(|| role_regex().captures(piece))
+                .flatten();
+            if let Some(caps) = role {
+                let at = caps.get(0).map_or(piece.len(), |m| m.start()) + caps[1].len();
+                rebuilt.push_str(&piece[..at]);
+                let inner = pieces[i + 1];
+                let shown = match inner
+                    .trim_end()
+                    .strip_suffix('>')
+                    .and_then(|t| t.rsplit_once(" <"))
+                {
+                    Some((shown, _)) if !shown.trim().is_empty() => shown.trim(),
+                    _ => inner.trim_start_matches('~'),
+                };
+                rebuilt.push('`');
+                rebuilt.push_str(shown);
+                rebuilt.push('`');
+                // On with the piece after the span, outside code again.
+                i += 2;
+                continue;
+            }
+            rebuilt.push_str(piece);
+            if i + 1 < pieces.len() {
+                rebuilt.push('`');
+            }
+            i += 1;
+        }
+        out.push_str(&rebuilt);
+    }
+    out
+}
+
 /// Spaces left by removed markers: `word  .` → `word.`.
 fn tidy(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -1915,6 +1979,30 @@ mod tests {
             None
         );
         assert_eq!(code_led_to("It runs [1]:\n\nNext [2].", "It runs:"), None);
+    }
+
+    #[test]
+    fn the_roles_of_sphinx_markdown_are_written_as_inline_code() {
+        // Recorded over attrs' docs (2026-12-01), in the model's answers and in quotes.
+        assert_eq!(
+            unrole("you can use the `alias` argument to {func}`attrs.field` [1]."),
+            "you can use the `alias` argument to `attrs.field` [1]."
+        );
+        assert_eq!(
+            unrole(
+                "Slotted classes must implement {meth}`__getstate__ <object.__getstate__>` and {py:class}`~typing.Any`."
+            ),
+            "Slotted classes must implement `__getstate__` and `typing.Any`."
+        );
+        // Code is left as it is, and so is text without roles.
+        let code = "```python\nx = f\"{a}`b`\"\n```";
+        assert_eq!(unrole(code), code);
+        assert_eq!(unrole("a `{}` b"), "a `{}` b");
+        // Braces inside inline code are no role (recorded over Starlette's and mdBook's docs).
+        let path = "like `/users/{user_id:int}` [1]. As for why your `/users/me` route";
+        assert_eq!(unrole(path), path);
+        let latex = "(`\\begin{cases} \\frac 1 2 \\end{cases}`) you need to add `two`";
+        assert_eq!(unrole(latex), latex);
     }
 
     #[test]
