@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use patchwise::model::replay::{ReplayServer, Reply};
+use patchwise::model::replay::{RecordedRequest, ReplayServer, Reply};
 use patchwise::research::index;
 use patchwise::store::Library;
 use support::copy_dir;
@@ -603,20 +603,12 @@ fn a_part_the_model_left_out_gets_quoted_sentences() {
     assert_eq!(parts[0]["quoted"], false);
 }
 
-/// A targeted answer the token limit cut short keeps the sentences the model finished: over
-/// uv's docs (2026-12-01) the report printed "…for flat indexes (i.e., `--find-links`
-/// locations), [1]", a sentence cut after its comma, cited.
-#[test]
-fn a_targeted_answer_cut_by_the_token_limit_keeps_its_finished_sentences() {
+/// QUESTION run (`--no-verify`) with a model whose synthesis answers the cache and the log but
+/// not "how are requests retried", and `again` as its answer to the targeted pass for that
+/// part. Returns the record and the model's requests.
+fn asked_again_about_retries(again: Reply) -> (Value, Vec<RecordedRequest>) {
     let first = scripted(
         "When the cache is full it evicts the least recently used entry first. Every write is first appended to the write-ahead log and flushed before the write is acknowledged.",
-    );
-    let again = scripted_ending(
-        &[
-            "Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [1]. ",
-            "`call_with_retries` sends the request again after connection errors and timeouts, up to five tries [2], and for a `Retry-After` header it sleeps for the",
-        ],
-        "length",
     );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = runtime
@@ -624,12 +616,24 @@ fn a_targeted_answer_cut_by_the_token_limit_keeps_its_finished_sentences() {
         .unwrap();
     let env = Env::new(Some(&model.url()));
     let (run, _) = env.json(&[QUESTION, "--sources", "workspace", "--no-verify"]);
-    let synthesis = run["synthesis"].as_str().unwrap();
-    assert_eq!(
-        model.requests().len(),
-        2,
-        "one synthesis, one targeted call"
+    (run, model.requests())
+}
+
+/// A targeted answer the token limit cut short keeps the sentences the model finished: over
+/// uv's docs (2026-12-01) the report printed "…for flat indexes (i.e., `--find-links`
+/// locations), [1]", a sentence cut after its comma, cited.
+#[test]
+fn a_targeted_answer_cut_by_the_token_limit_keeps_its_finished_sentences() {
+    let again = scripted_ending(
+        &[
+            "Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [1]. ",
+            "`call_with_retries` sends the request again after connection errors and timeouts, up to five tries [2], and for a `Retry-After` header it sleeps for the",
+        ],
+        "length",
     );
+    let (run, requests) = asked_again_about_retries(again);
+    let synthesis = run["synthesis"].as_str().unwrap();
+    assert_eq!(requests.len(), 2, "one synthesis, one targeted call");
     assert!(
         synthesis.contains("are retried when they fail with a connection error"),
         "{synthesis}"
@@ -642,24 +646,12 @@ fn a_targeted_answer_cut_by_the_token_limit_keeps_its_finished_sentences() {
 /// the command it led to left out.
 #[test]
 fn a_targeted_lead_in_keeps_the_code_it_leads_to() {
-    let first = scripted(
-        "When the cache is full it evicts the least recently used entry first. Every write is first appended to the write-ahead log and flushed before the write is acknowledged.",
-    );
     let again = scripted(
         "Requests are retried by `call_with_retries`, which sends the request again [1]:\n\n```python\ndef call_with_retries(send, request):\n\n    response = send(request)\n```\n",
     );
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let model = runtime
-        .block_on(ReplayServer::start(vec![first, again]))
-        .unwrap();
-    let env = Env::new(Some(&model.url()));
-    let (run, _) = env.json(&[QUESTION, "--sources", "workspace", "--no-verify"]);
+    let (run, requests) = asked_again_about_retries(again);
     let synthesis = run["synthesis"].as_str().unwrap();
-    assert_eq!(
-        model.requests().len(),
-        2,
-        "one synthesis, one targeted call"
-    );
+    assert_eq!(requests.len(), 2, "one synthesis, one targeted call");
     assert!(
         synthesis.contains("which sends the request again [3]:\n\n```python\ndef call_with_retries(send, request):\n\n    response = send(request)\n```"),
         "{synthesis}"
@@ -671,21 +663,12 @@ fn a_targeted_lead_in_keeps_the_code_it_leads_to() {
 /// its supported sentence answers the part in the model's words, not in quotes.
 #[test]
 fn a_part_the_synthesis_left_unanswered_is_asked_again_with_its_own_passages() {
-    let first = scripted(
-        "When the cache is full it evicts the least recently used entry first. Every write is first appended to the write-ahead log and flushed before the write is acknowledged.",
-    );
     let again = scripted(
         "Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [1].",
     );
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let model = runtime
-        .block_on(ReplayServer::start(vec![first, again]))
-        .unwrap();
-    let env = Env::new(Some(&model.url()));
-    let (run, _) = env.json(&[QUESTION, "--sources", "workspace", "--no-verify"]);
+    let (run, requests) = asked_again_about_retries(again);
     let synthesis = run["synthesis"].as_str().unwrap();
     assert_eq!(run["synthesis_kind"], "model", "{synthesis}");
-    let requests = model.requests();
     assert_eq!(requests.len(), 2, "one synthesis, one targeted call");
     let asked = requests[1].json()["messages"][1]["content"]
         .as_str()

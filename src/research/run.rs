@@ -510,13 +510,14 @@ impl Research {
                         let mut line = Vec::new();
                         for (mut claim, code) in claims {
                             claim.sources = claim.sources.into_iter().map(&mut renumber).collect();
-                            let cited = cite_line(&claim.text, &claim.sources, claim.attributed);
+                            let cited = cite_line(
+                                &claim.text,
+                                &claim.sources,
+                                claim.attributed,
+                                code.is_some(),
+                            );
                             line.push(match code {
-                                // The lead-in keeps its colon and the block follows it.
-                                Some(code) => format!(
-                                    "{}:\n\n{code}\n\n",
-                                    cited.trim_end_matches(['.', '!', '?'])
-                                ),
+                                Some(code) => format!("{cited}\n\n{code}\n\n"),
                                 None => cited,
                             });
                             for n in &claim.sources {
@@ -1038,12 +1039,17 @@ struct AskedAgain {
 
 /// A sentence of the targeted pass with its markers before its final punctuation. A lead-in
 /// ("If an index does not provide `upload-time` metadata, you can disable the cutoff for that
-/// index entirely:") ends with a full stop here; the code it leads in to, when the validation
-/// kept it ([`synthesis::code_led_to`]), follows it after its colon.
-fn cite_line(text: &str, sources: &[u32], attributed: bool) -> String {
+/// index entirely:") keeps its colon when the code it leads in to follows it (`leads_to_code`:
+/// the validation kept the block, [`synthesis::code_led_to`]), and ends with a full stop when
+/// it does not.
+fn cite_line(text: &str, sources: &[u32], attributed: bool, leads_to_code: bool) -> String {
     let body = text.trim_end_matches(['.', '!', '?', ':']).trim_end();
     let end = text[body.len()..].trim();
-    let end = if end.contains(':') { "." } else { end };
+    let end = match end.contains(':') {
+        true if leads_to_code => ":",
+        true => ".",
+        false => end,
+    };
     let markers: String = sources.iter().map(|n| format!("[{n}]")).collect();
     let label = if attributed { " (attributed)" } else { "" };
     format!(
@@ -1160,24 +1166,33 @@ mod tests {
     }
 
     #[test]
-    fn a_targeted_sentence_that_led_in_to_code_ends_with_a_full_stop() {
+    fn a_targeted_lead_in_keeps_its_colon_only_before_its_code() {
         // Recorded over uv's docs (2026-12-01): the lead-in's code is not among the claims.
         assert_eq!(
             cite_line(
                 "If an index does not provide `upload-time` metadata, you can disable the cutoff for that index entirely:",
                 &[3],
-                true
+                true,
+                false
             ),
             "If an index does not provide `upload-time` metadata, you can disable the cutoff for that index entirely [3] (attributed)."
+        );
+        assert_eq!(
+            cite_line("You would run:", &[3], false, true),
+            "You would run [3]:"
         );
         assert_eq!(
             cite_line(
                 "The `--locked` flag fails when the lockfile is out of date.",
                 &[1, 2],
+                false,
                 false
             ),
             "The `--locked` flag fails when the lockfile is out of date [1][2]."
         );
-        assert_eq!(cite_line("Is it cached?", &[1], false), "Is it cached [1]?");
+        assert_eq!(
+            cite_line("Is it cached?", &[1], false, false),
+            "Is it cached [1]?"
+        );
     }
 }

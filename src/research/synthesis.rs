@@ -1383,7 +1383,9 @@ pub fn finished_part(text: &str) -> &str {
     .trim_end();
     let start = text.rfind('\n').map_or(0, |at| at + 1);
     let mut last = &text[start..];
-    if fences_closed_by(last) {
+    let fence = last.trim_start();
+    if fence.starts_with("```") || fence.starts_with("~~~") {
+        // A block the scan found closed.
         return text;
     }
     // The lead-in of the block that was cut leads in to nothing: it goes with it.
@@ -1391,39 +1393,27 @@ pub fn finished_part(text: &str) -> &str {
     if lead_in {
         last = &last[..last.len() - 1];
     }
-    let mut end = None;
-    for (i, c) in last.char_indices() {
-        let next = last[i + c.len_utf8()..].chars().next();
-        let sentence_end = matches!(c, '.' | '!' | '?')
-            && next.is_none_or(char::is_whitespace)
-            // A list item's number ("2.") is no sentence.
-            && !last[..i].trim_start().bytes().all(|b| b.is_ascii_digit())
-            && !last[..=i].ends_with("e.g.")
-            && !last[..=i].ends_with("i.e.");
-        let marker_end = c == ']'
-            && next.is_none_or(char::is_whitespace)
-            && last[..i].rfind('[').is_some_and(|open| {
-                let inside = &last[open + 1..i];
-                !inside.is_empty() && inside.bytes().all(|b| b.is_ascii_digit())
-            });
-        // A marker after a sentence end belongs to it; one that ends the text ends a sentence
-        // the model marked before its full stop.
-        let follows_end =
-            end.is_some_and(|e| last[e..i].bytes().all(|b| b"[] 0123456789".contains(&b)));
-        if sentence_end || (marker_end && (follows_end || (next.is_none() && !lead_in))) {
-            end = Some(i + 1);
-        }
+    // The last line's sentences as [`sentences`] splits them; the last is finished when it
+    // ends a sentence, or ends with a marker the model wrote before its full stop.
+    let Some(tail) = sentences(last).pop() else {
+        return text[..start].trim_end();
+    };
+    // A list item's number ("2.") alone is no sentence.
+    let only_number = |s: &str| list_prefix(&format!("{s} ")).is_some_and(|at| at > s.len());
+    let marked = marker_regex()
+        .find_iter(&tail)
+        .last()
+        .is_some_and(|m| m.end() == tail.len());
+    if !lead_in && !only_number(&tail) && (ends_sentence_before_markers(&tail) || marked) {
+        return text;
     }
-    match end {
-        Some(e) => &text[..start + e],
-        None => text[..start].trim_end(),
+    let kept = last.trim_end();
+    let kept = kept[..kept.len().saturating_sub(tail.len())].trim_end();
+    if kept.is_empty() || only_number(kept) {
+        text[..start].trim_end()
+    } else {
+        &text[..start + kept.len()]
     }
-}
-
-/// Whether a line is a fence (a code block the scan above found closed ends with one).
-fn fences_closed_by(line: &str) -> bool {
-    let t = line.trim_start();
-    t.starts_with("```") || t.starts_with("~~~")
 }
 
 /// Sentences of a text (split after `.`, `!`, `?` followed by a space or the end).
@@ -2041,6 +2031,7 @@ mod tests {
         let whole = "Run this [2]:\n```console\n$ uv sync --locked\n```";
         assert_eq!(finished_part(whole), whole);
         assert_eq!(finished_part("e.g. this"), "");
+        assert_eq!(finished_part("It runs [1].\n2."), "It runs [1].");
     }
 
     #[test]
