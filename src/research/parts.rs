@@ -13,7 +13,7 @@
 //! when that share is at least [`FLOOR`]: one common word is not an answer. Pure functions: no
 //! I/O.
 
-use crate::research::passages::{content_stems, is_navigation, question_parts, stem};
+use crate::research::passages::{content_stems, is_navigation, question_parts, stem, terms};
 use crate::store::SourceRecord;
 
 /// Words that shape a question rather than name what it asks about ("how do I make one
@@ -86,6 +86,10 @@ pub struct QuestionPart {
     /// One per stem: 1 for every stem by [`parts_of`], by rarity among the passages by
     /// [`parts_among`].
     pub weights: Vec<f64>,
+    /// The stems of the names the part says outside inline code ([`name_stems`]), by
+    /// [`searched_parts`] only: a passage holding one that few passages hold is about the
+    /// part ([`ranked_for`]).
+    pub names: Vec<String>,
 }
 
 /// The parts of `question` weighed against the passages of its report (each a passage's title
@@ -160,6 +164,7 @@ pub fn parts_of(question: &str) -> Vec<QuestionPart> {
                 text: text.trim().trim_end_matches('?').trim().to_owned(),
                 weights: vec![1.0; stems.len()],
                 stems,
+                names: Vec::new(),
             }
         })
         .collect()
@@ -292,29 +297,153 @@ pub fn searched_parts(question: &str, sources: &[SourceRecord]) -> Vec<QuestionP
             } else {
                 vec![1.0; stems.len()]
             };
+            let names = name_stems(&part.text);
+            let all: Vec<String> = names.iter().map(|(s, _)| s.clone()).collect();
+            let weights = names_weigh_half(&stems, weights, &all);
             QuestionPart {
                 text: part.text,
                 stems,
                 weights,
+                names: names
+                    .into_iter()
+                    .filter(|(_, in_code)| !in_code)
+                    .map(|(s, _)| s)
+                    .collect(),
             }
         })
         .collect()
+}
+
+/// The stems of the words of a part that name something rather than tell a story: a word in
+/// backticks, a code with letters and digits (`UP034`, `E501`), a joined identifier
+/// (`attr.ib`, `extend-unsafe-fixes`, `--fix`, `auto_envvar_prefix`), a word with a capital
+/// inside it (`PyPI`, `HTTPX`), and a capitalised word that does not begin a sentence
+/// (`Pyright`, `Black`). The docs say a name as the user wrote it; the words around it are
+/// the user's own. Each with whether it was in inline code (which may be the user's own code:
+/// `Client(token=...)`).
+pub fn name_stems(text: &str) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = Vec::new();
+    let mut code = false;
+    let mut starts_sentence = true;
+    for raw in text.split_whitespace() {
+        let in_code = code || raw.starts_with('`');
+        if raw.matches('`').count() % 2 == 1 {
+            code = !code;
+        }
+        let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let letters = word.chars().any(char::is_alphabetic);
+        let named = letters
+            && (in_code
+                || word.chars().any(|c| c.is_ascii_digit())
+                || word.contains(['_', '.', '-', ':', '/'])
+                || raw
+                    .trim_start_matches(['`', '(', '"', '\''])
+                    .starts_with("--")
+                || word.chars().skip(1).any(char::is_uppercase)
+                || (!starts_sentence && word.chars().next().is_some_and(char::is_uppercase)));
+        if named {
+            for term in terms(word) {
+                let s = stem(&term);
+                match out.iter_mut().find(|(o, _)| *o == s) {
+                    Some(seen) => seen.1 &= in_code,
+                    None => out.push((s, in_code)),
+                }
+            }
+        }
+        starts_sentence = raw.ends_with(['.', '?', '!', ':', '\u{2014}']) || raw == "\u{2014}";
+    }
+    out
+}
+
+/// `weights` with the part's names ([`name_stems`]) weighing at least as much together as
+/// its other words: weighed by rarity alone, the words of the user's story outweighed the
+/// name the docs use. Over Ruff's docs "how do I mark the fixes of one particular rule,
+/// UP034, as risky" weighed "going", "mark" and "particular" (words no section uses) above
+/// `UP034`, and the section whose example is `extend-unsafe-fixes = ["UP034"]` held too
+/// little of the part to be ranked for it; the report said nothing found answers it.
+fn names_weigh_half(stems: &[String], mut weights: Vec<f64>, names: &[String]) -> Vec<f64> {
+    let is_name: Vec<bool> = stems.iter().map(|s| names.contains(s)).collect();
+    let named: f64 = weights
+        .iter()
+        .zip(&is_name)
+        .filter(|(_, n)| **n)
+        .map(|(w, _)| w)
+        .sum();
+    let other: f64 = weights
+        .iter()
+        .zip(&is_name)
+        .filter(|(_, n)| !**n)
+        .map(|(w, _)| w)
+        .sum();
+    if named > 1e-9 && other > named {
+        let scale = other / named;
+        for (w, n) in weights.iter_mut().zip(&is_name) {
+            if *n {
+                *w *= scale;
+            }
+        }
+    }
+    weights
 }
 
 /// The sources (indices) that hold at least [`FLOOR`] of `part`'s weighed words (a part of
 /// [`searched_parts`]), the largest share first (ties keep the order they were found in);
 /// navigation never ([`is_navigation`]).
 pub fn ranked_for(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
-    let mut ranked: Vec<(f64, usize)> = sources
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| !is_navigation(&s.snippet))
-        .map(|(i, s)| (share(&format!("{}\n{}", s.title, s.snippet), part), i))
-        .filter(|(s, _)| *s >= FLOOR - 1e-9)
-        .collect();
-    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    ranked.into_iter().map(|(_, i)| i).collect()
+    ranked_and_named(part, sources).0
 }
+
+/// The passages about `part`: those [`ranked_for`] it, then those that hold less of its words
+/// but a name of it that at most [`NAMED`] passages hold ([`QuestionPart::names`]), the
+/// larger share first; navigation never. What a part left unanswered is asked again with
+/// ([`crate::research::run`]) and what its pointer names ([`most_about`]); the prompt's
+/// order takes only the ranked ones ([`prompt_order`]): taken there too, a name as common as
+/// "Python" in "my own MkDocs plugin as a Python package" gave its part the budget another
+/// part's section needed.
+pub fn about(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
+    let (mut ranked, named) = ranked_and_named(part, sources);
+    ranked.extend(named);
+    ranked
+}
+
+fn ranked_and_named(part: &QuestionPart, sources: &[SourceRecord]) -> (Vec<usize>, Vec<usize>) {
+    let texts: Vec<String> = sources
+        .iter()
+        .map(|s| format!("{}\n{}", s.title, s.snippet))
+        .collect();
+    let words: Vec<Vec<String>> = texts.iter().map(|t| content_stems(t)).collect();
+    let holds = |i: usize, name: &str| words[i].iter().any(|w| meets(w, name));
+    let rare: Vec<&String> = part
+        .names
+        .iter()
+        .filter(|n| (1..=NAMED).contains(&(0..texts.len()).filter(|&i| holds(i, n)).count()))
+        .collect();
+    let mut above: Vec<(f64, usize)> = Vec::new();
+    let mut named: Vec<(f64, usize)> = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        if is_navigation(&s.snippet) {
+            continue;
+        }
+        let got = share(&texts[i], part);
+        if got >= FLOOR - 1e-9 {
+            above.push((got, i));
+        } else if rare.iter().any(|n| holds(i, n)) {
+            named.push((got, i));
+        }
+    }
+    let best_first = |a: &(f64, usize), b: &(f64, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    above.sort_by(best_first);
+    named.sort_by(best_first);
+    let indices = |v: Vec<(f64, usize)>| v.into_iter().map(|(_, i)| i).collect();
+    (indices(above), indices(named))
+}
+
+/// How many of a report's passages at most may hold a name of a part for each of them to be
+/// about the part below [`FLOOR`] ([`about`]): over attrs' docs "Pylance/Pyright flags
+/// my `Client(token=...)` call as an error even though it runs fine — how do I make it
+/// understand" held too few of its story's words in the section on Pyright, and the report
+/// said nothing found answers it. A name many passages hold tells none of them apart.
+const NAMED: usize = 3;
 
 /// How many passages a part left unanswered points the reader to ([`most_about`]).
 pub const POINTED: usize = 3;
@@ -340,7 +469,7 @@ pub fn most_about(
     searched_parts(question, sources)
         .get(p)
         .map(|part| {
-            ranked_for(part, sources)
+            about(part, sources)
                 .into_iter()
                 .filter(|i| !read(*i) && !sources[*i].retracted)
                 .take(POINTED)
@@ -665,6 +794,115 @@ mod tests {
             .map(|s| s.title)
             .collect();
         assert!(at(&share_only) > 2, "{share_only:?}");
+    }
+
+    #[test]
+    fn the_names_a_part_says_are_told_from_its_story() {
+        let names = name_stems(
+            "Going the other way, how do I mark the fixes of one rule, UP034, as risky so \
+             `--fix` skips them? Also, Pylance/Pyright flags my `Client(token=...)` call. \
+             Is attr.ib going away? I'm on Black's side.",
+        );
+        let bare = |s: &str| names.contains(&(s.to_owned(), false));
+        let code = |s: &str| names.contains(&(s.to_owned(), true));
+        assert!(bare("up034") && bare("pylanc") && bare("pyright") && bare("attr"));
+        assert!(bare("ib") && bare("black"));
+        assert!(code("fix") && code("client") && code("token"));
+        // Words that begin a sentence, and the user's own, are no names.
+        for word in ["go", "also", "mark", "rule", "risky", "is", "on"] {
+            assert!(!names.iter().any(|(s, _)| s == word), "{word}");
+        }
+    }
+
+    #[test]
+    fn a_name_the_docs_use_finds_its_section_among_the_users_own_words() {
+        // Ruff's docs, shortened: the user's story ("going", "mark", "particular") is in
+        // passages about other things, the rule's code in one.
+        let sources = vec![
+            passage(
+                "linter.md — Fix safety",
+                "Set rules' fixes as unsafe with `lint.extend-unsafe-fixes`:\n\n\
+                 ```toml\n[tool.ruff.lint]\nextend-unsafe-fixes = [\"UP034\"]\n```",
+            ),
+            passage(
+                "linter.md — Fixes",
+                "Ruff can fix violations automatically with --fix.",
+            ),
+            passage(
+                "formatter.md — Style",
+                "The formatter applies a consistent style.",
+            ),
+            passage(
+                "configuration.md — Rules",
+                "Select rules by their code prefix.",
+            ),
+            passage("faq.md — Black", "Ruff's formatter is a drop-in for Black."),
+            passage(
+                "faq.md — Going",
+                "Going from Flake8? Mark the particular plugins.",
+            ),
+            passage(
+                "tutorial.md — Going on",
+                "Going further, mark particular files to skip.",
+            ),
+            passage(
+                "editors.md — On save",
+                "Other fixes are applied automatically on save.",
+            ),
+        ];
+        let question = "How do I select every rule? Going the other way, how do I mark the \
+                        fixes of one particular rule, UP034, as risky so they are not applied \
+                        automatically?";
+        let parts = searched_parts(question, &sources);
+        // Weighed by rarity alone, the passages of the story's words held as much of it.
+        assert_eq!(ranked_for(&parts[1], &sources), vec![0]);
+
+        // A name few passages hold makes a passage about the part (asked again with it,
+        // pointed to) though it holds little else of the part; one every passage holds
+        // does not.
+        let sources = vec![
+            passage(
+                "types.md — Pyright",
+                "Pyright does not support private attribute auto-aliasing; spell the alias out.",
+            ),
+            passage(
+                "init.md — Private attributes",
+                "attrs strips the underscore: `_x` is `x`.",
+            ),
+            passage(
+                "api.md — field",
+                "field(alias=...) names the argument of __init__.",
+            ),
+            passage(
+                "overview.md — Why",
+                "Classes without boilerplate; attrs writes __init__.",
+            ),
+            passage(
+                "errors.md — Flags",
+                "A validator flags a call as an error when run.",
+            ),
+            passage(
+                "faq.md — Even",
+                "Even though it runs, understand the flags first.",
+            ),
+            passage(
+                "how.md — Run",
+                "Run the call and understand the error it flags.",
+            ),
+            passage("http.md — Client", "A client sends a token with each call."),
+        ];
+        let question = "why is the argument named x, and why does Pylance/Pyright flag my \
+                        `Client(token=...)` call as an error even though it runs fine";
+        let parts = searched_parts(question, &sources);
+        // "Pyright" in one passage: weighed half with the user's code, it is a sixth of the
+        // part, and the story's words ("even", "though", "call") rank other passages.
+        assert!(!ranked_for(&parts[1], &sources).contains(&0));
+        assert_eq!(about(&parts[1], &sources).last(), Some(&0));
+        let everywhere: Vec<SourceRecord> = (0..5)
+            .map(|i| passage(&format!("p{i}.md"), "Pyright reads the stubs."))
+            .collect();
+        let parts = searched_parts(question, &everywhere);
+        assert!(about(&parts[1], &everywhere).is_empty());
     }
 
     #[test]

@@ -673,7 +673,7 @@ impl Research {
 
     /// The targeted pass (docs/research.md, "Each part searched on its own"): each part in
     /// `missing` that the synthesis left without a supported sentence gets one short call over
-    /// its own best passages ([`parts::ranked_for`], at most [`synthesis::PART_PASSAGES`]); the
+    /// its own best passages ([`parts::about`], at most [`synthesis::PART_PASSAGES`]); the
     /// sentences of its answer that a passage supports (the same overlap check as the
     /// synthesis's) and that answer the part are kept. Says, for every part asked about, what
     /// was searched.
@@ -695,7 +695,7 @@ impl Research {
             let Some(searched) = searched.get(p) else {
                 continue;
             };
-            let ranked = parts::ranked_for(searched, candidates);
+            let ranked = parts::about(searched, candidates);
             let words: Vec<String> = searched
                 .stems
                 .iter()
