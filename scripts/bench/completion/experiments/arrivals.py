@@ -178,9 +178,13 @@ def variant(name, row, lines):
     return "".join(extra + later) + f"{start}<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
 
 
-def ask(url, prompt):
+def ask(url, prompt, repeat_penalty=None):
     body = {"model": "m", "prompt": prompt, "max_tokens": 64, "temperature": 0,
             "stop": bench.STOPS, "cache_prompt": False}
+    if repeat_penalty is not None:
+        # llama-cpp-python's server applies 1.1 unless told (over the prompt's last 64
+        # tokens too); llama.cpp's server and patchwise's runtime 1.0.
+        body["repeat_penalty"] = repeat_penalty
     request = urllib.request.Request(url + "/completions", json.dumps(body).encode(),
                                      {"Content-Type": "application/json"})
     at = time.monotonic()
@@ -189,7 +193,7 @@ def ask(url, prompt):
     return answer["choices"][0]["text"], time.monotonic() - at
 
 
-def run(captured, mirrors, url, names, every, only=None):
+def run(captured, mirrors, url, names, every, only=None, repeat_penalty=None):
     rows = [json.loads(l) for l in open(captured) if l.strip()][::every]
     if only:
         wanted = {(h["repo"], h["path"], h["line"]) for h in map(json.loads, open(only)) if h}
@@ -206,7 +210,7 @@ def run(captured, mirrors, url, names, every, only=None):
         result = {"repo": row["repo"], "path": row["path"], "line": row["line"],
                   "language": row["language"], "expected": row["expected"]}
         for name in names:
-            text, took = ask(url, variant(name, row, files[key]))
+            text, took = ask(url, variant(name, row, files[key]), repeat_penalty)
             first = text.split("\n")[0].strip()
             exact = first == row["expected"].strip()
             similarity = difflib.SequenceMatcher(None, first, row["expected"].strip()).ratio()
@@ -230,4 +234,4 @@ if __name__ == "__main__":
     else:
         run(sys.argv[2], sys.argv[3], option("--url", "http://127.0.0.1:8088/v1"),
             option("--variants", "asis,no_extra,plain").split(","), int(option("--every", "1")),
-            option("--only"))
+            option("--only"), float(option("--repeat-penalty")) if option("--repeat-penalty") else None)
