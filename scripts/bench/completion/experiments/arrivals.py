@@ -19,6 +19,8 @@ scores the answer's first line against the hole's line (as the bench scores an a
   no_extra  without the chunks of other places (recently edited, other files)
   no_later  without the chunk of the lines after the suffix
   bare      the current file's part only (no other chunk)
+  no_header without the current file's `<|file_sep|>path` line (with `bare`: the plain prompt's
+            layout around patchwise's text)
   plain     the bench's plain prompt (256 lines before, 64 after, no file header)
   after:N   as captured, with the current file's suffix the N lines after the cursor's line
   before:N  as captured, with the current file's prefix the N lines before the cursor's line
@@ -167,6 +169,8 @@ def variant(name, row, lines):
             later = []
         elif step == "bare":
             extra, later = [], []
+        elif step == "no_header":
+            start = ""
         elif kind == "after" and count.isdigit():
             suffix = "\n" + "\n".join(lines[row["line"] + 1:][: int(count)])
         elif kind == "before" and count.isdigit():
