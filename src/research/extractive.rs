@@ -404,6 +404,9 @@ pub fn render(all: &[QuestionPart], quoted: &Quoted) -> String {
     text.trim_end().to_owned()
 }
 
+/// What an extractive synthesis that could quote no sentence says before its pointers.
+pub const QUOTED_NOTHING: &str = "No sentence of the passages found holds enough of a part's words to be quoted for it; the passages most about each part are listed below.";
+
 /// The answer when no model answers (or its answer was not kept): the quoted sentences of
 /// [`quote`] for every part, labelled as extractive with `reason`. Returns the text and its
 /// claims (numbered against `sources`, 1-based).
@@ -420,9 +423,12 @@ pub fn extractive(
     );
     // With no sentence quoted at all, the passages are still there to read: over MkDocs' docs
     // "None of the retrieved sources has a sentence about the question" was printed for a
-    // question whose three answers (`edit_uri`, `repo_name`) were among them.
+    // question whose three answers (`edit_uri`, `repo_name`) were among them, and over attrs'
+    // docs "No sentence of the sources found answers the question as asked" above a pointer to
+    // the passage that says "Converters are run *before* validators". What was looked for is
+    // said, not what the sources lack: the report knows which sentences it could quote.
     if quoted.claims.is_empty() {
-        text.push_str("No sentence of the sources found answers the question as asked.");
+        text.push_str(QUOTED_NOTHING);
     } else {
         text.push_str(&render(&all, &quoted));
     }
@@ -570,10 +576,7 @@ mod tests {
             "the model's answer was not kept",
         );
         assert!(claims.is_empty());
-        assert!(
-            text.contains("No sentence of the sources found answers the question as asked."),
-            "{text}"
-        );
+        assert!(text.contains(QUOTED_NOTHING), "{text}");
         assert!(text.contains("to read: [1]"), "{text}");
         assert!(text.contains("to read: [2]"), "{text}");
     }
