@@ -658,6 +658,55 @@ fn a_targeted_lead_in_keeps_the_code_it_leads_to() {
     );
 }
 
+/// A part that points back at the part before it ("how many times does it try them") is
+/// asked with that part: asked alone over Ruff's docs, "where should those comments go" got
+/// the Neovim setup section, and the model said the comments go "in the section titled
+/// 'Neovim 0.11+'" (2026-12-01).
+#[test]
+fn a_part_that_points_back_is_asked_again_with_the_part_before_it() {
+    let first = scripted(
+        "When the cache is full it evicts the least recently used entry first. Every write is first appended to the write-ahead log and flushed before the write is acknowledged.",
+    );
+    let again = || scripted("I do not know.");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![first, again(), again()]))
+        .unwrap();
+    let env = Env::new(Some(&model.url()));
+    let (run, _) = env.json(&[
+        "how are requests retried, and how many times does it try them",
+        "--sources",
+        "workspace",
+        "--no-verify",
+    ]);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "one synthesis, a targeted call a part");
+    let asked = |i: usize| {
+        requests[i].json()["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        asked(1).starts_with("Question: how are requests retried\n"),
+        "{}",
+        asked(1)
+    );
+    assert!(
+        asked(2).starts_with(
+            "Question: how are requests retried \u{2014} how many times does it try them\n"
+        ),
+        "{}",
+        asked(2)
+    );
+    assert!(asked(2).contains("docs/retry.md"), "{}", asked(2));
+    let notes = run["notes"].to_string();
+    assert!(
+        notes.contains("(with the part before it, which it points back at)"),
+        "{notes}"
+    );
+}
+
 /// The targeted pass: the synthesis left "how are requests retried" without a supported
 /// sentence, so the part is asked again, alone, over its own best passages, in one short call;
 /// its supported sentence answers the part in the model's words, not in quotes.

@@ -386,6 +386,63 @@ fn names_weigh_half(stems: &[String], mut weights: Vec<f64>, names: &[String]) -
     weights
 }
 
+/// Words by which a part points back at the part before it.
+const POINTING: [&str; 8] = [
+    "it", "its", "they", "them", "those", "these", "this", "that",
+];
+
+/// Whether a part points back at the part before it and says too little to be asked alone:
+/// one of [`POINTING`] and at most three content words that do not only shape a question
+/// ("where should those comments go", "and can I change that", "how do I get it back"). Asked
+/// alone over Ruff's docs, "where should those comments go" (after "I wrapped a couple of
+/// entries in `# fmt: off` / `# fmt: on` and Ruff reformats them anyway — why") got the Neovim
+/// setup section and the answer "in the section titled 'Neovim 0.11+'", the worst sentence of
+/// the run (2026-12-01).
+pub fn points_back(text: &str) -> bool {
+    let pointing = text
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| POINTING.contains(&w.to_lowercase().as_str()));
+    let shape: Vec<String> = SHAPE.iter().chain(&SEARCH_SHAPE).map(|w| stem(w)).collect();
+    let own = content_stems(text)
+        .into_iter()
+        .filter(|s| !shape.contains(s))
+        .count();
+    pointing && own <= 3
+}
+
+/// What the targeted pass asks for part `p` of `parts`, and the part it ranks the passages by:
+/// the part itself, or, when it points back ([`points_back`]), the part before it and this one
+/// together (the text joined by a dash, the words of both, this part's first), so that the
+/// model knows what "those comments" are and the passages are about them. `searched` are the
+/// parts as [`searched_parts`] weighs them.
+pub fn asked_for(
+    parts: &[QuestionPart],
+    searched: &[QuestionPart],
+    p: usize,
+) -> Option<(String, QuestionPart)> {
+    let part = parts.get(p)?;
+    let own = searched.get(p)?;
+    if p == 0 || !points_back(&part.text) {
+        return Some((part.text.clone(), own.clone()));
+    }
+    let (before, before_searched) = (parts.get(p - 1)?, searched.get(p - 1)?);
+    let mut joined = own.clone();
+    for (stem, weight) in before_searched.stems.iter().zip(&before_searched.weights) {
+        if !joined.stems.contains(stem) {
+            joined.stems.push(stem.clone());
+            joined.weights.push(*weight);
+        }
+    }
+    for name in &before_searched.names {
+        if !joined.names.contains(name) {
+            joined.names.push(name.clone());
+        }
+    }
+    let text = format!("{} \u{2014} {}", before.text, part.text);
+    joined.text = text.clone();
+    Some((text, joined))
+}
+
 /// The sources (indices) that hold at least [`FLOOR`] of `part`'s weighed words (a part of
 /// [`searched_parts`]), the largest share first (ties keep the order they were found in);
 /// navigation never ([`is_navigation`]).
@@ -903,6 +960,49 @@ mod tests {
             .collect();
         let parts = searched_parts(question, &everywhere);
         assert!(about(&parts[1], &everywhere).is_empty());
+    }
+
+    #[test]
+    fn a_part_that_points_back_is_asked_with_the_part_before_it() {
+        for text in [
+            "where should those comments go",
+            "and can I change that",
+            "how do I get it back",
+        ] {
+            assert!(points_back(text), "{text}");
+        }
+        for text in [
+            "how do I make the build fail when uv.lock is out of date",
+            "where does it keep the cache of downloaded wheels between runs",
+            "which pager does bat use by default",
+        ] {
+            assert!(!points_back(text), "{text}");
+        }
+        let question = "I wrapped entries in `# fmt: off` and Ruff reformats them anyway, why, \
+                        and where should those comments go";
+        let sources = vec![
+            passage(
+                "formatter.md — Format suppression",
+                "`# fmt: off` comments work at statement level: inside an expression Ruff \
+                 reformats the entries anyway; wrap the whole statement.",
+            ),
+            passage(
+                "setup.md — Neovim",
+                "Comments in your init.lua go above the setup call.",
+            ),
+            passage("faq.md — Black", "Ruff's formatter is a drop-in for Black."),
+        ];
+        let parts = parts_for(question, &sources);
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        let searched = searched_parts(question, &sources);
+        let (asked, joined) = asked_for(&parts, &searched, 1).unwrap();
+        assert_eq!(
+            asked,
+            format!("{} \u{2014} where should those comments go", parts[0].text)
+        );
+        assert_eq!(about(&joined, &sources).first(), Some(&0));
+        let (asked, _) = asked_for(&parts, &searched, 0).unwrap();
+        assert_eq!(asked, parts[0].text);
     }
 
     #[test]

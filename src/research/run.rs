@@ -692,9 +692,12 @@ impl Research {
         let searched = parts::searched_parts(&plan.query, candidates);
         for &p in missing {
             let part = &all_parts[p];
-            let Some(searched) = searched.get(p) else {
+            // A part that points back ("where should those comments go") is asked with the
+            // part before it, and its passages ranked by the words of both.
+            let Some((asked, searched)) = parts::asked_for(all_parts, &searched, p) else {
                 continue;
             };
+            let searched = &searched;
             let ranked = parts::about(searched, candidates);
             let words: Vec<String> = searched
                 .stems
@@ -732,7 +735,7 @@ impl Research {
             let (result, used) = self
                 .ask_part(
                     writer,
-                    &part.text,
+                    &asked,
                     &sources,
                     judge_deadline(plan.deadline, plan.budget, Instant::now()),
                     cancel,
@@ -756,7 +759,7 @@ impl Research {
                     continue;
                 }
             };
-            let mut v = synthesis::validate_answer(&part.text, &answer, &sources[..shown]);
+            let mut v = synthesis::validate_answer(&asked, &answer, &sources[..shown]);
             // The model's check, as for the synthesis: a sentence of the targeted pass is as
             // likely to cite a passage that holds its words without saying it (bat's
             // configuration file "located in `$(bat --config-dir)/syntaxes`", 0.625 by overlap,
@@ -767,7 +770,7 @@ impl Research {
                     .judged(
                         plan,
                         writer,
-                        &part.text,
+                        &asked,
                         &answer,
                         &sources[..shown],
                         v,
@@ -806,8 +809,13 @@ impl Research {
                 .filter(|(a, _)| !a.sources.is_empty())
                 .collect();
             again.notes.push(format!(
-                "asked the model again about \u{201c}{}\u{201d} with its {} best passage{}: {} supported sentence{} kept",
+                "asked the model again about \u{201c}{}\u{201d}{} with its {} best passage{}: {} supported sentence{} kept",
                 part.text,
+                if asked == part.text {
+                    ""
+                } else {
+                    " (with the part before it, which it points back at)"
+                },
                 shown,
                 plural(shown),
                 kept.len(),
