@@ -501,6 +501,20 @@ ALTER TABLE agent_session ADD COLUMN always_allow INTEGER NOT NULL DEFAULT 0;
     r#"
 ALTER TABLE agent_session ADD COLUMN model TEXT NOT NULL DEFAULT 'roles';
 "#,
+    // 9: one FTS5 table per workspace root (`passage_fts_<id>`, made when the root is first
+    // indexed, `store::passages`): `bm25()` counts the words of every row of its table, and with
+    // one table for all roots a project's passages were ranked with the words of the others
+    // (over MkDocs' docs a question found three other passages once Ruff's and attrs' docs had
+    // been indexed). The index is a cache of the files: it is read again on the next search.
+    r#"
+DROP TABLE passage_fts;
+DELETE FROM passage;
+DELETE FROM passage_file;
+CREATE TABLE passage_root (
+    id INTEGER PRIMARY KEY,
+    root TEXT NOT NULL UNIQUE
+);
+"#,
 ];
 
 /// The `answered` column: what became of the model's sentences and the parts of the question.

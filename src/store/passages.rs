@@ -1,12 +1,14 @@
 //! The workspace passage index: for each workspace root, the files read (with the mtime and
-//! size they had, so a later run re-reads only what changed) and their passages in an FTS5
-//! table (Porter stemmer over unicode61) ranked with `bm25()`.
+//! size they had, so a later run re-reads only what changed) and their passages in the root's
+//! own FTS5 table (Porter stemmer over unicode61) ranked with `bm25()`. Own, because `bm25()`
+//! weighs a word by how many rows of its table hold it: in one table for every root, a
+//! project's passages were ranked with the words of every other project indexed.
 //!
 //! Storage only: what a passage is and which files are indexed is decided in `research/`.
 
 use std::collections::HashMap;
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Library, StoreError, clamp_limit};
 
@@ -52,6 +54,31 @@ pub struct IndexedFile {
 /// says more about a passage than one in its text.
 const WEIGHTS: &str = "2.0, 3.0, 1.0";
 
+/// The FTS5 table of `root`'s passages, `None` for a root never indexed.
+fn fts_table(conn: &Connection, root: &str) -> Result<Option<String>, StoreError> {
+    let id: Option<i64> = conn
+        .query_row("SELECT id FROM passage_root WHERE root = ?1", [root], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    Ok(id.map(|id| format!("passage_fts_{id}")))
+}
+
+/// The FTS5 table of `root`'s passages, made (and the root numbered) when it has none yet.
+fn fts_table_made(conn: &Connection, root: &str) -> Result<String, StoreError> {
+    if let Some(table) = fts_table(conn, root)? {
+        return Ok(table);
+    }
+    conn.execute("INSERT INTO passage_root(root) VALUES (?1)", [root])?;
+    let table = format!("passage_fts_{}", conn.last_insert_rowid());
+    conn.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE {table} USING fts5(
+            path, heading, body, tokenize = 'porter unicode61 remove_diacritics 2'
+        );"
+    ))?;
+    Ok(table)
+}
+
 impl Library {
     /// The files indexed under `root` and their stamps.
     pub fn passage_files(&self, root: &str) -> Result<HashMap<String, FileStamp>, StoreError> {
@@ -81,11 +108,12 @@ impl Library {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         {
+            let fts = fts_table_made(&tx, root)?;
             let mut find =
                 tx.prepare_cached("SELECT id FROM passage_file WHERE root = ?1 AND path = ?2")?;
-            let mut delete_fts = tx.prepare_cached(
-                "DELETE FROM passage_fts WHERE rowid IN (SELECT id FROM passage WHERE file_id = ?1)",
-            )?;
+            let mut delete_fts = tx.prepare_cached(&format!(
+                "DELETE FROM {fts} WHERE rowid IN (SELECT id FROM passage WHERE file_id = ?1)"
+            ))?;
             let mut delete_passages =
                 tx.prepare_cached("DELETE FROM passage WHERE file_id = ?1")?;
             let mut delete_file = tx.prepare_cached("DELETE FROM passage_file WHERE id = ?1")?;
@@ -112,9 +140,9 @@ impl Library {
             let mut insert_passage = tx.prepare_cached(
                 "INSERT INTO passage(file_id, start_line, end_line) VALUES (?1, ?2, ?3)",
             )?;
-            let mut insert_fts = tx.prepare_cached(
-                "INSERT INTO passage_fts(rowid, path, heading, body) VALUES (?1, ?2, ?3, ?4)",
-            )?;
+            let mut insert_fts = tx.prepare_cached(&format!(
+                "INSERT INTO {fts}(rowid, path, heading, body) VALUES (?1, ?2, ?3, ?4)"
+            ))?;
             for file in files {
                 insert_file.execute(params![
                     root,
@@ -143,13 +171,16 @@ impl Library {
         limit: usize,
     ) -> Result<Vec<PassageHit>, StoreError> {
         let conn = self.lock();
+        let Some(fts) = fts_table(&conn, root)? else {
+            return Ok(Vec::new());
+        };
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT p.id, f.path, p.start_line, p.end_line, passage_fts.heading, passage_fts.body,
-                    bm25(passage_fts, {WEIGHTS}) AS score
-             FROM passage_fts
-             JOIN passage p ON p.id = passage_fts.rowid
+            "SELECT p.id, f.path, p.start_line, p.end_line, {fts}.heading, {fts}.body,
+                    bm25({fts}, {WEIGHTS}) AS score
+             FROM {fts}
+             JOIN passage p ON p.id = {fts}.rowid
              JOIN passage_file f ON f.id = p.file_id
-             WHERE passage_fts MATCH ?1 AND f.root = ?2
+             WHERE {fts} MATCH ?1 AND f.root = ?2
              ORDER BY score, p.id LIMIT ?3"
         ))?;
         let rows = stmt.query_map(params![query, root, clamp_limit(limit)], |r| {

@@ -269,8 +269,65 @@ fn passages_are_indexed_per_root_replaced_and_forgotten() {
         1
     );
     let conn = library.lock();
-    let rows: i64 = conn
-        .query_row("SELECT count(*) FROM passage_fts", [], |r| r.get(0))
+    let count = |table: &str| -> i64 {
+        conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(count("passage_fts_1"), 1, "no orphaned FTS rows");
+    assert_eq!(count("passage_fts_2"), 1, "b's passages in b's own table");
+}
+
+/// A root's passages are ranked by the words of that root's files only: `bm25()` weighs a word
+/// by the rows of its table that hold it, and with one table for every root the passages a
+/// question found in one project changed once another was indexed.
+#[test]
+fn a_roots_ranking_does_not_depend_on_other_roots() {
+    use passages::{FileStamp, IndexedFile};
+    let library = Library::open(Path::new(":memory:")).unwrap();
+    let file = |path: &str, text: &str| IndexedFile {
+        path: path.to_owned(),
+        stamp: FileStamp {
+            mtime_ns: 1,
+            size: 1,
+        },
+        passages: vec![Passage {
+            heading: String::new(),
+            start_line: 1,
+            end_line: 1,
+            text: text.to_owned(),
+        }],
+    };
+    library
+        .update_passages(
+            "/a",
+            &[
+                file("cache.md", "The cache evicts old entries."),
+                file("retry.md", "Retries back off; the cache is not retried."),
+                file("log.md", "The log is flushed."),
+            ],
+            &[],
+        )
         .unwrap();
-    assert_eq!(rows, 2, "no orphaned FTS rows");
+    let ranks = |library: &Library| -> Vec<(String, f64)> {
+        library
+            .search_passages("/a", "\"cache\" OR \"retri\"*", 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.path, h.rank))
+            .collect()
+    };
+    let alone = ranks(&library);
+    assert_eq!(alone.len(), 2, "{alone:?}");
+    // Another project where "cache" is in every file and "retried" in none.
+    let others: Vec<IndexedFile> = (0..20)
+        .map(|i| file(&format!("c{i}.md"), "The cache, the cache, the cache."))
+        .collect();
+    library.update_passages("/b", &others, &[]).unwrap();
+    assert_eq!(ranks(&library), alone);
+    assert!(
+        library
+            .search_passages("/never", "\"cache\"", 10)
+            .unwrap()
+            .is_empty()
+    );
 }
