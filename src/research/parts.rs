@@ -88,7 +88,7 @@ pub struct QuestionPart {
     pub weights: Vec<f64>,
     /// The stems of the names the part says outside inline code ([`name_stems`]), by
     /// [`searched_parts`] only: a passage holding one that few passages hold is about the
-    /// part ([`ranked_for`]).
+    /// part ([`about`]).
     pub names: Vec<String>,
 }
 
@@ -274,6 +274,11 @@ pub fn enough_for(sentence: &str, part: &QuestionPart) -> bool {
     share(sentence, part) >= ENOUGH - 1e-9
 }
 
+/// The stems of the words that only shape a search ([`SHAPE`] and [`SEARCH_SHAPE`]).
+fn searched_shape() -> Vec<String> {
+    SHAPE.iter().chain(&SEARCH_SHAPE).map(|w| stem(w)).collect()
+}
+
 /// The parts of `question` as searched: each with all its content words (those it shares with
 /// the other parts too: "theme" in "which theme does bat use by default, and how do I make a
 /// theme choice permanent" is what both are about), less words that only shape a question,
@@ -283,7 +288,7 @@ pub fn searched_parts(question: &str, sources: &[SourceRecord]) -> Vec<QuestionP
         .iter()
         .map(|s| content_stems(&format!("{}\n{}", s.title, s.snippet)))
         .collect();
-    let shape: Vec<String> = SHAPE.iter().chain(&SEARCH_SHAPE).map(|w| stem(w)).collect();
+    let shape = searched_shape();
     parts_of(question)
         .into_iter()
         .map(|part| {
@@ -369,12 +374,7 @@ fn names_weigh_half(stems: &[String], mut weights: Vec<f64>, names: &[String]) -
         .filter(|(_, n)| **n)
         .map(|(w, _)| w)
         .sum();
-    let other: f64 = weights
-        .iter()
-        .zip(&is_name)
-        .filter(|(_, n)| !**n)
-        .map(|(w, _)| w)
-        .sum();
+    let other = weights.iter().sum::<f64>() - named;
     if named > 1e-9 && other > named {
         let scale = other / named;
         for (w, n) in weights.iter_mut().zip(&is_name) {
@@ -402,7 +402,7 @@ pub fn points_back(text: &str) -> bool {
     let pointing = text
         .split(|c: char| !c.is_alphanumeric())
         .any(|w| POINTING.contains(&w.to_lowercase().as_str()));
-    let shape: Vec<String> = SHAPE.iter().chain(&SEARCH_SHAPE).map(|w| stem(w)).collect();
+    let shape = searched_shape();
     let own = content_stems(text)
         .into_iter()
         .filter(|s| !shape.contains(s))

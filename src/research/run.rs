@@ -694,15 +694,14 @@ impl Research {
             let part = &all_parts[p];
             // A part that points back ("where should those comments go") is asked with the
             // part before it, and its passages ranked by the words of both.
-            let Some((asked, searched)) = parts::asked_for(all_parts, &searched, p) else {
+            let Some((asked, by)) = parts::asked_for(all_parts, &searched, p) else {
                 continue;
             };
-            let searched = &searched;
-            let ranked = parts::about(searched, candidates);
-            let words: Vec<String> = searched
+            let ranked = parts::about(&by, candidates);
+            let words: Vec<String> = by
                 .stems
                 .iter()
-                .zip(&searched.weights)
+                .zip(&by.weights)
                 .filter(|(_, w)| **w > 1e-9)
                 .map(|(s, _)| format!("\u{201c}{s}\u{201d}"))
                 .collect();
@@ -791,7 +790,7 @@ impl Research {
                 .iter()
                 // The model was asked this part alone: a supported sentence of its answer that
                 // holds any of the part's weighed words answers it, in whatever words.
-                .filter(|c| parts::share(&c.text, searched) > 1e-9)
+                .filter(|c| parts::share(&c.text, &by) > 1e-9)
                 .map(|c| {
                     let numbers = c
                         .sources

@@ -180,10 +180,10 @@ impl Library {
              FROM {fts}
              JOIN passage p ON p.id = {fts}.rowid
              JOIN passage_file f ON f.id = p.file_id
-             WHERE {fts} MATCH ?1 AND f.root = ?2
-             ORDER BY score, p.id LIMIT ?3"
+             WHERE {fts} MATCH ?1
+             ORDER BY score, p.id LIMIT ?2"
         ))?;
-        let rows = stmt.query_map(params![query, root, clamp_limit(limit)], |r| {
+        let rows = stmt.query_map(params![query, clamp_limit(limit)], |r| {
             Ok(PassageHit {
                 id: r.get(0)?,
                 path: r.get(1)?,
