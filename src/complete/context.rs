@@ -75,8 +75,14 @@ pub fn gather(
     let later = whole_lines(&text[later_start..], budget.later_tokens * BYTES_PER_TOKEN);
     let first_line = lines_in(&before[..start]);
     let last_line = lines_in(&text[..end.max(later_start + later.len())]);
-    let edited = recent.for_prompt(path, first_line..last_line + 1);
-    let mut extra = extra_files(&edited, others, budget.extra_tokens * BYTES_PER_TOKEN);
+    let language = language_of(path);
+    let mut edited = recent.for_prompt(path, first_line..last_line + 1);
+    edited.retain(|chunk| language_of(&chunk.path) == language);
+    let others: Vec<&OtherDocument> = others
+        .iter()
+        .filter(|other| language_of(&other.path) == language)
+        .collect();
+    let mut extra = extra_files(&edited, &others, budget.extra_tokens * BYTES_PER_TOKEN);
     let mut anchor = None;
     if !later.trim().is_empty() {
         extra.push(ExtraFile {
@@ -184,7 +190,7 @@ fn suffix_end(after: &str, max_bytes: usize) -> usize {
 /// text on every keystroke and the newest edit stands nearest the cursor's file.
 fn extra_files(
     edited: &[&EditedChunk],
-    others: &[OtherDocument],
+    others: &[&OtherDocument],
     max_bytes: usize,
 ) -> Vec<ExtraFile> {
     let mut left = max_bytes;
@@ -231,8 +237,8 @@ fn middle_lines(text: &str, max_bytes: usize) -> &str {
 }
 
 /// Each other open file's first lines within `max_bytes`, in path order.
-fn heads(others: &[OtherDocument], max_bytes: usize) -> Vec<ExtraFile> {
-    let mut files: Vec<&OtherDocument> = others.iter().collect();
+fn heads(others: &[&OtherDocument], max_bytes: usize) -> Vec<ExtraFile> {
+    let mut files: Vec<&OtherDocument> = others.to_vec();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     let mut left = max_bytes;
     let mut out = Vec::new();
@@ -253,6 +259,39 @@ fn heads(others: &[OtherDocument], max_bytes: usize) -> Vec<ExtraFile> {
         });
     }
     out
+}
+
+/// Extensions of languages whose files use each other's code (a TypeScript file imports
+/// JavaScript; a C++ file includes C headers; a Vue or Svelte component holds TypeScript).
+const LANGUAGE_FAMILIES: &[&[&str]] = &[
+    &[
+        "ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs", "vue", "svelte", "astro",
+    ],
+    &[
+        "c", "h", "cc", "cpp", "cxx", "c++", "hpp", "hh", "hxx", "h++", "ipp", "inl",
+    ],
+    &["py", "pyi", "pyw"],
+    &["sh", "bash", "zsh"],
+    &["yml", "yaml"],
+    &["md", "markdown"],
+];
+
+/// The language a path's file is in, as far as the prompt cares: its extension, one name for
+/// a family of [`LANGUAGE_FAMILIES`]; a file without an extension is its own name (`Makefile`,
+/// `Dockerfile`). Places in files of another language stay out of the prompt (Copilot's
+/// neighbouring tabs are the recent files of the same language): measured on the completion
+/// bench, a Python file's first arrivals, with the last places edited in a TypeScript file
+/// ahead of them, went wrong where the same prompts without them did not (docs/editors.md).
+pub fn language_of(path: &str) -> String {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    let extension = match name.rsplit_once('.') {
+        Some((stem, extension)) if !stem.is_empty() => extension.to_ascii_lowercase(),
+        _ => return name.to_owned(),
+    };
+    LANGUAGE_FAMILIES
+        .iter()
+        .find(|family| family.contains(&extension.as_str()))
+        .map_or(extension, |family| family[0].to_owned())
 }
 
 pub(crate) fn floor_boundary(text: &str, offset: usize) -> usize {
@@ -338,10 +377,65 @@ mod tests {
                 text: "b = 2\n".into(),
             },
         ];
-        let input = gather("a", text, 0, &others, &RecentEdits::default(), None, budget).0;
+        let input = gather(
+            "a.py",
+            text,
+            0,
+            &others,
+            &RecentEdits::default(),
+            None,
+            budget,
+        )
+        .0;
         assert_eq!(input.suffix, "a\nbbbbbbbbbb\n");
         let paths: Vec<&str> = input.extra.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(paths, ["b.py", "z.py"]);
+    }
+
+    #[test]
+    fn places_in_files_of_another_language_stay_out_of_the_prompt() {
+        let mut recent = RecentEdits::default();
+        for (path, text) in [
+            ("web/app.ts", "export const retries = 3;\n"),
+            ("docs/guide.md", "# Retries\n"),
+            ("src/limits.py", "RETRIES = 3\n"),
+        ] {
+            recent.edited(EditedChunk {
+                path: path.into(),
+                first_line: 0,
+                text: text.into(),
+            });
+        }
+        let others = [
+            OtherDocument {
+                path: "web/client.js".into(),
+                text: "import { retries } from './app';\n".into(),
+            },
+            OtherDocument {
+                path: "src/stubs.pyi".into(),
+                text: "def fetch(url: str) -> bytes: ...\n".into(),
+            },
+            OtherDocument {
+                path: "Makefile".into(),
+                text: "test:\n\tpytest\n".into(),
+            },
+        ];
+        let budget = PromptBudget {
+            prefix_tokens: 100,
+            suffix_tokens: 10,
+            later_tokens: 0,
+            extra_tokens: 1000,
+        };
+        let python = gather("src/fetch.py", "x = 1\n", 0, &others, &recent, None, budget).0;
+        let paths: Vec<&str> = python.extra.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["src/stubs.pyi", "src/limits.py"]);
+        let script = gather("web/ui.TSX", "", 0, &others, &recent, None, budget).0;
+        let paths: Vec<&str> = script.extra.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["web/client.js", "web/app.ts"]);
+        assert_eq!(language_of("Makefile"), "Makefile");
+        assert_eq!(language_of("a/.bashrc"), ".bashrc");
+        assert_eq!(language_of("x.hpp"), language_of("y.c"));
+        assert_ne!(language_of("x.rs"), language_of("Cargo.toml"));
     }
 
     #[test]
@@ -364,7 +458,7 @@ mod tests {
         let text: String = (0..300).map(|i| format!("line {i}\n")).collect();
         let mut recent = RecentEdits::default();
         let chunk = |first_line: usize, text: &str| EditedChunk {
-            path: "a".into(),
+            path: "a.py".into(),
             first_line,
             text: text.into(),
         };
@@ -381,20 +475,20 @@ mod tests {
             extra_tokens: 100,
         };
         let cursor = text.find("line 295").unwrap();
-        let input = gather("a", &text, cursor, &others, &recent, None, budget).0;
+        let input = gather("a.py", &text, cursor, &others, &recent, None, budget).0;
         let extra = paths_and_texts(&input);
         // Line 290 is in the prompt already (the place typed in); line 10 is far above it.
         assert_eq!(
             extra,
             [
                 ("b.py", "b = 2\n"),
-                ("a", "def edited_far_above():\n    pass\n")
+                ("a.py", "def edited_far_above():\n    pass\n")
             ]
         );
         // The same state, one keystroke later: the same text before the prefix.
         let mut typed = text.clone();
         typed.insert(cursor, 'x');
-        let later = gather("a", &typed, cursor + 1, &others, &recent, None, budget).0;
+        let later = gather("a.py", &typed, cursor + 1, &others, &recent, None, budget).0;
         assert_eq!(later.extra, input.extra);
     }
 

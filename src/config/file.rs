@@ -617,8 +617,9 @@ pub struct CompletionSection {
     #[schemars(range(min = 0, max = 100_000))]
     pub later_tokens: u32,
     /// Tokens of other places in the prompt (for models whose format has files: Qwen,
-    /// StarCoder2): the places edited lately, then the start of the other open files; 0 sends
-    /// none.
+    /// StarCoder2): the places edited lately, then the start of the other open files, of files
+    /// in the language of the one typed in (TypeScript and JavaScript one, C and C++ one); 0
+    /// sends none.
     #[schemars(range(min = 0, max = 100_000))]
     pub extra_context_tokens: u32,
     /// The request the provider gets.

@@ -397,17 +397,21 @@ def summary(rows):
     }
 
 
-def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
-    holes = json.load(open(holes_file))
+def files_in_order(holes):
+    """The holes grouped by file, ((repo, path), holes) in the order the bench visits the files:
+    the languages interleaved (a Python file, a Rust file, a TypeScript file, …), so the same
+    share of each is run however many files a run takes."""
     by_file = {}
     for hole in holes:
         by_file.setdefault((hole["repo"], hole["path"]), []).append(hole)
-    files = list(by_file.items())
-    # The same share of each language, interleaved.
     by_language = {}
-    for key, group in files:
+    for key, group in by_file.items():
         by_language.setdefault(group[0]["language"], []).append((key, group))
-    files = [f for group in itertools.zip_longest(*by_language.values()) for f in group if f]
+    return [f for group in itertools.zip_longest(*by_language.values()) for f in group if f]
+
+
+def run(holes_file, mirrors, binary, gguf, base_url, files_limit, out):
+    files = files_in_order(json.load(open(holes_file)))
     files = files[int(option("--from", "0")):]
     if files_limit:
         files = files[:files_limit]

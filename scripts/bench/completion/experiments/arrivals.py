@@ -7,7 +7,9 @@ prompt a difference in arrival quality comes from.
       OUT.jsonl MIRRORS --url http://127.0.0.1:8088/v1 --variants asis,no_extra,plain [--every K] \
       [--only HOLES.jsonl]
 
-(--only: the holes of rows in a JSON-lines file, e.g. those where two ways' arrivals differ.)
+(--only: the holes of rows in a JSON-lines file, e.g. those where two ways' arrivals differ.
+--cold: a one-token prompt before each request, so a server that keeps the last prompt's cache,
+as the model inside patchwise does, reads each arrival prompt whole.)
 
 `capture` replays bench.py's patchwise way (arrival, then three typed characters per hole, the
 holes of a file top to bottom) against a stand-in for an OpenAI-compatible server that records
@@ -19,6 +21,8 @@ scores the answer's first line against the hole's line (as the bench scores an a
   no_extra  without the chunks of other places (recently edited, other files)
   no_later  without the chunk of the lines after the suffix
   bare      the current file's part only (no other chunk)
+  same_language  without the chunks of other places in files of another language (by extension;
+            TypeScript and JavaScript one, C and C++ one)
   no_header without the current file's `<|file_sep|>path` line (with `bare`: the plain prompt's
             layout around patchwise's text)
   plain     the bench's plain prompt (256 lines before, 64 after, no file header)
@@ -87,10 +91,9 @@ def capture(holes_file, mirrors, binary, out):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    holes = json.load(open(holes_file))
-    by_file = {}
-    for hole in holes:
-        by_file.setdefault((hole["repo"], hole["path"]), []).append(hole)
+    # The bench's order of files: a file's first arrivals see the places edited last in the
+    # file before it (of another language), as in the bench.
+    files = bench.files_in_order(json.load(open(holes_file)))
     workdir = tempfile.mkdtemp(prefix="pw-arrivals-")
     config = {"providers": {"local": {"kind": "openai", "base_url": url, "api_key_env": ""}},
               "roles": {"completion": "local/qwen2.5-coder-1.5b"},
@@ -98,7 +101,7 @@ def capture(holes_file, mirrors, binary, out):
     lsp = bench.Lsp(binary, config, workdir)
     host = bench.Host(url)
     with open(out, "w") as log:
-        for (repo, path), group in by_file.items():
+        for (repo, path), group in files:
             group.sort(key=lambda h: h["line"])
             lines = bench.git(bench.repo_dir_of(mirrors, repo), "show",
                               f"{group[0]['commit']}:{path}").split("\n")
@@ -139,6 +142,16 @@ def outline(lines, hole, name):
     return [f"{SEP}{name} (outline: what the file defines)\n" + "\n".join(out) + "\n"]
 
 
+FAMILIES = [{".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts"},
+            {".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"}]
+
+
+def family(path):
+    """A file's language by its extension, the ones that import each other as one."""
+    ext = os.path.splitext(path)[1].lower()
+    return next((min(f) for f in FAMILIES if ext in f), ext)
+
+
 def variant(name, row, lines):
     """The arrival prompt changed by `name`: one variant, or several joined by `+` (applied
     left to right, e.g. `bare+before:256`)."""
@@ -169,6 +182,8 @@ def variant(name, row, lines):
             later = []
         elif step == "bare":
             extra, later = [], []
+        elif step == "same_language":
+            extra = [c for c in extra if family(c[len(SEP):].split("\n", 1)[0]) == family(row["path"])]
         elif step == "no_header":
             start = ""
         elif kind == "after" and count.isdigit():
@@ -197,7 +212,17 @@ def ask(url, prompt, repeat_penalty=None):
     return answer["choices"][0]["text"], time.monotonic() - at
 
 
-def run(captured, mirrors, url, names, every, only=None, repeat_penalty=None):
+def reset(url):
+    """A one-token prompt that shares no token with an arrival prompt: a server that keeps the
+    last prompt's cache (the model inside patchwise) reads the next prompt whole, as cold."""
+    body = {"model": "m", "prompt": "#", "max_tokens": 1, "temperature": 0}
+    request = urllib.request.Request(url + "/completions", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as r:
+        r.read()
+
+
+def run(captured, mirrors, url, names, every, only=None, repeat_penalty=None, cold=False):
     rows = [json.loads(l) for l in open(captured) if l.strip()][::every]
     if only:
         wanted = {(h["repo"], h["path"], h["line"]) for h in map(json.loads, open(only)) if h}
@@ -214,6 +239,8 @@ def run(captured, mirrors, url, names, every, only=None, repeat_penalty=None):
         result = {"repo": row["repo"], "path": row["path"], "line": row["line"],
                   "language": row["language"], "expected": row["expected"]}
         for name in names:
+            if cold:
+                reset(url)
             text, took = ask(url, variant(name, row, files[key]), repeat_penalty)
             first = text.split("\n")[0].strip()
             exact = first == row["expected"].strip()
@@ -238,4 +265,5 @@ if __name__ == "__main__":
     else:
         run(sys.argv[2], sys.argv[3], option("--url", "http://127.0.0.1:8088/v1"),
             option("--variants", "asis,no_extra,plain").split(","), int(option("--every", "1")),
-            option("--only"), float(option("--repeat-penalty")) if option("--repeat-penalty") else None)
+            option("--only"), float(option("--repeat-penalty")) if option("--repeat-penalty") else None,
+            "--cold" in sys.argv)
