@@ -17,6 +17,7 @@
 
 use super::fim::{ExtraFile, FimInput};
 use super::recent::{EditedChunk, RecentEdits};
+use crate::syntax::Language;
 
 /// Bytes counted as one token.
 pub const BYTES_PER_TOKEN: usize = 3;
@@ -261,28 +262,38 @@ fn heads(others: &[&OtherDocument], max_bytes: usize) -> Vec<ExtraFile> {
     out
 }
 
-/// Extensions of languages whose files use each other's code (a TypeScript file imports
-/// JavaScript; a C++ file includes C headers; a Vue or Svelte component holds TypeScript).
-const LANGUAGE_FAMILIES: &[&[&str]] = &[
-    &[
-        "ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs", "vue", "svelte", "astro",
-    ],
-    &[
-        "c", "h", "cc", "cpp", "cxx", "c++", "hpp", "hh", "hxx", "h++", "ipp", "inl",
-    ],
-    &["py", "pyi", "pyw"],
-    &["sh", "bash", "zsh"],
-    &["yml", "yaml"],
-    &["md", "markdown"],
+/// Extensions of the languages without a grammar here whose files use each other's code (a C++
+/// file includes C headers), and of components that hold TypeScript (Vue, Svelte, Astro), with
+/// the family's name. The languages with a grammar are told by [`Language::from_path`].
+const LANGUAGE_FAMILIES: &[(&str, &[&str])] = &[
+    ("typescript", &["vue", "svelte", "astro"]),
+    (
+        "c",
+        &[
+            "c", "h", "cc", "cpp", "cxx", "c++", "hpp", "hh", "hxx", "h++", "ipp", "inl",
+        ],
+    ),
+    ("shell", &["sh", "bash", "zsh"]),
+    ("yaml", &["yml", "yaml"]),
+    ("markdown", &["md", "markdown"]),
 ];
 
-/// The language a path's file is in, as far as the prompt cares: its extension, one name for
-/// a family of [`LANGUAGE_FAMILIES`]; a file without an extension is its own name (`Makefile`,
-/// `Dockerfile`). Places in files of another language stay out of the prompt (Copilot's
-/// neighbouring tabs are the recent files of the same language): measured on the completion
-/// bench, a Python file's first arrivals, with the last places edited in a TypeScript file
-/// ahead of them, went wrong where the same prompts without them did not (docs/editors.md).
+/// The language a path's file is in, as far as the prompt cares: the language of its grammar
+/// ([`Language::from_path`]; TypeScript, TSX and JavaScript one), else its family in
+/// [`LANGUAGE_FAMILIES`] or its extension; a file without an extension is its own name
+/// (`Makefile`, `Dockerfile`). Places in files of another language stay out of the prompt
+/// (Copilot's neighbouring tabs are the recent files of the same language): measured on the
+/// completion bench, a file's first arrivals, with the last places edited in a file of another
+/// language ahead of them, went wrong where the same prompts without them did not
+/// (docs/editors.md).
 pub fn language_of(path: &str) -> String {
+    match Language::from_path(path) {
+        Some(Language::TypeScript | Language::Tsx | Language::JavaScript) => {
+            return "typescript".to_owned();
+        }
+        Some(language) if language.is_parsed() => return language.name().to_owned(),
+        _ => {}
+    }
     let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
     let extension = match name.rsplit_once('.') {
         Some((stem, extension)) if !stem.is_empty() => extension.to_ascii_lowercase(),
@@ -290,8 +301,8 @@ pub fn language_of(path: &str) -> String {
     };
     LANGUAGE_FAMILIES
         .iter()
-        .find(|family| family.contains(&extension.as_str()))
-        .map_or(extension, |family| family[0].to_owned())
+        .find(|(_, extensions)| extensions.contains(&extension.as_str()))
+        .map_or(extension, |(family, _)| (*family).to_owned())
 }
 
 pub(crate) fn floor_boundary(text: &str, offset: usize) -> usize {
@@ -435,6 +446,8 @@ mod tests {
         assert_eq!(language_of("Makefile"), "Makefile");
         assert_eq!(language_of("a/.bashrc"), ".bashrc");
         assert_eq!(language_of("x.hpp"), language_of("y.c"));
+        assert_eq!(language_of("App.vue"), language_of("main.ts"));
+        assert_eq!(language_of("Cargo.lock"), language_of("Cargo.toml"));
         assert_ne!(language_of("x.rs"), language_of("Cargo.toml"));
     }
 
