@@ -841,7 +841,8 @@ fn research_cites_sources_as_links_saves_the_session_and_a_new_agent_loads_it() 
         "lsp/edit/workspace",
         Vec::new(),
         vec![with_usage(openai_sse(&answer), 700, 50)],
-        &offline_research(),
+        // The model's check on, so the turn has several model answers to report usage for.
+        &format!("\n[research]\nverify = true\n{}", offline_research()),
     );
     research_notes(&setup.ws);
     let query = "why do editors keep buffers in ropes";
@@ -883,7 +884,7 @@ fn research_cites_sources_as_links_saves_the_session_and_a_new_agent_loads_it() 
         "progress streams as thoughts"
     );
     // One usage update per model answer, as develop and edit report theirs: the synthesis and
-    // the check of its two citations, one judge call per citation (each scripted answer
+    // the check of its two citations (`verify = true` above), one judge call per citation (each scripted answer
     // reports 700 in, 50 out); the totals run.
     let usage = updates(&seen, "usage_update");
     assert_eq!(usage.len(), 3, "{usage:#?}");

@@ -71,8 +71,8 @@ pub struct ResearchArgs {
         long,
         conflicts_with = "no_verify",
         help = help_with_default(
-            "The model checks every citation of its synthesis in one more call (supports / \
-             partly / contradicts / unrelated, stored per claim)",
+            "The model also checks every citation of its synthesis, one short YES/NO call per \
+             sentence and passage (stored per claim)",
             "research.verify",
         ),
     )]

@@ -310,11 +310,13 @@ pub struct ResearchSection {
     /// Progress heartbeat during synthesis.
     #[schemars(range(min = 1, max = 600))]
     pub heartbeat_secs: u64,
-    /// Every citation of a model's synthesis is checked by the model: a sentence its passage
-    /// holds word for word is supported without asking; each other sentence–passage pair gets
-    /// one short call ("Does the QUOTE say what the STATEMENT says?", YES or NO); rejected
-    /// citations are removed before the report is kept or falls back (`--no-verify` for one
-    /// run).
+    /// Every citation of a model's synthesis is also checked by the model: a sentence its
+    /// passage holds word for word is supported without asking; each other sentence–passage
+    /// pair gets one short call ("Does the QUOTE say what the STATEMENT says?", YES or NO);
+    /// rejected citations are removed before the report is kept or falls back (`--verify` for
+    /// one run). Off by default: with Qwen2.5-Coder-1.5B it took 13 s of a 97 s question and,
+    /// over every sentence of 16 reports read by hand, removed no wrong one the overlap check
+    /// kept (docs/research.md, "Is it right?").
     pub verify: bool,
     /// Sources by name: a built-in kind (openalex, arxiv, crossref, semantic_scholar, searxng,
     /// brave, feeds, workspace, library), or any name with `kind = "…"`.
@@ -332,7 +334,7 @@ impl Default for ResearchSection {
             token_budget: 6000,
             max_output_tokens: 600,
             heartbeat_secs: 2,
-            verify: true,
+            verify: false,
             sources: BTreeMap::new(),
         }
     }
