@@ -197,7 +197,15 @@ struct Env {
 impl Env {
     /// The corpus as the workspace; the library (and so the reports) and patchwise's data
     /// directory both inside it.
+    /// `per_part = false`: these runs script the model's answer to the whole question (a
+    /// question of several parts is otherwise asked part by part,
+    /// `a_question_of_several_parts_is_answered_part_by_part`).
     fn new(model_url: Option<&str>) -> Env {
+        Env::with_research(model_url, "per_part = false\n")
+    }
+
+    /// [`Env::new`] with `research` (`key = value` lines) added to its `[research]` table.
+    fn with_research(model_url: Option<&str>, research: &str) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
         let workspace = root.join("ws");
@@ -218,7 +226,7 @@ impl Env {
         std::fs::write(
             workspace.join(".patchwise/config.toml"),
             format!(
-                "{model}[research]\nlibrary = \"{}\"\n",
+                "{model}[research]\nlibrary = \"{}\"\n{research}",
                 workspace.join("notes/research/lib.sqlite3").display()
             ),
         )
@@ -665,7 +673,8 @@ fn a_targeted_lead_in_keeps_the_code_it_leads_to() {
 /// none of whose sentences is about the part keeps nothing, and the part stays unanswered.
 #[test]
 fn a_targeted_answer_keeps_its_supported_sentences_around_the_one_on_its_part() {
-    // Said by the FAQ passage the pass shows beside docs/retry.md, with none of the part's words.
+    // Said by the FAQ passage the pass shows beside the retry document, with none of the part's
+    // words.
     let other = "An `Authorization` header is the usual reason a response is not cached [2].";
     let (run, requests) = asked_again_about_retries(scripted(&format!(
         "Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [3]. {other}"
@@ -690,6 +699,63 @@ fn a_targeted_answer_keeps_its_supported_sentences_around_the_one_on_its_part() 
         (&Value::from(true), &Value::from(false)),
         "{}",
         run["parts"]
+    );
+}
+
+/// `[research] per_part`, on by default: a question of several parts is answered part by part.
+/// No answer to the whole question is asked for; each part gets one short call over its own
+/// best passages, in the order of the parts, and the report says how it was asked.
+#[test]
+fn a_question_of_several_parts_is_answered_part_by_part() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![
+            scripted("When the cache is full it evicts the least recently used entry first [1]."),
+            scripted("Every write is first appended to the write-ahead log and flushed before the write is acknowledged [1]."),
+            scripted("Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [1]."),
+        ]))
+        .unwrap();
+    let env = Env::with_research(Some(&model.url()), "");
+    let (run, _) = env.json(&[QUESTION, "--sources", "workspace"]);
+    let requests = model.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "one call a part, none for the whole question"
+    );
+    let parts = run["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 3, "{parts:?}");
+    for (request, part) in requests.iter().zip(parts) {
+        let asked = request.json()["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let question = format!("Question: {}\n", part["part"].as_str().unwrap());
+        assert!(asked.starts_with(&question), "{asked}");
+        assert!((1..=3).contains(&asked.lines().filter(|l| l.starts_with('[')).count()));
+        assert_eq!(part["answered"], true, "{parts:?}");
+        assert_eq!(part["quoted"], false, "{parts:?}");
+    }
+    let synthesis = run["synthesis"].as_str().unwrap();
+    assert_eq!(run["synthesis_kind"], "model", "{synthesis}");
+    assert!(
+        synthesis.starts_with(
+            "*Each part of the question was asked on its own, with the passages ranked for it:*"
+        ),
+        "{synthesis}"
+    );
+    for said in [
+        "evicts the least recently used entry",
+        "write-ahead log and flushed",
+        "are retried when they fail",
+    ] {
+        assert!(synthesis.contains(said), "{said}: {synthesis}");
+    }
+    assert!(!synthesis.contains("again"), "{synthesis}");
+    let notes = run["notes"].to_string();
+    assert!(
+        notes.contains("a question of 3 parts, each asked on its own"),
+        "{notes}"
     );
 }
 

@@ -166,6 +166,8 @@ pub struct ResearchConfig {
     pub heartbeat: Duration,
     /// A second model pass checks that each cited passage supports its sentence.
     pub verify: bool,
+    /// A question of several parts is answered one part at a time (`[research] per_part`).
+    pub per_part: bool,
     /// patchwise's data directory: never indexed as part of the workspace.
     pub data_dir: PathBuf,
     /// Every source, built-in ones included, by name.
@@ -214,6 +216,7 @@ impl ResearchConfig {
             max_output_tokens: section.max_output_tokens,
             heartbeat: Duration::from_secs(section.heartbeat_secs),
             verify: section.verify,
+            per_part: section.per_part,
             data_dir: config.data_dir(),
             sources,
         };

@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::budget::{Budget, count_request};
 use crate::model::{ChatModel, ChatOptions, ChatRequest, Message, StreamEvent, Usage, complete};
-use crate::research::{ModelChoice, Phase, ProgressFn, Research, extractive, judge, synthesis};
+use crate::research::{
+    ModelChoice, Phase, ProgressFn, Research, extractive, judge, parts, synthesis,
+};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
@@ -55,6 +57,9 @@ pub(crate) struct Synthesis {
     /// The synthesis is less than was asked for: a budget cut it, or the chosen model failed or
     /// said nothing (the record's status is then `partial`).
     pub budget_cut: bool,
+    /// No answer to the whole question was asked for: the model answers each part on its own
+    /// (`[research] per_part`, `run.rs`).
+    pub per_part: bool,
 }
 
 impl Synthesis {
@@ -76,6 +81,7 @@ impl Synthesis {
             notes,
             extractive_claims: Some(claims),
             budget_cut,
+            per_part: false,
         }
     }
 }
@@ -129,6 +135,19 @@ impl Research {
             }
         };
         let name = model.name().to_owned();
+        if self.settings.per_part && parts::parts_for(query, candidates).len() > 1 {
+            return Synthesis {
+                text: String::new(),
+                shown: 0,
+                model: Some(name),
+                writer: Some(model),
+                usage: Usage::default(),
+                notes: Vec::new(),
+                extractive_claims: None,
+                budget_cut: false,
+                per_part: true,
+            };
+        }
         let encoding = Encoding::for_model(&name);
         let fit = self.passage_budget(model.as_ref(), query, token_budget, encoding);
         let (system, user, shown) = synthesis::prompt(query, candidates, fit, encoding);
@@ -195,6 +214,7 @@ impl Research {
             notes,
             extractive_claims: None,
             budget_cut,
+            per_part: false,
         };
         match answer.failure {
             Some(reason) if answer.text.trim().is_empty() || reason == "cancelled" => {

@@ -314,6 +314,8 @@ impl Research {
         let all_parts = parts::parts_for(&plan.query, candidates);
         let writer = synthesis.writer.clone();
         let read = synthesis.shown.min(candidates.len());
+        // No answer to the whole question was asked for: each part is asked on its own below.
+        let per_part = synthesis.per_part;
         // A question of several parts whose model answer stands for none of them (it copied
         // the prompt's example, answered with no text, or no part keeps a supported sentence)
         // has each part asked again over its own best passages, as a part the answer left out
@@ -333,6 +335,11 @@ impl Research {
                 writer
                     .is_some()
                     .then(|| "the model's answer was not kept".to_owned()),
+            ),
+            None if per_part => (
+                Validated::default(),
+                "model",
+                Some("no part's answer had a sentence its passages support".to_owned()),
             ),
             None => {
                 let shown = &candidates[..synthesis.shown.min(candidates.len())];
@@ -375,6 +382,10 @@ impl Research {
         };
         if let Some(reason) = stands_for_none {
             let why = match kind {
+                "model" if per_part => format!(
+                    "a question of {} parts, each asked on its own",
+                    all_parts.len()
+                ),
                 "model" => format!("the model's answer answers no part of the question ({reason})"),
                 _ => reason.clone(),
             };
@@ -384,8 +395,12 @@ impl Research {
             {
                 progress(
                     Phase::Synthesis,
-                    90,
-                    &format!("{why}: asking about each part again"),
+                    if per_part { 56 } else { 90 },
+                    &if per_part {
+                        format!("{why}: asking {} about each part", writer.name())
+                    } else {
+                        format!("{why}: asking about each part again")
+                    },
                 );
                 let every_part: Vec<usize> = (0..all_parts.len()).collect();
                 let asked = self
@@ -395,6 +410,7 @@ impl Research {
                         &all_parts,
                         &every_part,
                         candidates,
+                        per_part,
                         progress,
                         cancel,
                     )
@@ -405,11 +421,19 @@ impl Research {
             }
             match again {
                 Some(again) if !again.answers.is_empty() => {
-                    notes.push(format!(
-                        "{why}; asked about each part again with its own best passages, {} of {} answered",
-                        again.answers.len(),
-                        all_parts.len()
-                    ));
+                    notes.push(if per_part {
+                        format!(
+                            "{why} with its own best passages: {} of {} answered",
+                            again.answers.len(),
+                            all_parts.len()
+                        )
+                    } else {
+                        format!(
+                            "{why}; asked about each part again with its own best passages, {} of {} answered",
+                            again.answers.len(),
+                            all_parts.len()
+                        )
+                    });
                     // The first answer's supported sentences stay; nothing else of it does.
                     if kind != "model" || validated.claims.is_empty() {
                         validated = Validated::default();
@@ -492,6 +516,7 @@ impl Research {
                                 &all_parts,
                                 &missing,
                                 candidates,
+                                false,
                                 progress,
                                 cancel,
                             )
@@ -540,7 +565,9 @@ impl Research {
                         missing.retain(|m| *m != p);
                     }
                     if !said.is_empty() {
-                        let heading = if validated.text.trim().is_empty() {
+                        let heading = if per_part {
+                            "*Each part of the question was asked on its own, with the passages ranked for it:*".to_owned()
+                        } else if validated.text.trim().is_empty() {
                             "*The model's first answer had no supported sentence about any part of the question; each part was asked again with the passages ranked for it:*".to_owned()
                         } else {
                             format!(
@@ -672,7 +699,8 @@ impl Research {
     }
 
     /// The targeted pass (docs/research.md, "Each part searched on its own"): each part in
-    /// `missing` that the synthesis left without a supported sentence gets one short call over
+    /// `missing` that the synthesis left without a supported sentence — or, `apart`, each part
+    /// of a question answered part by part (`[research] per_part`) — gets one short call over
     /// its own best passages ([`parts::about`], at most [`synthesis::PART_PASSAGES`]); the
     /// sentences of its answer that a passage supports (the same overlap check as the
     /// synthesis's) and that answer the part are kept. Says, for every part asked about, what
@@ -685,10 +713,13 @@ impl Research {
         all_parts: &[parts::QuestionPart],
         missing: &[usize],
         candidates: &[SourceRecord],
+        apart: bool,
         progress: ProgressFn<'_>,
         cancel: &CancellationToken,
     ) -> AskedAgain {
-        let mut again = AskedAgain::default();
+        // Asked for the first time (`[research] per_part`), or again after the synthesis.
+        let again = if apart { "" } else { " again" };
+        let mut asked_again = AskedAgain::default();
         let searched = parts::searched_parts(&plan.query, candidates);
         for &p in missing {
             let part = &all_parts[p];
@@ -714,7 +745,7 @@ impl Research {
                 words.join(", ")
             );
             if ranked.is_empty() || cancel.is_cancelled() {
-                again.searched.insert(p, hold);
+                asked_again.searched.insert(p, hold);
                 continue;
             }
             let picked: Vec<usize> = ranked.into_iter().take(synthesis::PART_PASSAGES).collect();
@@ -724,7 +755,7 @@ impl Research {
                 Phase::Synthesis,
                 91,
                 &format!(
-                    "asking {} again about \u{201c}{}\u{201d} with its {} best passage{}",
+                    "asking {}{again} about \u{201c}{}\u{201d} with its {} best passage{}",
                     writer.name(),
                     part.text,
                     sources.len(),
@@ -740,21 +771,21 @@ impl Research {
                     cancel,
                 )
                 .await;
-            again.usage.input_tokens += used.input_tokens;
-            again.usage.output_tokens += used.output_tokens;
+            asked_again.usage.input_tokens += used.input_tokens;
+            asked_again.usage.output_tokens += used.output_tokens;
             let (answer, shown) = match result {
                 Ok((answer, shown)) => {
-                    again
+                    asked_again
                         .shown
                         .insert(p, picked[..shown.min(picked.len())].to_vec());
                     (answer, shown)
                 }
                 Err(why) => {
-                    again.notes.push(format!(
-                        "asking the model again about \u{201c}{}\u{201d} gave no answer ({why})",
+                    asked_again.notes.push(format!(
+                        "asking the model{again} about \u{201c}{}\u{201d} gave no answer ({why})",
                         part.text
                     ));
-                    again.searched.insert(p, hold);
+                    asked_again.searched.insert(p, hold);
                     continue;
                 }
             };
@@ -779,11 +810,11 @@ impl Research {
                     )
                     .await;
                 v = judged;
-                again.notes.extend(said.into_iter().map(|note| {
-                    format!("asked again about \u{201c}{}\u{201d}: {note}", part.text)
+                asked_again.notes.extend(said.into_iter().map(|note| {
+                    format!("asked{again} about \u{201c}{}\u{201d}: {note}", part.text)
                 }));
-                again.usage.input_tokens += used.input_tokens;
-                again.usage.output_tokens += used.output_tokens;
+                asked_again.usage.input_tokens += used.input_tokens;
+                asked_again.usage.output_tokens += used.output_tokens;
             }
             // The model was asked this part alone: a supported sentence of its answer that
             // holds any of the part's weighed words answers it, in whatever words, and the
@@ -815,8 +846,8 @@ impl Research {
                 })
                 .filter(|(a, _)| !a.sources.is_empty())
                 .collect();
-            again.notes.push(format!(
-                "asked the model again about \u{201c}{}\u{201d}{} with its {} best passage{}: {} supported sentence{} kept",
+            asked_again.notes.push(format!(
+                "asked the model{again} about \u{201c}{}\u{201d}{} with its {} best passage{}: {} supported sentence{} kept",
                 part.text,
                 if asked == part.text {
                     ""
@@ -829,17 +860,17 @@ impl Research {
                 plural(kept.len())
             ));
             if kept.is_empty() {
-                again.searched.insert(
+                asked_again.searched.insert(
                     p,
                     format!(
-                        "{hold}; asked again with the best {shown}, the model wrote nothing they support"
+                        "{hold}; asked{again} with the best {shown}, the model wrote nothing they support"
                     ),
                 );
             } else {
-                again.answers.push((p, kept));
+                asked_again.answers.push((p, kept));
             }
         }
-        again
+        asked_again
     }
 
     /// The judge's pass over a validated model answer: a call per kept citation and per

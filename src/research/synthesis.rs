@@ -578,7 +578,8 @@ pub fn validate_judged(
         // should live in `~/.config/ruff/ruff.toml`. This file respects the `XDG_CONFIG_HOME`
         // specification …" [1], both right: the first holds under half of its words in the
         // passage (the question's "personal", "loose", "Mac" are not there), the second all.
-        let revived = if dangling {
+        // (A passage's label copied from the prompt is never kept, with or without it.)
+        let revived = if dangling && !holds_label(&items[i - 1].clean) {
             let placed = match &outcome {
                 Outcome::Cited(numbers, _) => numbers.clone(),
                 Outcome::Attributed(n) => vec![*n],
