@@ -522,6 +522,27 @@ fn asides(words: &[&str]) -> Vec<bool> {
     inside
 }
 
+/// `text` split at `?`, `;` and new lines outside inline code: a question that quotes shell
+/// (`if [ -n "$CI" ]; then … fi`) or Rust (`x?`) is not cut inside the quote. Over just's
+/// manual the part "then … fi` block, and just refuses with 'Recipe line has extra leading
+/// whitespace'" was asked on its own (2026-12-01). A backtick without a closing one opens
+/// nothing.
+fn outside_code(text: &str) -> Vec<&str> {
+    let ticks: Vec<usize> = text.match_indices('`').map(|(i, _)| i).collect();
+    let spans: Vec<(usize, usize)> = ticks.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+    let quoted = |i: usize| spans.iter().any(|(a, b)| *a < i && i < *b);
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        if matches!(c, '?' | ';' | '\n') && !quoted(i) {
+            pieces.push(&text[start..i]);
+            start = i + c.len_utf8();
+        }
+    }
+    pieces.push(&text[start..]);
+    pieces
+}
+
 /// The parts of a question, each a question of its own: split at `?`, `;`, new lines, and at
 /// `, and …` / `and how …` / `, what …` before a question word (or "what" or "how" after a
 /// preposition: `, and in what order …`). What a question opens with that asks nothing stays
@@ -544,7 +565,7 @@ pub fn question_parts(question: &str) -> Vec<String> {
     };
     let is_q = |s: &str| QUESTION_WORDS.contains(&lower(s).as_str());
     let mut parts: Vec<String> = Vec::new();
-    for piece in spaced.split(['?', ';', '\n']) {
+    for piece in outside_code(&spaced) {
         let words: Vec<&str> = piece.split_whitespace().collect();
         let inside = asides(&words);
         // A question word, or a preposition and then "what" or "how" ("in what order").
@@ -788,6 +809,33 @@ mod tests {
         assert_eq!(
             question_parts("how do the cache and the store interact"),
             vec!["how do the cache and the store interact"]
+        );
+    }
+
+    /// Inline code is never cut: just's question 2 (2026-12-01) was split at the `;` of
+    /// `if [ -n "$CI" ]; then … fi`. A lone backtick opens nothing.
+    #[test]
+    fn a_question_is_not_split_inside_inline_code() {
+        let parts = question_parts(
+            "It has `cd infra` on one line and `terraform apply` on the next, but terraform runs in the repo root. I also pasted an indented `if [ -n \"$CI\" ]; then … fi` block, and just refuses with 'Recipe line has extra leading whitespace'. If I make the whole recipe a `#!/usr/bin/env bash` script, what should I put in it so it still stops at the first failing command?",
+        );
+        assert!(
+            parts.iter().all(|p| p.matches('`').count() % 2 == 0),
+            "{parts:?}"
+        );
+        assert!(
+            parts
+                .iter()
+                .any(|p| p.contains("`if [ -n \"$CI\" ]; then … fi` block")),
+            "{parts:?}"
+        );
+        assert_eq!(
+            question_parts("Why does `x?` fail to compile? How do I return early?"),
+            vec!["Why does `x?` fail to compile", "How do I return early"]
+        );
+        assert_eq!(
+            question_parts("why does the ` key do nothing? how do I remap it?"),
+            vec!["why does the ` key do nothing", "how do I remap it"]
         );
     }
 
