@@ -397,15 +397,8 @@ const POINTING: [&str; 8] = [
 /// alone over Ruff's docs, "where should those comments go" (after "I wrapped a couple of
 /// entries in `# fmt: off` / `# fmt: on` and Ruff reformats them anyway — why") got the Neovim
 /// setup section and the answer "in the section titled 'Neovim 0.11+'", the worst sentence of
-/// the run (2026-12-01). A part of one word to search for says as little, with or without a
-/// pointing word: "What do I have to change" (after Uvicorn's proxy headers) was answered with
-/// docker-compose's `UVICORN_RELOAD`, "what's the just equivalent" (of `make release
-/// VERSION=2.1.0`) with `set NAME := true` (2026-12-01). Of the 285 parts of the 120 bench
-/// questions, those two are the only parts of one word that do not point back.
+/// the run (2026-12-01).
 pub fn points_back(text: &str) -> bool {
-    if crate::research::passages::terms(text).len() <= 1 {
-        return true;
-    }
     let pointing = text
         .split(|c: char| !c.is_alphanumeric())
         .any(|w| POINTING.contains(&w.to_lowercase().as_str()));
@@ -975,8 +968,6 @@ mod tests {
             "where should those comments go",
             "and can I change that",
             "how do I get it back",
-            "What do I have to change",
-            "what's the just equivalent",
         ] {
             assert!(points_back(text), "{text}");
         }
@@ -984,7 +975,6 @@ mod tests {
             "how do I make the build fail when uv.lock is out of date",
             "where does it keep the cache of downloaded wheels between runs",
             "which pager does bat use by default",
-            "how do I upload a file",
         ] {
             assert!(!points_back(text), "{text}");
         }
