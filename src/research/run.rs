@@ -603,6 +603,13 @@ impl Research {
                             pointed = parts::most_about(&plan.query, *p, candidates, |_| false);
                             unread = false;
                         }
+                        // The passages its targeted pass read come first: the model may have
+                        // missed the answer there.
+                        let asked_over: Vec<u32> = if unread {
+                            again.iter().map(|i| renumber(*i as u32 + 1)).collect()
+                        } else {
+                            Vec::new()
+                        };
                         let pointed: Vec<u32> = pointed
                             .into_iter()
                             .map(|i| renumber(i as u32 + 1))
@@ -612,6 +619,7 @@ impl Research {
                             &what,
                             &pointed,
                             unread,
+                            &asked_over,
                         ));
                         continue;
                     }
