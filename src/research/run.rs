@@ -421,19 +421,16 @@ impl Research {
             }
             match again {
                 Some(again) if !again.answers.is_empty() => {
-                    notes.push(if per_part {
-                        format!(
-                            "{why} with its own best passages: {} of {} answered",
-                            again.answers.len(),
-                            all_parts.len()
-                        )
-                    } else {
-                        format!(
-                            "{why}; asked about each part again with its own best passages, {} of {} answered",
-                            again.answers.len(),
-                            all_parts.len()
-                        )
-                    });
+                    notes.push(format!(
+                        "{why}{} with its own best passages, {} of {} answered",
+                        if per_part {
+                            ""
+                        } else {
+                            "; asked about each part again"
+                        },
+                        again.answers.len(),
+                        all_parts.len()
+                    ));
                     // The first answer's supported sentences stay; nothing else of it does.
                     if kind != "model" || validated.claims.is_empty() {
                         validated = Validated::default();

@@ -621,7 +621,20 @@ pub fn validate_judged(
             }
             outcome
         };
-        match &outcome {
+        // The sentence before is kept with it, placed where the pair is.
+        if let Some(n) = revived.filter(|_| !matches!(outcome, Outcome::Repeated)) {
+            seen.push((
+                words_of(&items[i - 1].clean),
+                tokens_of(&items[i - 1].clean),
+            ));
+            items[i - 1].outcome = Outcome::Attributed(n);
+        }
+        items[i].outcome = outcome;
+    }
+    // Counted once every outcome is final (a sentence may be kept after all, with the one
+    // that points back at it).
+    for item in &items {
+        match &item.outcome {
             Outcome::Cited(_, how) => {
                 v.cited += 1;
                 match how {
@@ -636,20 +649,6 @@ pub fn validate_judged(
             Outcome::Repeated => v.repeated += 1,
             Outcome::Connective | Outcome::NamesSources => {}
         }
-        // The sentence before is kept with it, placed where the pair is.
-        if let Some(n) = revived.filter(|_| !matches!(outcome, Outcome::Repeated)) {
-            match items[i - 1].outcome {
-                Outcome::Dropped => v.dropped -= 1,
-                _ => v.unsupported -= 1,
-            }
-            v.attributed += 1;
-            seen.push((
-                words_of(&items[i - 1].clean),
-                tokens_of(&items[i - 1].clean),
-            ));
-            items[i - 1].outcome = Outcome::Attributed(n);
-        }
-        items[i].outcome = outcome;
     }
     v.raw = raw.summary();
 
