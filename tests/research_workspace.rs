@@ -759,6 +759,86 @@ fn a_question_of_several_parts_is_answered_part_by_part() {
     );
 }
 
+/// A part its own pass left unanswered, with no sentence to quote, ends with a pointer that
+/// names the passages it was asked over first (a small model may have missed the answer
+/// there), then the passages about it the model was not shown.
+#[test]
+fn an_unanswered_part_points_to_the_passages_it_was_asked_over_then_to_unread_ones() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![
+            scripted("When the cache is full it evicts the least recently used entry first [1]."),
+            scripted("I do not know."),
+        ]))
+        .unwrap();
+    let env = Env::with_research(Some(&model.url()), "");
+    // Five passages hold the part's words, in headings and settings only: no sentence to quote.
+    let docs = env.workspace.join("docs/flux");
+    std::fs::create_dir_all(&docs).unwrap();
+    for i in 0..5 {
+        std::fs::write(
+            docs.join(format!("flux-{i}.md")),
+            format!(
+                "# Flux capacitor tuning, profile {i}
+
+```toml
+[flux_capacitor]
+tuning = {i}
+```
+"
+            ),
+        )
+        .unwrap();
+    }
+    let (run, _) = env.json(&[
+        "how does the cache evict entries, and how do I tune the flux capacitor",
+        "--sources",
+        "workspace",
+    ]);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "one call a part");
+    let asked = requests[1].json()["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let synthesis = run["synthesis"].as_str().unwrap();
+    let line = synthesis
+        .lines()
+        .find(|l| l.starts_with("Not answered: \u{201c}how do I tune the flux capacitor\u{201d}"))
+        .unwrap_or_else(|| panic!("{synthesis}"));
+    let (again, unread) = line
+        .split_once("it was asked over, to read again: ")
+        .and_then(|(_, rest)| rest.split_once("; the passage"))
+        .unwrap_or_else(|| panic!("{line}"));
+    let unread = unread.split_once(": ").map_or("", |(_, n)| n);
+    let numbers = |s: &str| -> Vec<usize> {
+        s.split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    };
+    let sources = run["sources"].as_array().unwrap();
+    let title = |n: usize| {
+        sources
+            .iter()
+            .find(|s| s["n"] == n)
+            .and_then(|s| s["title"].as_str())
+            .unwrap_or_else(|| panic!("[{n}] in {sources:?}"))
+            .to_owned()
+    };
+    let (again, unread) = (numbers(again), numbers(unread));
+    assert!(!again.is_empty() && !unread.is_empty(), "{line}");
+    // The first are the passages of the part's prompt; the others are not among them.
+    for n in &again {
+        let path = title(*n);
+        let path = path.split(':').next().unwrap();
+        assert!(asked.contains(path), "[{n}] {path} not in {asked}");
+    }
+    for n in &unread {
+        assert!(!again.contains(n), "{line}");
+        assert!(title(*n).starts_with("docs/flux/"), "{line}");
+    }
+}
+
 /// A part that points back at the part before it ("how many times does it try them") is
 /// asked with that part: asked alone over Ruff's docs, "where should those comments go" got
 /// the Neovim setup section, and the model said the comments go "in the section titled
