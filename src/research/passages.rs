@@ -522,25 +522,19 @@ fn asides(words: &[&str]) -> Vec<bool> {
     inside
 }
 
-/// `text` split at `?`, `;` and new lines outside inline code: a question that quotes shell
-/// (`if [ -n "$CI" ]; then … fi`) or Rust (`x?`) is not cut inside the quote. Over just's
-/// manual the part "then … fi` block, and just refuses with 'Recipe line has extra leading
-/// whitespace'" was asked on its own (2026-12-01). A backtick without a closing one opens
-/// nothing.
-fn outside_code(text: &str) -> Vec<&str> {
-    let ticks: Vec<usize> = text.match_indices('`').map(|(i, _)| i).collect();
-    let spans: Vec<(usize, usize)> = ticks.chunks_exact(2).map(|p| (p[0], p[1])).collect();
-    let quoted = |i: usize| spans.iter().any(|(a, b)| *a < i && i < *b);
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        if matches!(c, '?' | ';' | '\n') && !quoted(i) {
-            pieces.push(&text[start..i]);
-            start = i + c.len_utf8();
-        }
-    }
-    pieces.push(&text[start..]);
-    pieces
+/// `text` split at `?`, `;` and new lines outside inline code ([`citations::map_prose`]'s
+/// reading of code spans): a question that quotes shell (`if [ -n "$CI" ]; then … fi`) or Rust
+/// (`x?`) is not cut inside the quote. Over just's manual the part "then … fi` block, and just
+/// refuses with 'Recipe line has extra leading whitespace'" was asked on its own (2026-12-01).
+/// A backtick without a closing one opens nothing.
+fn outside_code(text: &str) -> Vec<String> {
+    const CUT: char = '\u{1f}';
+    crate::research::citations::map_prose(&text.replace(CUT, " "), |prose| {
+        prose.replace(['?', ';'], "\u{1f}")
+    })
+    .split([CUT, '\n'])
+    .map(str::to_owned)
+    .collect()
 }
 
 /// The parts of a question, each a question of its own: split at `?`, `;`, new lines, and at
