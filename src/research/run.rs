@@ -733,7 +733,7 @@ impl Research {
             let Some((asked, by)) = parts::asked_for(all_parts, &searched, p) else {
                 continue;
             };
-            let ranked = parts::about(&by, candidates);
+            let ranked = parts::asked_over(p, &by, candidates);
             let words: Vec<String> = by
                 .stems
                 .iter()
@@ -741,13 +741,21 @@ impl Research {
                 .filter(|(_, w)| **w > 1e-9)
                 .map(|(s, _)| format!("\u{201c}{s}\u{201d}"))
                 .collect();
+            let held = parts::about(&by, candidates).len();
             let hold = format!(
-                "{} of the {} passage{} found hold{} enough of its words ({})",
-                ranked.len(),
+                "{} of the {} passage{} found hold{} enough of its words ({}){}",
+                held,
                 candidates.len(),
                 plural(candidates.len()),
-                if ranked.len() == 1 { "s" } else { "" },
-                words.join(", ")
+                if held == 1 { "s" } else { "" },
+                words.join(", "),
+                match ranked.len().saturating_sub(held) {
+                    0 => String::new(),
+                    more => format!(
+                        ", {more} more {} found for it by the search",
+                        if more == 1 { "was" } else { "were" }
+                    ),
+                }
             );
             if ranked.is_empty() || cancel.is_cancelled() {
                 asked_again.searched.insert(p, hold);
