@@ -527,7 +527,7 @@ pub fn validate_judged(
             }
         } else if is_example_sentence(clean) {
             Outcome::Repeated
-        } else if support::about_sources_only(clean) {
+        } else if item.about || support::about_sources_only(clean) {
             Outcome::NamesSources
         } else if support::is_connective(clean) {
             // A lead-in to a code block often carries the claim itself ("To enable HTTP/2, you
@@ -875,6 +875,22 @@ fn framed_by_passage() -> &'static Regex {
     )
 }
 
+/// A passage named without its marker, as the subject of what it says: "The third passage
+/// mentions that …", "The README.md file provides information on …" (the model wrote the
+/// marker at the sentence's end, or none). Over the 1,932 sentences of the recorded answers
+/// (`scripts/bench/research-results/*recordings*`, and `fixtures/`), 9 had this form, each
+/// about a passage; none was a claim about a file of the user's (a bare "the file" is not
+/// matched for that reason).
+fn framed_by_named_passage() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    citations::regex(
+        &RE,
+        &format!(
+            r"(?i)^(?:the|this|that)\s+(?:(?:first|second|third|fourth|fifth|sixth|last|same|other|above|given|provided|previous|next|following)\s+)?(?:passages?|sources?|sections?|documents?|documentation|docs|text|readme(?:\.md)?(?:\s+file)?|`?[\w./-]+\.(?:md|rst|txt|adoc)`?(?:\s+file)?)\s+(?:{SAYS}|discuss(?:es)?|covers?|outlines?)(\s+that\b|\s*:|\s*,)?\s*(.*)$"
+        ),
+    )
+}
+
 fn framed_by_preposition() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     citations::regex(
@@ -944,6 +960,18 @@ pub fn unframe(sentence: &str) -> Unframed {
         let framed = c.get(2).is_some() || how.is_some();
         let rest = how.unwrap_or(rest);
         return match framed.then(|| claim(markers, rest)).flatten() {
+            Some(claim) => Unframed::Claim(claim),
+            None => Unframed::About,
+        };
+    }
+    if let Some(c) = framed_by_named_passage().captures(sentence) {
+        let rest = c.get(2).map_or("", |m| m.as_str());
+        let how = rest
+            .strip_prefix("how ")
+            .filter(|r| !r.starts_with("to ") && c.get(1).is_none());
+        let framed = c.get(1).is_some() || how.is_some();
+        // Its markers, if any, are at the end of what it says.
+        return match framed.then(|| claim("", how.unwrap_or(rest))).flatten() {
             Some(claim) => Unframed::Claim(claim),
             None => Unframed::About,
         };
@@ -2595,14 +2623,33 @@ mod tests {
             "The passage from [1] explains how to configure ripgrep.",
             "The passage from [2] describes the flags.",
             "For details, the passage in [1] covers the config file.",
+            // Recorded from Qwen2.5-Coder-1.5B over just's README (2026-12-01): the passage
+            // named without a marker.
+            "The passage also explains the relationship between Just and Cargo build scripts.",
+            "The README.md file provides information on how to use Just for managing recipes in a monorepo, including the relationship between Just and Cargo build scripts [2].",
+            "This following sections provide in-depth information on the different commands available.",
         ] {
             assert_eq!(unframe(about), Unframed::About, "{about}");
         }
+        // And over Uvicorn's docs.
+        assert_eq!(
+            unframe(
+                "The third passage mentions that Uvicorn's `--proxy-headers` behavior may not be sufficient for more complex proxy configurations [3]."
+            ),
+            Unframed::Claim(
+                "Uvicorn's `--proxy-headers` behavior may not be sufficient for more complex proxy configurations [3]."
+                    .to_owned()
+            )
+        );
         for same in [
             "The -U flag enables multiline search [3].",
             "In Python, a set is unordered [1].",
             "Hidden files are skipped by default [1][2].",
             "The passage does not say which port is used.",
+            "The passages do not say how long the dough rises.",
+            // A file of the user's is not a passage.
+            "The file lists every recipe of the justfile [2].",
+            "The `.env` file mentions the database URL [1].",
         ] {
             assert_eq!(unframe(same), Unframed::Same, "{same}");
         }
@@ -2619,6 +2666,15 @@ mod tests {
             "{v:?}"
         );
         assert!(!v.text.contains("passage from"), "{}", v.text);
+        // A passage named without a marker, saying nothing a reader could take: not printed.
+        let v = validate_citations(
+            "Ripgrep reads the configuration file before the flags [1]. The passage also explains how to set up the configuration file.",
+            &shown,
+        );
+        assert_eq!(
+            v.text, "Ripgrep reads the configuration file before the flags [1].",
+            "{v:?}"
+        );
     }
 
     #[test]
