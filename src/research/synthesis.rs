@@ -949,32 +949,32 @@ pub fn unframe(sentence: &str) -> Unframed {
         })
     };
     let sentence = sentence.trim();
+    // What a passage is said to say: "states that X" (or "X" after a colon or comma) is X;
+    // "describes how patchwise handles rate limits by retrying" says "patchwise handles rate
+    // limits by retrying"; "explains how to configure it" says nothing.
+    let said = |markers: &str, that: bool, rest: &str| {
+        let how = rest
+            .strip_prefix("how ")
+            .filter(|r| !r.starts_with("to ") && !that);
+        match (that || how.is_some())
+            .then(|| claim(markers, how.unwrap_or(rest)))
+            .flatten()
+        {
+            Some(claim) => Unframed::Claim(claim),
+            None => Unframed::About,
+        }
+    };
     if let Some(c) = framed_by_passage().captures(sentence) {
         let markers = c.get(1).map_or("", |m| m.as_str());
-        let rest = c.get(3).map_or("", |m| m.as_str());
-        // "describes how patchwise handles rate limits by retrying" says "patchwise handles
-        // rate limits by retrying"; "explains how to configure it" says nothing.
-        let how = rest
-            .strip_prefix("how ")
-            .filter(|r| !r.starts_with("to ") && c.get(2).is_none());
-        let framed = c.get(2).is_some() || how.is_some();
-        let rest = how.unwrap_or(rest);
-        return match framed.then(|| claim(markers, rest)).flatten() {
-            Some(claim) => Unframed::Claim(claim),
-            None => Unframed::About,
-        };
+        return said(
+            markers,
+            c.get(2).is_some(),
+            c.get(3).map_or("", |m| m.as_str()),
+        );
     }
+    // Named without a marker: its markers, if any, are at the end of what it says.
     if let Some(c) = framed_by_named_passage().captures(sentence) {
-        let rest = c.get(2).map_or("", |m| m.as_str());
-        let how = rest
-            .strip_prefix("how ")
-            .filter(|r| !r.starts_with("to ") && c.get(1).is_none());
-        let framed = c.get(1).is_some() || how.is_some();
-        // Its markers, if any, are at the end of what it says.
-        return match framed.then(|| claim("", how.unwrap_or(rest))).flatten() {
-            Some(claim) => Unframed::Claim(claim),
-            None => Unframed::About,
-        };
+        return said("", c.get(1).is_some(), c.get(2).map_or("", |m| m.as_str()));
     }
     if let Some(c) = framed_by_preposition().captures(sentence)
         && (c.get(1).is_some() || c.get(2).is_some())
