@@ -577,6 +577,16 @@ pub fn unanswered_line(
     asked: &[u32],
 ) -> String {
     if pointed.is_empty() {
+        // Asked over passages its own search found, none of which holds enough of its words:
+        // those were found for it, and nothing is said to answer it but them.
+        if !asked.is_empty() {
+            let again: Vec<String> = asked.iter().map(|n| format!("[{n}]")).collect();
+            return format!(
+                "Not answered: \u{201c}{part}\u{201d}{what}. The passage{} it was asked over, to read again: {}.",
+                if asked.len() == 1 { "" } else { "s" },
+                again.join(", ")
+            );
+        }
         return format!("Nothing in the passages found answers \u{201c}{part}\u{201d}{what}.");
     }
     let markers: Vec<String> = pointed.iter().map(|n| format!("[{n}]")).collect();
@@ -704,6 +714,16 @@ mod tests {
         assert!(
             unanswered_line("how does the cache evict entries", "", &[3], true, &[])
                 .ends_with("The passage most about it that the model was not shown, to read: [3].")
+        );
+        // Asked over what its own search found, though no passage holds enough of its words:
+        // never "nothing answers".
+        assert_eq!(
+            unanswered_line("how does the cache evict entries", "", &[], false, &[2]),
+            "Not answered: \u{201c}how does the cache evict entries\u{201d}. The passage it was asked over, to read again: [2]."
+        );
+        assert!(
+            unanswered_line("how does the cache evict entries", "", &[], false, &[])
+                .starts_with("Nothing in the passages found answers")
         );
         assert!(
             unanswered_line("how does the cache evict entries", "", &[3], true, &[1, 2]).ends_with(

@@ -601,8 +601,9 @@ impl Research {
                             unread = false;
                         }
                         // The passages its targeted pass read come first: the model may have
-                        // missed the answer there.
-                        let asked_over: Vec<u32> = if unread {
+                        // missed the answer there. They are named too when no passage holds
+                        // enough of its words: its own search found them.
+                        let asked_over: Vec<u32> = if unread || pointed.is_empty() {
                             again.iter().map(|i| renumber(*i as u32 + 1)).collect()
                         } else {
                             Vec::new()
