@@ -601,9 +601,8 @@ impl Research {
                             unread = false;
                         }
                         // The passages its targeted pass read come first: the model may have
-                        // missed the answer there. They are named too when no passage holds
-                        // enough of its words: its own search found them.
-                        let asked_over: Vec<u32> = if unread || pointed.is_empty() {
+                        // missed the answer there.
+                        let asked_over: Vec<u32> = if unread {
                             again.iter().map(|i| renumber(*i as u32 + 1)).collect()
                         } else {
                             Vec::new()
@@ -734,7 +733,9 @@ impl Research {
             let Some((asked, by)) = parts::asked_for(all_parts, &searched, p) else {
                 continue;
             };
-            let ranked = parts::asked_over(p, &by, candidates);
+            // A part asked with the part before it: its own search had only its few words.
+            let search = (asked == part.text).then_some(p);
+            let ranked = parts::asked_over(search, &by, candidates);
             let words: Vec<String> = by
                 .stems
                 .iter()

@@ -878,9 +878,10 @@ fn framed_by_passage() -> &'static Regex {
 /// A passage named without its marker, as the subject of what it says: "The third passage
 /// mentions that …", "The README.md file provides information on …" (the model wrote the
 /// marker at the sentence's end, or none). Over the 1,932 sentences of the recorded answers
-/// (`scripts/bench/research-results/*recordings*`, and `fixtures/`), 9 had this form, each
-/// about a passage; none was a claim about a file of the user's (a bare "the file" is not
-/// matched for that reason).
+/// (`scripts/bench/research-results/*recordings*`, and `fixtures/`), 9 had this form: 3 say
+/// what the passage says ("mentions that X"), 5 only what it is about ([`topic_only`]), 1 is
+/// left as written ("The passage mentions some ideas for recipes such as …"). A bare "the
+/// file" is not read as a passage: it may be a file of the user's.
 fn framed_by_named_passage() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     citations::regex(
@@ -888,6 +889,16 @@ fn framed_by_named_passage() -> &'static Regex {
         &format!(
             r"(?i)^(?:the|this|that)\s+(?:(?:first|second|third|fourth|fifth|sixth|last|same|other|above|given|provided|previous|next|following)\s+)?(?:passages?|sources?|sections?|documents?|documentation|docs|text|readme(?:\.md)?(?:\s+file)?|`?[\w./-]+\.(?:md|rst|txt|adoc)`?(?:\s+file)?)\s+(?:{SAYS}|discuss(?:es)?|covers?|outlines?)(\s+that\b|\s*:|\s*,)?\s*(.*)$"
         ),
+    )
+}
+
+/// What a passage is said to be about, with nothing of what it says: "information on how to
+/// use Just …", "the relationship between Just and Cargo build scripts".
+fn topic_only() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    citations::regex(
+        &RE,
+        r"(?i)^(?:(?:some|more|further|detailed|in-depth|general|an?|the)\s+)*(?:information|instructions|guidance|details|overview|examples?|explanation|description|discussion|background)\s+(?:on|about|of|for|regarding)\b|^the\s+relationship\s+between\b",
     )
 }
 
@@ -972,9 +983,17 @@ pub fn unframe(sentence: &str) -> Unframed {
             c.get(3).map_or("", |m| m.as_str()),
         );
     }
-    // Named without a marker: its markers, if any, are at the end of what it says.
+    // Named without a marker, it reads as written unless it frames a claim ("mentions that X":
+    // its markers, if any, are at the end of X) or names only a topic ("provides information
+    // on …"); "The documentation states the default port is 8000 [1]" stays.
     if let Some(c) = framed_by_named_passage().captures(sentence) {
-        return said("", c.get(1).is_some(), c.get(2).map_or("", |m| m.as_str()));
+        let (that, rest) = (c.get(1).is_some(), c.get(2).map_or("", |m| m.as_str()));
+        if that || (rest.starts_with("how ") && !rest.starts_with("how to ")) {
+            return said("", that, rest);
+        }
+        if topic_only().is_match(rest) {
+            return Unframed::About;
+        }
     }
     if let Some(c) = framed_by_preposition().captures(sentence)
         && (c.get(1).is_some() || c.get(2).is_some())
@@ -2650,6 +2669,11 @@ mod tests {
             // A file of the user's is not a passage.
             "The file lists every recipe of the justfile [2].",
             "The `.env` file mentions the database URL [1].",
+            // A passage named without a marker, saying something: it reads as written.
+            "The documentation states the default port is 8000 [1].",
+            "The `requirements.txt` file lists `uvicorn[standard]` as a dependency [2].",
+            "The README.md file explains how to include `just` as a dependency of a Node.js project [2].",
+            "The passage mentions some ideas for recipes such as deploying the project.",
         ] {
             assert_eq!(unframe(same), Unframed::Same, "{same}");
         }
@@ -2668,7 +2692,7 @@ mod tests {
         assert!(!v.text.contains("passage from"), "{}", v.text);
         // A passage named without a marker, saying nothing a reader could take: not printed.
         let v = validate_citations(
-            "Ripgrep reads the configuration file before the flags [1]. The passage also explains how to set up the configuration file.",
+            "Ripgrep reads the configuration file before the flags [1]. The passage also provides information on setting up the configuration file.",
             &shown,
         );
         assert_eq!(
