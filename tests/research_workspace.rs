@@ -759,6 +759,51 @@ fn a_question_of_several_parts_is_answered_part_by_part() {
     );
 }
 
+/// A part is asked over the passages that hold enough of its words and those its own search
+/// found, in turn: a section that holds one of its four words, many times and in its heading,
+/// is what the search ranks second for it, and is shown beside the one that holds them all.
+#[test]
+fn a_part_is_asked_over_what_its_own_search_found_too() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![
+            scripted("When the cache is full it evicts the least recently used entry first [1]."),
+            scripted("The frobnicator quenches the zorblax with a wibble [1]."),
+        ]))
+        .unwrap();
+    let env = Env::with_research(Some(&model.url()), "");
+    let docs = env.workspace.join("docs/zorblax");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("frobnicator.md"),
+        "# Frobnicator\n\nThe frobnicator quenches the zorblax with a wibble.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        docs.join("keeping.md"),
+        "# Zorblax\n\nA zorblax is kept cold. Every zorblax ships in a crate; a zorblax left warm melts.\n",
+    )
+    .unwrap();
+    let (run, _) = env.json(&[
+        "how does the cache evict entries, and how is the zorblax quenched by the frobnicator and a wibble",
+        "--sources",
+        "workspace",
+    ]);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "one call a part");
+    let asked = requests[1].json()["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        asked.contains("The frobnicator quenches the zorblax"),
+        "{asked}"
+    );
+    // One word of four in it: too little of the part's words, first but one in its search.
+    assert!(asked.contains("A zorblax is kept cold."), "{asked}");
+    assert_eq!(run["parts"][1]["answered"], true, "{run}");
+}
+
 /// A part its own pass left unanswered, with no sentence to quote, ends with a pointer that
 /// names the passages it was asked over first (a small model may have missed the answer
 /// there), then the passages about it the model was not shown.
