@@ -348,10 +348,7 @@ fn run_with(reply: Reply) -> (Value, String, String, String) {
     let env = Env::new(Some(&model.url()));
     let (run, _) = env.json(&[QUESTION, "--sources", "workspace", "--no-verify"]);
     let plain = env.run(&[QUESTION, "--sources", "workspace", "--no-verify"]);
-    let prompt = model.requests()[0].json()["messages"][1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let prompt = user_message(&model.requests()[0]);
     let report = std::fs::read_to_string(run["report"].as_str().unwrap()).unwrap();
     (
         run,
@@ -611,6 +608,14 @@ fn a_part_the_model_left_out_gets_quoted_sentences() {
     assert_eq!(parts[0]["quoted"], false);
 }
 
+/// The user message of a recorded request to the model: the prompt with its passages.
+fn user_message(request: &RecordedRequest) -> String {
+    request.json()["messages"][1]["content"]
+        .as_str()
+        .expect("a user message")
+        .to_owned()
+}
+
 /// QUESTION run (`--no-verify`) with a model whose synthesis answers the cache and the log but
 /// not "how are requests retried", and `again` as its answer to the targeted pass for that
 /// part. Returns the record and the model's requests.
@@ -726,10 +731,7 @@ fn a_question_of_several_parts_is_answered_part_by_part() {
     let parts = run["parts"].as_array().unwrap();
     assert_eq!(parts.len(), 3, "{parts:?}");
     for (request, part) in requests.iter().zip(parts) {
-        let asked = request.json()["messages"][1]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let asked = user_message(request);
         let question = format!("Question: {}\n", part["part"].as_str().unwrap());
         assert!(asked.starts_with(&question), "{asked}");
         assert!((1..=3).contains(&asked.lines().filter(|l| l.starts_with('[')).count()));
@@ -791,10 +793,7 @@ fn a_part_is_asked_over_what_its_own_search_found_too() {
     ]);
     let requests = model.requests();
     assert_eq!(requests.len(), 2, "one call a part");
-    let asked = requests[1].json()["messages"][1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let asked = user_message(&requests[1]);
     assert!(
         asked.contains("The frobnicator quenches the zorblax"),
         "{asked}"
@@ -842,10 +841,7 @@ tuning = {i}
     ]);
     let requests = model.requests();
     assert_eq!(requests.len(), 2, "one call a part");
-    let asked = requests[1].json()["messages"][1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let asked = user_message(&requests[1]);
     let synthesis = run["synthesis"].as_str().unwrap();
     let line = synthesis
         .lines()
@@ -907,12 +903,7 @@ fn a_part_that_points_back_is_asked_again_with_the_part_before_it() {
     ]);
     let requests = model.requests();
     assert_eq!(requests.len(), 3, "one synthesis, a targeted call a part");
-    let asked = |i: usize| {
-        requests[i].json()["messages"][1]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let asked = |i: usize| user_message(&requests[i]);
     assert!(
         asked(1).starts_with("Question: how are requests retried\n"),
         "{}",
@@ -945,10 +936,7 @@ fn a_part_the_synthesis_left_unanswered_is_asked_again_with_its_own_passages() {
     let synthesis = run["synthesis"].as_str().unwrap();
     assert_eq!(run["synthesis_kind"], "model", "{synthesis}");
     assert_eq!(requests.len(), 2, "one synthesis, one targeted call");
-    let asked = requests[1].json()["messages"][1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let asked = user_message(&requests[1]);
     assert!(
         asked.starts_with("Question: how are requests retried\n"),
         "{asked}"
@@ -1217,10 +1205,7 @@ fn every_part_has_its_passages_in_the_prompt() {
     let question = "how do I search only files of one type, and which flags include hidden dotfiles in a search of files";
     let (run, _) = env.json(&[question, "--sources", "workspace", "--no-verify"]);
     assert_eq!(run["synthesis_kind"], "model", "{run}");
-    let prompt = model.requests()[0].json()["messages"][1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let prompt = user_message(&model.requests()[0]);
     let n = number_of(&prompt, "docs/search/hidden.md", "Dotfiles");
     assert!(n <= 2, "the second part's passage is [{n}]:\n{prompt}");
 }
