@@ -522,19 +522,101 @@ fn asides(words: &[&str]) -> Vec<bool> {
     inside
 }
 
+/// How a piece of a question ([`outside_code`]) ends.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Ending {
+    /// A question mark: the user asked something.
+    Asked,
+    /// A semicolon or a new line: what came before may be a statement.
+    Stopped,
+    /// The end of the question.
+    End,
+}
+
 /// `text` split at `?`, `;` and new lines outside inline code ([`citations::map_prose`]'s
-/// reading of code spans): a question that quotes shell (`if [ -n "$CI" ]; then … fi`) or Rust
-/// (`x?`) is not cut inside the quote. Over just's manual the part "then … fi` block, and just
-/// refuses with 'Recipe line has extra leading whitespace'" was asked on its own (2026-12-01).
-/// A backtick without a closing one opens nothing.
-fn outside_code(text: &str) -> Vec<String> {
-    const CUT: char = '\u{1f}';
-    crate::research::citations::map_prose(&text.replace(CUT, " "), |prose| {
-        prose.replace(['?', ';'], "\u{1f}")
-    })
-    .split([CUT, '\n'])
-    .map(str::to_owned)
-    .collect()
+/// reading of code spans), each piece with how it ends: a question that quotes shell
+/// (`if [ -n "$CI" ]; then … fi`) or Rust (`x?`) is not cut inside the quote. Over just's
+/// manual the part "then … fi` block, and just refuses with 'Recipe line has extra leading
+/// whitespace'" was asked on its own (2026-12-01). A backtick without a closing one opens
+/// nothing.
+fn outside_code(text: &str) -> Vec<(String, Ending)> {
+    const ASKED: char = '\u{1e}';
+    const STOPPED: char = '\u{1f}';
+    let mapped =
+        crate::research::citations::map_prose(&text.replace([ASKED, STOPPED], " "), |prose| {
+            prose.replace('?', "\u{1e}").replace(';', "\u{1f}")
+        });
+    let mut pieces = Vec::new();
+    let mut piece = String::new();
+    for c in mapped.chars() {
+        match c {
+            ASKED => pieces.push((std::mem::take(&mut piece), Ending::Asked)),
+            STOPPED | '\n' => pieces.push((std::mem::take(&mut piece), Ending::Stopped)),
+            _ => piece.push(c),
+        }
+    }
+    pieces.push((piece, Ending::End));
+    pieces
+}
+
+/// A word without the punctuation around it, in lower case.
+fn lower(word: &str) -> String {
+    word.trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase()
+}
+
+/// Whether a word opens a question ([`QUESTION_WORDS`]).
+fn is_q(word: &str) -> bool {
+    QUESTION_WORDS.contains(&lower(word).as_str())
+}
+
+/// Whether `words` ask something: a question word among their first two (after a leading
+/// "and"), or among the first two after a dash, a colon that ends a statement or a comma
+/// inside them; not when the first opens a condition and the second is no question word
+/// ("When I override the block, …" asks nothing before its comma).
+fn asks(words: &[&str]) -> bool {
+    let asks_from = |k: usize| {
+        let first = words.get(k);
+        let second = words.get(k + 1);
+        if first.is_some_and(|f| CONDITIONS.contains(&lower(f).as_str()))
+            && !second.is_some_and(|s| is_q(s))
+        {
+            return false;
+        }
+        first.is_some_and(|f| is_q(f)) || second.is_some_and(|s| is_q(s))
+    };
+    let asked_inside = (1..words.len()).any(|j| {
+        let before = words[j - 1];
+        (is_dash(before) || before.ends_with(',')) && asks_from(j)
+    });
+    let lead = usize::from(words.first().is_some_and(|w| lower(w) == "and"));
+    asked_inside || (lead < words.len() && asks_from(lead))
+}
+
+/// The pieces of a question ([`outside_code`]) with each statement that ends at a semicolon or
+/// a new line and asks nothing ([`asks`]) kept as the context of the piece after it: "our CI
+/// runs `make release VERSION=2.1.0` to override a variable; what's the just equivalent" is
+/// one question. Asked on their own over just's manual and Uvicorn's docs, the statement got
+/// an answer about itself and "what's the just equivalent" one about nothing in particular
+/// (2026-12-01).
+fn with_context(pieces: Vec<(String, Ending)>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut context: Option<String> = None;
+    for (piece, ending) in pieces {
+        let piece = match context.take() {
+            Some(before) if piece.trim().is_empty() => before,
+            Some(before) => format!("{}; {}", before.trim_end(), piece.trim_start()),
+            None => piece,
+        };
+        let words: Vec<&str> = piece.split_whitespace().collect();
+        if ending == Ending::Stopped && !asks(&words) && !terms(&piece).is_empty() {
+            context = Some(piece);
+        } else {
+            out.push(piece);
+        }
+    }
+    out.extend(context);
+    out
 }
 
 /// The parts of a question, each a question of its own: split at `?`, `;`, new lines, and at
@@ -549,17 +631,13 @@ fn outside_code(text: &str) -> Vec<String> {
 /// first with the statement), or after a comma ("if it is set, which value wins"). A
 /// condition after `, and` (`…, and if X, which …`) goes with the question it conditions.
 /// Nothing inside parentheses is split off ("… a newer release (and can I change that), and
-/// why …"). A part loses a leading "and". A question with one part comes back whole. Parts
+/// why …"). A statement before a semicolon or on a line of its own is the context of the
+/// question after it ([`with_context`]). A part loses a leading "and". A question with one part comes back whole. Parts
 /// without a searchable word are dropped.
 pub fn question_parts(question: &str) -> Vec<String> {
     let spaced = question.replace('\u{2014}', " \u{2014} ");
-    let lower = |s: &str| {
-        s.trim_matches(|c: char| !c.is_alphanumeric())
-            .to_lowercase()
-    };
-    let is_q = |s: &str| QUESTION_WORDS.contains(&lower(s).as_str());
     let mut parts: Vec<String> = Vec::new();
-    for piece in outside_code(&spaced) {
+    for piece in with_context(outside_code(&spaced)) {
         let words: Vec<&str> = piece.split_whitespace().collect();
         let inside = asides(&words);
         // A question word, or a preposition and then "what" or "how" ("in what order").
@@ -571,19 +649,6 @@ pub fn question_parts(question: &str) -> Vec<String> {
                     && words
                         .get(k + 1)
                         .is_some_and(|n| matches!(lower(n).as_str(), "what" | "how")))
-        };
-        // Whether the words from `k` (before `end`) ask something: a question word among the
-        // first two ("So what …", "in what order …"), unless the first opens a condition and
-        // the second is no question word ("When I override the block, …").
-        let asks_from = |k: usize, end: usize| {
-            let first = words.get(k).filter(|_| k < end);
-            let second = words.get(k + 1).filter(|_| k + 1 < end);
-            if first.is_some_and(|f| CONDITIONS.contains(&lower(f).as_str()))
-                && !second.is_some_and(|s| is_q(s))
-            {
-                return false;
-            }
-            first.is_some_and(|f| is_q(f)) || second.is_some_and(|s| is_q(s))
         };
         // The words of the part being read, as indices into `words`.
         let mut current: Vec<usize> = Vec::new();
@@ -620,13 +685,8 @@ pub fn question_parts(question: &str) -> Vec<String> {
             // context of the question after the comma, not a part of its own. A lead-in with
             // no word to search for ("Also, what …") is no context either.
             let context = connective == Some(0) && {
-                let asked_inside = (1..current.len()).any(|j| {
-                    let before = words[current[j - 1]];
-                    (is_dash(before) || before.ends_with(',')) && asks_from(current[j], i)
-                });
-                let lead = usize::from(lower(words[current[0]]) == "and");
-                let asks = asked_inside || current.get(lead).is_some_and(|k| asks_from(*k, i));
-                !asks && !terms(&text(&current)).is_empty()
+                let said: Vec<&str> = current.iter().map(|k| words[*k]).collect();
+                !asks(&said) && !terms(&text(&current)).is_empty()
             };
             let connective = if context { None } else { connective };
             if let Some(skip) = connective {
@@ -865,6 +925,42 @@ mod tests {
                 "in what order does Config look for a setting",
                 "how do I keep a secret out of tracebacks"
             ]
+        );
+    }
+
+    /// Questions over just's manual and Uvicorn's docs (2026-12-01): a statement before a
+    /// semicolon was a part of its own, and the question after it ("what's the just
+    /// equivalent", "is there an implementation that avoids the deprecated API") was asked
+    /// without what it is about.
+    #[test]
+    fn a_statement_before_a_semicolon_or_on_a_line_of_its_own_is_the_context_of_its_question() {
+        assert_eq!(
+            question_parts(
+                "In make we needed `.PHONY: docs test` \u{2014} do I need anything like that in a justfile? And our CI runs `make release VERSION=2.1.0` to override a variable; what's the just equivalent?"
+            ),
+            vec![
+                "In make we needed `.PHONY: docs test` \u{2014} do I need anything like that in a justfile",
+                "our CI runs `make release VERSION=2.1.0` to override a variable; what's the just equivalent"
+            ]
+        );
+        // A statement on a line of its own is the context of the question below it.
+        assert_eq!(
+            question_parts(
+                "Which file does bat read its configuration from?\nMy config sets a theme\nwhy is the theme ignored?"
+            ),
+            vec![
+                "Which file does bat read its configuration from",
+                "My config sets a theme; why is the theme ignored"
+            ]
+        );
+        // A semicolon or a new line between two questions splits them.
+        assert_eq!(
+            question_parts("how are API keys rotated; how are they stored"),
+            vec!["how are API keys rotated", "how are they stored"]
+        );
+        assert_eq!(
+            question_parts("how do I add a theme?\nwhich file format must it use?"),
+            vec!["how do I add a theme", "which file format must it use"]
         );
     }
 
