@@ -1572,6 +1572,21 @@ Example of the form (for a question about baking; never copy it):\n\
 The oven is preheated to 220 degrees before the first batch [2]. Each loaf rests for ten minutes \
 after baking [1][3]. The passages do not say how long the dough rises.";
 
+/// The system message of the targeted pass ([`part_prompt`]): one part of the question, one to
+/// three sentences, as its user message asks. With [`SYSTEM`]'s "3 to 8 sentences" beside the
+/// user message's "1 to 3", twelve recorded part prompts over Uvicorn's and just's docs asked
+/// again (2026-12-02) took 956 tokens of answers, three cut at the limit, and 293 s; with this
+/// one 704 tokens, none cut, and 247 s, the sentences mostly the same
+/// (`scripts/bench/research-results/2026-12-02-part-system-prompt.jsonl`).
+pub const PART_SYSTEM: &str = "You answer one question using ONLY the numbered passages you are \
+given. After every sentence, write the number of the passage it comes from in square brackets, \
+like [1] or [2][3]. Use only numbers from the list; never invent passages, files or numbers. If \
+the passages do not answer the question, say so. Write 1 to 3 plain sentences: no headings, no \
+lists.\n\n\
+Example of the form (for a question about baking; never copy it):\n\
+The oven is preheated to 220 degrees before the first batch [2]. Each loaf rests for ten minutes \
+after baking [1][3].";
+
 /// The words of `text` in order, numbers included: lower case, without punctuation.
 fn tokens_of(text: &str) -> Vec<String> {
     text.to_lowercase()
@@ -2020,7 +2035,7 @@ pub fn part_prompt(
         "Question: {}\n\nAnswer in 1 to 3 sentences, with the words of the passages. End every sentence with the number of its passage, like [1]; the passages are numbered 1 to {shown}.",
         part.trim()
     ));
-    (SYSTEM.to_owned(), user, shown)
+    (PART_SYSTEM.to_owned(), user, shown)
 }
 
 #[cfg(test)]
