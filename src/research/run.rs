@@ -300,176 +300,39 @@ impl Research {
     async fn check(
         &self,
         plan: &Plan,
-        mut synthesis: Synthesis,
+        synthesis: Synthesis,
         candidates: &[SourceRecord],
         progress: ProgressFn<'_>,
         cancel: &CancellationToken,
     ) -> Checked {
-        let mut notes = std::mem::take(&mut synthesis.notes);
-        let mut partial = synthesis.budget_cut;
-        let mut model = synthesis.model.clone();
-        let mut model_support = None;
-        let mut sentences = None;
-        let mut usage = synthesis.usage;
         let all_parts = parts::parts_for(&plan.query, candidates);
-        let writer = synthesis.writer.clone();
         let read = synthesis.shown.min(candidates.len());
-        // No answer to the whole question was asked for: each part is asked on its own below.
+        // No answer to the whole question was asked for: each part is asked on its own.
         let per_part = synthesis.per_part;
-        // A question of several parts whose model answer stands for none of them (it copied
-        // the prompt's example, answered with no text, or no part keeps a supported sentence)
-        // has each part asked again over its own best passages, as a part the answer left out
-        // is, before the extractive synthesis stands in: read by hand over uv's and MkDocs'
-        // docs (2026-11-30), every part a report wrongly said no sentence answers was in an
-        // extractive synthesis. The extractive synthesis stays when no part gets a supported
-        // sentence.
-        // The targeted pass over every part, when it answered some.
-        let mut asked_first: Option<AskedAgain> = None;
-        // The first answer as checked, and why it stands for no part of the question, if so:
-        // the extractive synthesis generate.rs put in place of the model's (beside its writer),
-        // or the reason of [`Validated::fallback_reason_for`].
-        let (mut validated, mut kind, stands_for_none) = match synthesis.extractive_claims.take() {
-            Some(claims) => (
-                synthesis::number_extractive(&synthesis.text, claims),
-                "extractive",
-                writer
-                    .is_some()
-                    .then(|| "the model's answer was not kept".to_owned()),
-            ),
-            None if per_part => (
-                Validated::default(),
-                "model",
-                Some("no part's answer had a sentence its passages support".to_owned()),
-            ),
-            None => {
-                let shown = &candidates[..synthesis.shown.min(candidates.len())];
-                let mut v = synthesis::validate_answer(&plan.query, &synthesis.text, shown);
-                model_support = v.raw.clone();
-                let mut counts = SentenceCounts::default();
-                let mut judge_notes = Vec::new();
-                if plan.verify
-                    && let Some(writer) = synthesis.writer.clone()
-                    && !v.claims.is_empty()
-                {
-                    let (judged, said, used) = self
-                        .judged(
-                            plan,
-                            writer.as_ref(),
-                            &plan.query,
-                            &synthesis.text,
-                            shown,
-                            v,
-                            progress,
-                            cancel,
-                            &mut counts,
-                        )
-                        .await;
-                    v = judged;
-                    judge_notes = said;
-                    usage.input_tokens += used.input_tokens;
-                    usage.output_tokens += used.output_tokens;
-                }
-                notes.extend(v.notes.iter().cloned());
-                notes.extend(judge_notes);
-                counts.cited = v.cited as u32;
-                counts.recited = v.recited as u32;
-                counts.attributed = v.attributed as u32;
-                counts.dropped = (v.dropped + v.unsupported) as u32;
-                sentences = Some(counts);
-                let reason = v.fallback_reason_for(&all_parts);
-                (v, "model", reason)
+        let writer = synthesis.writer.clone();
+        let first = match writer.clone() {
+            Some(writer) if per_part => {
+                self.each_part_on_its_own(
+                    plan, synthesis, writer, &all_parts, candidates, progress, cancel,
+                )
+                .await
+            }
+            _ => {
+                self.whole_question(plan, synthesis, &all_parts, candidates, progress, cancel)
+                    .await
             }
         };
-        if let Some(reason) = stands_for_none {
-            let why = match kind {
-                "model" if per_part => format!(
-                    "a question of {} parts, each asked on its own",
-                    all_parts.len()
-                ),
-                "model" => format!("the model's answer answers no part of the question ({reason})"),
-                _ => reason.clone(),
-            };
-            let mut again = None;
-            if let Some(writer) = writer.as_ref()
-                && all_parts.len() > 1
-            {
-                progress(
-                    Phase::Synthesis,
-                    if per_part { 56 } else { 90 },
-                    &if per_part {
-                        format!("{why}: asking {} about each part", writer.name())
-                    } else {
-                        format!("{why}: asking about each part again")
-                    },
-                );
-                let every_part: Vec<usize> = (0..all_parts.len()).collect();
-                let asked = self
-                    .ask_again(
-                        plan,
-                        writer.as_ref(),
-                        &all_parts,
-                        &every_part,
-                        candidates,
-                        per_part,
-                        progress,
-                        cancel,
-                    )
-                    .await;
-                usage.input_tokens += asked.usage.input_tokens;
-                usage.output_tokens += asked.usage.output_tokens;
-                again = Some(asked);
-            }
-            match again {
-                Some(again) if !again.answers.is_empty() => {
-                    notes.push(format!(
-                        "{why}{} with its own best passages, {} of {} answered",
-                        if per_part {
-                            ""
-                        } else {
-                            "; asked about each part again"
-                        },
-                        again.answers.len(),
-                        all_parts.len()
-                    ));
-                    // The first answer's supported sentences stay; nothing else of it does.
-                    if kind != "model" || validated.claims.is_empty() {
-                        validated = Validated::default();
-                    }
-                    model = writer.as_ref().map(|w| w.name().to_owned());
-                    kind = "model";
-                    asked_first = Some(again);
-                }
-                again => {
-                    if let Some(again) = again {
-                        notes.extend(again.notes);
-                    }
-                    // The model's answer checked, standing for too little: the extractive
-                    // synthesis in its place.
-                    if kind == "model" {
-                        progress(
-                            Phase::Synthesis,
-                            90,
-                            &format!("fell back to the extractive synthesis: {reason}"),
-                        );
-                        notes.push(format!(
-                            "fell back to the extractive synthesis: {reason}; the model's answer was not kept"
-                        ));
-                        partial = true;
-                        let fallback = Synthesis::extractive(
-                            &plan.query,
-                            candidates,
-                            &reason,
-                            Vec::new(),
-                            true,
-                        );
-                        let claims = fallback.extractive_claims.unwrap_or_default();
-                        model = model.map(|m| format!("{m} (not kept)"));
-                        validated = synthesis::number_extractive(&fallback.text, claims);
-                        kind = "extractive";
-                    }
-                }
-            }
-        }
+        let First {
+            mut validated,
+            kind,
+            model,
+            every_part: mut asked_first,
+            mut notes,
+            mut usage,
+            partial,
+            model_support,
+            sentences,
+        } = first;
         // Which parts the kept sentences answer; quoted sentences for the others.
         let mut answered: Vec<Vec<u32>> = vec![Vec::new(); all_parts.len()];
         for claim in &validated.claims {
@@ -701,6 +564,193 @@ impl Research {
             sentences,
             parts,
         }
+    }
+
+    /// The first answer of a question answered part by part (`[research] per_part`): every
+    /// part asked on its own ([`Research::ask_again`]); the extractive synthesis when no part
+    /// gets a supported sentence.
+    #[allow(clippy::too_many_arguments)]
+    async fn each_part_on_its_own(
+        &self,
+        plan: &Plan,
+        synthesis: Synthesis,
+        writer: Arc<dyn ChatModel>,
+        all_parts: &[parts::QuestionPart],
+        candidates: &[SourceRecord],
+        progress: ProgressFn<'_>,
+        cancel: &CancellationToken,
+    ) -> First {
+        let mut first = First::of(synthesis, Validated::default(), "model");
+        let why = format!(
+            "a question of {} parts, each asked on its own",
+            all_parts.len()
+        );
+        progress(
+            Phase::Synthesis,
+            56,
+            &format!("{why}: asking {} about each part", writer.name()),
+        );
+        let every_part: Vec<usize> = (0..all_parts.len()).collect();
+        let asked = self
+            .ask_again(
+                plan,
+                writer.as_ref(),
+                all_parts,
+                &every_part,
+                candidates,
+                true,
+                progress,
+                cancel,
+            )
+            .await;
+        first.usage.input_tokens += asked.usage.input_tokens;
+        first.usage.output_tokens += asked.usage.output_tokens;
+        if asked.answers.is_empty() {
+            first.notes.extend(asked.notes);
+            first.fall_back(
+                &plan.query,
+                candidates,
+                "no part's answer had a sentence its passages support",
+                progress,
+            );
+            return first;
+        }
+        first.notes.push(format!(
+            "{why} with its own best passages, {} of {} answered",
+            asked.answers.len(),
+            all_parts.len()
+        ));
+        first.model = Some(writer.name().to_owned());
+        first.every_part = Some(asked);
+        first
+    }
+
+    /// The first answer of a question answered as a whole: the model's answer checked (the
+    /// overlap check, then the judge when `verify`), or the extractive synthesis generate.rs
+    /// put in its place. An answer that stands for no part of a question of several parts
+    /// (it copied the prompt's example, answered with no text, or no part keeps a supported
+    /// sentence) has each part asked again over its own best passages before the extractive
+    /// synthesis stands in: read by hand over uv's and MkDocs' docs (2026-11-30), every part a
+    /// report wrongly said no sentence answers was in an extractive synthesis. The extractive
+    /// synthesis stays when no part gets a supported sentence.
+    async fn whole_question(
+        &self,
+        plan: &Plan,
+        mut synthesis: Synthesis,
+        all_parts: &[parts::QuestionPart],
+        candidates: &[SourceRecord],
+        progress: ProgressFn<'_>,
+        cancel: &CancellationToken,
+    ) -> First {
+        let writer = synthesis.writer.clone();
+        // Why the first answer stands for no part of the question, if so.
+        let (mut first, stands_for_none) = match synthesis.extractive_claims.take() {
+            Some(claims) => {
+                let validated = synthesis::number_extractive(&synthesis.text, claims);
+                (
+                    First::of(synthesis, validated, "extractive"),
+                    writer
+                        .is_some()
+                        .then(|| "the model's answer was not kept".to_owned()),
+                )
+            }
+            None => {
+                let shown = &candidates[..synthesis.shown.min(candidates.len())];
+                let mut v = synthesis::validate_answer(&plan.query, &synthesis.text, shown);
+                let model_support = v.raw.clone();
+                let mut counts = SentenceCounts::default();
+                let mut judge_notes = Vec::new();
+                let mut used = crate::model::Usage::default();
+                if plan.verify
+                    && let Some(writer) = writer.clone()
+                    && !v.claims.is_empty()
+                {
+                    let (judged, said, judging) = self
+                        .judged(
+                            plan,
+                            writer.as_ref(),
+                            &plan.query,
+                            &synthesis.text,
+                            shown,
+                            v,
+                            progress,
+                            cancel,
+                            &mut counts,
+                        )
+                        .await;
+                    v = judged;
+                    judge_notes = said;
+                    used = judging;
+                }
+                counts.cited = v.cited as u32;
+                counts.recited = v.recited as u32;
+                counts.attributed = v.attributed as u32;
+                counts.dropped = (v.dropped + v.unsupported) as u32;
+                let reason = v.fallback_reason_for(all_parts);
+                let mut first = First::of(synthesis, Validated::default(), "model");
+                first.notes.extend(v.notes.iter().cloned());
+                first.notes.extend(judge_notes);
+                first.usage.input_tokens += used.input_tokens;
+                first.usage.output_tokens += used.output_tokens;
+                first.model_support = model_support;
+                first.sentences = Some(counts);
+                first.validated = v;
+                (first, reason)
+            }
+        };
+        let Some(reason) = stands_for_none else {
+            return first;
+        };
+        let why = match first.kind {
+            "model" => format!("the model's answer answers no part of the question ({reason})"),
+            _ => reason.clone(),
+        };
+        if let Some(writer) = writer.as_ref()
+            && all_parts.len() > 1
+        {
+            progress(
+                Phase::Synthesis,
+                90,
+                &format!("{why}: asking about each part again"),
+            );
+            let every_part: Vec<usize> = (0..all_parts.len()).collect();
+            let again = self
+                .ask_again(
+                    plan,
+                    writer.as_ref(),
+                    all_parts,
+                    &every_part,
+                    candidates,
+                    false,
+                    progress,
+                    cancel,
+                )
+                .await;
+            first.usage.input_tokens += again.usage.input_tokens;
+            first.usage.output_tokens += again.usage.output_tokens;
+            if !again.answers.is_empty() {
+                first.notes.push(format!(
+                    "{why}; asked about each part again with its own best passages, {} of {} answered",
+                    again.answers.len(),
+                    all_parts.len()
+                ));
+                // The first answer's supported sentences stay; nothing else of it does.
+                if first.kind != "model" || first.validated.claims.is_empty() {
+                    first.validated = Validated::default();
+                }
+                first.model = Some(writer.name().to_owned());
+                first.kind = "model";
+                first.every_part = Some(again);
+                return first;
+            }
+            first.notes.extend(again.notes);
+        }
+        // The model's answer checked, standing for too little: the extractive synthesis in
+        // its place.
+        if first.kind == "model" {
+            first.fall_back(&plan.query, candidates, &reason, progress);
+        }
+        first
     }
 
     /// The targeted pass (docs/research.md, "Each part searched on its own"): each part in
@@ -1097,6 +1147,64 @@ struct AskedAgain {
     shown: HashMap<usize, Vec<usize>>,
     notes: Vec<String>,
     usage: crate::model::Usage,
+}
+
+/// The first stage of [`Research::check`]: the answer as checked, before the parts it leaves
+/// without a supported sentence are asked again, quoted or pointed at.
+struct First {
+    validated: Validated,
+    kind: &'static str,
+    model: Option<String>,
+    /// Every part asked on its own already (part by part, or after a first answer that stands
+    /// for no part) and answered for some: their sentences, placed under the parts.
+    every_part: Option<AskedAgain>,
+    notes: Vec<String>,
+    usage: crate::model::Usage,
+    partial: bool,
+    model_support: Option<SupportSummary>,
+    sentences: Option<SentenceCounts>,
+}
+
+impl First {
+    /// `validated` of `kind`, with the synthesis's model, usage, notes and budget cut.
+    fn of(synthesis: Synthesis, validated: Validated, kind: &'static str) -> First {
+        First {
+            validated,
+            kind,
+            model: synthesis.model,
+            every_part: None,
+            notes: synthesis.notes,
+            usage: synthesis.usage,
+            partial: synthesis.budget_cut,
+            model_support: None,
+            sentences: None,
+        }
+    }
+
+    /// The extractive synthesis in place of the model's answer, which stands for too little
+    /// (`reason`); the run is partial.
+    fn fall_back(
+        &mut self,
+        query: &str,
+        candidates: &[SourceRecord],
+        reason: &str,
+        progress: ProgressFn<'_>,
+    ) {
+        progress(
+            Phase::Synthesis,
+            90,
+            &format!("fell back to the extractive synthesis: {reason}"),
+        );
+        self.notes.push(format!(
+            "fell back to the extractive synthesis: {reason}; the model's answer was not kept"
+        ));
+        self.partial = true;
+        let fallback = Synthesis::extractive(query, candidates, reason, Vec::new(), true);
+        let claims = fallback.extractive_claims.unwrap_or_default();
+        self.model = self.model.take().map(|m| format!("{m} (not kept)"));
+        self.validated = synthesis::number_extractive(&fallback.text, claims);
+        self.kind = "extractive";
+    }
 }
 
 /// A sentence of the targeted pass with its markers before its final punctuation. A lead-in
