@@ -409,13 +409,12 @@ impl Research {
         &self,
         model: &dyn ChatModel,
         part: &str,
-        by: &parts::QuestionPart,
         passages: &[SourceRecord],
         deadline: Instant,
         cancel: &CancellationToken,
     ) -> (Result<(String, usize), String>, Usage) {
         let encoding = Encoding::for_model(model.name());
-        let (system, user, shown) = synthesis::part_prompt(part, by, passages, encoding);
+        let (system, user, shown) = synthesis::part_prompt(part, passages, encoding);
         let request = ChatRequest {
             messages: vec![Message::system(system), Message::user(user)],
             tools: Vec::new(),

@@ -13,11 +13,8 @@
 //! when that share is at least [`FLOOR`]: one common word is not an answer. Pure functions: no
 //! I/O.
 
-use crate::edit::text::{FenceLine, Fences};
 use crate::research::passages::{content_stems, is_navigation, question_parts, stem, terms};
 use crate::store::SourceRecord;
-use crate::tokens::{Encoding, count_tokens, truncate_to_tokens};
-use std::borrow::Cow;
 
 /// Words that shape a question rather than name what it asks about ("how do I make one
 /// preprocessor run before another", "how does SUMMARY.md define the structure of a book":
@@ -444,118 +441,6 @@ pub fn asked_for(
     let text = format!("{} \u{2014} {}", before.text, part.text);
     joined.text = text.clone();
     Some((text, joined))
-}
-
-/// `text` (a passage) cut to at most `max_tokens` where it is most about `part`: the run of
-/// whole lines that fits and holds the most of the part's weight, line by line ([`share`]),
-/// the earliest of equal runs, shifted so that the lines holding the words are in its middle;
-/// "…" where lines were left out, and a code block's opening fence
-/// (and a closing one) kept around a run that starts or ends inside it, so the model reads code
-/// as code. A passage that fits is shown whole, and one in which no line holds a word of the
-/// part is cut from its start, as before. The targeted pass's prompt (one part, its own
-/// passages) shows each passage so: read from the top, the long sections of a manual showed
-/// their introduction and the part's answer further down was cut (docs/research.md, "The
-/// targeted pass's passages, cut where they are about the part").
-pub fn focused<'a>(
-    text: &'a str,
-    part: &QuestionPart,
-    max_tokens: usize,
-    encoding: Encoding,
-) -> Cow<'a, str> {
-    if count_tokens(text, encoding) <= max_tokens {
-        return Cow::Borrowed(text);
-    }
-    let head = || Cow::Borrowed(truncate_to_tokens(text, max_tokens, encoding));
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let costs: Vec<usize> = lines.iter().map(|l| count_tokens(l, encoding)).collect();
-    let scores: Vec<f64> = lines.iter().map(|l| share(l, part)).collect();
-    // The best run [from, to) that fits, by two pointers over the lines.
-    let mut best: Option<(usize, usize, f64)> = None;
-    let (mut to, mut cost, mut score) = (0, 0, 0.0);
-    for from in 0..lines.len() {
-        if to < from {
-            (to, cost, score) = (from, 0, 0.0);
-        }
-        while to < lines.len() && cost + costs[to] <= max_tokens {
-            cost += costs[to];
-            score += scores[to];
-            to += 1;
-        }
-        if to > from && best.is_none_or(|(_, _, s)| score > s + 1e-9) {
-            best = Some((from, to, score));
-        }
-        if to > from {
-            cost -= costs[from];
-            score -= scores[from];
-        }
-    }
-    let Some((from, to, _)) = best.filter(|b| b.2 > 1e-9) else {
-        return head();
-    };
-    // The lines of the run that hold the part's words, with the lines around them, below
-    // first (an answer goes on after the line that names it), then above, while they fit.
-    let hits: Vec<usize> = (from..to).filter(|i| scores[*i] > 1e-9).collect();
-    let (mut from, mut to) = (hits[0], hits[hits.len() - 1] + 1);
-    let mut cost: usize = costs[from..to].iter().sum();
-    loop {
-        let below = to < lines.len() && cost + costs[to] <= max_tokens;
-        if below {
-            cost += costs[to];
-            to += 1;
-        }
-        let above = from > 0 && cost + costs[from - 1] <= max_tokens;
-        if above {
-            from -= 1;
-            cost += costs[from];
-        }
-        if !below && !above {
-            break;
-        }
-    }
-    // The opening fence of the code block the lines read so far leave open.
-    let mut fences = Fences::default();
-    let mut opening: Option<&str> = None;
-    let mut open_after = |read: &[&'a str]| {
-        for line in read {
-            let line = line.trim_end_matches(['\n', '\r']);
-            match fences.line(line) {
-                FenceLine::Open => opening = Some(line),
-                FenceLine::Close => opening = None,
-                _ => {}
-            }
-        }
-        opening
-    };
-    let starts_inside = open_after(&lines[..from]);
-    let ends_inside = open_after(&lines[from..to]);
-    let mut out = String::new();
-    if from > 0 {
-        out.push_str("\u{2026}\n");
-    }
-    if let Some(fence) = starts_inside {
-        out.push_str(fence);
-        out.push('\n');
-    }
-    for line in &lines[from..to] {
-        out.push_str(line);
-    }
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    if let Some(fence) = ends_inside {
-        // The fence's own characters close it (three or more backticks or tildes).
-        let marker: String = fence
-            .trim_start()
-            .chars()
-            .take_while(|c| *c == '`' || *c == '~')
-            .collect();
-        out.push_str(&marker);
-        out.push('\n');
-    }
-    if to < lines.len() {
-        out.push_str("\u{2026}\n");
-    }
-    Cow::Owned(out)
 }
 
 /// The sources (indices) that hold at least [`FLOOR`] of `part`'s weighed words (a part of
@@ -1185,60 +1070,6 @@ mod tests {
             .collect();
         let parts = searched_parts(question, &everywhere);
         assert!(about(&parts[1], &everywhere).is_empty());
-    }
-
-    #[test]
-    fn a_long_passage_is_cut_where_it_is_about_the_part() {
-        let encoding = Encoding::Cl100k;
-        let question = "how do I keep the libraries the theme already loads";
-        let sources = vec![passage("theme.md", "the theme loads libraries")];
-        let part = &searched_parts(question, &sources)[0];
-        // An introduction, then a code block, the answer inside it, more text after.
-        let mut text = String::new();
-        for i in 0..40 {
-            text.push_str(&format!(
-                "Line {i} of the introduction says nothing about it.\n"
-            ));
-        }
-        text.push_str("```django\n{% block libs %}\n");
-        for i in 0..10 {
-            text.push_str(&format!("<script src=\"extra{i}.js\"></script>\n"));
-        }
-        text.push_str("{{ super() }} keeps the libraries the theme already loads\n");
-        text.push_str("{% endblock %}\n```\n");
-        for i in 0..40 {
-            text.push_str(&format!(
-                "Line {i} of the closing section is about other things.\n"
-            ));
-        }
-        let cut = focused(&text, part, 120, encoding);
-        assert!(count_tokens(&cut, encoding) <= 140, "{cut}");
-        assert!(cut.contains("{{ super() }} keeps the libraries"), "{cut}");
-        assert!(cut.starts_with("\u{2026}\n"), "{cut}");
-        assert!(cut.ends_with("\u{2026}\n"), "{cut}");
-        assert!(
-            cut.contains("{% endblock %}"),
-            "the lines after the answer: {cut}"
-        );
-        assert!(cut.contains("extra9.js"), "the lines before it: {cut}");
-        assert_eq!(
-            cut.lines().filter(|l| l.starts_with("```")).count(),
-            2,
-            "the code block is opened and closed: {cut}"
-        );
-        // A run that starts inside the code block shows its opening fence.
-        let cut = focused(&text, part, 40, encoding);
-        assert!(cut.contains("super()"), "{cut}");
-        assert!(cut.starts_with("\u{2026}\n```django\n"), "{cut}");
-        // Read from its start, the passage would not show the answer.
-        assert!(!truncate_to_tokens(&text, 120, encoding).contains("super()"));
-        // A passage that fits is whole; one without a word of the part is cut from its start.
-        assert_eq!(focused("short", part, 120, encoding), "short");
-        let unrelated = "Nothing here.\n".repeat(200);
-        assert_eq!(
-            focused(&unrelated, part, 120, encoding),
-            truncate_to_tokens(&unrelated, 120, encoding)
-        );
     }
 
     #[test]

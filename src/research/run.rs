@@ -831,7 +831,6 @@ impl Research {
                 .ask_part(
                     writer,
                     &asked,
-                    &by,
                     &sources,
                     judge_deadline(plan.deadline, plan.budget, Instant::now()),
                     cancel,

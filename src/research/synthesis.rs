@@ -1572,21 +1572,6 @@ Example of the form (for a question about baking; never copy it):\n\
 The oven is preheated to 220 degrees before the first batch [2]. Each loaf rests for ten minutes \
 after baking [1][3]. The passages do not say how long the dough rises.";
 
-/// The system message of the targeted pass ([`part_prompt`]): one part of the question, one to
-/// three sentences, as its user message asks. With [`SYSTEM`]'s "3 to 8 sentences" beside the
-/// user message's "1 to 3", twelve recorded part prompts over Uvicorn's and just's docs asked
-/// again (2026-12-02) took 956 tokens of answers, three cut at the limit, and 293 s; with this
-/// one 704 tokens, none cut, and 247 s, the sentences mostly the same
-/// (`scripts/bench/research-results/2026-12-02-part-system-prompt.jsonl`).
-pub const PART_SYSTEM: &str = "You answer one question using ONLY the numbered passages you are \
-given. After every sentence, write the number of the passage it comes from in square brackets, \
-like [1] or [2][3]. Use only numbers from the list; never invent passages, files or numbers. If \
-the passages do not answer the question, say so. Write 1 to 3 plain sentences: no headings, no \
-lists.\n\n\
-Example of the form (for a question about baking; never copy it):\n\
-The oven is preheated to 220 degrees before the first batch [2]. Each loaf rests for ten minutes \
-after baking [1][3].";
-
 /// The words of `text` in order, numbers included: lower case, without punctuation.
 fn tokens_of(text: &str) -> Vec<String> {
     text.to_lowercase()
@@ -2001,19 +1986,12 @@ pub fn prompt(
 pub const PART_PASSAGES: usize = 3;
 /// Their tokens, at most: a short prompt, read in seconds by a small local model.
 pub const PART_TOKENS: usize = 900;
-/// One passage's tokens, at most, cut where it is most about the part ([`parts::focused`]): a
-/// third of [`PART_TOKENS`], so that three passages fit. Over the 146 located parts of seven
-/// corpora (`scripts/bench/research-part-prompts`, no model, 2026-12-02), a part's own prompt
-/// showed its located answer for 84 against 83 with half of it cut from the start (the prompts
-/// as long); a smaller budget shows fewer (600 tokens: 74, 23 % shorter prompts).
-pub const PART_PASSAGE_TOKENS: usize = PART_TOKENS / 3;
 
 /// The system and user messages of the targeted pass: one part of the question, asked alone
 /// over its own best passages ([`PART_PASSAGES`], at most [`PART_TOKENS`]), for one to three
 /// sentences. Returns how many passages were shown (the first ones, numbered `[1]…[n]`).
 pub fn part_prompt(
     part: &str,
-    by: &QuestionPart,
     sources: &[SourceRecord],
     encoding: Encoding,
 ) -> (String, String, usize) {
@@ -2021,7 +1999,7 @@ pub fn part_prompt(
     let mut used = 0;
     let mut shown = 0;
     for (i, s) in sources.iter().take(PART_PASSAGES).enumerate() {
-        let snippet = parts::focused(s.snippet.trim(), by, PART_PASSAGE_TOKENS, encoding);
+        let snippet = truncate_to_tokens(s.snippet.trim(), PART_TOKENS / 2, encoding);
         let block = format!("[{}] {}\n{snippet}\n\n", i + 1, s.title.trim());
         let cost = count_tokens(&block, encoding);
         if used + cost > PART_TOKENS && shown > 0 {
@@ -2035,7 +2013,7 @@ pub fn part_prompt(
         "Question: {}\n\nAnswer in 1 to 3 sentences, with the words of the passages. End every sentence with the number of its passage, like [1]; the passages are numbered 1 to {shown}.",
         part.trim()
     ));
-    (PART_SYSTEM.to_owned(), user, shown)
+    (SYSTEM.to_owned(), user, shown)
 }
 
 #[cfg(test)]
