@@ -404,8 +404,12 @@ pub fn render(all: &[QuestionPart], quoted: &Quoted) -> String {
     text.trim_end().to_owned()
 }
 
-/// What an extractive synthesis that could quote no sentence says before its pointers.
-pub const QUOTED_NOTHING: &str = "No sentence of the passages found holds enough of a part's words to be quoted for it; the passages most about each part are listed below.";
+/// What an extractive synthesis that could quote no sentence says before its pointers: the
+/// rule that quotes, and that the passages may still answer. Two readers of just's reports
+/// (2026-12-02) called the earlier "No sentence of the passages found holds enough of a part's
+/// words to be quoted for it" misleading where a sentence held most of the part's wording, if
+/// under half of its weight.
+pub const QUOTED_NOTHING: &str = "No sentence was quoted: a quote needs one sentence holding at least half of a part's words (each weighed by its rarity), and no sentence of the passages found does. The passages may still answer in other words; those most about each part are listed below, to read.";
 
 /// The answer when no model answers (or its answer was not kept): the quoted sentences of
 /// [`quote`] for every part, labelled as extractive with `reason`. Returns the text and its
