@@ -486,8 +486,7 @@ impl Research {
             match tokio::time::timeout(left, complete(model, request, cancel.child_token())).await {
                 Ok(Ok(answer)) => {
                     tracing::debug!(answer = %answer.text, pair = k + 1, "judge");
-                    usage.input_tokens += answer.usage.input_tokens;
-                    usage.output_tokens += answer.usage.output_tokens;
+                    usage += answer.usage;
                     answers.push(answer.text);
                 }
                 Ok(Err(err)) => {

@@ -383,8 +383,7 @@ impl Research {
                             .await
                         }
                     };
-                    usage.input_tokens += again.usage.input_tokens;
-                    usage.output_tokens += again.usage.output_tokens;
+                    usage += again.usage;
                     notes.extend(again.notes);
                     searched = again.searched;
                     asked = again.shown;
@@ -590,21 +589,18 @@ impl Research {
             56,
             &format!("{why}: asking {} about each part", writer.name()),
         );
-        let every_part: Vec<usize> = (0..all_parts.len()).collect();
         let asked = self
-            .ask_again(
+            .ask_every_part(
+                &mut first,
                 plan,
                 writer.as_ref(),
                 all_parts,
-                &every_part,
                 candidates,
                 true,
                 progress,
                 cancel,
             )
             .await;
-        first.usage.input_tokens += asked.usage.input_tokens;
-        first.usage.output_tokens += asked.usage.output_tokens;
         if asked.answers.is_empty() {
             first.notes.extend(asked.notes);
             first.fall_back(
@@ -623,6 +619,39 @@ impl Research {
         first.model = Some(writer.name().to_owned());
         first.every_part = Some(asked);
         first
+    }
+
+    /// Every part of the question asked on its own ([`Research::ask_again`]; `apart`: for the
+    /// first time, not again after an answer to the whole question), its usage counted in
+    /// `first`. Both first answers ask so: part by part, and after a whole answer that stands
+    /// for no part.
+    #[allow(clippy::too_many_arguments)]
+    async fn ask_every_part(
+        &self,
+        first: &mut First,
+        plan: &Plan,
+        writer: &dyn ChatModel,
+        all_parts: &[parts::QuestionPart],
+        candidates: &[SourceRecord],
+        apart: bool,
+        progress: ProgressFn<'_>,
+        cancel: &CancellationToken,
+    ) -> AskedAgain {
+        let every_part: Vec<usize> = (0..all_parts.len()).collect();
+        let asked = self
+            .ask_again(
+                plan,
+                writer,
+                all_parts,
+                &every_part,
+                candidates,
+                apart,
+                progress,
+                cancel,
+            )
+            .await;
+        first.usage += asked.usage;
+        asked
     }
 
     /// The first answer of a question answered as a whole: the model's answer checked (the
@@ -690,8 +719,7 @@ impl Research {
                 let mut first = First::of(synthesis, Validated::default(), "model");
                 first.notes.extend(v.notes.iter().cloned());
                 first.notes.extend(judge_notes);
-                first.usage.input_tokens += used.input_tokens;
-                first.usage.output_tokens += used.output_tokens;
+                first.usage += used;
                 first.model_support = model_support;
                 first.sentences = Some(counts);
                 first.validated = v;
@@ -713,21 +741,18 @@ impl Research {
                 90,
                 &format!("{why}: asking about each part again"),
             );
-            let every_part: Vec<usize> = (0..all_parts.len()).collect();
             let again = self
-                .ask_again(
+                .ask_every_part(
+                    &mut first,
                     plan,
                     writer.as_ref(),
                     all_parts,
-                    &every_part,
                     candidates,
                     false,
                     progress,
                     cancel,
                 )
                 .await;
-            first.usage.input_tokens += again.usage.input_tokens;
-            first.usage.output_tokens += again.usage.output_tokens;
             if !again.answers.is_empty() {
                 first.notes.push(format!(
                     "{why}; asked about each part again with its own best passages, {} of {} answered",
@@ -836,8 +861,7 @@ impl Research {
                     cancel,
                 )
                 .await;
-            asked_again.usage.input_tokens += used.input_tokens;
-            asked_again.usage.output_tokens += used.output_tokens;
+            asked_again.usage += used;
             let (answer, shown) = match result {
                 Ok((answer, shown)) => {
                     asked_again
@@ -878,8 +902,7 @@ impl Research {
                 asked_again.notes.extend(said.into_iter().map(|note| {
                     format!("asked{again} about \u{201c}{}\u{201d}: {note}", part.text)
                 }));
-                asked_again.usage.input_tokens += used.input_tokens;
-                asked_again.usage.output_tokens += used.output_tokens;
+                asked_again.usage += used;
             }
             // The model was asked this part alone: a supported sentence of its answer that
             // holds any of the part's weighed words answers it, in whatever words, and the
