@@ -522,24 +522,14 @@ fn asides(words: &[&str]) -> Vec<bool> {
     inside
 }
 
-/// How a piece of a question ([`outside_code`]) ends.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Ending {
-    /// A question mark: the user asked something.
-    Asked,
-    /// A semicolon or a new line: what came before may be a statement.
-    Stopped,
-    /// The end of the question.
-    End,
-}
-
 /// `text` split at `?`, `;` and new lines outside inline code ([`citations::map_prose`]'s
-/// reading of code spans), each piece with how it ends: a question that quotes shell
-/// (`if [ -n "$CI" ]; then … fi`) or Rust (`x?`) is not cut inside the quote. Over just's
-/// manual the part "then … fi` block, and just refuses with 'Recipe line has extra leading
-/// whitespace'" was asked on its own (2026-12-01). A backtick without a closing one opens
-/// nothing.
-fn outside_code(text: &str) -> Vec<(String, Ending)> {
+/// reading of code spans), each piece with whether it ends at a `;` or a new line (where what
+/// came before may be a statement; `?` and the end of the text end a question): a question
+/// that quotes shell (`if [ -n "$CI" ]; then … fi`) or Rust (`x?`) is not cut inside the
+/// quote. Over just's manual the part "then … fi` block, and just refuses with 'Recipe line
+/// has extra leading whitespace'" was asked on its own (2026-12-01). A backtick without a
+/// closing one opens nothing.
+fn outside_code(text: &str) -> Vec<(String, bool)> {
     const ASKED: char = '\u{1e}';
     const STOPPED: char = '\u{1f}';
     let mapped =
@@ -550,12 +540,12 @@ fn outside_code(text: &str) -> Vec<(String, Ending)> {
     let mut piece = String::new();
     for c in mapped.chars() {
         match c {
-            ASKED => pieces.push((std::mem::take(&mut piece), Ending::Asked)),
-            STOPPED | '\n' => pieces.push((std::mem::take(&mut piece), Ending::Stopped)),
+            ASKED => pieces.push((std::mem::take(&mut piece), false)),
+            STOPPED | '\n' => pieces.push((std::mem::take(&mut piece), true)),
             _ => piece.push(c),
         }
     }
-    pieces.push((piece, Ending::End));
+    pieces.push((piece, false));
     pieces
 }
 
@@ -599,17 +589,17 @@ fn asks(words: &[&str]) -> bool {
 /// one question. Asked on their own over just's manual and Uvicorn's docs, the statement got
 /// an answer about itself and "what's the just equivalent" one about nothing in particular
 /// (2026-12-01).
-fn with_context(pieces: Vec<(String, Ending)>) -> Vec<String> {
+fn with_context(pieces: Vec<(String, bool)>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut context: Option<String> = None;
-    for (piece, ending) in pieces {
+    for (piece, stopped) in pieces {
         let piece = match context.take() {
             Some(before) if piece.trim().is_empty() => before,
             Some(before) => format!("{}; {}", before.trim_end(), piece.trim_start()),
             None => piece,
         };
         let words: Vec<&str> = piece.split_whitespace().collect();
-        if ending == Ending::Stopped && !asks(&words) && !terms(&piece).is_empty() {
+        if stopped && !asks(&words) && !terms(&piece).is_empty() {
             context = Some(piece);
         } else {
             out.push(piece);
@@ -632,8 +622,8 @@ fn with_context(pieces: Vec<(String, Ending)>) -> Vec<String> {
 /// condition after `, and` (`…, and if X, which …`) goes with the question it conditions.
 /// Nothing inside parentheses is split off ("… a newer release (and can I change that), and
 /// why …"). A statement before a semicolon or on a line of its own is the context of the
-/// question after it ([`with_context`]). A part loses a leading "and". A question with one part comes back whole. Parts
-/// without a searchable word are dropped.
+/// question after it ([`with_context`]). A part loses a leading "and". A question with one
+/// part comes back whole. Parts without a searchable word are dropped.
 pub fn question_parts(question: &str) -> Vec<String> {
     let spaced = question.replace('\u{2014}', " \u{2014} ");
     let mut parts: Vec<String> = Vec::new();
