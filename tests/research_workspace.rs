@@ -194,14 +194,20 @@ struct Env {
     workspace: PathBuf,
 }
 
+/// The `[research]` lines of the runs whose targeted passes script answers in the model's own
+/// words, over the whole question first.
+const WRITTEN: &str = "per_part = false\nquote_parts = false\n";
+
 impl Env {
     /// The corpus as the workspace; the library (and so the reports) and patchwise's data
     /// directory both inside it.
     /// `per_part = false`: these runs script the model's answer to the whole question (a
     /// question of several parts is otherwise asked part by part,
-    /// `a_question_of_several_parts_is_answered_part_by_part`).
+    /// `a_question_of_several_parts_is_answered_part_by_part`); `quote_parts = false`: their
+    /// targeted passes are answered in the model's own words (quoted answers:
+    /// `a_part_is_answered_with_the_sentences_the_model_copied_as_the_passages_write_them`).
     fn new(model_url: Option<&str>) -> Env {
-        Env::with_research(model_url, "per_part = false\n")
+        Env::with_research(model_url, WRITTEN)
     }
 
     /// [`Env::new`] with `research` (`key = value` lines) added to its `[research]` table.
@@ -720,7 +726,7 @@ fn a_question_of_several_parts_is_answered_part_by_part() {
             scripted("Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [1]."),
         ]))
         .unwrap();
-    let env = Env::with_research(Some(&model.url()), "");
+    let env = Env::with_research(Some(&model.url()), "quote_parts = false\n");
     let (run, _) = env.json(&[QUESTION, "--sources", "workspace"]);
     let requests = model.requests();
     assert_eq!(
@@ -761,6 +767,98 @@ fn a_question_of_several_parts_is_answered_part_by_part() {
     );
 }
 
+/// `[research] quote_parts`, on by default: each part's targeted pass shows its passages a
+/// sentence a line and asks the model to copy the sentences that answer it; the report prints
+/// the sentences it copied as the passages write them, cited, and leaves out what is not a
+/// copy — the model's own words, a passage's heading —, so a part answered by neither keeps
+/// nothing of the model's and gets what any such part gets (here a quote, marked as one). The replies are in the forms Qwen2.5-Coder-1.5B wrote
+/// (2026-12-02): the passage number in front, a sentence copied with words left out.
+#[test]
+fn a_part_is_answered_with_the_sentences_the_model_copied_as_the_passages_write_them() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![
+            scripted("[1] When the cache is full it evicts the least recently used entry first.\n[1] Every read moves an entry to the front of the recency list."),
+            scripted("[1] Store › Write-ahead log\nThe store always keeps its writes safe in a journal before it answers [1]."),
+            scripted("[1] Outgoing requests are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status"),
+        ]))
+        .unwrap();
+    let env = Env::with_research(Some(&model.url()), "");
+    let (run, _) = env.json(&[QUESTION, "--sources", "workspace"]);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "one call a part");
+    let first = requests[0].json();
+    let system = first["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with("You answer a question by quoting the passages"),
+        "{system}"
+    );
+    assert_eq!(first["temperature"], 0.0, "{first}");
+    // A sentence a line, without the passages' headings.
+    let asked = user_message(&requests[0]);
+    assert!(
+        asked
+            .lines()
+            .any(|l| l == "When the cache is full it evicts the least recently used entry first."),
+        "{asked}"
+    );
+    assert!(!asked.lines().any(|l| l.starts_with("## ")), "{asked}");
+    assert!(
+        asked.contains("Copy the sentences that answer the question"),
+        "{asked}"
+    );
+
+    let synthesis = run["synthesis"].as_str().unwrap();
+    assert_eq!(run["synthesis_kind"], "model", "{synthesis}");
+    assert!(
+        synthesis.starts_with("*Each part of the question was asked on its own, with the passages ranked for it; the model picked the sentences of the passages that answer it, quoted as they are written:*"),
+        "{synthesis}"
+    );
+    // Copied, the passages' own sentences; the copy with words left out prints them too.
+    for said in [
+        "When the cache is full it evicts the least recently used entry first [",
+        "Every read moves an entry to the front of the recency list, so entries that are read often stay cached [",
+        "Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [",
+    ] {
+        assert!(synthesis.contains(said), "{said}: {synthesis}");
+    }
+    // Neither the heading nor the model's own sentence is printed: that part keeps nothing of
+    // the model's and gets the quote the extractive ranking finds, marked as such.
+    assert!(!synthesis.contains("journal"), "{synthesis}");
+    assert!(
+        !synthesis.contains("Store › Write-ahead log"),
+        "{synthesis}"
+    );
+    let parts = run["parts"].as_array().unwrap();
+    let quoted: Vec<(bool, bool)> = parts
+        .iter()
+        .map(|p| (p["answered"] == true, p["quoted"] == true))
+        .collect();
+    assert_eq!(
+        quoted,
+        [(true, false), (true, true), (true, false)],
+        "{parts:?}"
+    );
+    assert!(
+        synthesis.contains("has no supported sentence about “how does the store use its write-ahead log”; quoted from the sources:"),
+        "{synthesis}"
+    );
+    assert!(
+        run["notes"]
+            .to_string()
+            .contains("its 3 best passages: 0 supported sentences kept"),
+        "{}",
+        run["notes"]
+    );
+    // Each printed sentence cites the passage that holds it: the check supports every one.
+    assert_eq!(
+        run["support"]["share"].as_f64(),
+        Some(1.0),
+        "{}",
+        run["support"]
+    );
+}
+
 /// A part is asked over the passages that hold enough of its words and those its own search
 /// found, in turn: a section that holds one of its four words, many times and in its heading,
 /// is what the search ranks second for it, and is shown beside the one that holds them all.
@@ -773,7 +871,7 @@ fn a_part_is_asked_over_what_its_own_search_found_too() {
             scripted("The frobnicator quenches the zorblax with a wibble [1]."),
         ]))
         .unwrap();
-    let env = Env::with_research(Some(&model.url()), "");
+    let env = Env::with_research(Some(&model.url()), "quote_parts = false\n");
     let docs = env.workspace.join("docs/zorblax");
     std::fs::create_dir_all(&docs).unwrap();
     std::fs::write(
@@ -815,7 +913,7 @@ fn an_unanswered_part_points_to_the_passages_it_was_asked_over_then_to_unread_on
             scripted("I do not know."),
         ]))
         .unwrap();
-    let env = Env::with_research(Some(&model.url()), "");
+    let env = Env::with_research(Some(&model.url()), "quote_parts = false\n");
     // Five passages hold the part's words, in headings and settings only: no sentence to quote.
     let docs = env.workspace.join("docs/flux");
     std::fs::create_dir_all(&docs).unwrap();

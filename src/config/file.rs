@@ -325,6 +325,14 @@ pub struct ResearchSection {
     /// against 86 s) and said fewer wrong things (docs/research.md, "Each part searched on its
     /// own"); `false` asks for one answer to the whole question first.
     pub per_part: bool,
+    /// Each part's targeted pass asks the model to copy, word for word, the sentences of its
+    /// passages that answer the part, and the report prints those sentences as the passages
+    /// write them, instead of asking for one to three sentences in the model's words. With
+    /// Qwen2.5-Coder-1.5B, over 16 questions read by hand, as many parts were answered right
+    /// (11 against 10 of 40) and the readers found 99 % of the citations supported against
+    /// 83 %: its own sentences often gave a real feature the wrong purpose (docs/research.md,
+    /// "Quoted answers"); `false` asks for its own words (a larger model that explains well).
+    pub quote_parts: bool,
     /// Sources by name: a built-in kind (openalex, arxiv, crossref, semantic_scholar, searxng,
     /// brave, feeds, workspace, library), or any name with `kind = "…"`.
     pub sources: BTreeMap<String, SourceTable>,
@@ -343,6 +351,7 @@ impl Default for ResearchSection {
             heartbeat_secs: 2,
             verify: false,
             per_part: true,
+            quote_parts: true,
             sources: BTreeMap::new(),
         }
     }

@@ -168,6 +168,9 @@ pub struct ResearchConfig {
     pub verify: bool,
     /// A question of several parts is answered one part at a time (`[research] per_part`).
     pub per_part: bool,
+    /// The targeted pass asks the model to copy the sentences that answer the part, and the
+    /// report prints them as the passages write them (`[research] quote_parts`).
+    pub quote_parts: bool,
     /// patchwise's data directory: never indexed as part of the workspace.
     pub data_dir: PathBuf,
     /// Every source, built-in ones included, by name.
@@ -217,6 +220,7 @@ impl ResearchConfig {
             heartbeat: Duration::from_secs(section.heartbeat_secs),
             verify: section.verify,
             per_part: section.per_part,
+            quote_parts: section.quote_parts,
             data_dir: config.data_dir(),
             sources,
         };

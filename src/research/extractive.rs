@@ -5,6 +5,10 @@
 //! link lists or navigation), at least one per part of the question when a source has one,
 //! ordered by part, each cited; a part that found nothing says so (docs/research.md).
 //!
+//! The same sentences are what a model asked for quotes picks from (`[research] quote_parts`):
+//! [`sentence_lines`] shows a passage a sentence a line, and [`copied`] turns the model's copies
+//! back into the passages' own sentences, so what the report prints is what the passage says.
+//!
 //! Pure functions: no I/O, no model calls.
 
 use crate::edit::text::{FenceLine, Fences};
@@ -384,6 +388,125 @@ pub fn quote(
     out
 }
 
+/// A passage as the targeted pass asking for quotes shows it: each sentence of its text on a
+/// line of its own, a short code block after the sentence that leads to it, no headings,
+/// tables or markup lines. Asked over passages as written, Qwen2.5-Coder-1.5B copied their
+/// headings or whole passages; over a sentence a line it copied sentences (2026-12-02).
+pub fn sentence_lines(s: &SourceRecord) -> String {
+    let mut out = String::new();
+    for unit in units(s) {
+        for sentence in sentences(&unit.text) {
+            out.push_str(sentence.trim());
+            out.push('\n');
+        }
+        if let Some(code) = &unit.code {
+            out.push_str(code.trim());
+            out.push('\n');
+        }
+    }
+    out.trim_end().to_owned()
+}
+
+/// The share of a piece of the model's reply whose words one sentence of the passages must hold
+/// for the piece to count as a copy of it ([`copied`]).
+const COPIED: f64 = 0.7;
+/// The sentences a reply may quote, at most: the targeted pass asks for one to three.
+const COPIED_MOST: usize = 3;
+
+/// What a model asked to copy the sentences that answer a part (the targeted pass with
+/// `[research] quote_parts`) copied, as the answer's text: for each piece of `reply` that is a
+/// copy, the sentence of `sources` it copies as the passage writes it, once, in the order
+/// copied, with the number of its passage (1-based against `sources`) and the short code
+/// example it leads to. A piece is a copy when one sentence holds at least [`COPIED`] of its
+/// words (at least three); among such sentences the one in the passage the piece cites comes
+/// first, then the one the piece covers most (a sentence copied twice is quoted once). A
+/// passage's heading copied is no sentence. A piece that copies nothing (the model's own
+/// words, "none") is left out: the report prints what the passages say, and a small model's
+/// own sentences gave real features the wrong purpose (docs/research.md, "Quoted answers").
+pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
+    let pool = candidates(sources);
+    let stems: Vec<Vec<String>> = pool.iter().map(|c| content_stems(&c.sentence)).collect();
+    let titles: Vec<Vec<String>> = sources.iter().map(|s| content_stems(&s.title)).collect();
+    // The prose of the reply: a code block the model copied is no sentence to match.
+    let mut prose = String::new();
+    let mut fences = Fences::default();
+    for line in reply.lines() {
+        if fences.line(line) == FenceLine::Outside {
+            prose.push_str(line);
+        }
+        prose.push('\n');
+    }
+    let mut picked: Vec<usize> = Vec::new();
+    'lines: for line in prose.lines() {
+        for piece in sentences(line) {
+            if picked.len() >= COPIED_MOST {
+                break 'lines;
+            }
+            let cited: Vec<u32> = marker_numbers(&piece);
+            let words = content_stems(&crate::research::synthesis::strip_markers(&piece));
+            // A passage's heading copied ("[2] Dependencies › Running Recipes at the End of a
+            // Recipe") is no sentence, though its words are in the sentences under it.
+            if words.len() < 3 || titles.iter().any(|t| words.iter().all(|w| t.contains(w))) {
+                continue;
+            }
+            let best = pool
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    let held = words.iter().filter(|w| stems[i].contains(w)).count();
+                    let share = held as f64 / words.len() as f64;
+                    let covered = held as f64 / stems[i].len().max(1) as f64;
+                    (share >= COPIED).then_some((cited.contains(&c.n), covered, share, i))
+                })
+                .max_by(|a, b| {
+                    a.0.cmp(&b.0)
+                        .then(a.1.total_cmp(&b.1))
+                        .then(a.2.total_cmp(&b.2))
+                        .then(b.3.cmp(&a.3))
+                });
+            // A sentence copied twice is quoted once.
+            if let Some((.., i)) = best
+                && !picked.contains(&i)
+            {
+                picked.push(i);
+            }
+        }
+    }
+    let mut text = String::new();
+    for i in picked {
+        let c = &pool[i];
+        let sentence = unrole(&c.sentence);
+        match (&c.code, sentence.strip_suffix(':')) {
+            (Some(code), Some(lead)) => {
+                text.push_str(&format!(
+                    "{} [{}]:\n\n{}\n\n",
+                    lead.trim_end(),
+                    c.n,
+                    code.trim()
+                ));
+            }
+            _ => text.push_str(&format!("{} [{}]\n\n", sentence.trim_end(), c.n)),
+        }
+    }
+    text.trim_end().to_owned()
+}
+
+/// The passage numbers a piece of an answer cites (`[2]`, `[1][3]`, `[1, 3]`).
+fn marker_numbers(piece: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for group in piece.split('[').skip(1) {
+        let Some(inside) = group.split(']').next() else {
+            continue;
+        };
+        for n in inside.split(',') {
+            if let Ok(n) = n.trim().parse::<u32>() {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
 /// The text of `quoted`: under a bold line per part when the question has several, and a
 /// sentence saying so for a part that found nothing.
 pub fn render(all: &[QuestionPart], quoted: &Quoted) -> String {
@@ -536,6 +659,84 @@ mod tests {
         assert!(!text.contains("like this"), "{text}");
         assert_eq!(claims.len(), 3);
         assert_eq!(claims[0].1, vec![1]);
+    }
+
+    /// just's "Private Recipes" section and a neighbour, as the targeted pass showed them.
+    fn just_passages() -> Vec<SourceRecord> {
+        let mut dependencies = source(
+            "docs/dependencies.md",
+            "Recipes can have subsequent dependencies, which run immediately after the recipe and are introduced with an `&&`.\n\nDependencies run before recipes that depend on them.",
+        );
+        dependencies.title =
+            "README.md:1406-1441 — Dependencies › Running Recipes at the End of a Recipe".into();
+        vec![
+            source(
+                "README.md",
+                "Recipes and aliases whose name starts with a `_` are omitted from `just --list`:\n\n```just\ntest: _test-helper\n  ./bin/test\n\n_test-helper:\n  ./bin/super-secret-test-helper-stuff\n```\n\nThe `[private]` attribute<sup>1.10.0</sup> may also be used to hide recipes or aliases without needing to change the name:\n\n```just\n[private]\nfoo:\n\n[private]\nalias b := bar\n```\n\nThis is useful for helper recipes which are only meant to be used as dependencies of other recipes.",
+            ),
+            dependencies,
+        ]
+    }
+
+    #[test]
+    fn a_copy_is_printed_as_the_passage_writes_it_with_its_code_and_the_model_s_own_words_are_left_out()
+     {
+        let sources = just_passages();
+        // Qwen2.5-Coder-1.5B's reply to "how do I hide the helpers — they're only used as
+        // dependencies of other recipes — ideally without renaming all of them" (2026-12-02):
+        // the passage numbers in front, a sentence copied without its <sup>, one cut short.
+        let reply = "[1] Recipes and aliases whose name starts with a `_` are omitted from `just --list`.\n[1] The `[private]` attribute may also be used to hide recipes or aliases without needing to change the name.\n[2] Recipes can have subsequent dependencies, which run immediately after";
+        let text = copied(reply, &sources);
+        assert_eq!(
+            text,
+            "Recipes and aliases whose name starts with a `_` are omitted from `just --list` [1]:\n\n```just\ntest: _test-helper\n  ./bin/test\n\n_test-helper:\n  ./bin/super-secret-test-helper-stuff\n```\n\nThe `[private]` attribute<sup>1.10.0</sup> may also be used to hide recipes or aliases without needing to change the name [1]:\n\n```just\n[private]\nfoo:\n\n[private]\nalias b := bar\n```\n\nRecipes can have subsequent dependencies, which run immediately after the recipe and are introduced with an `&&`. [2]"
+        );
+        // What the run checks next reads it as three sentences, each citing its passage.
+        let v = crate::research::synthesis::validate_answer(
+            "how do I hide the helpers",
+            &text,
+            &sources,
+        );
+        let cited: Vec<Vec<u32>> = v.claims.iter().map(|c| c.sources.clone()).collect();
+        assert_eq!(cited, vec![vec![1], vec![1], vec![2]], "{v:?}");
+        // The model's own words, however close to the passages' topic, are not a copy; nor is
+        // "none", nor a copy of a sentence already quoted.
+        for own in [
+            "To hide helper recipes, you can rename them to start with an underscore [1].",
+            // Qwen2.5-Coder-1.5B listed the passages' headings once (2026-12-02).
+            "[2] Dependencies › Running Recipes at the End of a Recipe",
+            "none",
+            "The `[private]` attribute may be used [1].",
+        ] {
+            assert_eq!(copied(own, &sources), "", "{own}");
+        }
+        let twice = "Dependencies run before recipes that depend on them [2].\nDependencies run before recipes that depend on them [2].";
+        assert_eq!(
+            copied(twice, &sources),
+            "Dependencies run before recipes that depend on them. [2]"
+        );
+    }
+
+    #[test]
+    fn a_copy_that_cites_a_passage_is_matched_there_first() {
+        let sources = vec![
+            source("a.md", "The cache is cleared when the server restarts."),
+            source(
+                "b.md",
+                "The cache is cleared when the server restarts, unless it is pinned.",
+            ),
+        ];
+        assert_eq!(
+            copied(
+                "The cache is cleared when the server restarts [2]",
+                &sources
+            ),
+            "The cache is cleared when the server restarts, unless it is pinned. [2]"
+        );
+        assert_eq!(
+            copied("The cache is cleared when the server restarts.", &sources),
+            "The cache is cleared when the server restarts. [1]"
+        );
     }
 
     #[test]

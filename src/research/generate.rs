@@ -414,12 +414,14 @@ impl Research {
         cancel: &CancellationToken,
     ) -> (Result<(String, usize), String>, Usage) {
         let encoding = Encoding::for_model(model.name());
-        let (system, user, shown) = synthesis::part_prompt(part, passages, encoding);
+        let quotes = self.settings.quote_parts;
+        let (system, user, shown) = synthesis::part_prompt(part, passages, encoding, quotes);
         let request = ChatRequest {
             messages: vec![Message::system(system), Message::user(user)],
             tools: Vec::new(),
             options: ChatOptions {
-                temperature: Some(0.2),
+                // A copy has one right answer.
+                temperature: Some(if quotes { 0.0 } else { 0.2 }),
                 max_tokens: Some(PART_ANSWER_TOKENS),
                 ..ChatOptions::default()
             },
@@ -429,6 +431,12 @@ impl Research {
             return (Err("the time budget ran out".to_owned()), Usage::default());
         }
         match tokio::time::timeout(left, complete(model, request, cancel.child_token())).await {
+            // The sentences it copied, as the passages write them; a copy cut short by the
+            // token limit still names its sentence.
+            Ok(Ok(answer)) if quotes => (
+                Ok((extractive::copied(&answer.text, &passages[..shown]), shown)),
+                answer.usage,
+            ),
             // Cut short by the token limit: its unfinished sentence is no answer.
             Ok(Ok(answer)) if answer.finish == Some(crate::model::FinishReason::Length) => (
                 Ok((synthesis::finished_part(&answer.text).to_owned(), shown)),

@@ -424,13 +424,24 @@ impl Research {
                         missing.retain(|m| *m != p);
                     }
                     if !said.is_empty() {
+                        // With quotes, the sentences under a part are the passages' own, picked
+                        // by the model: the reader is told so.
+                        let how = if self.settings.quote_parts {
+                            "; the model picked the sentences of the passages that answer it, quoted as they are written"
+                        } else {
+                            ""
+                        };
                         let heading = if per_part {
-                            "*Each part of the question was asked on its own, with the passages ranked for it:*".to_owned()
+                            format!(
+                                "*Each part of the question was asked on its own, with the passages ranked for it{how}:*"
+                            )
                         } else if validated.text.trim().is_empty() {
-                            "*The model's first answer had no supported sentence about any part of the question; each part was asked again with the passages ranked for it:*".to_owned()
+                            format!(
+                                "*The model's first answer had no supported sentence about any part of the question; each part was asked again with the passages ranked for it{how}:*"
+                            )
                         } else {
                             format!(
-                                "\n\n*Asked again with the passages ranked for the part{} the first answer left without a supported sentence:*",
+                                "\n\n*Asked again with the passages ranked for the part{} the first answer left without a supported sentence{how}:*",
                                 if answered_again > 1 { "s" } else { "" },
                             )
                         };
@@ -951,7 +962,12 @@ impl Research {
                 asked_again.searched.insert(
                     p,
                     format!(
-                        "{hold}; asked{again} with the best {shown}, the model wrote nothing they support"
+                        "{hold}; asked{again} with the best {shown}, the model {}",
+                        if self.settings.quote_parts {
+                            "quoted no sentence of them about it"
+                        } else {
+                            "wrote nothing they support"
+                        }
                     ),
                 );
             } else {

@@ -1994,12 +1994,18 @@ pub fn part_prompt(
     part: &str,
     sources: &[SourceRecord],
     encoding: Encoding,
+    quotes: bool,
 ) -> (String, String, usize) {
     let mut user = format!("Question: {}\n\nPassages:\n\n", part.trim());
     let mut used = 0;
     let mut shown = 0;
     for (i, s) in sources.iter().take(PART_PASSAGES).enumerate() {
-        let snippet = truncate_to_tokens(s.snippet.trim(), PART_TOKENS / 2, encoding);
+        let text = if quotes {
+            crate::research::extractive::sentence_lines(s)
+        } else {
+            s.snippet.trim().to_owned()
+        };
+        let snippet = truncate_to_tokens(&text, PART_TOKENS / 2, encoding);
         let block = format!("[{}] {}\n{snippet}\n\n", i + 1, s.title.trim());
         let cost = count_tokens(&block, encoding);
         if used + cost > PART_TOKENS && shown > 0 {
@@ -2009,12 +2015,32 @@ pub fn part_prompt(
         shown += 1;
         user.push_str(&block);
     }
+    if quotes {
+        user.push_str(&format!(
+            "Question: {}\n\nCopy the sentences that answer the question, word for word, each followed by its passage number, like [2].",
+            part.trim()
+        ));
+        return (QUOTE_SYSTEM.to_owned(), user, shown);
+    }
     user.push_str(&format!(
         "Question: {}\n\nAnswer in 1 to 3 sentences, with the words of the passages. End every sentence with the number of its passage, like [1]; the passages are numbered 1 to {shown}.",
         part.trim()
     ));
     (SYSTEM.to_owned(), user, shown)
 }
+
+/// The system message of the targeted pass asking for quotes (`[research] quote_parts`): the
+/// model picks the sentences that answer and copies them; the server prints the passages' own
+/// sentences it copied (`extractive::copied`). A small model copies well and explains badly:
+/// over Uvicorn's and just's docs its own sentences gave real features the wrong purpose
+/// (docs/research.md, "Quoted answers"). It is not offered "reply: none": offered it, the model
+/// said so for parts its passages answered (over 19 recorded part prompts, 7 "none" against 3,
+/// and one located answer copied fewer); a copy about something else holds none of the part's
+/// words and is not kept (`run.rs`).
+pub const QUOTE_SYSTEM: &str = "You answer a question by quoting the passages you are given. \
+Copy the one sentence of the passages that best answers the question, word for word, and then \
+the number of its passage in square brackets, like [2]. If another sentence is needed to answer \
+it, copy it too, on a new line. Copy at most three sentences and write nothing else.";
 
 #[cfg(test)]
 mod tests {
