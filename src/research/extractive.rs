@@ -268,8 +268,9 @@ struct Candidate {
     code: Option<String>,
 }
 
-/// Every sentence of `sources` that reads as an answer, in source order.
-fn candidates(sources: &[SourceRecord]) -> Vec<Candidate> {
+/// Every sentence of `sources`, in source order, with whether it reads as an answer
+/// ([`is_answer_sentence`]).
+fn all_sentences(sources: &[SourceRecord]) -> Vec<(Candidate, bool)> {
     let mut out = Vec::new();
     for (i, s) in sources.iter().enumerate() {
         if s.retracted || s.credibility.score <= 0.0 {
@@ -282,17 +283,27 @@ fn candidates(sources: &[SourceRecord]) -> Vec<Candidate> {
                 let code = if k == last { unit.code.clone() } else { None };
                 let sentence = crate::research::synthesis::strip_markers(&sentence);
                 let keep_code = code.is_some() && sentence.trim_end().ends_with(':');
-                if is_answer_sentence(&sentence, keep_code) {
-                    out.push(Candidate {
+                let answer = is_answer_sentence(&sentence, keep_code);
+                out.push((
+                    Candidate {
                         n: i as u32 + 1,
                         sentence,
                         code: if keep_code { code } else { None },
-                    });
-                }
+                    },
+                    answer,
+                ));
             }
         }
     }
     out
+}
+
+/// Every sentence of `sources` that reads as an answer, in source order.
+fn candidates(sources: &[SourceRecord]) -> Vec<Candidate> {
+    all_sentences(sources)
+        .into_iter()
+        .filter_map(|(c, answer)| answer.then_some(c))
+        .collect()
 }
 
 /// The quoted sentences for `parts` (indices into `all`), each part's best first.
@@ -389,8 +400,8 @@ pub fn quote(
 }
 
 /// A passage as the targeted pass asking for quotes shows it: each sentence of its text on a
-/// line of its own, a short code block after the sentence that leads to it, no headings,
-/// tables or markup lines. Asked over passages as written, Qwen2.5-Coder-1.5B copied their
+/// line of its own, a short code block after the paragraph it follows, no headings, tables or
+/// markup lines (a code file: its comments). Asked over passages as written, Qwen2.5-Coder-1.5B copied their
 /// headings or whole passages; over a sentence a line it copied sentences (2026-12-02).
 pub fn sentence_lines(s: &SourceRecord) -> String {
     let mut out = String::new();
@@ -412,25 +423,34 @@ pub fn sentence_lines(s: &SourceRecord) -> String {
 const COPIED: f64 = 0.7;
 /// The sentences a reply may quote, at most: the targeted pass asks for one to three.
 const COPIED_MOST: usize = 3;
+/// The lines of a reply read for copies, at most.
+const COPIED_LINES: usize = 200;
 
 /// What a model asked to copy the sentences that answer a part (the targeted pass with
 /// `[research] quote_parts`) copied, as the answer's text: for each piece of `reply` that is a
-/// copy, the sentence of `sources` it copies as the passage writes it, once, in the order
-/// copied, with the number of its passage (1-based against `sources`) and the short code
-/// example it leads to. A piece is a copy when one sentence holds at least [`COPIED`] of its
-/// words (at least three); among such sentences the one in the passage the piece cites comes
-/// first, then the one the piece covers most (a sentence copied twice is quoted once). A
-/// passage's heading copied is no sentence. A piece that copies nothing (the model's own
-/// words, "none") is left out: the report prints what the passages say, and a small model's
-/// own sentences gave real features the wrong purpose (docs/research.md, "Quoted answers").
+/// copy, the passage's own sentence it copies (its markers and roles tidied as for any quote),
+/// once, in the order copied, with the number of its passage (1-based against `sources`) and
+/// the short code example it leads to. A piece is a copy of the sentence of `sources` that
+/// holds it word for word, or else of one that holds at least [`COPIED`] of its words (at least
+/// three); among several, the one holding the larger share, then the one in the passage the
+/// piece cites, then the one the piece covers most. A piece that copies nothing (the model's
+/// own words, "none"), that copies a sentence which does not read as an answer (a fragment, a
+/// question, a link list: [`is_answer_sentence`]), or that is a passage's heading is left
+/// out, as is a second copy of a sentence: the report prints what the passages say, and a
+/// small model's own sentences gave real features the wrong purpose (docs/research.md,
+/// "Quoted answers").
 pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
-    let pool = candidates(sources);
-    let stems: Vec<Vec<String>> = pool.iter().map(|c| content_stems(&c.sentence)).collect();
+    let pool = all_sentences(sources);
+    let stems: Vec<Vec<String>> = pool
+        .iter()
+        .map(|(c, _)| content_stems(&c.sentence))
+        .collect();
     let titles: Vec<Vec<String>> = sources.iter().map(|s| content_stems(&s.title)).collect();
-    // The prose of the reply: a code block the model copied is no sentence to match.
+    // The prose of the reply, within bounds (a server may ignore the token limit): a code
+    // block the model copied is no sentence to match.
     let mut prose = String::new();
     let mut fences = Fences::default();
-    for line in reply.lines() {
+    for line in reply.lines().take(COPIED_LINES) {
         if fences.line(line) == FenceLine::Outside {
             prose.push_str(line);
         }
@@ -442,39 +462,50 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
             if picked.len() >= COPIED_MOST {
                 break 'lines;
             }
-            let cited: Vec<u32> = marker_numbers(&piece);
-            let words = content_stems(&crate::research::synthesis::strip_markers(&piece));
-            // A passage's heading copied ("[2] Dependencies › Running Recipes at the End of a
-            // Recipe") is no sentence, though its words are in the sentences under it.
-            if words.len() < 3 || titles.iter().any(|t| words.iter().all(|w| t.contains(w))) {
+            let cited = crate::research::synthesis::markers_in(&piece);
+            let bare = crate::research::synthesis::strip_markers(&piece);
+            let words = content_stems(&bare);
+            if words.len() < 3 {
                 continue;
             }
             let best = pool
                 .iter()
                 .enumerate()
-                .filter_map(|(i, c)| {
+                .filter_map(|(i, (c, _))| {
                     let held = words.iter().filter(|w| stems[i].contains(w)).count();
                     let share = held as f64 / words.len() as f64;
                     let covered = held as f64 / stems[i].len().max(1) as f64;
-                    (share >= COPIED).then_some((cited.contains(&c.n), covered, share, i))
+                    let exact = crate::research::judge::verbatim(&bare, &c.sentence);
+                    (exact || share >= COPIED).then_some((
+                        exact,
+                        share,
+                        cited.contains(&c.n),
+                        covered,
+                        i,
+                    ))
                 })
                 .max_by(|a, b| {
                     a.0.cmp(&b.0)
                         .then(a.1.total_cmp(&b.1))
-                        .then(a.2.total_cmp(&b.2))
-                        .then(b.3.cmp(&a.3))
+                        .then(a.2.cmp(&b.2))
+                        .then(a.3.total_cmp(&b.3))
+                        .then(b.4.cmp(&a.4))
                 });
+            let Some((exact, .., i)) = best else {
+                continue;
+            };
+            // A passage's heading copied ("[2] Dependencies › Running Recipes at the End of a
+            // Recipe") is no sentence, though its words are in the sentences under it.
+            let heading = !exact && titles.iter().any(|t| words.iter().all(|w| t.contains(w)));
             // A sentence copied twice is quoted once.
-            if let Some((.., i)) = best
-                && !picked.contains(&i)
-            {
+            if pool[i].1 && !heading && !picked.contains(&i) {
                 picked.push(i);
             }
         }
     }
     let mut text = String::new();
     for i in picked {
-        let c = &pool[i];
+        let c = &pool[i].0;
         let sentence = unrole(&c.sentence);
         match (&c.code, sentence.strip_suffix(':')) {
             (Some(code), Some(lead)) => {
@@ -489,22 +520,6 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
         }
     }
     text.trim_end().to_owned()
-}
-
-/// The passage numbers a piece of an answer cites (`[2]`, `[1][3]`, `[1, 3]`).
-fn marker_numbers(piece: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for group in piece.split('[').skip(1) {
-        let Some(inside) = group.split(']').next() else {
-            continue;
-        };
-        for n in inside.split(',') {
-            if let Ok(n) = n.trim().parse::<u32>() {
-                out.push(n);
-            }
-        }
-    }
-    out
 }
 
 /// The text of `quoted`: under a bold line per part when the question has several, and a
@@ -700,7 +715,7 @@ mod tests {
         let cited: Vec<Vec<u32>> = v.claims.iter().map(|c| c.sources.clone()).collect();
         assert_eq!(cited, vec![vec![1], vec![1], vec![2]], "{v:?}");
         // The model's own words, however close to the passages' topic, are not a copy; nor is
-        // "none", nor a copy of a sentence already quoted.
+        // "none", a passage's heading or a piece of fewer than three words that count.
         for own in [
             "To hide helper recipes, you can rename them to start with an underscore [1].",
             // Qwen2.5-Coder-1.5B listed the passages' headings once (2026-12-02).
@@ -736,6 +751,69 @@ mod tests {
         assert_eq!(
             copied("The cache is cleared when the server restarts.", &sources),
             "The cache is cleared when the server restarts. [1]"
+        );
+    }
+
+    #[test]
+    fn a_copy_word_for_word_is_of_the_sentence_that_holds_it_whatever_it_cites() {
+        // The same words in another order, in the passage the copy cites ("like [2]" is the
+        // instruction's example).
+        let sources = vec![
+            source("a.md", "The cache is cleared when the server restarts."),
+            source("b.md", "The server restarts when the cache is cleared."),
+        ];
+        assert_eq!(
+            copied(
+                "The cache is cleared when the server restarts [2]",
+                &sources
+            ),
+            "The cache is cleared when the server restarts. [1]"
+        );
+    }
+
+    #[test]
+    fn a_copy_of_a_fragment_is_left_out_not_swapped_for_a_sentence_of_its_words() {
+        // A list item that does not read as an answer, and a sentence holding its words that
+        // says the opposite.
+        let sources = vec![source(
+            "docs/reload.md",
+            "- restart the server when files change\n\nThe server does not restart when files change in production.",
+        )];
+        assert_eq!(
+            copied("restart the server when files change [1]", &sources),
+            ""
+        );
+        assert_eq!(
+            copied(
+                "The server does not restart when files change in production [1]",
+                &sources
+            ),
+            "The server does not restart when files change in production. [1]"
+        );
+    }
+
+    #[test]
+    fn at_most_three_sentences_are_quoted_and_a_copied_code_block_is_no_sentence() {
+        let sources = vec![source(
+            "docs/notes.md",
+            "The first note is about caching entries.\n\nThe second note is about retrying requests.\n\nThe third note is about logging errors.\n\nThe fourth note is about metrics exports.",
+        )];
+        let reply = "The first note is about caching entries [1].\n```\nThe fourth note is about metrics exports.\n```\nThe second note is about retrying requests [1].\nThe third note is about logging errors [1].\nThe fourth note is about metrics exports [1].";
+        assert_eq!(
+            copied(reply, &sources),
+            "The first note is about caching entries. [1]\n\nThe second note is about retrying requests. [1]\n\nThe third note is about logging errors. [1]"
+        );
+    }
+
+    #[test]
+    fn a_passage_shown_for_quotes_is_a_sentence_a_line_without_headings_or_tables() {
+        let s = source(
+            "docs/cache.md",
+            "# Cache\n\n## Eviction\n\nWhen the cache is full it evicts the least recently used entry first. Every read moves an\nentry to the front.\n\n| key | default |\n|---|---|\n| `capacity` | 10000 |\n\nSet the capacity like this:\n\n```toml\ncapacity = 500\n```\n",
+        );
+        assert_eq!(
+            sentence_lines(&s),
+            "When the cache is full it evicts the least recently used entry first.\nEvery read moves an entry to the front.\nSet the capacity like this:\n```toml\ncapacity = 500\n```"
         );
     }
 

@@ -1295,7 +1295,7 @@ fn drop_dangling_headings(text: &str) -> String {
     text
 }
 
-fn markers_in(text: &str) -> Vec<u32> {
+pub(crate) fn markers_in(text: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for caps in marker_regex().captures_iter(text) {
         if caps[0].ends_with('(') {
@@ -1989,7 +1989,9 @@ pub const PART_TOKENS: usize = 900;
 
 /// The system and user messages of the targeted pass: one part of the question, asked alone
 /// over its own best passages ([`PART_PASSAGES`], at most [`PART_TOKENS`]), for one to three
-/// sentences. Returns how many passages were shown (the first ones, numbered `[1]…[n]`).
+/// sentences; with `quotes`, for the sentences of the passages that answer it, copied, over
+/// the passages shown a sentence a line ([`QUOTE_SYSTEM`]). Returns how many passages were
+/// shown (the first ones, numbered `[1]…[n]`).
 pub fn part_prompt(
     part: &str,
     sources: &[SourceRecord],
@@ -2035,8 +2037,8 @@ pub fn part_prompt(
 /// over Uvicorn's and just's docs its own sentences gave real features the wrong purpose
 /// (docs/research.md, "Quoted answers"). It is not offered "reply: none": offered it, the model
 /// said so for parts its passages answered (over 19 recorded part prompts, 7 "none" against 3,
-/// and one located answer copied fewer); a copy about something else holds none of the part's
-/// words and is not kept (`run.rs`).
+/// and one located answer copied fewer); copies none of which holds a word of the part are not
+/// kept (`run.rs`, as for an answer in the model's words).
 pub const QUOTE_SYSTEM: &str = "You answer a question by quoting the passages you are given. \
 Copy the one sentence of the passages that best answers the question, word for word, and then \
 the number of its passage in square brackets, like [2]. If another sentence is needed to answer \
