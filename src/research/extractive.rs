@@ -401,8 +401,10 @@ pub fn quote(
 
 /// A passage as the targeted pass asking for quotes shows it: each sentence of its text on a
 /// line of its own, a short code block after the paragraph it follows, no headings, tables or
-/// markup lines (a code file: its comments). Asked over passages as written, Qwen2.5-Coder-1.5B copied their
-/// headings or whole passages; over a sentence a line it copied sentences (2026-12-02).
+/// markup lines (a code file: its comments). Asked over passages as written,
+/// Qwen2.5-Coder-1.5B copied their headings or whole passages; over a sentence a line it copied
+/// sentences (2026-12-02). Every sentence shown is one [`copied`] can match ([`all_sentences`]
+/// splits the same units the same way); it quotes only those that read as answers.
 pub fn sentence_lines(s: &SourceRecord) -> String {
     let mut out = String::new();
     for unit in units(s) {
