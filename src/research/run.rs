@@ -623,7 +623,7 @@ impl Research {
             return first;
         }
         first.notes.push(format!(
-            "{why} with its own best passages, {} of {} answered",
+            "{why} with its own best passages, {} of {} with a supported sentence kept",
             asked.answers.len(),
             all_parts.len()
         ));
@@ -766,7 +766,7 @@ impl Research {
                 .await;
             if !again.answers.is_empty() {
                 first.notes.push(format!(
-                    "{why}; asked about each part again with its own best passages, {} of {} answered",
+                    "{why}; asked about each part again with its own best passages, {} of {} with a supported sentence kept",
                     again.answers.len(),
                     all_parts.len()
                 ));
