@@ -440,7 +440,12 @@ const COPIED_LINES: usize = 200;
 /// question, a link list: [`is_answer_sentence`]), or that is a passage's heading is left
 /// out, as is a second copy of a sentence: the report prints what the passages say, and a
 /// small model's own sentences gave real features the wrong purpose (docs/research.md,
-/// "Quoted answers").
+/// "Quoted answers"). Copies are of one passage, that of the first copy: the sentences a small
+/// model copies after the first from another passage are mostly about something else. Over
+/// Uvicorn's and just's docs (Qwen2.5-Coder-1.5B, 41 calls, 2026-12-02) the first three copies
+/// of other passages than the first copy's held 1 sentence of a located answer and 7 from
+/// sections that answer nothing asked; printed under the part's heading, such a sentence made
+/// three answers that held the located sentence wrong.
 pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
     let pool = all_sentences(sources);
     let stems: Vec<Vec<String>> = pool
@@ -499,8 +504,10 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
             // A passage's heading copied ("[2] Dependencies › Running Recipes at the End of a
             // Recipe") is no sentence, though its words are in the sentences under it.
             let heading = !exact && titles.iter().any(|t| words.iter().all(|w| t.contains(w)));
-            // A sentence copied twice is quoted once.
-            if pool[i].1 && !heading && !picked.contains(&i) {
+            // A sentence copied twice is quoted once; a copy of another passage than the
+            // first copy's is not quoted.
+            let other = picked.first().is_some_and(|f| pool[*f].0.n != pool[i].0.n);
+            if pool[i].1 && !heading && !other && !picked.contains(&i) {
                 picked.push(i);
             }
         }
@@ -701,21 +708,30 @@ mod tests {
         let sources = just_passages();
         // Qwen2.5-Coder-1.5B's reply to "how do I hide the helpers — they're only used as
         // dependencies of other recipes — ideally without renaming all of them" (2026-12-02):
-        // the passage numbers in front, a sentence copied without its <sup>, one cut short.
+        // the passage numbers in front, a sentence copied without its <sup>, then one of the
+        // other passage, about something else and cut short: not quoted.
         let reply = "[1] Recipes and aliases whose name starts with a `_` are omitted from `just --list`.\n[1] The `[private]` attribute may also be used to hide recipes or aliases without needing to change the name.\n[2] Recipes can have subsequent dependencies, which run immediately after";
         let text = copied(reply, &sources);
         assert_eq!(
             text,
-            "Recipes and aliases whose name starts with a `_` are omitted from `just --list` [1]:\n\n```just\ntest: _test-helper\n  ./bin/test\n\n_test-helper:\n  ./bin/super-secret-test-helper-stuff\n```\n\nThe `[private]` attribute<sup>1.10.0</sup> may also be used to hide recipes or aliases without needing to change the name [1]:\n\n```just\n[private]\nfoo:\n\n[private]\nalias b := bar\n```\n\nRecipes can have subsequent dependencies, which run immediately after the recipe and are introduced with an `&&`. [2]"
+            "Recipes and aliases whose name starts with a `_` are omitted from `just --list` [1]:\n\n```just\ntest: _test-helper\n  ./bin/test\n\n_test-helper:\n  ./bin/super-secret-test-helper-stuff\n```\n\nThe `[private]` attribute<sup>1.10.0</sup> may also be used to hide recipes or aliases without needing to change the name [1]:\n\n```just\n[private]\nfoo:\n\n[private]\nalias b := bar\n```"
         );
-        // What the run checks next reads it as three sentences, each citing its passage.
+        // What the run checks next reads it as two sentences, each citing its passage.
         let v = crate::research::synthesis::validate_answer(
             "how do I hide the helpers",
             &text,
             &sources,
         );
         let cited: Vec<Vec<u32>> = v.claims.iter().map(|c| c.sources.clone()).collect();
-        assert_eq!(cited, vec![vec![1], vec![1], vec![2]], "{v:?}");
+        assert_eq!(cited, vec![vec![1], vec![1]], "{v:?}");
+        // The first copy names the passage: the other's sentence alone is quoted.
+        assert_eq!(
+            copied(
+                "[2] Dependencies run before recipes that depend on them.\n[1] The `[private]` attribute may also be used to hide recipes or aliases without needing to change the name.",
+                &sources
+            ),
+            "Dependencies run before recipes that depend on them. [2]"
+        );
         // The model's own words, however close to the passages' topic, are not a copy; nor is
         // "none", a passage's heading or a piece of fewer than three words that count.
         for own in [

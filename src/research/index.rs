@@ -162,6 +162,8 @@ pub struct FoundPassage {
     pub hit: PassageHit,
     /// Index into [`question_parts`] of the question; `None` when found for the whole question.
     pub part: Option<usize>,
+    /// Its place (0 the best) in the search of each part that ranked it: (part, place).
+    pub ranks: Vec<(usize, usize)>,
 }
 
 /// The best passages under `root` for `question`, at most `max`: the best of each part of the
@@ -188,9 +190,21 @@ pub fn search(
         queries.push((None, words, q));
     }
     let mut rankings: Vec<(Option<usize>, std::vec::IntoIter<PassageHit>)> = Vec::new();
+    // Where each passage stands in each part's own ranking: a passage found first for one
+    // part may be another part's best too.
+    let mut ranks: std::collections::HashMap<i64, Vec<(usize, usize)>> =
+        std::collections::HashMap::new();
     for (part, words, q) in queries {
-        let hits = library.search_passages(&key, &q, max.saturating_mul(3).max(10))?;
-        rankings.push((part, coordinate(hits, &words).into_iter()));
+        let hits = coordinate(
+            library.search_passages(&key, &q, max.saturating_mul(3).max(10))?,
+            &words,
+        );
+        if let Some(p) = part {
+            for (place, hit) in hits.iter().enumerate() {
+                ranks.entry(hit.id).or_default().push((p, place));
+            }
+        }
+        rankings.push((part, hits.into_iter()));
     }
     let mut out: Vec<FoundPassage> = Vec::new();
     let mut taken: HashSet<i64> = HashSet::new();
@@ -202,7 +216,12 @@ pub fn search(
             }
             for hit in ranking.by_ref() {
                 if taken.insert(hit.id) {
-                    out.push(FoundPassage { hit, part: *part });
+                    let ranks = ranks.get(&hit.id).cloned().unwrap_or_default();
+                    out.push(FoundPassage {
+                        hit,
+                        part: *part,
+                        ranks,
+                    });
                     any = true;
                     break;
                 }

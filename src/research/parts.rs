@@ -397,7 +397,10 @@ const POINTING: [&str; 8] = [
 /// alone over Ruff's docs, "where should those comments go" (after "I wrapped a couple of
 /// entries in `# fmt: off` / `# fmt: on` and Ruff reformats them anyway — why") got the Neovim
 /// setup section and the answer "in the section titled 'Neovim 0.11+'", the worst sentence of
-/// the run (2026-12-01).
+/// the run (2026-12-01). A part with at most one such word says too little without pointing
+/// too: asked alone over Uvicorn's docs, "What do I have to change" (after "I thought Uvicorn
+/// reads X-Forwarded-For / X-Forwarded-Proto out of the box") was searched by "change" and
+/// answered with `docker compose up` rebuilding the image "when code changes" (2026-12-02).
 pub fn points_back(text: &str) -> bool {
     let pointing = text
         .split(|c: char| !c.is_alphanumeric())
@@ -407,7 +410,7 @@ pub fn points_back(text: &str) -> bool {
         .into_iter()
         .filter(|s| !shape.contains(s))
         .count();
-    pointing && own <= 3
+    (pointing && own <= 3) || own <= 1
 }
 
 /// What the targeted pass asks for part `p` of `parts`, and the part it ranks the passages by:
@@ -464,30 +467,62 @@ pub fn about(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
 }
 
 /// The passages the targeted pass asks part `p` over (`part` as [`asked_for`] ranks it), best
-/// first: those [`about`] it and those its own search found ([`SourceRecord::found_for`]),
-/// taken in turn, each once; navigation never. The share weighs a word by its rarity among the
-/// few passages found and ranks nothing below [`FLOOR`]; the search weighs it by its rarity in
-/// the whole corpus and a heading's words more. Each finds answers the other misses: over the
-/// 103 located parts of seven corpora's bench questions (`scripts/bench/research-answers-*.md`)
-/// that a report splits as located, the answering passage was among the first three for 79
-/// taken in turn, 71 by the share alone and 65 by the search alone, while 100 of the 103 were
-/// among the passages found. `p` is `None` for a part asked with the part before it
+/// first: those its own search found ([`SourceRecord::found_for`]) and those [`about`] it,
+/// taken in turn, the search's first, each once; navigation never. The share weighs a word by
+/// its rarity among the few passages found and ranks nothing below [`FLOOR`]; the search weighs
+/// it by its rarity in the whole corpus and a heading's words more. Each finds answers the
+/// other misses: over the 103 located parts of seven corpora's bench questions
+/// (`scripts/bench/research-answers-*.md`) that a report splits as located, the answering
+/// passage was among the first three for 79 taken in turn, 71 by the share alone and 65 by the
+/// search alone, while 100 of the 103 were among the passages found. The search's best goes
+/// first because the first passage is the one a small model answers from: over Uvicorn's and
+/// just's docs (2026-12-02) Qwen2.5-Coder-1.5B quoted the first passage in 23 of the 29 calls
+/// where it quoted any, and quoted the answering passage in 17 of 22 calls where it was first
+/// against 4 of 11 where it was second or third; and the search's best is the answering passage
+/// more often than the share's (`research-part-prompts`, 2026-12-02: see docs/research.md,
+/// "Each part searched on its own"). `p` is `None` for a part asked with the part before it
 /// ([`asked_for`]): its own search had only its few words ("where should those comments go").
 pub fn asked_over(p: Option<usize>, part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
     let by_share = about(part, sources);
-    let by_search: Vec<usize> = (0..sources.len())
-        .filter(|&i| {
-            p.is_some() && sources[i].found_for == p && !is_navigation(&sources[i].snippet)
-        })
-        .collect();
+    let by_search = searched_for(p, sources);
     let mut out: Vec<usize> = Vec::with_capacity(by_share.len() + by_search.len());
     for k in 0..by_share.len().max(by_search.len()) {
-        for i in [by_share.get(k), by_search.get(k)].into_iter().flatten() {
+        for i in [by_search.get(k), by_share.get(k)].into_iter().flatten() {
             if !out.contains(i) {
                 out.push(*i);
             }
         }
     }
+    out
+}
+
+/// The passages part `p`'s own search ranked, in its order ([`SourceRecord::search_ranks`]),
+/// with those found for it ([`SourceRecord::found_for`]) that carry no place after them, in the
+/// order found; navigation never. A passage another part's search found first is in the list
+/// too: over seven corpora's bench questions, a part's best by its own search was the
+/// answering passage for 56 of the 108 located parts split as located, where the passages found
+/// for the part alone (the first found for another part left out) had it first for 50
+/// (`research-part-prompts` and a replay of its searches, 2026-12-02).
+fn searched_for(p: Option<usize>, sources: &[SourceRecord]) -> Vec<usize> {
+    let Some(p) = p else {
+        return Vec::new();
+    };
+    let place = |i: usize| {
+        sources[i]
+            .search_ranks
+            .iter()
+            .find(|(part, _)| *part == p)
+            .map(|(_, place)| *place)
+    };
+    let mut ranked: Vec<(usize, usize)> = (0..sources.len())
+        .filter(|&i| !is_navigation(&sources[i].snippet))
+        .filter_map(|i| place(i).map(|k| (k, i)))
+        .collect();
+    ranked.sort();
+    let mut out: Vec<usize> = ranked.into_iter().map(|(_, i)| i).collect();
+    out.extend((0..sources.len()).filter(|&i| {
+        sources[i].found_for == Some(p) && place(i).is_none() && !is_navigation(&sources[i].snippet)
+    }));
     out
 }
 
@@ -728,7 +763,7 @@ mod tests {
     }
 
     #[test]
-    fn a_part_is_asked_over_its_passages_by_share_and_by_its_own_search_in_turn() {
+    fn a_part_is_asked_over_its_passages_by_its_own_search_and_by_share_in_turn() {
         let source = |title: &str, text: &str, found_for: Option<usize>| SourceRecord {
             title: title.to_owned(),
             snippet: text.to_owned(),
@@ -763,13 +798,25 @@ mod tests {
         let by_share = about(part, &sources);
         assert_eq!(by_share[..2], [0, 1]);
         assert!(!by_share.contains(&2));
-        // The share's best, the search's best (the same passage: once), the share's second,
-        // the search's second, and on in turn.
+        // The search's best, the share's best (the same passage: once), the search's second,
+        // the share's second, and on in turn.
         let asked = asked_over(Some(0), part, &sources);
-        assert_eq!(asked[..3], [0, 1, 2]);
+        assert_eq!(asked[..3], [0, 2, 1]);
         assert!(!asked.contains(&4));
         assert!(!asked.contains(&3));
         assert!(asked.contains(&5));
+        // Where the search placed them: "Retries back off exponentially" was the second
+        // part's best, though the first part's search found it first; the second part asks
+        // over it first, then its own finds without a place.
+        let mut ranked = sources.clone();
+        ranked[5].search_ranks = vec![(0, 0), (1, 0)];
+        ranked[0].search_ranks = vec![(0, 1)];
+        ranked[3].search_ranks = vec![(1, 1)];
+        let second = &searched_parts(question, &ranked)[1];
+        let asked = asked_over(Some(1), second, &ranked);
+        assert_eq!(asked[0], 5, "{asked:?}");
+        assert_eq!(searched_for(Some(1), &ranked), vec![5, 3, 1]);
+        assert_eq!(searched_for(Some(0), &ranked), vec![5, 0, 2]);
     }
 
     #[test]
@@ -1078,6 +1125,7 @@ mod tests {
             "where should those comments go",
             "and can I change that",
             "how do I get it back",
+            "What do I have to change",
         ] {
             assert!(points_back(text), "{text}");
         }

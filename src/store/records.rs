@@ -44,6 +44,11 @@ pub struct SourceRecord {
     /// that part's finds is its place in the order found. Not stored: it orders one run's prompt.
     #[serde(skip)]
     pub found_for: Option<usize>,
+    /// For a workspace passage: its place (0 the best) in the own search of each part of the
+    /// question (index into `question_parts`) whose search ranked it, whichever part found it
+    /// first. Not stored: it orders one run's prompts.
+    #[serde(skip)]
+    pub search_ranks: Vec<(usize, usize)>,
 }
 
 /// The stored factors of a credibility score and the score they produce.

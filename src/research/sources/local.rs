@@ -101,6 +101,7 @@ pub fn search_workspace(
         .into_iter()
         .map(|f| SourceRecord {
             found_for: f.part,
+            search_ranks: f.ranks,
             ..passage_record(root, &f.hit, &retrieved_at)
         })
         .collect();
