@@ -131,7 +131,10 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
                         .trim()
                 })
                 .filter(|rest| !rest.starts_with('[') && !rest.starts_with('!'))
-        } else if t.starts_with('#') || t.starts_with('|') || t.starts_with("<") {
+        } else if t.starts_with('#')
+            || t.starts_with('|')
+            || (t.starts_with('<') && !opens_inline(t))
+        {
             None
         } else {
             let at = list_prefix(t).unwrap_or(0);
@@ -153,6 +156,28 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
     }
     flush(&mut current, &mut out, &mut attachable);
     out
+}
+
+/// HTML elements that mark words inside a sentence rather than a block of their own.
+const INLINE_TAGS: [&str; 14] = [
+    "kbd", "code", "b", "i", "em", "strong", "sup", "sub", "a", "span", "abbr", "mark", "samp",
+    "var",
+];
+
+/// Whether a line opens with an element of [`INLINE_TAGS`]: a sentence that goes on from the
+/// line before, not markup to leave out. fzf's README breaks "Vim will not open an empty file
+/// when you terminate fzf with" before "<kbd>CTRL-C</kbd>"; left out, the sentence ended at
+/// "with" (2026-12-02).
+fn opens_inline(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix('<') else {
+        return false;
+    };
+    let name: String = rest
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    INLINE_TAGS.contains(&name.as_str()) && rest[name.len()..].starts_with(['>', ' '])
 }
 
 /// Phrases of navigation and lead-ins rather than statements about the topic.
@@ -282,7 +307,11 @@ fn all_sentences(sources: &[SourceRecord]) -> Vec<(Candidate, bool)> {
             for (k, sentence) in list.into_iter().enumerate() {
                 let code = if k == last { unit.code.clone() } else { None };
                 let sentence = crate::research::synthesis::strip_markers(&sentence);
-                let keep_code = code.is_some() && sentence.trim_end().ends_with(':');
+                // A lead-in to its code: "…:", or a list item's last sentence without a stop
+                // ("Ripgrep prints the matching lines in the following format", fzf's guide).
+                let keep_code = code.is_some()
+                    && (sentence.trim_end().ends_with(':')
+                        || reads_as_answer_when_ended(&sentence));
                 let answer = is_answer_sentence(&sentence, keep_code);
                 out.push((
                     Candidate {
@@ -428,6 +457,18 @@ const COPIED_MOST: usize = 3;
 /// The lines of a reply read for copies, at most.
 const COPIED_LINES: usize = 200;
 
+/// Whether a sentence that does not end like one ([`is_answer_sentence`] asks for a full stop)
+/// reads as an answer once ended: documentation writes many list items without one, and a
+/// copy of such an item is the model's pick, not a fragment the ranking found. Over fzf's
+/// README (2026-12-02), "Vim will not open an empty file when you terminate fzf with
+/// <kbd>CTRL-C</kbd>", the located answer to "`vim $(fzf)` opens an empty buffer after CTRL-C:
+/// what's the better way", was copied word for word and left out. A list item that does not
+/// start like a sentence ("restart the server when files change") still reads as none.
+fn reads_as_answer_when_ended(sentence: &str) -> bool {
+    let t = sentence.trim_end();
+    !t.ends_with(['.', '!', ':', '?', ';', ',']) && is_answer_sentence(&format!("{t}."), false)
+}
+
 /// What a model asked to copy the sentences that answer a part (the targeted pass with
 /// `[research] quote_parts`) copied, as the answer's text: for each piece of `reply` that is a
 /// copy, the passage's own sentence it copies (its markers and roles tidied as for any quote),
@@ -507,7 +548,8 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
             // A sentence copied twice is quoted once; a copy of another passage than the
             // first copy's is not quoted.
             let other = picked.first().is_some_and(|f| pool[*f].0.n != pool[i].0.n);
-            if pool[i].1 && !heading && !other && !picked.contains(&i) {
+            let answer = pool[i].1 || reads_as_answer_when_ended(&pool[i].0.sentence);
+            if answer && !heading && !other && !picked.contains(&i) {
                 picked.push(i);
             }
         }
@@ -517,10 +559,10 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
         let c = &pool[i].0;
         let sentence = unrole(&c.sentence);
         match (&c.code, sentence.strip_suffix(':')) {
-            (Some(code), Some(lead)) => {
+            (Some(code), lead) => {
                 text.push_str(&format!(
                     "{} [{}]:\n\n{}\n\n",
-                    lead.trim_end(),
+                    lead.unwrap_or(&sentence).trim_end(),
                     c.n,
                     code.trim()
                 ));
@@ -807,6 +849,35 @@ mod tests {
                 &sources
             ),
             "The server does not restart when files change in production. [1]"
+        );
+    }
+
+    /// fzf's README (2026-12-02): the list items that answer end without a full stop.
+    #[test]
+    fn a_copied_list_item_without_a_full_stop_is_quoted() {
+        let sources = vec![source(
+            "README.md",
+            "Compared to the seemingly equivalent command substitution `vim \"$(fzf)\"`, this\napproach has several advantages:\n\n* Vim will not open an empty file when you terminate fzf with\n  <kbd>CTRL-C</kbd>\n* Vim will not open an empty file when you press <kbd>ENTER</kbd> on an empty\n  result\n* restart the server when files change\n",
+        )];
+        let text = copied(
+            "[1] Vim will not open an empty file when you terminate fzf with <kbd>CTRL-C</kbd>\n[1] restart the server when files change",
+            &sources,
+        );
+        assert_eq!(
+            text,
+            "Vim will not open an empty file when you terminate fzf with <kbd>CTRL-C</kbd> [1]"
+        );
+        // A list item that leads to its code without a colon is quoted with it.
+        let sources = vec![source(
+            "ADVANCED.md",
+            "- Ripgrep prints the matching lines in the following format\n  ```\n  man/man1/fzf.1:54:.BI \"--algo=\" TYPE\n  ```\n- The first token delimited by `:` is the file path.\n",
+        )];
+        assert_eq!(
+            copied(
+                "[1] Ripgrep prints the matching lines in the following format",
+                &sources
+            ),
+            "Ripgrep prints the matching lines in the following format [1]:\n\n```\nman/man1/fzf.1:54:.BI \"--algo=\" TYPE\n```"
         );
     }
 

@@ -479,8 +479,8 @@ pub fn about(part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
 /// just's docs (2026-12-02) Qwen2.5-Coder-1.5B quoted the first passage in 23 of the 29 calls
 /// where it quoted any, and quoted the answering passage in 17 of 22 calls where it was first
 /// against 4 of 11 where it was second or third; and the search's best is the answering passage
-/// more often than the share's (`research-part-prompts`, 2026-12-02: see docs/research.md,
-/// "Each part searched on its own"). `p` is `None` for a part asked with the part before it
+/// more often than the share's ([`searched_for`]; docs/research.md, "Each part searched on
+/// its own"). `p` is `None` for a part asked with the part before it
 /// ([`asked_for`]): its own search had only its few words ("where should those comments go").
 pub fn asked_over(p: Option<usize>, part: &QuestionPart, sources: &[SourceRecord]) -> Vec<usize> {
     let by_share = about(part, sources);
@@ -499,10 +499,10 @@ pub fn asked_over(p: Option<usize>, part: &QuestionPart, sources: &[SourceRecord
 /// The passages part `p`'s own search ranked, in its order ([`SourceRecord::search_ranks`]),
 /// with those found for it ([`SourceRecord::found_for`]) that carry no place after them, in the
 /// order found; navigation never. A passage another part's search found first is in the list
-/// too: over seven corpora's bench questions, a part's best by its own search was the
-/// answering passage for 56 of the 108 located parts split as located, where the passages found
-/// for the part alone (the first found for another part left out) had it first for 50
-/// (`research-part-prompts` and a replay of its searches, 2026-12-02).
+/// too: over seven corpora's bench questions, the first passage of a part's own prompt held
+/// the answer for 63 of the 111 located parts split as located, against 49 with the share's
+/// best first (`research-part-prompts`, 2026-12-02; about 50 with the passages found for the
+/// part alone, a passage found first for another part left out).
 fn searched_for(p: Option<usize>, sources: &[SourceRecord]) -> Vec<usize> {
     let Some(p) = p else {
         return Vec::new();
