@@ -584,7 +584,7 @@ pub fn render(all: &[QuestionPart], quoted: &Quoted) -> String {
         if lines.is_empty() {
             // Not "no source has one": sentences are what was looked for (a reader found the
             // answer in a passage's code); the end of the synthesis says where to look.
-            text.push_str("No sentence to quote was found for this part.\n\n");
+            text.push_str("No sentence was quoted for this part; the passages may still answer it in other words, and those most about it are named below.\n\n");
         } else {
             text.push_str(&lines.join("\n"));
             text.push_str("\n\n");
@@ -920,7 +920,7 @@ mod tests {
         assert_eq!(claims.len(), 1);
         assert!(
             text.contains(
-                "**2. how are generators written**\n\nNo sentence to quote was found for this part."
+                "**2. how are generators written**\n\nNo sentence was quoted for this part; the passages may still answer it in other words, and those most about it are named below."
             ),
             "{text}"
         );
