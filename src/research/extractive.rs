@@ -877,7 +877,7 @@ mod tests {
                 "[1] Ripgrep prints the matching lines in the following format",
                 &sources
             ),
-            "Ripgrep prints the matching lines in the following format [1]:\n\n```\nman/man1/fzf.1:54:.BI \"--algo=\" TYPE\n```"
+            "Ripgrep prints the matching lines in the following format [1]:\n\n```\n  man/man1/fzf.1:54:.BI \"--algo=\" TYPE\n```"
         );
     }
 

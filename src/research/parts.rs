@@ -738,13 +738,13 @@ mod tests {
         ];
         let question = "how does the cache evict entries, and how are retries spaced";
         assert_eq!(most_about(question, 0, &sources, |_| false), vec![0, 1, 2]);
-        // What the part's own search found comes in turn with what holds its words.
+        // What the part's own search found comes first, in turn with what holds its words.
         let mut found = sources.clone();
         found.push(SourceRecord {
             found_for: Some(0),
             ..source("e.md", "Set `max_age` to bound how long an item lives.")
         });
-        assert_eq!(most_about(question, 0, &found, |_| false), vec![0, 4, 1]);
+        assert_eq!(most_about(question, 0, &found, |_| false), vec![4, 0, 1]);
         // The model was shown the first two: the reader is pointed to the third.
         assert_eq!(most_about(question, 0, &sources, |i| i < 2), vec![2]);
         assert_eq!(
