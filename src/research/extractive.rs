@@ -293,9 +293,18 @@ struct Candidate {
     code: Option<String>,
 }
 
-/// Every sentence of `sources`, in source order, with whether it reads as an answer
-/// ([`is_answer_sentence`]).
-fn all_sentences(sources: &[SourceRecord]) -> Vec<(Candidate, bool)> {
+/// A sentence of the passages and how it reads.
+struct Sentence {
+    candidate: Candidate,
+    /// It reads as an answer ([`is_answer_sentence`]): a quote the ranking may pick.
+    answer: bool,
+    /// A copy of it may be quoted: it reads as an answer, or would once ended
+    /// ([`reads_as_answer_when_ended`]).
+    copyable: bool,
+}
+
+/// Every sentence of `sources`, in source order, with how it reads.
+fn all_sentences(sources: &[SourceRecord]) -> Vec<Sentence> {
     let mut out = Vec::new();
     for (i, s) in sources.iter().enumerate() {
         if s.retracted || s.credibility.score <= 0.0 {
@@ -309,18 +318,18 @@ fn all_sentences(sources: &[SourceRecord]) -> Vec<(Candidate, bool)> {
                 let sentence = crate::research::synthesis::strip_markers(&sentence);
                 // A lead-in to its code: "…:", or a list item's last sentence without a stop
                 // ("Ripgrep prints the matching lines in the following format", fzf's guide).
-                let keep_code = code.is_some()
-                    && (sentence.trim_end().ends_with(':')
-                        || reads_as_answer_when_ended(&sentence));
+                let ended = reads_as_answer_when_ended(&sentence);
+                let keep_code = code.is_some() && (sentence.trim_end().ends_with(':') || ended);
                 let answer = is_answer_sentence(&sentence, keep_code);
-                out.push((
-                    Candidate {
+                out.push(Sentence {
+                    candidate: Candidate {
                         n: i as u32 + 1,
                         sentence,
                         code: if keep_code { code } else { None },
                     },
                     answer,
-                ));
+                    copyable: answer || ended,
+                });
             }
         }
     }
@@ -331,7 +340,7 @@ fn all_sentences(sources: &[SourceRecord]) -> Vec<(Candidate, bool)> {
 fn candidates(sources: &[SourceRecord]) -> Vec<Candidate> {
     all_sentences(sources)
         .into_iter()
-        .filter_map(|(c, answer)| answer.then_some(c))
+        .filter_map(|s| s.answer.then_some(s.candidate))
         .collect()
 }
 
@@ -491,7 +500,7 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
     let pool = all_sentences(sources);
     let stems: Vec<Vec<String>> = pool
         .iter()
-        .map(|(c, _)| content_stems(&c.sentence))
+        .map(|s| content_stems(&s.candidate.sentence))
         .collect();
     let titles: Vec<Vec<String>> = sources.iter().map(|s| content_stems(&s.title)).collect();
     // The prose of the reply, within bounds (a server may ignore the token limit): a code
@@ -519,7 +528,8 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
             let best = pool
                 .iter()
                 .enumerate()
-                .filter_map(|(i, (c, _))| {
+                .filter_map(|(i, s)| {
+                    let c = &s.candidate;
                     let held = words.iter().filter(|w| stems[i].contains(w)).count();
                     let share = held as f64 / words.len() as f64;
                     let covered = held as f64 / stems[i].len().max(1) as f64;
@@ -547,27 +557,24 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
             let heading = !exact && titles.iter().any(|t| words.iter().all(|w| t.contains(w)));
             // A sentence copied twice is quoted once; a copy of another passage than the
             // first copy's is not quoted.
-            let other = picked.first().is_some_and(|f| pool[*f].0.n != pool[i].0.n);
-            let answer = pool[i].1 || reads_as_answer_when_ended(&pool[i].0.sentence);
-            if answer && !heading && !other && !picked.contains(&i) {
+            let other = picked
+                .first()
+                .is_some_and(|f| pool[*f].candidate.n != pool[i].candidate.n);
+            if pool[i].copyable && !heading && !other && !picked.contains(&i) {
                 picked.push(i);
             }
         }
     }
     let mut text = String::new();
     for i in picked {
-        let c = &pool[i].0;
+        let c = &pool[i].candidate;
         let sentence = unrole(&c.sentence);
-        match (&c.code, sentence.strip_suffix(':')) {
-            (Some(code), lead) => {
-                text.push_str(&format!(
-                    "{} [{}]:\n\n{}\n\n",
-                    lead.unwrap_or(&sentence).trim_end(),
-                    c.n,
-                    code.trim()
-                ));
+        match &c.code {
+            Some(code) => {
+                let lead = sentence.strip_suffix(':').unwrap_or(&sentence).trim_end();
+                text.push_str(&format!("{lead} [{}]:\n\n{}\n\n", c.n, code.trim()));
             }
-            _ => text.push_str(&format!("{} [{}]\n\n", sentence.trim_end(), c.n)),
+            None => text.push_str(&format!("{} [{}]\n\n", sentence.trim_end(), c.n)),
         }
     }
     text.trim_end().to_owned()

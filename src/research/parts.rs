@@ -496,9 +496,8 @@ pub fn asked_over(p: Option<usize>, part: &QuestionPart, sources: &[SourceRecord
     out
 }
 
-/// The passages part `p`'s own search ranked, in its order ([`SourceRecord::search_ranks`]),
-/// with those found for it ([`SourceRecord::found_for`]) that carry no place after them, in the
-/// order found; navigation never. A passage another part's search found first is in the list
+/// The passages part `p`'s own search ranked, in its order ([`SourceRecord::search_ranks`]);
+/// navigation never. A passage another part's search found first is in the list
 /// too: over seven corpora's bench questions, the first passage of a part's own prompt held
 /// the answer for 63 of the 111 located parts split as located, against 49 with the share's
 /// best first (`research-part-prompts`, 2026-12-02; about 50 with the passages found for the
@@ -507,23 +506,17 @@ fn searched_for(p: Option<usize>, sources: &[SourceRecord]) -> Vec<usize> {
     let Some(p) = p else {
         return Vec::new();
     };
-    let place = |i: usize| {
-        sources[i]
-            .search_ranks
-            .iter()
-            .find(|(part, _)| *part == p)
-            .map(|(_, place)| *place)
-    };
-    let mut ranked: Vec<(usize, usize)> = (0..sources.len())
-        .filter(|&i| !is_navigation(&sources[i].snippet))
-        .filter_map(|i| place(i).map(|k| (k, i)))
+    let mut ranked: Vec<(usize, usize)> = sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !is_navigation(&s.snippet))
+        .filter_map(|(i, s)| {
+            let (_, place) = s.search_ranks.iter().find(|(part, _)| *part == p)?;
+            Some((*place, i))
+        })
         .collect();
     ranked.sort();
-    let mut out: Vec<usize> = ranked.into_iter().map(|(_, i)| i).collect();
-    out.extend((0..sources.len()).filter(|&i| {
-        sources[i].found_for == Some(p) && place(i).is_none() && !is_navigation(&sources[i].snippet)
-    }));
-    out
+    ranked.into_iter().map(|(_, i)| i).collect()
 }
 
 fn ranked_and_named(part: &QuestionPart, sources: &[SourceRecord]) -> (Vec<usize>, Vec<usize>) {
@@ -742,6 +735,7 @@ mod tests {
         let mut found = sources.clone();
         found.push(SourceRecord {
             found_for: Some(0),
+            search_ranks: vec![(0, 0)],
             ..source("e.md", "Set `max_age` to bound how long an item lives.")
         });
         assert_eq!(most_about(question, 0, &found, |_| false), vec![4, 0, 1]);
@@ -793,6 +787,17 @@ mod tests {
             ),
             source("f.md", "The cache holds entries by key.", Some(0)),
         ];
+        // Each placed in the search of the part that found it, in the order found.
+        let mut sources = sources;
+        for i in 0..sources.len() {
+            if let Some(p) = sources[i].found_for {
+                let place = sources[..i]
+                    .iter()
+                    .filter(|s| s.found_for == Some(p))
+                    .count();
+                sources[i].search_ranks = vec![(p, place)];
+            }
+        }
         let question = "how does the cache evict entries, and how are retries spaced";
         let part = &searched_parts(question, &sources)[0];
         let by_share = about(part, &sources);
@@ -807,11 +812,14 @@ mod tests {
         assert!(asked.contains(&5));
         // Where the search placed them: "Retries back off exponentially" was the second
         // part's best, though the first part's search found it first; the second part asks
-        // over it first, then its own finds without a place.
+        // over it first.
         let mut ranked = sources.clone();
         ranked[5].search_ranks = vec![(0, 0), (1, 0)];
         ranked[0].search_ranks = vec![(0, 1)];
+        ranked[2].search_ranks = vec![(0, 2)];
+        ranked[4].search_ranks = vec![(0, 3)];
         ranked[3].search_ranks = vec![(1, 1)];
+        ranked[1].search_ranks = vec![(1, 2)];
         let second = &searched_parts(question, &ranked)[1];
         let asked = asked_over(Some(1), second, &ranked);
         assert_eq!(asked[0], 5, "{asked:?}");

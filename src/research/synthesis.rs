@@ -3096,18 +3096,14 @@ mod tests {
                     continue;
                 };
                 let asked: HashSet<String> = support::claim_stems(question).into_iter().collect();
-                let mut code = false;
+                let mut fences = crate::edit::text::Fences::default();
                 for line in report.lines() {
                     // Headings, the report's own italic lines and its "Not answered: “PART”"
                     // lines are the parts as asked, written by the server after the check; a
                     // code block is a passage's example quoted with its sentence (Black's
                     // `python-cell-magics = [...]`, 2026-12-02), no sentence of the answer.
                     let t = line.trim_start();
-                    if t.starts_with("```") {
-                        code = !code;
-                        continue;
-                    }
-                    if code
+                    if fences.line(line) != crate::edit::text::FenceLine::Outside
                         || t.starts_with('*')
                         || t.starts_with("Not answered")
                         || t.starts_with("Nothing in the sources")
