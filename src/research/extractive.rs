@@ -206,6 +206,20 @@ const NAVIGATION: [&str; 22] = [
     "we'll ",
 ];
 
+/// Whether `phrase` is in `text` where a word begins: "refer to" is not in "prefer to".
+/// Matched anywhere, it was in 10 of the 245 sentences of nine documentation corpora that hold
+/// a phrase of [`NAVIGATION`] ("If you'd prefer to opt in to each preview rule individually,
+/// you can toggle the `explicit-preview-rules` setting", Ruff's docs; fzf's
+/// `FZF_DEFAULT_OPTS_FILE` answer), each a sentence that answers, left out (2026-12-02).
+fn says_at_word_start(text: &str, phrase: &str) -> bool {
+    text.match_indices(phrase).any(|(i, _)| {
+        !text[..i]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric)
+    })
+}
+
 /// The words of `text` outside Markdown links (`[text](url)`), and the words inside them.
 fn words_outside_links(text: &str) -> (usize, usize) {
     let mut outside = String::new();
@@ -277,7 +291,7 @@ pub fn is_answer_sentence(sentence: &str, code_follows: bool) -> bool {
         return false;
     }
     let lower = t.to_lowercase();
-    if lower.starts_with("see ") || NAVIGATION.iter().any(|n| lower.contains(n)) {
+    if lower.starts_with("see ") || NAVIGATION.iter().any(|n| says_at_word_start(&lower, n)) {
         return false;
     }
     // "For example:" / "Like this." — no content of its own.
@@ -857,6 +871,18 @@ mod tests {
             ),
             "The server does not restart when files change in production. [1]"
         );
+    }
+
+    #[test]
+    fn a_navigation_phrase_inside_a_word_is_no_navigation() {
+        assert!(is_answer_sentence(
+            "If you'd prefer to opt in to each preview rule individually, you can toggle the `explicit-preview-rules` setting.",
+            false
+        ));
+        assert!(!is_answer_sentence(
+            "For the details of each option, refer to the settings page.",
+            false
+        ));
     }
 
     /// fzf's README (2026-12-02): the list items that answer end without a full stop.
