@@ -767,18 +767,20 @@ fn a_question_of_several_parts_is_answered_part_by_part() {
     );
 }
 
-/// `[research] quote_parts`, on by default: each part's targeted pass shows its passages a
-/// sentence a line and asks the model to copy the sentences that answer it; the report prints
-/// the sentences it copied as the passages write them, cited, and leaves out what is not a
-/// copy — the model's own words, a passage's heading —, so a part answered by neither keeps
-/// nothing of the model's and gets what any such part gets (here a quote, marked as one). The replies are in the forms Qwen2.5-Coder-1.5B wrote
-/// (2026-12-02): the passage number in front, a sentence copied with words left out.
+/// `[research] quote_parts`, on by default: each part's targeted pass shows the sentences of
+/// its passages likeliest to answer it, numbered, and asks the model for the numbers of those
+/// that answer; the report prints the sentences named as the passages write them, cited. A
+/// reply in words is read as copies, and what is not a copy — the model's own words, a
+/// passage's heading — is left out, so a part answered by neither keeps nothing of the
+/// model's and gets what any such part gets (here a quote, marked as one). The replies are in
+/// the forms Qwen2.5-Coder-1.5B wrote (2026-12-02): numbers in parentheses; copies with the
+/// passage number in front, a sentence copied with words left out.
 #[test]
-fn a_part_is_answered_with_the_sentences_the_model_copied_as_the_passages_write_them() {
+fn a_part_is_answered_with_the_sentences_the_model_named_as_the_passages_write_them() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = runtime
         .block_on(ReplayServer::start(vec![
-            scripted("[1] When the cache is full it evicts the least recently used entry first.\n[1] Every read moves an entry to the front of the recency list."),
+            scripted("(1), (2)"),
             scripted("[1] Store › Write-ahead log\nThe store always keeps its writes safe in a journal before it answers [1]."),
             scripted("[1] Outgoing requests are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status"),
         ]))
@@ -790,21 +792,26 @@ fn a_part_is_answered_with_the_sentences_the_model_copied_as_the_passages_write_
     let first = requests[0].json();
     let system = first["messages"][0]["content"].as_str().unwrap();
     assert!(
-        system.starts_with("You answer a question by quoting the passages"),
+        system.starts_with("You pick the sentences of documentation that answer a question"),
         "{system}"
     );
     assert_eq!(first["temperature"], 0.0, "{first}");
-    // A sentence a line, without the passages' headings.
+    // The sentences a line, numbered, each with its section; no headings of their own, and
+    // the sentence that holds the part's words first.
     let asked = user_message(&requests[0]);
-    assert!(
-        asked
-            .lines()
-            .any(|l| l == "When the cache is full it evicts the least recently used entry first."),
+    let named: Vec<&str> = asked
+        .lines()
+        .filter_map(|l| l.strip_prefix("(1) ").or_else(|| l.strip_prefix("(2) ")))
+        .map(|l| l.split("  \u{2014} ").next().unwrap())
+        .collect();
+    assert_eq!(named.len(), 2, "{asked}");
+    assert_eq!(
+        named[0], "When the cache is full it evicts the least recently used entry first.",
         "{asked}"
     );
     assert!(!asked.lines().any(|l| l.starts_with("## ")), "{asked}");
     assert!(
-        asked.contains("Copy the sentences that answer the question"),
+        asked.ends_with("The numbers of the sentences that answer it:"),
         "{asked}"
     );
 
@@ -814,14 +821,11 @@ fn a_part_is_answered_with_the_sentences_the_model_copied_as_the_passages_write_
         synthesis.starts_with("*Each part of the question was asked on its own, with the passages ranked for it; the model picked the sentences of the passages that answer it, quoted as they are written:*"),
         "{synthesis}"
     );
-    // Copied, the passages' own sentences; the copy with words left out prints them too.
-    for said in [
-        "When the cache is full it evicts the least recently used entry first [",
-        "Every read moves an entry to the front of the recency list, so entries that are read often stay cached [",
-        "Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [",
-    ] {
-        assert!(synthesis.contains(said), "{said}: {synthesis}");
-    }
+    // Named, the passage's own sentence; the copy with words left out prints it too.
+    let said = format!("{} [", named[0].trim_end_matches('.'));
+    assert!(synthesis.contains(&said), "{said}: {synthesis}");
+    let copied = "Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [";
+    assert!(synthesis.contains(copied), "{copied}: {synthesis}");
     // Neither the heading nor the model's own sentence is printed: that part keeps nothing of
     // the model's and gets the quote the extractive ranking finds, marked as such.
     assert!(!synthesis.contains("journal"), "{synthesis}");

@@ -325,12 +325,11 @@ pub struct ResearchSection {
     /// against 86 s) and said fewer wrong things (docs/research.md, "Each part searched on its
     /// own"); `false` asks for one answer to the whole question first.
     pub per_part: bool,
-    /// Each part's targeted pass asks the model to copy, word for word, the sentences of its
-    /// passages that answer the part, and the report prints those sentences as the passages
-    /// write them, instead of asking for one to three sentences in the model's words. With
-    /// Qwen2.5-Coder-1.5B, over 16 questions read by hand, as many parts were answered right
-    /// (11 against 10 of 40) and the readers found 99 % of the citations supported against
-    /// 83 %: its own sentences often gave a real feature the wrong purpose (docs/research.md,
+    /// Each part's targeted pass shows the model the sentences of its passages likeliest to
+    /// answer the part, numbered, and asks which answer it; the report prints those sentences
+    /// as the passages write them, instead of asking for one to three sentences in the model's
+    /// words. Quoted, the readers found 99 % of the citations supported against 83 %: a small
+    /// model's own sentences often gave a real feature the wrong purpose (docs/research.md,
     /// "Quoted answers"); `false` asks for its own words (a larger model that explains well).
     pub quote_parts: bool,
     /// Sources by name: a built-in kind (openalex, arxiv, crossref, semantic_scholar, searxng,

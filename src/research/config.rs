@@ -168,8 +168,8 @@ pub struct ResearchConfig {
     pub verify: bool,
     /// A question of several parts is answered one part at a time (`[research] per_part`).
     pub per_part: bool,
-    /// The targeted pass asks the model to copy the sentences that answer the part, and the
-    /// report prints them as the passages write them (`[research] quote_parts`).
+    /// The targeted pass asks the model which of the part's numbered sentences answer it, and
+    /// the report prints them as the passages write them (`[research] quote_parts`).
     pub quote_parts: bool,
     /// patchwise's data directory: never indexed as part of the workspace.
     pub data_dir: PathBuf,

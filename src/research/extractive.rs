@@ -6,16 +6,22 @@
 //! ordered by part, each cited; a part that found nothing says so (docs/research.md).
 //!
 //! The same sentences are what a model asked for quotes picks from (`[research] quote_parts`):
-//! [`sentence_lines`] shows a passage a sentence a line, and [`copied`] turns the model's copies
-//! back into the passages' own sentences, so what the report prints is what the passage says.
+//! [`numbered`] lists those likeliest to answer a part, numbered, and [`chosen`] turns the
+//! numbers the model names (or its copies, [`copied`]) back into the passages' own sentences,
+//! so what the report prints is what the passage says.
 //!
 //! Pure functions: no I/O, no model calls.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
 
 use crate::edit::text::{FenceLine, Fences};
 use crate::research::parts::{self, QuestionPart};
 use crate::research::passages::{self, content_stems};
 use crate::research::synthesis::{sentences, unrole};
 use crate::store::SourceRecord;
+use crate::tokens::{Encoding, count_tokens};
 
 /// A code block longer than this (lines, characters) is not quoted as an example.
 const CODE_LINES: usize = 15;
@@ -138,7 +144,7 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
             None
         } else {
             let at = list_prefix(t).unwrap_or(0);
-            Some(t[at..].trim_start_matches('>').trim())
+            Some(t[at..].trim_start_matches('>').trim()).filter(|text| !is_alert_marker(text))
         };
         match text {
             Some(text) if !text.is_empty() => {
@@ -156,6 +162,16 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
     }
     flush(&mut current, &mut out, &mut attachable);
     out
+}
+
+/// Whether a line is a GitHub alert's marker (`> [!NOTE]`, `> [!TIP]`, …): markup, not the
+/// first words of the sentence under it. Read as words, it made the first sentence of every
+/// alert start with "[!NOTE]", which reads as no sentence, and fzf's README answers "how do I
+/// set up key bindings on an older fzf" in such a note.
+fn is_alert_marker(text: &str) -> bool {
+    text.strip_prefix("[!")
+        .and_then(|rest| rest.strip_suffix(']'))
+        .is_some_and(|kind| !kind.is_empty() && kind.chars().all(|c| c.is_ascii_alphabetic()))
 }
 
 /// HTML elements that mark words inside a sentence rather than a block of their own.
@@ -451,27 +467,6 @@ pub fn quote(
     out
 }
 
-/// A passage as the targeted pass asking for quotes shows it: each sentence of its text on a
-/// line of its own, a short code block after the paragraph it follows, no headings, tables or
-/// markup lines (a code file: its comments). Asked over passages as written,
-/// Qwen2.5-Coder-1.5B copied their headings or whole passages; over a sentence a line it copied
-/// sentences (2026-12-02). Every sentence shown is one [`copied`] can match ([`all_sentences`]
-/// splits the same units the same way); it quotes only those that read as answers.
-pub fn sentence_lines(s: &SourceRecord) -> String {
-    let mut out = String::new();
-    for unit in units(s) {
-        for sentence in sentences(&unit.text) {
-            out.push_str(sentence.trim());
-            out.push('\n');
-        }
-        if let Some(code) = &unit.code {
-            out.push_str(code.trim());
-            out.push('\n');
-        }
-    }
-    out.trim_end().to_owned()
-}
-
 /// The share of a piece of the model's reply whose words one sentence of the passages must hold
 /// for the piece to count as a copy of it ([`copied`]).
 const COPIED: f64 = 0.7;
@@ -579,8 +574,15 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
             }
         }
     }
+    quoted_text(&pool, &picked)
+}
+
+/// The answer's text for the sentences `picked` (indices into `pool`): each as the passage
+/// writes it (roles tidied), with the number of its passage and the short code example it
+/// leads to.
+fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
     let mut text = String::new();
-    for i in picked {
+    for &i in picked {
         let c = &pool[i].candidate;
         let sentence = unrole(&c.sentence);
         match &c.code {
@@ -592,6 +594,150 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
         }
     }
     text.trim_end().to_owned()
+}
+
+/// The sentences a model picks from, at most: the part's likeliest answers, best first.
+pub const PICK_CHOICES: usize = 8;
+
+/// The sentences of a part's passages as the targeted pass asking for sentences by number
+/// shows them (`[research] quote_parts`): those a copy of which may be quoted
+/// ([`Sentence::copyable`]), the [`PICK_CHOICES`] holding the largest share of the part's
+/// weighed words first ([`parts::share`]; ties in the passages' order), a line each, numbered
+/// `(1)`, `(2)`, …, with the section they are from.
+///
+/// Why a short, ranked list rather than the passages: asked over whole passages numbered a
+/// sentence a line, Qwen2.5-Coder-1.5B named the example of its instructions or `(1)` more
+/// than what it read; over the eight likeliest sentences, best first, it named a located
+/// answer more often than the word ranking's first alone, in a prompt read in a third of the
+/// time (docs/research.md, "Sentences picked by number").
+pub struct Numbered {
+    /// The sentences as shown.
+    pub text: String,
+    /// How many passages the sentences shown come from, counted from the first: the prompt
+    /// read the first `shown` of `sources`.
+    pub shown: usize,
+    /// The sentence each number shown stands for: `(k)` is `numbers[k - 1]`, an index into
+    /// the sentences of `sources` ([`chosen`] reads it back).
+    pub numbers: Vec<usize>,
+}
+
+/// The section a passage's title names (`README.md:195-229 — Setting up` → `Setting up`), or
+/// its file when it names none.
+fn section_of(title: &str) -> String {
+    match title.split_once(" \u{2014} ") {
+        Some((_, section)) if !section.trim().is_empty() => section.trim().to_owned(),
+        _ => line_range().replace(title.trim(), "").into_owned(),
+    }
+}
+
+/// `sources`' sentences numbered for the model to pick the answer to `part` from
+/// ([`Numbered`]), within `total_tokens` (the first sentence is always shown).
+pub fn numbered(
+    sources: &[SourceRecord],
+    part: &QuestionPart,
+    encoding: Encoding,
+    total_tokens: usize,
+) -> Numbered {
+    let pool = all_sentences(sources);
+    let mut ranked: Vec<(f64, usize)> = pool
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.copyable)
+        .map(|(i, x)| (parts::share(&x.candidate.sentence, part), i))
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut out = Numbered {
+        text: String::new(),
+        shown: 0,
+        numbers: Vec::new(),
+    };
+    let mut used = 0;
+    for (_, i) in ranked.into_iter().take(PICK_CHOICES) {
+        let c = &pool[i].candidate;
+        let section = sources
+            .get(c.n as usize - 1)
+            .map(|s| section_of(&s.title))
+            .unwrap_or_default();
+        let line = format!(
+            "({}) {}  \u{2014} {section}\n",
+            out.numbers.len() + 1,
+            c.sentence.trim()
+        );
+        let cost = count_tokens(&line, encoding);
+        if used + cost > total_tokens && !out.numbers.is_empty() {
+            break;
+        }
+        used += cost;
+        out.text.push_str(&line);
+        out.numbers.push(i);
+        out.shown = out.shown.max(c.n as usize);
+    }
+    out.text = out.text.trim_end().to_owned();
+    out.shown = out.shown.max(sources.len().min(1));
+    out
+}
+
+/// The lines in a passage's title (`README.md:195-229 — Setting up`).
+fn line_range() -> &'static Regex {
+    static RANGE: OnceLock<Regex> = OnceLock::new();
+    RANGE.get_or_init(|| Regex::new(r":\d+(?:-\d+)?\b").expect("valid pattern"))
+}
+
+/// The numbers a reply names: every `(k)` in it, or, for a reply of nothing but numbers and
+/// separators ("4, 7"), those. `None` for a reply in words without a number in parentheses:
+/// the model copied sentences instead, or wrote its own.
+fn numbers_named(reply: &str) -> Option<Vec<usize>> {
+    static PAREN: OnceLock<Regex> = OnceLock::new();
+    let paren = PAREN.get_or_init(|| Regex::new(r"\((\d{1,4})\)").expect("valid pattern"));
+    let named: Vec<usize> = paren
+        .captures_iter(reply)
+        .filter_map(|c| c[1].parse().ok())
+        .collect();
+    if !named.is_empty() {
+        return Some(named);
+    }
+    let bare = reply
+        .trim()
+        .trim_end_matches('.')
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == '&')
+        .filter(|w| !w.is_empty() && !w.eq_ignore_ascii_case("and"))
+        .map(|w| w.trim_matches(['(', ')', '#']).parse::<usize>().ok())
+        .collect::<Option<Vec<usize>>>()?;
+    (!bare.is_empty()).then_some(bare)
+}
+
+/// What a model asked to name the sentences that answer a part ([`numbered`]) picked, as the
+/// answer's text: the sentences whose numbers its reply names ([`numbers_named`]), in the
+/// order named, at most [`COPIED_MOST`], each once and of the first one's passage, as
+/// [`copied`] prints a copy. `(0)`, and a number that was not shown, name nothing. (Over the
+/// trial's 55 parts, of the sentences named after the first, 2 of 12 from another passage were
+/// of a located answer, both beside a first that was; 5 of 12 from the same passage.) A reply in words is read as copies ([`copied`]):
+/// asked for numbers, a model may still copy.
+///
+/// Why numbers: asked to copy the sentences that answer a part over the same passages,
+/// Qwen2.5-Coder-1.5B copied the question back, a heading or a neighbouring sentence; asked to
+/// name them by number it named the located answer more often and in about half the time
+/// (docs/research.md, "Sentences picked by number").
+pub fn chosen(reply: &str, sources: &[SourceRecord], numbers: &[usize]) -> String {
+    let Some(named) = numbers_named(reply) else {
+        return copied(reply, sources);
+    };
+    let pool = all_sentences(sources);
+    let mut picked: Vec<usize> = Vec::new();
+    for k in named {
+        let Some(&i) = k.checked_sub(1).and_then(|k| numbers.get(k)) else {
+            continue;
+        };
+        // As for copies, the sentences of the first one's passage.
+        let other = picked.first().is_some_and(|f| {
+            pool.get(i)
+                .is_none_or(|x| x.candidate.n != pool[*f].candidate.n)
+        });
+        if i < pool.len() && !other && picked.len() < COPIED_MOST && !picked.contains(&i) {
+            picked.push(i);
+        }
+    }
+    quoted_text(&pool, &picked)
 }
 
 /// The text of `quoted`: under a bold line per part when the question has several, and a
@@ -927,16 +1073,108 @@ mod tests {
         );
     }
 
+    /// Two passages as the pick prompt shows them, for a part about disabling ALT-C.
+    fn numbered_pair() -> (Vec<SourceRecord>, Numbered) {
+        // Titled as the workspace source titles a passage, keyed by its file.
+        let passage = |lines: &str, section: &str, text: &str| SourceRecord {
+            key: format!("file:README.md#{lines}"),
+            ..source(&format!("README.md:{lines} \u{2014} {section}"), text)
+        };
+        let sources = vec![
+            passage(
+                "195-229",
+                "Setting up shell integration",
+                "# Setup\n\nAdd the following line to your shell configuration file:\n\n```sh\neval \"$(fzf --bash)\"\n```\n\nSee [the wiki](https://example.org/wiki).\n\n> [!NOTE]\n> Older versions of fzf have no `--bash` option. Source the script files in the /shell directory instead.\n",
+            ),
+            passage(
+                "231-242",
+                "Key bindings",
+                "You can disable CTRL-T, CTRL-R, or ALT-C bindings by setting the\ncorresponding `*_COMMAND` variable to an empty string when sourcing the\nscript.\n\n| key | action |\n|---|---|\n| ALT-C | cd |\n",
+            ),
+        ];
+        let part = parts::parts_for("How do I disable the ALT-C bindings?", &sources).remove(0);
+        let shown = numbered(&sources, &part, Encoding::Cl100k, 900);
+        (sources, shown)
+    }
+
     #[test]
-    fn a_passage_shown_for_quotes_is_a_sentence_a_line_without_headings_or_tables() {
-        let s = source(
-            "docs/cache.md",
-            "# Cache\n\n## Eviction\n\nWhen the cache is full it evicts the least recently used entry first. Every read moves an\nentry to the front.\n\n| key | default |\n|---|---|\n| `capacity` | 10000 |\n\nSet the capacity like this:\n\n```toml\ncapacity = 500\n```\n",
+    fn the_sentences_likeliest_to_answer_are_numbered_best_first() {
+        let (sources, shown) = numbered_pair();
+        // The sentence that holds the part's words first, with its section; then the others
+        // in the passages' order. A fragment, a link, a table or code is never a choice.
+        assert_eq!(
+            shown.text,
+            "(1) You can disable CTRL-T, CTRL-R, or ALT-C bindings by setting the corresponding `*_COMMAND` variable to an empty string when sourcing the script.  \u{2014} Key bindings\n(2) Add the following line to your shell configuration file:  \u{2014} Setting up shell integration\n(3) Older versions of fzf have no `--bash` option.  \u{2014} Setting up shell integration\n(4) Source the script files in the /shell directory instead.  \u{2014} Setting up shell integration"
+        );
+        assert_eq!(shown.shown, 2);
+        assert_eq!(shown.numbers.len(), 4);
+        // Within a budget of tokens, the best first (and always one).
+        let part = parts::parts_for("How do I disable the ALT-C bindings?", &sources).remove(0);
+        let one = numbered(&sources, &part, Encoding::Cl100k, 10);
+        assert_eq!(one.numbers.len(), 1);
+        assert_eq!(one.shown, 2);
+        assert_eq!(
+            chosen("(1)", &sources, &one.numbers),
+            "You can disable CTRL-T, CTRL-R, or ALT-C bindings by setting the corresponding `*_COMMAND` variable to an empty string when sourcing the script. [2]"
+        );
+        // At most PICK_CHOICES sentences.
+        let many = vec![source(
+            "docs/notes.md",
+            &(1..=20)
+                .map(|i| format!("Note number {i} is about something else entirely."))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        )];
+        let part = parts::parts_for("what is note 5 about?", &many).remove(0);
+        assert_eq!(
+            numbered(&many, &part, Encoding::Cl100k, 900).numbers.len(),
+            PICK_CHOICES
+        );
+    }
+
+    #[test]
+    fn the_sentences_a_reply_names_are_quoted_as_written() {
+        let (sources, shown) = numbered_pair();
+        let n = &shown.numbers;
+        // Numbers in parentheses, in the order named, each once; the code a lead-in leads to
+        // goes with it.
+        assert_eq!(
+            chosen("(4) (2) (4)", &sources, n),
+            "Source the script files in the /shell directory instead. [1]\n\nAdd the following line to your shell configuration file [1]:\n\n```sh\neval \"$(fzf --bash)\"\n```"
+        );
+        // Bare numbers, and a number with the sentence copied after it; a sentence of another
+        // passage than the first one's is left out.
+        assert_eq!(
+            chosen("3, 1, 4", &sources, n),
+            "Older versions of fzf have no `--bash` option. [1]\n\nSource the script files in the /shell directory instead. [1]"
         );
         assert_eq!(
-            sentence_lines(&s),
-            "When the cache is full it evicts the least recently used entry first.\nEvery read moves an entry to the front.\nSet the capacity like this:\n```toml\ncapacity = 500\n```"
+            chosen(
+                "(3) Older versions of fzf have no `--bash` option.",
+                &sources,
+                n
+            ),
+            "Older versions of fzf have no `--bash` option. [1]"
         );
+        // None, numbers not shown, and at most three.
+        for nothing in ["(0)", "(9)", "(0) (17)", "0"] {
+            assert_eq!(chosen(nothing, &sources, n), "", "{nothing}");
+        }
+        assert_eq!(
+            chosen("(2) (3) (4) (1)", &sources, n).matches(" [").count(),
+            3
+        );
+        // A reply in words is read as copies; a passage number in brackets is no pick.
+        assert_eq!(
+            chosen(
+                "Older versions of fzf have no `--bash` option [1].",
+                &sources,
+                n
+            ),
+            "Older versions of fzf have no `--bash` option. [1]"
+        );
+        assert_eq!(chosen("[1]", &sources, n), "");
+        assert_eq!(chosen("", &sources, n), "");
     }
 
     #[test]

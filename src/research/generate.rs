@@ -39,6 +39,8 @@ fn passage_share(window: usize, parts: usize) -> usize {
 
 /// The answer of the targeted pass, at most: one to three sentences.
 const PART_ANSWER_TOKENS: u32 = 160;
+/// The tokens of a reply naming sentences by number ("(4) (7) (12)"), at most.
+const PICK_TOKENS: u32 = 48;
 
 /// What the synthesis step produced.
 pub(crate) struct Synthesis {
@@ -409,20 +411,27 @@ impl Research {
         &self,
         model: &dyn ChatModel,
         part: &str,
+        by: &parts::QuestionPart,
         passages: &[SourceRecord],
         deadline: Instant,
         cancel: &CancellationToken,
     ) -> (Result<(String, usize), String>, Usage) {
         let encoding = Encoding::for_model(model.name());
         let quotes = self.settings.quote_parts;
-        let (system, user, shown) = synthesis::part_prompt(part, passages, encoding, quotes);
+        let (system, user, shown, numbers) =
+            synthesis::part_prompt(part, by, passages, encoding, quotes);
         let request = ChatRequest {
             messages: vec![Message::system(system), Message::user(user)],
             tools: Vec::new(),
             options: ChatOptions {
-                // A copy has one right answer.
+                // A pick has one right answer, and is a few numbers long (a reply that copies
+                // sentences instead is read as copies, the first of them whole).
                 temperature: Some(if quotes { 0.0 } else { 0.2 }),
-                max_tokens: Some(PART_ANSWER_TOKENS),
+                max_tokens: Some(if quotes {
+                    PICK_TOKENS
+                } else {
+                    PART_ANSWER_TOKENS
+                }),
                 ..ChatOptions::default()
             },
         };
@@ -434,7 +443,10 @@ impl Research {
             // The sentences it copied, as the passages write them; a copy cut short by the
             // token limit still names its sentence.
             Ok(Ok(answer)) if quotes => (
-                Ok((extractive::copied(&answer.text, &passages[..shown]), shown)),
+                Ok((
+                    extractive::chosen(&answer.text, &passages[..shown], &numbers),
+                    shown,
+                )),
                 answer.usage,
             ),
             // Cut short by the token limit: its unfinished sentence is no answer.

@@ -583,16 +583,21 @@ pub fn most_about(
     sources: &[SourceRecord],
     read: impl Fn(usize) -> bool,
 ) -> Vec<usize> {
-    searched_parts(question, sources)
-        .get(p)
-        .map(|part| {
-            asked_over(Some(p), part, sources)
-                .into_iter()
-                .filter(|i| !read(*i) && !sources[*i].retracted)
-                .take(POINTED)
-                .collect()
-        })
-        .unwrap_or_default()
+    let searched = searched_parts(question, sources);
+    // Ranked as the targeted pass asks the part: one that points back, by its words and the
+    // part's before it. By its own few words ("how do I turn it on", after "is there tab
+    // completion for the `hatch` command", Hatch's docs, 2026-12-02) the ranking found no
+    // passage and the report said that nothing answers it, with 23 of 24 holding the words
+    // asked by.
+    let Some((asked, by)) = asked_for(&searched, &searched, p) else {
+        return Vec::new();
+    };
+    let search = (asked == searched[p].text).then_some(p);
+    asked_over(search, &by, sources)
+        .into_iter()
+        .filter(|i| !read(*i) && !sources[*i].retracted)
+        .take(POINTED)
+        .collect()
 }
 
 /// The sentence a report ends a part it could not answer with: the passages [`most_about`]
@@ -739,6 +744,27 @@ mod tests {
             ..source("e.md", "Set `max_age` to bound how long an item lives.")
         });
         assert_eq!(most_about(question, 0, &found, |_| false), vec![4, 0, 1]);
+        // A part that points back is pointed to the passages of the words it is asked by,
+        // its own and the part's before it: by "turn" alone, none.
+        let completion = vec![
+            source(
+                "about.md",
+                "Tab completion for zsh is a script saved with `_HATCH_COMPLETE=zsh_source hatch`.",
+            ),
+            source("env.md", "Environments are created on first use."),
+            source(
+                "zsh.md",
+                "Source the zsh completion script from `~/.zshrc`.",
+            ),
+        ];
+        let pointing = "is there tab completion for the hatch command on zsh? How do I turn it on?";
+        assert_eq!(
+            searched_parts(pointing, &completion).len(),
+            2,
+            "{:?}",
+            searched_parts(pointing, &completion)
+        );
+        assert!(!most_about(pointing, 1, &completion, |_| false).is_empty());
         // The model was shown the first two: the reader is pointed to the third.
         assert_eq!(most_about(question, 0, &sources, |i| i < 2), vec![2]);
         assert_eq!(

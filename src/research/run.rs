@@ -850,7 +850,12 @@ impl Research {
                 asked_again.searched.insert(p, hold);
                 continue;
             }
-            let picked: Vec<usize> = ranked.into_iter().take(synthesis::PART_PASSAGES).collect();
+            let passages = if self.settings.quote_parts {
+                synthesis::PICK_PASSAGES
+            } else {
+                synthesis::PART_PASSAGES
+            };
+            let picked: Vec<usize> = ranked.into_iter().take(passages).collect();
             let sources: Vec<SourceRecord> =
                 picked.iter().map(|i| candidates[*i].clone()).collect();
             progress(
@@ -868,6 +873,7 @@ impl Research {
                 .ask_part(
                     writer,
                     &asked,
+                    &by,
                     &sources,
                     judge_deadline(plan.deadline, plan.budget, Instant::now()),
                     cancel,

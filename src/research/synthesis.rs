@@ -1986,28 +1986,45 @@ pub fn prompt(
 pub const PART_PASSAGES: usize = 3;
 /// Their tokens, at most: a short prompt, read in seconds by a small local model.
 pub const PART_TOKENS: usize = 900;
+/// The passages whose sentences a part asking for sentences by number (`[research]
+/// quote_parts`) ranks: the prompt shows [`extractive::PICK_CHOICES`] sentences however many
+/// passages they come from.
+pub const PICK_PASSAGES: usize = 3;
 
 /// The system and user messages of the targeted pass: one part of the question, asked alone
 /// over its own best passages ([`PART_PASSAGES`], at most [`PART_TOKENS`]), for one to three
-/// sentences; with `quotes`, for the sentences of the passages that answer it, copied, over
-/// the passages shown a sentence a line ([`QUOTE_SYSTEM`]). Returns how many passages were
-/// shown (the first ones, numbered `[1]…[n]`).
+/// sentences; with `quotes`, for the numbers of the sentences of the passages that answer it,
+/// over their sentences likeliest to, ranked by `by` and numbered ([`extractive::numbered`],
+/// [`PICK_SYSTEM`]). Returns how many passages were shown (the first ones, numbered
+/// `[1]…[n]`) and, with `quotes`, the sentence each number stands for.
 pub fn part_prompt(
     part: &str,
+    by: &QuestionPart,
     sources: &[SourceRecord],
     encoding: Encoding,
     quotes: bool,
-) -> (String, String, usize) {
-    let mut user = format!("Question: {}\n\nPassages:\n\n", part.trim());
+) -> (String, String, usize, Vec<usize>) {
+    let part = part.trim();
+    let mut user = format!("Question: {part}\n\n");
+    if quotes {
+        let sources = &sources[..sources.len().min(PICK_PASSAGES)];
+        let numbered = crate::research::extractive::numbered(sources, by, encoding, PART_TOKENS);
+        user.push_str(&format!(
+            "Sentences:\n{}\n\nQuestion: {part}\n\n{PICK_ASK}",
+            numbered.text
+        ));
+        return (
+            PICK_SYSTEM.to_owned(),
+            user,
+            numbered.shown,
+            numbered.numbers,
+        );
+    }
+    user.push_str("Passages:\n\n");
     let mut used = 0;
     let mut shown = 0;
     for (i, s) in sources.iter().take(PART_PASSAGES).enumerate() {
-        let text = if quotes {
-            crate::research::extractive::sentence_lines(s)
-        } else {
-            s.snippet.trim().to_owned()
-        };
-        let snippet = truncate_to_tokens(&text, PART_TOKENS / 2, encoding);
+        let snippet = truncate_to_tokens(s.snippet.trim(), PART_TOKENS / 2, encoding);
         let block = format!("[{}] {}\n{snippet}\n\n", i + 1, s.title.trim());
         let cost = count_tokens(&block, encoding);
         if used + cost > PART_TOKENS && shown > 0 {
@@ -2017,32 +2034,28 @@ pub fn part_prompt(
         shown += 1;
         user.push_str(&block);
     }
-    if quotes {
-        user.push_str(&format!(
-            "Question: {}\n\nCopy the sentences that answer the question, word for word, each followed by its passage number, like [2].",
-            part.trim()
-        ));
-        return (QUOTE_SYSTEM.to_owned(), user, shown);
-    }
     user.push_str(&format!(
-        "Question: {}\n\nAnswer in 1 to 3 sentences, with the words of the passages. End every sentence with the number of its passage, like [1]; the passages are numbered 1 to {shown}.",
-        part.trim()
+        "Question: {part}\n\nAnswer in 1 to 3 sentences, with the words of the passages. End every sentence with the number of its passage, like [1]; the passages are numbered 1 to {shown}."
     ));
-    (SYSTEM.to_owned(), user, shown)
+    (SYSTEM.to_owned(), user, shown, Vec::new())
 }
 
-/// The system message of the targeted pass asking for quotes (`[research] quote_parts`): the
-/// model picks the sentences that answer and copies them; the server prints the passages' own
-/// sentences it copied (`extractive::copied`). A small model copies well and explains badly:
-/// over Uvicorn's and just's docs its own sentences gave real features the wrong purpose
-/// (docs/research.md, "Quoted answers"). It is not offered "reply: none": offered it, the model
-/// said so for parts its passages answered (over 19 recorded part prompts, 7 "none" against 3,
-/// and one located answer copied fewer); copies none of which holds a word of the part are not
-/// kept (`run.rs`, as for an answer in the model's words).
-pub const QUOTE_SYSTEM: &str = "You answer a question by quoting the passages you are given. \
-Copy the one sentence of the passages that best answers the question, word for word, and then \
-the number of its passage in square brackets, like [2]. If another sentence is needed to answer \
-it, copy it too, on a new line. Copy at most three sentences and write nothing else.";
+/// The system message of the targeted pass asking for sentences (`[research] quote_parts`):
+/// the model names the numbers of the sentences that answer; the server prints those
+/// sentences as the passages write them (`extractive::chosen`). A small model copies well and
+/// explains badly: over Uvicorn's and just's docs its own sentences gave real features the
+/// wrong purpose (docs/research.md, "Quoted answers"). Asked to copy the sentences instead,
+/// Qwen2.5-Coder-1.5B copied the question back, a heading, or a sentence next to the answer;
+/// asked for numbers, it named a located answer more often in a third of the time
+/// (docs/research.md, "Sentences picked by number"). No example numbers: given "like: (4)
+/// (7)", it replied "(4) (7)" for 15 of 36 parts. "(0)" is its way to say none.
+pub const PICK_SYSTEM: &str = "You pick the sentences of documentation that answer a question. \
+Each sentence has its number in parentheses before it. Reply with the numbers of the sentences \
+that answer the question, best first, at most three, each in parentheses. If no sentence \
+answers it, reply (0). Write nothing else.";
+
+/// The last line of the targeted pass's prompt asking for sentences ([`PICK_SYSTEM`]).
+const PICK_ASK: &str = "The numbers of the sentences that answer it:";
 
 #[cfg(test)]
 mod tests {

@@ -35,7 +35,7 @@ srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
 threading.Thread(target=srv.serve_forever, daemon=True).start()
 port = srv.server_address[1]
 rows = [json.loads(l) for l in open(rows_file)]
-state = tempfile.mkdtemp()
+state = tempfile.mkdtemp(); print("STATE", state)
 os.makedirs(f"{state}/config/patchwise")
 open(f"{state}/config/patchwise/config.toml", "w").write(
     f'[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:{port}/v1"\n\n[roles]\ncoder = "local/qwen2.5-coder-1.5b"\n')
@@ -44,7 +44,7 @@ same = 0
 for r in rows:
     out = subprocess.run([binary, "research", r["question"], "--sources", "workspace", "--json", "--workspace", corpus],
                          env=env, capture_output=True, text=True)
-    new = json.loads(out.stdout)["synthesis"] if out.stdout.strip() else out.stderr[-300:]
+    j = json.loads(out.stdout) if out.stdout.strip() else {}; new = j.get("synthesis", out.stderr[-300:]); print("ID", r["n"], j.get("id"))
     ok = new == r["synthesis"]
     same += ok
     print(r["n"], "same" if ok else "DIFFERENT", flush=True)
