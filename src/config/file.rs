@@ -326,11 +326,14 @@ pub struct ResearchSection {
     /// own"); `false` asks for one answer to the whole question first.
     pub per_part: bool,
     /// Each part's targeted pass shows the model the sentences of its passages likeliest to
-    /// answer the part, numbered, and asks which answer it; the report prints those sentences
-    /// as the passages write them, instead of asking for one to three sentences in the model's
-    /// words. Quoted, the readers found 99 % of the citations supported against 83 %: a small
-    /// model's own sentences often gave a real feature the wrong purpose (docs/research.md,
-    /// "Quoted answers"); `false` asks for its own words (a larger model that explains well).
+    /// answer the part (the eight holding most of its words), numbered, and asks for the
+    /// numbers of those that answer it; the report prints those sentences as the passages
+    /// write them, instead of asking for one to three sentences in the model's words. Quoted,
+    /// the readers found 99 % of the citations supported against 83 % (its own sentences often
+    /// gave a real feature the wrong purpose); picked by number rather than copied,
+    /// Qwen2.5-Coder-1.5B answered 21 of 48 parts right against 17, in 21 s a question against
+    /// 48 s (docs/research.md, "Quoted answers", "Sentences picked by number"); `false` asks
+    /// for its own words (a larger model that explains well).
     pub quote_parts: bool,
     /// Sources by name: a built-in kind (openalex, arxiv, crossref, semantic_scholar, searxng,
     /// brave, feeds, workspace, library), or any name with `kind = "…"`.
