@@ -794,7 +794,7 @@ impl Research {
     /// of a question answered part by part (`[research] per_part`) — gets one short call over
     /// its own best passages ([`parts::about`], at most [`synthesis::PART_PASSAGES`]); the
     /// sentences of its answer (with `[research] quote_parts`, the passages' own sentences it
-    /// copied, [`extractive::copied`]) that a passage supports (the same overlap check as the
+    /// named, [`extractive::chosen`]) that a passage supports (the same overlap check as the
     /// synthesis's) and that answer the part are kept. Says, for every part asked about, what
     /// was searched.
     #[allow(clippy::too_many_arguments)]

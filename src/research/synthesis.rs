@@ -1987,15 +1987,16 @@ pub const PART_PASSAGES: usize = 3;
 /// Their tokens, at most: a short prompt, read in seconds by a small local model.
 pub const PART_TOKENS: usize = 900;
 /// The passages whose sentences a part asking for sentences by number (`[research]
-/// quote_parts`) ranks: the prompt shows [`extractive::PICK_CHOICES`] sentences however many
-/// passages they come from.
+/// quote_parts`) ranks: the prompt shows
+/// [`PICK_CHOICES`](crate::research::extractive::PICK_CHOICES) sentences however many passages
+/// they come from.
 pub const PICK_PASSAGES: usize = 3;
 
 /// The system and user messages of the targeted pass: one part of the question, asked alone
 /// over its own best passages ([`PART_PASSAGES`], at most [`PART_TOKENS`]), for one to three
 /// sentences; with `quotes`, for the numbers of the sentences of the passages that answer it,
-/// over their sentences likeliest to, ranked by `by` and numbered ([`extractive::numbered`],
-/// [`PICK_SYSTEM`]). Returns how many passages were shown (the first ones, numbered
+/// over their sentences likeliest to, ranked by `by` and numbered
+/// ([`numbered`](crate::research::extractive::numbered), [`PICK_SYSTEM`]). Returns how many passages were shown (the first ones, numbered
 /// `[1]…[n]`) and, with `quotes`, the sentence each number stands for.
 pub fn part_prompt(
     part: &str,
