@@ -622,11 +622,17 @@ pub struct Numbered {
 }
 
 /// The section a passage's title names (`README.md:195-229 — Setting up` → `Setting up`), or
-/// its file when it names none.
-fn section_of(title: &str) -> String {
+/// its file when it names none (`README.md:195-229` → `README.md`): the titles
+/// `sources::local::passage_record` writes. Lines are left out: the model reads numbers in a
+/// line as picks.
+fn section_of(title: &str) -> &str {
+    let title = title.trim();
     match title.split_once(" \u{2014} ") {
-        Some((_, section)) if !section.trim().is_empty() => section.trim().to_owned(),
-        _ => line_range().replace(title.trim(), "").into_owned(),
+        Some((_, section)) if !section.trim().is_empty() => section.trim(),
+        _ => title
+            .rsplit_once(':')
+            .filter(|(_, lines)| lines.chars().all(|c| c.is_ascii_digit() || c == '-'))
+            .map_or(title, |(path, _)| path),
     }
 }
 
@@ -656,8 +662,7 @@ pub fn numbered(
         let c = &pool[i].candidate;
         let section = sources
             .get(c.n as usize - 1)
-            .map(|s| section_of(&s.title))
-            .unwrap_or_default();
+            .map_or("", |s| section_of(&s.title));
         let line = format!(
             "({}) {}  \u{2014} {section}\n",
             out.numbers.len() + 1,
@@ -673,14 +678,11 @@ pub fn numbered(
         out.shown = out.shown.max(c.n as usize);
     }
     out.text = out.text.trim_end().to_owned();
-    out.shown = out.shown.max(sources.len().min(1));
+    // With no sentence to list, the first passage still counts as read.
+    if out.shown == 0 && !sources.is_empty() {
+        out.shown = 1;
+    }
     out
-}
-
-/// The lines in a passage's title (`README.md:195-229 — Setting up`).
-fn line_range() -> &'static Regex {
-    static RANGE: OnceLock<Regex> = OnceLock::new();
-    RANGE.get_or_init(|| Regex::new(r":\d+(?:-\d+)?\b").expect("valid pattern"))
 }
 
 /// The numbers a reply names: every `(k)` in it, or, for a reply of nothing but numbers and
@@ -728,12 +730,14 @@ pub fn chosen(reply: &str, sources: &[SourceRecord], numbers: &[usize]) -> Strin
         let Some(&i) = k.checked_sub(1).and_then(|k| numbers.get(k)) else {
             continue;
         };
+        let Some(x) = pool.get(i) else {
+            continue;
+        };
         // As for copies, the sentences of the first one's passage.
-        let other = picked.first().is_some_and(|f| {
-            pool.get(i)
-                .is_none_or(|x| x.candidate.n != pool[*f].candidate.n)
-        });
-        if i < pool.len() && !other && picked.len() < COPIED_MOST && !picked.contains(&i) {
+        let other = picked
+            .first()
+            .is_some_and(|f| pool[*f].candidate.n != x.candidate.n);
+        if !other && picked.len() < COPIED_MOST && !picked.contains(&i) {
             picked.push(i);
         }
     }
@@ -1117,6 +1121,11 @@ mod tests {
             chosen("(1)", &sources, &one.numbers),
             "You can disable CTRL-T, CTRL-R, or ALT-C bindings by setting the corresponding `*_COMMAND` variable to an empty string when sourcing the script. [2]"
         );
+        // A passage without a heading is named by its file, without lines; a title that is no
+        // passage's as it is.
+        assert_eq!(section_of("README.md:195-229"), "README.md");
+        assert_eq!(section_of("docs/a.md:7 \u{2014} Setup "), "Setup");
+        assert_eq!(section_of("Rust: the book"), "Rust: the book");
         // At most PICK_CHOICES sentences.
         let many = vec![source(
             "docs/notes.md",

@@ -850,12 +850,7 @@ impl Research {
                 asked_again.searched.insert(p, hold);
                 continue;
             }
-            let passages = if self.settings.quote_parts {
-                synthesis::PICK_PASSAGES
-            } else {
-                synthesis::PART_PASSAGES
-            };
-            let picked: Vec<usize> = ranked.into_iter().take(passages).collect();
+            let picked: Vec<usize> = ranked.into_iter().take(synthesis::PART_PASSAGES).collect();
             let sources: Vec<SourceRecord> =
                 picked.iter().map(|i| candidates[*i].clone()).collect();
             progress(

@@ -1986,11 +1986,6 @@ pub fn prompt(
 pub const PART_PASSAGES: usize = 3;
 /// Their tokens, at most: a short prompt, read in seconds by a small local model.
 pub const PART_TOKENS: usize = 900;
-/// The passages whose sentences a part asking for sentences by number (`[research]
-/// quote_parts`) ranks: the prompt shows
-/// [`PICK_CHOICES`](crate::research::extractive::PICK_CHOICES) sentences however many passages
-/// they come from.
-pub const PICK_PASSAGES: usize = 3;
 
 /// The system and user messages of the targeted pass: one part of the question, asked alone
 /// over its own best passages ([`PART_PASSAGES`], at most [`PART_TOKENS`]), for one to three
@@ -2008,7 +2003,7 @@ pub fn part_prompt(
     let part = part.trim();
     let mut user = format!("Question: {part}\n\n");
     if quotes {
-        let sources = &sources[..sources.len().min(PICK_PASSAGES)];
+        let sources = &sources[..sources.len().min(PART_PASSAGES)];
         let numbered = crate::research::extractive::numbered(sources, by, encoding, PART_TOKENS);
         user.push_str(&format!(
             "Sentences:\n{}\n\nQuestion: {part}\n\n{PICK_ASK}",
