@@ -685,12 +685,16 @@ pub fn numbered(
     out
 }
 
-/// The numbers a reply names: every `(k)` in it, or, for a reply of nothing but numbers and
-/// separators ("4, 7"), those. `None` for a reply in words without a number in parentheses:
-/// the model copied sentences instead, or wrote its own.
+/// The numbers a reply names: every `(k)` in it that does not follow a word, or, for a reply
+/// of nothing but numbers and separators ("4, 7"), those. `None` for a reply in words without
+/// such a number: the model copied sentences instead, or wrote its own. All 106 replies of
+/// Qwen2.5-Coder-1.5B to the pick prompt recorded on 2026-12-02 were `(k)` or `(k), (m)`; of
+/// 153 replies it copied sentences in, one held a `(k)`, a man page's section in
+/// "the direnv-stdlib(1) man page", which is no pick.
 fn numbers_named(reply: &str) -> Option<Vec<usize>> {
     static PAREN: OnceLock<Regex> = OnceLock::new();
-    let paren = PAREN.get_or_init(|| Regex::new(r"\((\d{1,4})\)").expect("valid pattern"));
+    let paren =
+        PAREN.get_or_init(|| Regex::new(r"(?:^|[^\w\-])\((\d{1,4})\)").expect("valid pattern"));
     let named: Vec<usize> = paren
         .captures_iter(reply)
         .filter_map(|c| c[1].parse().ok())
@@ -1183,6 +1187,13 @@ mod tests {
             "Older versions of fzf have no `--bash` option. [1]"
         );
         assert_eq!(chosen("[1]", &sources, n), "");
+        // A number in parentheses after a word is a man page's section, not a pick: the reply
+        // is read as a copy (recorded over direnv's docs, 2026-12-02).
+        assert_eq!(
+            numbers_named("Check the direnv-stdlib(1) man page for more details."),
+            None
+        );
+        assert_eq!(numbers_named("(3), (1)"), Some(vec![3, 1]));
         assert_eq!(chosen("", &sources, n), "");
     }
 
