@@ -147,10 +147,11 @@ fn open_doc(setup: &mut Setup, text: &str) {
 }
 
 /// Stops the server and starts another on the same workspace and data (nothing open).
+/// Stops the server, then starts another on the same workspace and store, as an editor's
+/// restart does.
 fn restart(setup: &mut Setup, caps: Value) {
-    let next = start_server(setup._dir.path(), &setup.root, &setup.model, "native", caps);
-    let old = std::mem::replace(&mut setup.server, next);
-    old.shutdown();
+    setup.server.shutdown_in_place();
+    setup.server = start_server(setup._dir.path(), &setup.root, &setup.model, "native", caps);
 }
 
 fn lines_range(s: &Value) -> Value {

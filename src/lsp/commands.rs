@@ -100,6 +100,16 @@ impl Backend {
                 Command::names().join(", ")
             ))
         })?;
+        if matches!(
+            command,
+            Command::ProposalAccept
+                | Command::ProposalReject
+                | Command::ProposalDiff
+                | Command::ProposalList
+        ) {
+            // The first command after a restart sees the proposals the restore brings back.
+            self.keeping.restored().await;
+        }
         match command {
             Command::Edit | Command::EditSelection => {
                 let args: EditCommandArgs = argument(command, args)?;

@@ -102,6 +102,7 @@ pub fn run_stdio() -> anyhow::Result<ServerExit> {
     runtime.block_on(async move {
         let wire = Arc::new(transport::TransportState::default());
         let (service, socket) = server::build(flag, Some(wire.clone()));
+        let keeping = service.inner().keeping.clone();
         let service = guard::Guard::new(service);
         // The server talks to pipes; `transport` sits between them and the real stdio.
         let (server_in, filtered) = tokio::io::duplex(1 << 16);
@@ -122,8 +123,10 @@ pub fn run_stdio() -> anyhow::Result<ServerExit> {
         Server::new(server_in, server_out, socket)
             .serve(service)
             .await;
-        // `serve` returned (exit, or end of input): let the last responses reach the client.
+        // `serve` returned (exit, or end of input): let the last responses reach the client,
+        // and the last writes of the proposal store finish (shutdown waited for those it saw).
         let _ = output.await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), keeping.flush()).await;
         input.abort();
     });
     // Dropping the runtime would wait for tokio's blocking stdin reader, which only returns

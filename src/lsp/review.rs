@@ -10,7 +10,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -28,6 +29,99 @@ use crate::workflow::session::edit;
 use crate::workflow::session::review::{
     self, AcceptBy, ApplyError, ProposalId, RecordChange, Reviewed,
 };
+
+/// How long a proposal command waits for the stored proposals to come back at start-up
+/// before it answers from what is there (a store another process holds locked).
+const RESTORE_WAIT: Duration = Duration::from_secs(10);
+
+/// Where the restore of stored proposals is: a proposal command that arrives while it runs
+/// waits for it, so the first `patchwise.proposal.list` after a restart lists them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Restore {
+    /// `initialize` has not been answered: no command can arrive yet.
+    NotStarted,
+    /// Between `initialize` and the end of the restore `initialized` starts.
+    Running,
+    Done,
+}
+
+/// The order of the proposal store's reads and writes across a server's life. Writes run
+/// one after another in the order they were asked (a delete asked after an update is never
+/// overtaken by it) while the handler that asked goes on; shutdown waits for them, so a
+/// restarted server reads what the last one wrote. Proposal commands wait for the restore.
+pub(super) struct Keeping {
+    /// The last write asked for; each write waits for the one before it.
+    last_write: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    restore: tokio::sync::watch::Sender<Restore>,
+}
+
+impl Default for Keeping {
+    fn default() -> Self {
+        Keeping {
+            last_write: std::sync::Mutex::new(None),
+            restore: tokio::sync::watch::Sender::new(Restore::NotStarted),
+        }
+    }
+}
+
+impl Keeping {
+    /// Runs `write` on the blocking pool after every write asked before it.
+    fn write(&self, write: impl FnOnce() + Send + 'static) {
+        let mut last = self
+            .last_write
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let previous = last.take();
+        *last = Some(tokio::spawn(async move {
+            if let Some(previous) = previous {
+                let _ = previous.await;
+            }
+            if let Err(err) = tokio::task::spawn_blocking(write).await {
+                tracing::warn!("a write of the stored proposals failed: {err}");
+            }
+        }));
+    }
+
+    /// Waits until every write asked so far is done.
+    pub(super) async fn flush(&self) {
+        let last = self
+            .last_write
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(last) = last {
+            let _ = last.await;
+        }
+    }
+
+    /// `initialize` answered: a restore follows in `initialized`.
+    pub(super) fn restore_coming(&self) {
+        self.restore.send_if_modified(|r| {
+            let coming = *r == Restore::NotStarted;
+            if coming {
+                *r = Restore::Running;
+            }
+            coming
+        });
+    }
+
+    /// The restore `initialized` started is over.
+    pub(super) fn restore_done(&self) {
+        self.restore.send_replace(Restore::Done);
+    }
+
+    /// Waits for the restore, if one is running, at most `RESTORE_WAIT`.
+    pub(super) async fn restored(&self) {
+        let mut watch = self.restore.subscribe();
+        let done = watch.wait_for(|r| *r != Restore::Running);
+        if tokio::time::timeout(RESTORE_WAIT, done).await.is_err() {
+            tracing::warn!(
+                "the stored proposals did not come back within {} s; answering without them",
+                RESTORE_WAIT.as_secs()
+            );
+        }
+    }
+}
 
 #[derive(Debug, Deserialize)]
 pub struct IdArgs {
@@ -194,7 +288,8 @@ impl Backend {
         }
     }
 
-    /// Writes the review state of proposals to the database.
+    /// Writes the review state of proposals to the database, after the writes asked before
+    /// (`Keeping::write`): the handler goes on at once, and shutdown waits for the writes.
     pub(super) fn persist(&self, changes: Vec<RecordChange>) {
         let Some(store) = self.state().store.clone() else {
             return;
@@ -202,7 +297,7 @@ impl Backend {
         if changes.is_empty() {
             return;
         }
-        tokio::task::spawn_blocking(move || {
+        self.keeping.write(move || {
             for change in changes {
                 let (id, done) = match change {
                     RecordChange::Update(record) => (record.id, store.update_proposal(&record)),
@@ -463,6 +558,7 @@ impl Backend {
     pub(super) async fn proposal_content(&self, params: ContentParams) -> Result<String> {
         let path = from_proto::file_path(&params.uri)
             .ok_or_else(|| request_failed(format!("{} is not a file: URI", params.uri.as_str())))?;
+        self.keeping.restored().await;
         let state = self.state();
         if state.proposals.get(params.id).is_none() {
             return Err(apply_error(ApplyError::Unknown { id: params.id }));

@@ -179,6 +179,8 @@ pub struct Backend {
     wire: Option<Arc<TransportState>>,
     /// Inline completion: recent suggestions, the request in flight.
     completer: Arc<Completer>,
+    /// The order of the proposal store's restore and writes.
+    pub(super) keeping: Arc<super::review::Keeping>,
 }
 
 pub fn build(
@@ -192,6 +194,7 @@ pub fn build(
         shut_down,
         wire,
         completer: Arc::new(Completer::default()),
+        keeping: Arc::default(),
     })
     .custom_method("patchwise/viewFileText", Backend::view_file_text)
     .custom_method("patchwise/proposalContent", Backend::proposal_content)
@@ -574,7 +577,7 @@ impl LanguageServer for Backend {
         }
         let problems = self.reload_config().await;
         self.state().pending_problems = problems;
-        Ok(InitializeResult {
+        let result = InitializeResult {
             capabilities: ServerCapabilities {
                 position_encoding: Some(to_proto::position_encoding(encoding)),
                 text_document_sync: Some(TextDocumentSyncCapability::Options(
@@ -611,7 +614,10 @@ impl LanguageServer for Backend {
                 version: Some(env!("CARGO_PKG_VERSION").to_owned()),
             }),
             offset_encoding: None,
-        })
+        };
+        // `initialized` follows and brings back the stored proposals; commands wait for it.
+        self.keeping.restore_coming();
+        Ok(result)
     }
 
     async fn initialized(&self, _: InitializedParams) {
@@ -619,6 +625,7 @@ impl LanguageServer for Backend {
         self.report_config_problems(&problems).await;
         // Proposals pending when the server last stopped come back.
         let paths = self.restore_proposals(None).await;
+        self.keeping.restore_done();
         self.proposals_changed(paths).await;
     }
 
@@ -647,6 +654,8 @@ impl LanguageServer for Backend {
 
     async fn shutdown(&self) -> Result<()> {
         self.shut_down.store(true, Ordering::SeqCst);
+        // A server started after this one reads the proposals as this one left them.
+        self.keeping.flush().await;
         Ok(())
     }
 

@@ -479,6 +479,12 @@ impl TestServer {
         self.finish()
     }
 
+    /// [`TestServer::shutdown`] where the server is a field: it is stopped and may be
+    /// replaced afterwards (dropped as it is, it does nothing more).
+    pub fn shutdown_in_place(&mut self) -> ExitStatus {
+        self.finish()
+    }
+
     /// Waits for the process to end on its own (after `exit` without `shutdown`, or a closed
     /// stdin); fails like [`TestServer::shutdown`] on unread messages.
     pub fn wait_exit(mut self) -> ExitStatus {
