@@ -823,6 +823,7 @@ impl Research {
             // A part asked with the part before it: its own search had only its few words.
             let search = (asked == part.text).then_some(p);
             let ranked = parts::asked_over(search, &by, candidates);
+            extractive::log_ranked(&by, &asked, &ranked, candidates);
             let words: Vec<String> = by
                 .stems
                 .iter()
