@@ -631,9 +631,8 @@ pub const PICK_CHOICES: usize = 8;
 
 /// The sentences of a part's passages as the targeted pass asking for sentences by number
 /// shows them (`[research] quote_parts`): those a copy of which may be quoted
-/// ([`Sentence::copyable`]), the [`PICK_CHOICES`] likeliest to answer first (the share of the
-/// part's weighed words they hold, [`parts::share`], and their passage's place,
-/// [`PLACE_WEIGHT`]; ties in the passages' order), a line each, numbered
+/// ([`Sentence::copyable`]), the [`PICK_CHOICES`] holding the largest share of the part's
+/// weighed words first ([`parts::share`]; ties in the passages' order), a line each, numbered
 /// `(1)`, `(2)`, …, with the section they are from.
 ///
 /// Why a short, ranked list rather than the passages: asked over whole passages numbered a
@@ -667,21 +666,6 @@ fn section_of(title: &str) -> &str {
     }
 }
 
-/// What the passage a sentence is in adds to its rank in the pick list: `PLACE_WEIGHT ×
-/// e^(−k/2)` for the part's `k`-th best passage (0.5, 0.30, 0.18), beside the share of the
-/// part's weighed words the sentence holds (0 to 1). The passage ranking weighs the whole
-/// passage and the part's own search; a sentence's words alone put a long sentence about
-/// something else first. Over the 178 parts asked on their own in eleven corpora with located
-/// answers (docs/research.md, "Sentences picked by number"), the list's first sentence was a
-/// located answer for 78 instead of 68, its first three for 102 instead of 97.
-const PLACE_WEIGHT: f64 = 0.5;
-
-/// How likely a sentence of the part's passages answers it ([`PLACE_WEIGHT`]).
-fn likely_answer(x: &Sentence, part: &QuestionPart) -> f64 {
-    let place = f64::from(x.candidate.n.saturating_sub(1));
-    parts::share(&x.candidate.sentence, part) + PLACE_WEIGHT * (-place / 2.0).exp()
-}
-
 /// `sources`' sentences numbered for the model to pick the answer to `part` from
 /// ([`Numbered`]), within `total_tokens` (the first sentence is always shown).
 pub fn numbered(
@@ -695,7 +679,7 @@ pub fn numbered(
         .iter()
         .enumerate()
         .filter(|(_, x)| x.copyable)
-        .map(|(i, x)| (likely_answer(x, part), i))
+        .map(|(i, x)| (parts::share(&x.candidate.sentence, part), i))
         .collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let mut out = Numbered {
@@ -1188,69 +1172,6 @@ mod tests {
         assert_eq!(
             numbered(&many, &part, Encoding::Cl100k, 900).numbers.len(),
             PICK_CHOICES
-        );
-    }
-
-    #[test]
-    fn the_best_passage_s_sentences_go_first_unless_another_holds_much_more_of_the_part() {
-        let passage = |path: &str, section: &str, text: &str| SourceRecord {
-            key: format!("file:{path}#L1-9"),
-            ..source(&format!("{path}:1-9 \u{2014} {section}"), text)
-        };
-        let sources = vec![
-            passage(
-                "docs/cache.md",
-                "Cache",
-                "Downloads are kept in the cache directory, `~/.cache/tool` by default. Set `TOOL_CACHE_DIR` to keep them elsewhere.",
-            ),
-            passage(
-                "docs/install.md",
-                "Install",
-                "Run the installer; you can change the prefix later.",
-            ),
-            passage(
-                "docs/faq.md",
-                "FAQ",
-                "Can I change where the tool keeps its files? The cache directory, the log directory and the config directory can each be changed.",
-            ),
-            passage(
-                "CHANGELOG.md",
-                "Changelog",
-                "Changes are listed here, the newest first.",
-            ),
-        ];
-        let part = parts::parts_for("How do I change the cache directory?", &sources).remove(0);
-        let shown = numbered(&sources, &part, Encoding::Cl100k, 900);
-        let first = shown.text.lines().next().unwrap_or_default();
-        // The FAQ's sentence holds more of the part's words (all of them, where the first
-        // passage's lacks "change", which three of the four passages hold); the first
-        // passage's is the answer.
-        assert!(
-            parts::share(
-                "The cache directory, the log directory and the config directory can each be changed.",
-                &part
-            ) > parts::share(
-                "Downloads are kept in the cache directory, `~/.cache/tool` by default.",
-                &part
-            ),
-            "{part:?}"
-        );
-        assert!(
-            first.starts_with("(1) Downloads are kept in the cache directory"),
-            "{}",
-            shown.text
-        );
-        // A sentence of a later passage that holds the part where the first passage holds
-        // none of it still goes first.
-        let sources = vec![sources[1].clone(), sources[0].clone(), sources[3].clone()];
-        let part = parts::parts_for("How do I change the cache directory?", &sources).remove(0);
-        let shown = numbered(&sources, &part, Encoding::Cl100k, 900);
-        assert!(
-            shown
-                .text
-                .starts_with("(1) Downloads are kept in the cache directory"),
-            "{}",
-            shown.text
         );
     }
 

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""A record of the 2026-12-02 trial of the pick list's order (docs/research.md, "Sentences
+picked by number", "The passage's place"). Run from anywhere; TRIAL_DIR (default /tmp/place-trial)
+holds what the steps write. Steps:
+  1. 2026-12-02-place-trial-collect.py BIN /work/corpora attrs,black,fzf,just,mkdocs,poetry,ruff,uv,uvicorn,direnv,hatch $TRIAL_DIR/data.json
+     (BIN with `extractive::log_ranked`: 45dd021, or the commit after it; a stand-in model; half a minute)
+  2. 2026-12-02-place-trial-orders.py: the orders tried over that data, no model
+  3. 2026-12-02-place-trial-record.py BIN_BEFORE (the commit after 45dd021: no place weight) /work/corpora CORPORA $TRIAL_DIR/recA, and 45dd021 into $TRIAL_DIR/recB
+  4. 2026-12-02-place-trial-ask.py: the real model (local-model, 127.0.0.1:8088) asked every pick prompt of both, where they differ
+  5. 2026-12-02-place-trial-variant.py NPASS K: pick prompts built from data.json with NPASS passages and K
+     sentences (`--check`: how many of the built 3/8 prompts are the recorded ones), asked of the real model
+"""
+import os
+DIR = os.environ.get('TRIAL_DIR', '/tmp/place-trial')
+import importlib.machinery, json, os, re, subprocess, sys, tempfile, glob, threading, http.server
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pp = importlib.machinery.SourceFileLoader("pp", f"{BENCH}/research-part-prompts").load_module()
+
+def parse(path):
+    out = []
+    for line in open(path):
+        if "a part's passages" in line:
+            m = re.search(r"pool=(\{.*\})", line)
+            # the json is followed by nothing else on the line in the plain formatter?
+            txt = m.group(1)
+            dec = json.JSONDecoder()
+            obj, _ = dec.raw_decode(txt)
+            out.append(obj)
+    return out
+
+binary, corpora, names, outp = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4]
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), pp.Stub)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+data = []
+with tempfile.TemporaryDirectory() as tmp:
+    for name in names:
+        logs = f"{tmp}/logs-{name}"; os.makedirs(logs)
+        env = dict(os.environ, DIAG_LOGS=logs, DIAG_BIN=binary)
+        subprocess.run([f"{BENCH}/research-questions", "--binary", os.path.join(os.path.dirname(os.path.abspath(__file__)), "2026-12-02-place-trial-wrap.sh"),
+               "--workspace", f"{corpora}/{name}", "--questions", f"{BENCH}/research-questions-{name}.json",
+               "--base-url", url, "--model", "m", "--state", f"{tmp}/state-{name}", "--out", f"{tmp}/{name}.jsonl"],
+               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        logfiles = sorted(glob.glob(f"{logs}/*.log"))
+        corpus = f"{corpora}/{name}"
+        for q, parts in pp.located(f"{BENCH}/research-answers-{name}.md").items():
+            if q - 1 >= len(logfiles): continue
+            asked = parse(logfiles[q - 1])
+            if len(asked) != len(parts): continue
+            for k, lines in parts.items():
+                a = asked[k - 1]
+                tri = pp.located_trigrams(corpus, lines)
+                for psg in a["pool"]:
+                    for s in psg["sentences"]:
+                        s.append(bool(pp.located_sentence(s[2], tri)))
+                data.append(dict(corpus=name, q=q, k=k, lines=lines, **a))
+json.dump(data, open(outp, "w"))
+print(len(data), "parts")
