@@ -9,6 +9,7 @@ holds what the steps write. Steps:
   4. 2026-12-02-place-trial-ask.py: the real model (local-model, 127.0.0.1:8088) asked every pick prompt of both, where they differ
   5. 2026-12-02-place-trial-variant.py NPASS K: pick prompts built from data.json with NPASS passages and K
      sentences (`--check`: how many of the built 3/8 prompts are the recorded ones), asked of the real model
+  6. 2026-12-02-place-trial-sections.py: the model asked, by the passages' headings, which answer a part
 """
 import os
 DIR = os.environ.get('TRIAL_DIR', '/tmp/place-trial')
