@@ -146,7 +146,6 @@ fn open_doc(setup: &mut Setup, text: &str) {
     setup.server.open(&setup.uri, "rust", text, 1);
 }
 
-/// Stops the server and starts another on the same workspace and data (nothing open).
 /// Stops the server, then starts another on the same workspace and store, as an editor's
 /// restart does.
 fn restart(setup: &mut Setup, caps: Value) {

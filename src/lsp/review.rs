@@ -82,16 +82,14 @@ impl Keeping {
         }));
     }
 
-    /// Waits until every write asked so far is done.
+    /// Waits until every write asked so far is done: a marker goes through the chain, so a
+    /// write asked while this waits still runs after them.
     pub(super) async fn flush(&self) {
-        let last = self
-            .last_write
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(last) = last {
-            let _ = last.await;
-        }
+        let (done, finished) = tokio::sync::oneshot::channel();
+        self.write(move || {
+            let _ = done.send(());
+        });
+        let _ = finished.await;
     }
 
     /// `initialize` answered: a restore follows in `initialized`.
@@ -105,9 +103,11 @@ impl Keeping {
         });
     }
 
-    /// The restore `initialized` started is over.
-    pub(super) fn restore_done(&self) {
-        self.restore.send_replace(Restore::Done);
+    /// The restore `initialized` starts: it is over when the value returned is dropped, also
+    /// when the restore panics (a panicking handler leaves the server running), so commands
+    /// never wait for a restore that will not end.
+    pub(super) fn restoring(&self) -> RestoreOver<'_> {
+        RestoreOver(self)
     }
 
     /// Waits for the restore, if one is running, at most `RESTORE_WAIT`.
@@ -120,6 +120,15 @@ impl Keeping {
                 RESTORE_WAIT.as_secs()
             );
         }
+    }
+}
+
+/// Marks the restore over when dropped ([`Keeping::restoring`]).
+pub(super) struct RestoreOver<'a>(&'a Keeping);
+
+impl Drop for RestoreOver<'_> {
+    fn drop(&mut self) {
+        self.0.restore.send_replace(Restore::Done);
     }
 }
 
@@ -313,6 +322,9 @@ impl Backend {
     /// Brings back the stored proposals of files under the workspace roots (or of `only`),
     /// re-located in the files as they are now. Returns the paths that got proposals.
     pub(super) async fn restore_proposals(&self, only: Option<PathBuf>) -> Vec<PathBuf> {
+        // A write asked before (a reject, a document's changes) lands before the store is read,
+        // or a proposal just rejected would come back.
+        self.keeping.flush().await;
         let Some(store) = self.store(false).await else {
             return Vec::new();
         };

@@ -624,8 +624,9 @@ impl LanguageServer for Backend {
         let problems = std::mem::take(&mut self.state().pending_problems);
         self.report_config_problems(&problems).await;
         // Proposals pending when the server last stopped come back.
+        let restoring = self.keeping.restoring();
         let paths = self.restore_proposals(None).await;
-        self.keeping.restore_done();
+        drop(restoring);
         self.proposals_changed(paths).await;
     }
 
