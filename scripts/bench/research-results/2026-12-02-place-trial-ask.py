@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A record of the 2026-12-02 trial of the pick list's order (docs/research.md, "Sentences
-picked by number", "The passage's place"). Run from anywhere; TRIAL_DIR (default /tmp/place-trial)
+picked by number", "Two other lists, measured and not shipped"). Run from anywhere; TRIAL_DIR (default /tmp/place-trial)
 holds what the steps write. Steps:
   1. 2026-12-02-place-trial-collect.py BIN /work/corpora attrs,black,fzf,just,mkdocs,poetry,ruff,uv,uvicorn,direnv,hatch $TRIAL_DIR/data.json
      (BIN with `extractive::log_ranked`: 45dd021, or the commit after it; a stand-in model; half a minute)
