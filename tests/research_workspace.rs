@@ -905,6 +905,189 @@ fn a_part_is_asked_over_what_its_own_search_found_too() {
     assert_eq!(run["parts"][1]["answered"], true, "{run}");
 }
 
+/// A loopback stand-in for a server's `POST /v1/embeddings` (the OpenAI wire format): each
+/// text's vector counts, weighed, the words of three topics — redrawing ("flicker…",
+/// "redraw…", "refresh_rate", weighing three), widgets, stopping — and has a constant fourth
+/// entry. Answers `status` with an error body instead when it is not 200. Returns its base URL
+/// and the texts it was asked about.
+fn embeddings_server(status: u16) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0u8; length];
+            reader.read_exact(&mut body).unwrap();
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let texts: Vec<String> = request["input"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|t| t.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            seen.lock().unwrap().extend(texts.iter().cloned());
+            let vector = |text: &str| {
+                let mut v = [0.0f64, 0.0, 0.0, 1.0];
+                for word in text
+                    .to_lowercase()
+                    .split(|c: char| !c.is_alphanumeric() && c != '_')
+                {
+                    if word.starts_with("flicker")
+                        || word.starts_with("redraw")
+                        || word == "refresh_rate"
+                    {
+                        v[0] += 3.0;
+                    } else if word.starts_with("widget") {
+                        v[1] += 1.0;
+                    } else if word == "stop" {
+                        v[2] += 1.0;
+                    }
+                }
+                v
+            };
+            let answer = if status == 200 {
+                let data: Vec<Value> = texts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| serde_json::json!({"object": "embedding", "index": i, "embedding": vector(t)}))
+                    .collect();
+                serde_json::json!({"object": "list", "data": data, "model": request["model"]})
+            } else {
+                serde_json::json!({"error": {"message": "model not found", "type": "invalid_request_error"}})
+            };
+            let answer = answer.to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    (url, asked)
+}
+
+/// The widget docs of the meaning tests: the part "how do I stop the widget from flickering" is
+/// answered by the display settings, which say "redraws", not "flickering", and hold one of its
+/// words; the gallery, themes, sizes and colours hold more of them.
+fn widget_docs(env: &Env) {
+    let docs = env.workspace.join("docs/widgets");
+    std::fs::create_dir_all(&docs).unwrap();
+    for (file, text) in [
+        (
+            "gallery.md",
+            "# Widget gallery\n\nEvery widget in the gallery can stop. Stop a widget with `stop()`; a stopped widget keeps its place.\n",
+        ),
+        (
+            "themes.md",
+            "# Widget themes\n\nA widget theme sets colours. Stop a widget theme from changing with `theme.lock()`.\n",
+        ),
+        (
+            "sizes.md",
+            "# Widget sizes\n\nA widget is as wide as its text. Stop a widget from growing with `max_width`.\n",
+        ),
+        (
+            "colours.md",
+            "# Widget colours\n\nEach widget takes the theme's colours. To stop a widget from fading, set `fade = false`.\n",
+        ),
+        (
+            "display.md",
+            "# Display\n\nThe screen redraws at `refresh_rate` times a second; set `refresh_rate = 0` in `display.toml` and a widget redraws only when it changes.\n",
+        ),
+    ] {
+        std::fs::write(docs.join(file), text).unwrap();
+    }
+}
+
+const WIDGET_QUESTION: &str =
+    "how does the cache evict entries, and how do I stop the widget from flickering";
+const DISPLAY_SENTENCE: &str = "The screen redraws at `refresh_rate` times a second";
+
+/// `[research] embeddings`: each part's passages are ranked by meaning too. The display
+/// settings, ranked low by the part's words, are among the passages its pick is asked over
+/// once the embeddings say they are about the flickering; each passage was embedded once, not
+/// once a part. Without embeddings they are not.
+#[test]
+fn a_part_is_ranked_by_meaning_with_an_embedding_model() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let pick = |env_research: &str, embeddings: Option<&str>| {
+        let model = runtime
+            .block_on(ReplayServer::start(vec![scripted("(1)"), scripted("(1)")]))
+            .unwrap();
+        let research = match embeddings {
+            Some(url) => format!(
+                "{env_research}embeddings = \"emb/test-embed\"\n[providers.emb]\nbase_url = \"{url}/v1\"\n"
+            ),
+            None => env_research.to_owned(),
+        };
+        let env = Env::with_research(Some(&model.url()), &research);
+        widget_docs(&env);
+        let (run, _) = env.json(&[WIDGET_QUESTION, "--sources", "workspace", "--no-verify"]);
+        let requests = model.requests();
+        assert_eq!(requests.len(), 2, "a pick a part: {run}");
+        (user_message(&requests[1]), run)
+    };
+    let (words_alone, _) = pick("", None);
+    assert!(!words_alone.contains(DISPLAY_SENTENCE), "{words_alone}");
+
+    let (url, asked) = embeddings_server(200);
+    let (with_meaning, run) = pick("", Some(&url));
+    assert!(with_meaning.contains(DISPLAY_SENTENCE), "{with_meaning}");
+    let asked = asked.lock().unwrap().clone();
+    let display = asked
+        .iter()
+        .filter(|t| t.contains("refresh_rate = 0"))
+        .count();
+    assert_eq!(display, 1, "the passage embedded once: {asked:?}");
+    assert!(
+        asked
+            .iter()
+            .any(|t| t == "how do I stop the widget from flickering"),
+        "{asked:?}"
+    );
+    assert!(!run["notes"].to_string().contains("words alone"), "{run}");
+}
+
+/// An embedding model that fails leaves the words' order, and the notes say why.
+#[test]
+fn a_failing_embedding_model_leaves_the_words_order() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![scripted("(1)"), scripted("(1)")]))
+        .unwrap();
+    let (url, _) = embeddings_server(404);
+    let env = Env::with_research(
+        Some(&model.url()),
+        &format!("embeddings = \"emb/test-embed\"\n[providers.emb]\nbase_url = \"{url}/v1\"\n"),
+    );
+    widget_docs(&env);
+    let (run, _) = env.json(&[WIDGET_QUESTION, "--sources", "workspace", "--no-verify"]);
+    assert_eq!(model.requests().len(), 2, "{run}");
+    let notes = run["notes"].to_string();
+    assert!(
+        notes.contains("the parts were ranked by their words alone (emb/test-embed failed:")
+            && notes.contains("404")
+            && notes.contains("model not found"),
+        "{notes}"
+    );
+    assert!(!user_message(&model.requests()[1]).contains(DISPLAY_SENTENCE));
+}
+
 /// A part its own pass left unanswered, with no sentence to quote, ends with a pointer that
 /// names the passages it was asked over first (a small model may have missed the answer
 /// there), then the passages about it the model was not shown.

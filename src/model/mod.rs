@@ -14,6 +14,7 @@
 pub mod anthropic;
 pub mod budget;
 pub mod embedded;
+pub mod embeddings;
 mod error;
 pub mod gemini;
 pub mod http;

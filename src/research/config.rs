@@ -171,6 +171,9 @@ pub struct ResearchConfig {
     /// The targeted pass asks the model which of the part's numbered sentences answer it, and
     /// the report prints them as the passages write them (`[research] quote_parts`).
     pub quote_parts: bool,
+    /// `PROVIDER/MODEL` whose embeddings rank a part's passages by meaning too (`[research]
+    /// embeddings`); `None`: words alone.
+    pub embeddings: Option<String>,
     /// patchwise's data directory: never indexed as part of the workspace.
     pub data_dir: PathBuf,
     /// Every source, built-in ones included, by name.
@@ -221,6 +224,7 @@ impl ResearchConfig {
             verify: section.verify,
             per_part: section.per_part,
             quote_parts: section.quote_parts,
+            embeddings: Some(section.embeddings.trim().to_owned()).filter(|e| !e.is_empty()),
             data_dir: config.data_dir(),
             sources,
         };

@@ -24,6 +24,7 @@ pub mod extractive;
 mod generate;
 pub mod index;
 pub mod judge;
+pub mod meaning;
 pub mod parts;
 pub mod passages;
 pub mod report;
@@ -40,6 +41,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigProblem};
+use crate::model::embeddings::{Embedder, HttpEmbedder};
 use crate::model::{ChatModel, ModelRouter};
 use crate::research::config::ResearchConfig;
 use crate::research::credibility::Lists;
@@ -137,7 +139,58 @@ pub struct Research {
     lists: Lists,
     library: Arc<Library>,
     model: ModelChoice,
+    /// Ranks a part's passages by meaning too (`[research] embeddings`, [`meaning`]).
+    embedder: Option<Arc<dyn Embedder>>,
     problems: Vec<String>,
+}
+
+/// The embedding model `[research] embeddings` names (`PROVIDER/MODEL`, a provider of
+/// `[providers]` that speaks the OpenAI wire format), or why it cannot be used.
+fn embedder_for(
+    config: &Config,
+    settings: &ResearchConfig,
+) -> Result<Option<Arc<dyn Embedder>>, String> {
+    let Some(named) = settings
+        .embeddings
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    else {
+        return Ok(None);
+    };
+    let bad = |why: &str| {
+        format!(
+            "[research] embeddings = \"{named}\": {why}; passages are ranked by their words alone"
+        )
+    };
+    let (provider, model) = named
+        .split_once('/')
+        .filter(|(p, m)| !p.is_empty() && !m.is_empty())
+        .ok_or_else(|| bad("write it as PROVIDER/MODEL, a provider of [providers]"))?;
+    let settings_of = config.providers.get(provider).ok_or_else(|| {
+        bad(&format!(
+            "no provider \"{provider}\" in [providers] (known: {})",
+            config
+                .providers
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    if settings_of.kind != crate::config::ProviderKind::OpenAi {
+        return Err(bad(&format!(
+            "\"{provider}\" is not an OpenAI-compatible server, whose `/embeddings` this calls"
+        )));
+    }
+    let embedder = HttpEmbedder::new(
+        provider,
+        model,
+        settings_of.clone(),
+        std::time::Duration::from_secs(30),
+    )
+    .map_err(|why| bad(&why))?;
+    Ok(Some(Arc::new(embedder)))
 }
 
 impl Research {
@@ -154,8 +207,13 @@ impl Research {
         files.extend(settings.credibility.iter().cloned());
         let paths: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
         let (lists, list_problems) = Lists::load(&paths);
+        let (embedder, embedder_problem) = match embedder_for(config, &settings) {
+            Ok(e) => (e, None),
+            Err(why) => (None, Some(why)),
+        };
         Ok(Research {
             model: ModelChoice::Router(Arc::new(ModelRouter::new(config.clone()))),
+            embedder,
             settings,
             lists,
             library,
@@ -163,6 +221,7 @@ impl Research {
                 .iter()
                 .map(ConfigProblem::to_string)
                 .chain(list_problems)
+                .chain(embedder_problem)
                 .collect(),
         })
     }

@@ -19,7 +19,7 @@ use crate::research::sources::{Source, SourceContext, SourceError, SourceQuery};
 use crate::research::synthesis::{self, ValidClaim, Validated};
 use crate::research::{
     Phase, ProgressFn, Research, ResearchError, ResearchRun, RunOptions, config, dedupe,
-    extractive, independence_key, judge, parts, plural, report, support,
+    extractive, independence_key, judge, meaning, parts, plural, report, support,
 };
 use crate::store::{
     CitationCheck, Claim, PartAnswer, ResearchRecord, SentenceCounts, SourceOutcome, SourceRecord,
@@ -813,6 +813,23 @@ impl Research {
         let again = if apart { "" } else { " again" };
         let mut asked_again = AskedAgain::default();
         let searched = parts::searched_parts(&plan.query, candidates);
+        // The passages by meaning, embedded once for every part (`[research] embeddings`).
+        let by_meaning = match &self.embedder {
+            Some(embedder) if !missing.is_empty() => {
+                let deadline = judge_deadline(plan.deadline, plan.budget, Instant::now());
+                match meaning::Meaning::of(embedder.as_ref(), candidates, deadline).await {
+                    Ok(m) => Some(m),
+                    Err(why) => {
+                        tracing::warn!("ranking by meaning: {why}");
+                        asked_again.notes.push(format!(
+                            "the parts were ranked by their words alone ({why})"
+                        ));
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
         for &p in missing {
             let part = &all_parts[p];
             // A part that points back ("where should those comments go") is asked with the
@@ -822,7 +839,19 @@ impl Research {
             };
             // A part asked with the part before it: its own search had only its few words.
             let search = (asked == part.text).then_some(p);
-            let ranked = parts::asked_over(search, &by, candidates);
+            let mut ranked = parts::asked_over(search, &by, candidates);
+            if let Some(meaning) = &by_meaning {
+                let deadline = judge_deadline(plan.deadline, plan.budget, Instant::now());
+                let (reranked, failed) = meaning.reranked(&asked, ranked, deadline).await;
+                ranked = reranked;
+                if let Some(why) = failed {
+                    tracing::warn!(part = %part.text, "ranking by meaning: {why}");
+                    asked_again.notes.push(format!(
+                        "\u{201c}{}\u{201d} was ranked by its words alone ({why})",
+                        part.text
+                    ));
+                }
+            }
             extractive::log_ranked(&by, &asked, &ranked, candidates);
             let words: Vec<String> = by
                 .stems

@@ -82,13 +82,14 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         self.send_response(200); self.send_header("content-type", kind); self.send_header("content-length", str(len(out)))
         self.end_headers(); self.wfile.write(out)
 
-def collect(binary, name, settings):
-    """As 2026-12-02-place-trial-collect.py, with the proxy for a model and the state kept."""
+def collect(binary, name, settings, handler=None):
+    """As 2026-12-02-place-trial-collect.py, with the proxy (or `handler`) for a model and the
+    state kept."""
     collect_src = open(f"{HERE}/2026-12-02-place-trial-collect.py").read()
     parse = {}
     exec(collect_src[collect_src.index("def parse"):collect_src.index("binary, corpora")], globals(), parse)
     Proxy.cache = json.load(open(CACHE)) if os.path.exists(CACHE) else {}
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler or Proxy)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     names = "attrs,black,fzf,just,mkdocs,poetry,ruff,uv,uvicorn,direnv,hatch".split(",")

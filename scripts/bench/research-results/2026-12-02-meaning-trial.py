@@ -16,6 +16,11 @@ with `guess_words=false`, which searches as 6017308 does):
   pool NAME          the report's passages for each part (NAME.json, the part's place in them)
                      re-ranked the same way: where the located answer then is, and what the eight
                      listed sentences hold
+  collect BIN NAME   BIN (a build with `[research] embeddings`) run over the eleven corpora with
+                     the encoder above serving its `/v1/embeddings` -> NAME.json, for the guess
+                     trial's `orders`
+  record BIN OUT     the same runs with every call recorded into OUT/CORPUS/rec, for the place
+                     trial's `ask` step (2026-12-02-place-trial-ask.py) as its recB
 Ten minutes each on two idle cores.
 """
 import importlib.machinery, json, os, pickle, re, sys
@@ -103,5 +108,64 @@ def pool(name):
             listed += any(t[3][3] for t in sents)
         print(f"{way:30} the part's first three hold a located sentence {first3:3}, the eight listed {listed:3}")
 
+import http.server, threading
+lock = threading.Lock()
+class Encoder(http.server.BaseHTTPRequestHandler):
+    """`POST /v1/embeddings` in the OpenAI wire format, from the encoder above; every chat call
+    gets the stand-in's answer (research-part-prompts' TEXT)."""
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+        if self.path.endswith("/embeddings"):
+            with lock:
+                data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in E(t)]}
+                        for i, t in enumerate(body["input"])]
+            out, kind = json.dumps({"object": "list", "data": data, "model": body.get("model")}), "application/json"
+        elif body.get("stream"):
+            delta = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                     "choices": [{"index": 0, "delta": {"role": "assistant", "content": gt.pp.TEXT}, "finish_reason": None}]}
+            stop = dict(delta, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}])
+            out, kind = f"data: {json.dumps(delta)}\n\ndata: {json.dumps(stop)}\n\ndata: [DONE]\n\n", "text/event-stream"
+        else:
+            out = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": gt.pp.TEXT}}]})
+            kind = "application/json"
+        out = out.encode()
+        self.send_response(200); self.send_header("content-type", kind); self.send_header("content-length", str(len(out)))
+        self.end_headers(); self.wfile.write(out)
+
+def collect(binary, name):
+    """The guess trial's collect with BIN and `[research] embeddings = "local/minilm"`, the
+    encoder above serving the embeddings."""
+    try:
+        gt.collect(binary, name, ['embeddings="local/minilm"'], Encoder)
+    finally:
+        pickle.dump(cache, open(CACHE, 'wb'))
+
+def record(binary, out):
+    """Each corpus's questions run by BIN with the encoder's embeddings, every call recorded
+    (research-questions --record) into OUT/CORPUS/rec: the pick prompts for the place trial's
+    `ask` step (its recB; its recA the build before)."""
+    import subprocess
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Encoder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        for name in "attrs,black,fzf,just,mkdocs,poetry,ruff,uv,uvicorn,direnv,hatch".split(","):
+            os.makedirs(f"{out}/{name}", exist_ok=True)
+            subprocess.run([f"{gt.BENCH}/research-questions", "--binary", binary, "--workspace", f"/work/corpora/{name}",
+                            "--questions", f"{gt.BENCH}/research-questions-{name}.json", "--base-url", url, "--model", "m",
+                            "--state", f"{out}/state-{name}", "--out", f"{out}/{name}.jsonl", "--record", f"{out}/{name}/rec",
+                            "--research", 'embeddings="local/minilm"'],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        pickle.dump(cache, open(CACHE, 'wb'))
+
 if __name__ == "__main__":
-    {"part-search": part_search, "pool": pool}[sys.argv[1]](sys.argv[2])
+    if sys.argv[1] == "collect":
+        collect(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "record":
+        record(sys.argv[2], sys.argv[3])
+    else:
+        {"part-search": part_search, "pool": pool}[sys.argv[1]](sys.argv[2])

@@ -28,7 +28,7 @@ def calls(rec, q):
     out = []
     for f in sorted(names, key=order):
         body = json.load(open(f))
-        if body["messages"][0]["content"].startswith("You pick the sentences"):
+        if body.get("messages") and body["messages"][0]["content"].startswith("You pick the sentences"):
             out.append(body)
     return out
 
