@@ -11,9 +11,8 @@
 //! held a located sentence for 133 parts against 120 by the words alone, and Qwen2.5-Coder-1.5B
 //! picked a located sentence for 97 against 89 (docs/research.md, "Searched by meaning"). The
 //! words' order stays one of the two: the cosine alone put fewer answers in the first three.
-//! Comparing the
-//! part with each sentence too found a few more, for ten times the texts to embed; a passage is
-//! embedded once a run, whichever parts it is ranked for.
+//! Comparing the part with each sentence too found a few more, for ten times the texts to
+//! embed; a passage is embedded once a run, whichever parts it is ranked for.
 //!
 //! An embedding that fails (the server down, an answer of the wrong shape, the time gone) leaves
 //! the words' order as it was, with a note; nothing else changes.
