@@ -209,7 +209,11 @@ impl Research {
         let (lists, list_problems) = Lists::load(&paths);
         let (embedder, embedder_problem) = match embedder_for(config, &settings) {
             Ok(e) => (e, None),
-            Err(why) => (None, Some(why)),
+            Err(why) => {
+                // The terminal prints the problems; the editor and the agents read the log.
+                tracing::warn!("{why}");
+                (None, Some(why))
+            }
         };
         Ok(Research {
             model: ModelChoice::Router(Arc::new(ModelRouter::new(config.clone()))),
@@ -391,4 +395,47 @@ pub fn independence_key(s: &SourceRecord) -> String {
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+#[cfg(test)]
+mod embeddings_tests {
+    use super::*;
+    use crate::config::ValueSource;
+
+    fn named(research: &str) -> Result<Option<String>, String> {
+        let text = format!(
+            "[providers.ollama]\nbase_url = \"http://127.0.0.1:11434/v1\"\n[providers.claude]\nkind = \"anthropic\"\n[research]\n{research}"
+        );
+        let (config, problems) = Config::from_toml_str(&text, ValueSource::Default);
+        assert!(problems.is_empty(), "{problems:?}");
+        let (settings, _) = ResearchConfig::from_config(&config);
+        embedder_for(&config, &settings).map(|e| e.map(|e| e.name().to_owned()))
+    }
+
+    #[test]
+    fn an_embedding_model_is_a_provider_and_a_model() {
+        assert_eq!(named(""), Ok(None));
+        assert_eq!(named("embeddings = \"  \""), Ok(None));
+        assert_eq!(
+            named("embeddings = \"ollama/nomic-embed-text\""),
+            Ok(Some("ollama/nomic-embed-text".to_owned()))
+        );
+        let no_model = named("embeddings = \"ollama\"").unwrap_err();
+        assert!(
+            no_model.contains("write it as PROVIDER/MODEL"),
+            "{no_model}"
+        );
+        let unknown = named("embeddings = \"lmstudio/x\"").unwrap_err();
+        assert!(
+            unknown.contains("no provider \"lmstudio\"")
+                && unknown.contains("known: claude, ollama"),
+            "{unknown}"
+        );
+        let other_wire = named("embeddings = \"claude/x\"").unwrap_err();
+        assert!(
+            other_wire.contains("not an OpenAI-compatible server"),
+            "{other_wire}"
+        );
+        assert!(other_wire.ends_with("passages are ranked by their words alone"));
+    }
 }
