@@ -908,9 +908,9 @@ fn a_part_is_asked_over_what_its_own_search_found_too() {
 /// A loopback stand-in for a server's `POST /v1/embeddings` (the OpenAI wire format): each
 /// text's vector counts, weighed, the words of three topics — redrawing ("flicker…",
 /// "redraw…", "refresh_rate", weighing three), widgets, stopping — and has a constant fourth
-/// entry. Answers `status` with an error body instead when it is not 200. Returns its base URL
-/// and the texts it was asked about.
-fn embeddings_server(status: u16) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+/// entry. (Vectors that depend on the texts: the replay server answers recorded replies in
+/// order.) Returns its base URL and the texts it was asked about.
+fn embeddings_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -961,20 +961,17 @@ fn embeddings_server(status: u16) -> (String, std::sync::Arc<std::sync::Mutex<Ve
                 }
                 v
             };
-            let answer = if status == 200 {
-                let data: Vec<Value> = texts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| serde_json::json!({"object": "embedding", "index": i, "embedding": vector(t)}))
-                    .collect();
+            let data: Vec<Value> = texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| serde_json::json!({"object": "embedding", "index": i, "embedding": vector(t)}))
+                .collect();
+            let answer =
                 serde_json::json!({"object": "list", "data": data, "model": request["model"]})
-            } else {
-                serde_json::json!({"error": {"message": "model not found", "type": "invalid_request_error"}})
-            };
-            let answer = answer.to_string();
+                    .to_string();
             let _ = write!(
                 stream,
-                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
                 answer.len()
             );
         }
@@ -1045,7 +1042,7 @@ fn a_part_is_ranked_by_meaning_with_an_embedding_model() {
     let (words_alone, _) = pick("", None);
     assert!(!words_alone.contains(DISPLAY_SENTENCE), "{words_alone}");
 
-    let (url, asked) = embeddings_server(200);
+    let (url, asked) = embeddings_server();
     let (with_meaning, run) = pick("", Some(&url));
     assert!(with_meaning.contains(DISPLAY_SENTENCE), "{with_meaning}");
     let asked = asked.lock().unwrap().clone();
@@ -1063,17 +1060,26 @@ fn a_part_is_ranked_by_meaning_with_an_embedding_model() {
     assert!(!run["notes"].to_string().contains("words alone"), "{run}");
 }
 
-/// An embedding model that fails leaves the words' order, and the notes say why.
+/// An embedding model that fails leaves the words' order, and the notes say why, in the
+/// server's words (Ollama's answer for a model it does not have).
 #[test]
 fn a_failing_embedding_model_leaves_the_words_order() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = runtime
         .block_on(ReplayServer::start(vec![scripted("(1)"), scripted("(1)")]))
         .unwrap();
-    let (url, _) = embeddings_server(404);
+    let embedder = runtime
+        .block_on(ReplayServer::start(vec![Reply::json(
+            404,
+            &serde_json::json!({"error": {"message": "model \"test-embed\" not found, try pulling it first", "type": "api_error"}}),
+        )]))
+        .unwrap();
     let env = Env::with_research(
         Some(&model.url()),
-        &format!("embeddings = \"emb/test-embed\"\n[providers.emb]\nbase_url = \"{url}/v1\"\n"),
+        &format!(
+            "embeddings = \"emb/test-embed\"\n[providers.emb]\nbase_url = \"{}/v1\"\n",
+            embedder.url()
+        ),
     );
     widget_docs(&env);
     let (run, _) = env.json(&[WIDGET_QUESTION, "--sources", "workspace", "--no-verify"]);
@@ -1081,11 +1087,14 @@ fn a_failing_embedding_model_leaves_the_words_order() {
     let notes = run["notes"].to_string();
     assert!(
         notes.contains("the parts were ranked by their words alone (emb/test-embed failed:")
-            && notes.contains("404")
-            && notes.contains("model not found"),
+            && notes.contains("404 Not Found")
+            && notes.contains("not found, try pulling it first"),
         "{notes}"
     );
     assert!(!user_message(&model.requests()[1]).contains(DISPLAY_SENTENCE));
+    let asked = &embedder.requests()[0];
+    assert!(asked.path.ends_with("/v1/embeddings"), "{asked:?}");
+    assert_eq!(asked.json()["model"], "test-embed", "{asked:?}");
 }
 
 /// A part its own pass left unanswered, with no sentence to quote, ends with a pointer that

@@ -9,6 +9,8 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::config::ProviderConfig;
+use crate::model::http::{connect_reason, error_message, secret_header};
+use reqwest::header::AUTHORIZATION;
 
 /// Turns texts into vectors, one per text, in order.
 pub trait Embedder: Send + Sync {
@@ -62,40 +64,39 @@ impl Embedder for HttpEmbedder {
                 .timeout(self.timeout)
                 .json(&json!({ "model": self.model, "input": texts }));
             if let Some(key) = self.provider.api_key() {
-                request = request.bearer_auth(key.expose());
+                let header = secret_header(&format!("Bearer {}", key.expose()))
+                    .map_err(|e| e.to_string())?;
+                request = request.header(AUTHORIZATION, header);
             }
-            let response = request
-                .send()
-                .await
-                .map_err(|e| format!("{url} did not answer ({})", without_url(&e)))?;
+            let response = request.send().await.map_err(|e| {
+                if e.is_timeout() {
+                    format!("{url} did not answer within {} s", self.timeout.as_secs())
+                } else {
+                    format!("{url} did not answer ({})", connect_reason(&e))
+                }
+            })?;
             let status = response.status();
-            let body: Value = response.json().await.map_err(|e| {
-                format!("{url} answered {status} with no JSON ({})", without_url(&e))
+            let bytes = response.bytes().await.map_err(|e| {
+                format!(
+                    "{url} answered {status}, then the answer broke off ({})",
+                    connect_reason(&e)
+                )
             })?;
             if !status.is_success() {
-                let message = body
-                    .pointer("/error/message")
-                    .or_else(|| body.get("error"))
-                    .map(|m| {
-                        m.as_str()
-                            .map(str::to_owned)
-                            .unwrap_or_else(|| m.to_string())
-                    })
-                    .unwrap_or_default();
-                return Err(format!("{url} answered {status}: {message}"));
+                return Err(format!(
+                    "{url} answered {status}: {}",
+                    error_message(&bytes)
+                ));
             }
+            let body: Value = serde_json::from_slice(&bytes).map_err(|_| {
+                format!(
+                    "{url} answered {status} with no JSON: {}",
+                    error_message(&bytes)
+                )
+            })?;
             vectors(&body, texts.len()).map_err(|why| format!("{url}: {why}"))
         })
     }
-}
-
-/// reqwest's error without the URL it repeats (the caller names it once).
-fn without_url(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    if let Some(url) = e.url() {
-        text = text.replace(&format!(" for url ({url})"), "");
-    }
-    text
 }
 
 /// The vectors of an embeddings answer, in the order of the input (`data[].index`), checked:
