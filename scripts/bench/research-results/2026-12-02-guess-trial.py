@@ -85,9 +85,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
 def collect(binary, name, settings, handler=None):
     """As 2026-12-02-place-trial-collect.py, with the proxy (or `handler`) for a model and the
     state kept."""
-    collect_src = open(f"{HERE}/2026-12-02-place-trial-collect.py").read()
-    parse = {}
-    exec(collect_src[collect_src.index("def parse"):collect_src.index("binary, corpora")], globals(), parse)
+    place = importlib.machinery.SourceFileLoader("place", f"{HERE}/2026-12-02-place-trial-collect.py").load_module()
     Proxy.cache = json.load(open(CACHE)) if os.path.exists(CACHE) else {}
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler or Proxy)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -102,19 +100,7 @@ def collect(binary, name, settings, handler=None):
                         "--base-url", url, "--model", "m", "--state", f"{state}/state-{corpus_name}",
                         "--out", f"{state}/{corpus_name}.jsonl"] + [a for kv in settings for a in ("--research", kv)],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        logfiles = sorted(glob.glob(f"{logs}/*.log"))
-        corpus = f"/work/corpora/{corpus_name}"
-        for q, parts in pp.located(f"{BENCH}/research-answers-{corpus_name}.md").items():
-            if q - 1 >= len(logfiles): continue
-            asked = parse["parse"](logfiles[q - 1])
-            if len(asked) != len(parts): continue
-            for k, lines in parts.items():
-                a = asked[k - 1]
-                tri = pp.located_trigrams(corpus, lines)
-                for psg in a["pool"]:
-                    for s in psg["sentences"]:
-                        s.append(bool(pp.located_sentence(s[2], tri)))
-                out.append(dict(corpus=corpus_name, q=q, k=k, lines=lines, **a))
+        out += place.marked(corpus_name, f"/work/corpora/{corpus_name}", sorted(glob.glob(f"{logs}/*.log")))
     json.dump(out, open(f"{DIR}/{name}.json", "w"))
     print(len(out), "parts")
 
