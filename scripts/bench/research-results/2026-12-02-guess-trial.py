@@ -69,18 +69,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                     Proxy.cache[k] = ask(body["messages"], body.get("max_tokens", 90))
                     json.dump(Proxy.cache, open(CACHE, "w"))
                 text = Proxy.cache[k]
-        if body.get("stream"):
-            delta = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                     "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]}
-            stop = dict(delta, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}])
-            out, kind = f"data: {json.dumps(delta)}\n\ndata: {json.dumps(stop)}\n\ndata: [DONE]\n\n", "text/event-stream"
-        else:
-            out = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
-                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]})
-            kind = "application/json"
-        out = out.encode()
-        self.send_response(200); self.send_header("content-type", kind); self.send_header("content-length", str(len(out)))
-        self.end_headers(); self.wfile.write(out)
+        pp.answer(self, body, text)
 
 def collect(binary, name, settings, handler=None):
     """As 2026-12-02-place-trial-collect.py, with the proxy (or `handler`) for a model and the

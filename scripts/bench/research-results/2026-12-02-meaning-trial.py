@@ -121,19 +121,9 @@ class Encoder(http.server.BaseHTTPRequestHandler):
             with lock:
                 data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in E(t)]}
                         for i, t in enumerate(body["input"])]
-            out, kind = json.dumps({"object": "list", "data": data, "model": body.get("model")}), "application/json"
-        elif body.get("stream"):
-            delta = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                     "choices": [{"index": 0, "delta": {"role": "assistant", "content": gt.pp.TEXT}, "finish_reason": None}]}
-            stop = dict(delta, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}])
-            out, kind = f"data: {json.dumps(delta)}\n\ndata: {json.dumps(stop)}\n\ndata: [DONE]\n\n", "text/event-stream"
+            gt.pp.send(self, json.dumps({"object": "list", "data": data, "model": body.get("model")}), "application/json")
         else:
-            out = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
-                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": gt.pp.TEXT}}]})
-            kind = "application/json"
-        out = out.encode()
-        self.send_response(200); self.send_header("content-type", kind); self.send_header("content-length", str(len(out)))
-        self.end_headers(); self.wfile.write(out)
+            gt.pp.answer(self, body, gt.pp.TEXT)
 
 def collect(binary, name):
     """The guess trial's collect with BIN and `[research] embeddings = "local/minilm"`, the
