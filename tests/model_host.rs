@@ -349,6 +349,153 @@ fn the_host_answers_whole_and_streamed_reuses_the_prefix_and_refuses_bad_request
     assert_eq!(status, 200);
 }
 
+/// An embedding model (the tiny model, mean-pooled) answers `/v1/embeddings` as OpenAI does:
+/// one vector of unit length per text, in order, as numbers or as base64 (what OpenAI's own
+/// client asks for); a text longer than the window is cut, not a crash; it refuses prompts, and
+/// a chat model refuses embeddings, each saying why.
+#[test]
+fn an_embedding_model_serves_vectors_and_a_chat_model_refuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let encoder = dir.path().join("tiny-encoder.gguf");
+    gguf::write_tiny_encoder(&encoder);
+    let served = Served::start(&encoder, &[]);
+    let texts = json!([
+        "the widget redraws",
+        "the cache evicts",
+        "the widget redraws"
+    ]);
+    let (status, body) = post(
+        &served.authority,
+        "/v1/embeddings",
+        &json!({"model": "tiny-encoder", "input": texts}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["object"], "list");
+    let vectors: Vec<Vec<f64>> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            assert_eq!(
+                (item["index"].as_u64(), &item["object"]),
+                (Some(i as u64), &json!("embedding"))
+            );
+            item["embedding"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(vectors.len(), 3);
+    for v in &vectors {
+        assert_eq!(v.len(), 64, "the model's embedding length");
+        let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-3, "unit length: {norm}");
+    }
+    assert_eq!(vectors[0], vectors[2], "the same text, the same vector");
+    assert_ne!(vectors[0], vectors[1]);
+    assert!(
+        body["usage"]["prompt_tokens"].as_u64().unwrap() > 0,
+        "{body}"
+    );
+
+    let (status, one) = post(
+        &served.authority,
+        "/v1/embeddings",
+        &json!({"input": "the widget redraws", "encoding_format": "base64"}),
+    );
+    assert_eq!(status, 200, "{one}");
+    let bytes = base64_decode(one["data"][0]["embedding"].as_str().unwrap());
+    let decoded: Vec<f32> = bytes
+        .chunks(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    // JSON writes each f32 in its shortest form, which reads back as the same f32.
+    let as_f32: Vec<f32> = vectors[0].iter().map(|x| *x as f32).collect();
+    assert_eq!(decoded, as_f32);
+
+    // Longer than the 2,048-token window: cut to it (llama.cpp aborts on a batch past it).
+    let long = "redraw ".repeat(600);
+    let (status, cut) = post(
+        &served.authority,
+        "/v1/embeddings",
+        &json!({"input": [long]}),
+    );
+    assert_eq!(status, 200, "{cut}");
+    assert_eq!(cut["usage"]["prompt_tokens"], 2048, "{cut}");
+
+    for (request, says) in [
+        (json!({"input": ["fine", " "]}), "input 1 is empty"),
+        (json!({"input": [[1, 2, 3]]}), "token arrays are not served"),
+        (json!({"input": []}), "expected 1 to 2048 texts"),
+        (
+            json!({"input": "x", "encoding_format": "int8"}),
+            "unknown encoding_format",
+        ),
+    ] {
+        let (status, refused) = post(&served.authority, "/v1/embeddings", &request);
+        assert_eq!(status, 400, "{request}: {refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{request}: {message}");
+    }
+    let (status, refused) = post(
+        &served.authority,
+        "/v1/chat/completions",
+        &chat_body(json!([{"role": "user", "content": "hi"}]), 4),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is an embedding model"),
+        "{refused}"
+    );
+    let (_, status_body) = http(&served.authority, "GET", "/status", None);
+    let record: Value = serde_json::from_str(&status_body).unwrap();
+    assert_eq!(record["texts_embedded"], 5, "{record}");
+
+    let (_chat_dir, chat_model) = tiny();
+    let chat = Served::start(&chat_model, &[]);
+    let (status, refused) = post(
+        &chat.authority,
+        "/v1/embeddings",
+        &json!({"input": "the widget redraws"}),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("has no pooling to turn a text into one vector"),
+        "{refused}"
+    );
+}
+
+/// Standard base64 (with padding), as OpenAI's client decodes an embedding.
+fn base64_decode(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in text.bytes().filter(|c| *c != b'=') {
+        let value = ALPHABET
+            .iter()
+            .position(|a| *a == c)
+            .expect("a base64 character") as u32;
+        acc = (acc << 6) | value;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
+}
+
 #[test]
 fn a_client_that_disconnects_stops_the_decoding_and_a_queued_one_is_skipped() {
     let (_dir, model) = tiny();

@@ -1060,6 +1060,69 @@ fn a_part_is_ranked_by_meaning_with_an_embedding_model() {
     assert!(!run["notes"].to_string().contains("words alone"), "{run}");
 }
 
+/// With nothing configured, the embedding model inside patchwise ranks the parts' passages as
+/// soon as `patchwise model pull` has put it in the data dir: its own host is started, embeds
+/// the run's passages and the parts, and the notes say nothing of words alone. A tiny encoder
+/// with random weights stands in for all-MiniLM-L6-v2 under the catalogue's file name: this
+/// checks the way there, not the order it gives.
+#[test]
+fn the_built_in_encoder_ranks_by_meaning_once_it_is_downloaded() {
+    if !patchwise::model::embedded::AVAILABLE {
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![scripted("(1)"), scripted("(1)")]))
+        .unwrap();
+    let env = Env::with_research(Some(&model.url()), "");
+    widget_docs(&env);
+    let data = env.workspace.join("data/patchwise");
+    let encoder = patchwise::model::embedded::catalog::find("all-minilm-l6-v2").unwrap();
+    std::fs::create_dir_all(data.join("models")).unwrap();
+    support::gguf::write_tiny_encoder(&data.join("models").join(encoder.file));
+    let (run, _) = env.json(&[WIDGET_QUESTION, "--sources", "workspace", "--no-verify"]);
+    assert_eq!(model.requests().len(), 2, "a pick a part: {run}");
+    assert!(!run["notes"].to_string().contains("words alone"), "{run}");
+    let announced: Vec<Value> = std::fs::read_dir(data.join("hosts"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect();
+    assert_eq!(announced.len(), 1, "one host, the encoder's: {announced:?}");
+    let host = &announced[0];
+    assert!(
+        host["model"].as_str().unwrap().ends_with(encoder.file),
+        "{host}"
+    );
+    let authority = host["url"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned();
+    let status = http_get(&authority, "/status");
+    let _ = Command::new("kill").arg(host["pid"].to_string()).status();
+    // The passages found (at least one) and each of the two parts.
+    assert!(status["texts_embedded"].as_u64().unwrap() >= 3, "{status}");
+}
+
+/// A GET over a fresh connection, its body as JSON.
+fn http_get(authority: &str, path: &str) -> Value {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let (_, body) = raw.split_once("\r\n\r\n").unwrap();
+    serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON: {raw}"))
+}
+
 /// An embedding model that fails leaves the words' order, and the notes say why, in the
 /// server's words (Ollama's answer for a model it does not have).
 #[test]

@@ -43,7 +43,8 @@ pub enum ModelCommand {
         #[arg(long, value_name = "SECS")]
         idle_secs: Option<u64>,
     },
-    /// Download a model of the catalogue into the data dir (default: qwen2.5-coder-1.5b).
+    /// Download a model of the catalogue into the data dir (default: qwen2.5-coder-1.5b, and
+    /// all-minilm-l6-v2 for research's ranking by meaning).
     Pull {
         /// A catalogue name (`patchwise model list`).
         name: Option<String>,
@@ -144,24 +145,33 @@ pub fn run(args: &ModelArgs) -> ExitCode {
                 }
             };
             let progress = std::io::stderr().is_terminal();
-            match runtime.block_on(pull::pull(name.as_deref(), &data_dir, progress)) {
-                Ok(pulled) => {
-                    match &pulled.sha256 {
-                        Some(sha) => eprintln!(
-                            "downloaded {} ({} MB, sha256 {sha})",
-                            pulled.path.display(),
-                            pulled.bytes / 1_000_000
-                        ),
-                        None => eprintln!("already downloaded: {}", pulled.path.display()),
+            // With no name: the chat model, and the small encoder research ranks by meaning
+            // with, so one command sets up every feature.
+            let names = match name.as_deref() {
+                Some(name) => vec![name],
+                None => vec![catalog::DEFAULT_MODEL, catalog::DEFAULT_ENCODER],
+            };
+            let mut code = ExitCode::SUCCESS;
+            for name in names {
+                match runtime.block_on(pull::pull(Some(name), &data_dir, progress)) {
+                    Ok(pulled) => {
+                        match &pulled.sha256 {
+                            Some(sha) => eprintln!(
+                                "downloaded {} ({} MB, sha256 {sha})",
+                                pulled.path.display(),
+                                pulled.bytes / 1_000_000
+                            ),
+                            None => eprintln!("already downloaded: {}", pulled.path.display()),
+                        }
+                        println!("{}", pulled.path.display());
                     }
-                    println!("{}", pulled.path.display());
-                    ExitCode::SUCCESS
-                }
-                Err(err) => {
-                    eprintln!("patchwise model pull: {err}");
-                    ExitCode::FAILURE
+                    Err(err) => {
+                        eprintln!("patchwise model pull: {err}");
+                        code = ExitCode::FAILURE;
+                    }
                 }
             }
+            code
         }
         ModelCommand::List { json } => {
             let rows = pull::list(&data_dir);

@@ -335,14 +335,17 @@ pub struct ResearchSection {
     /// 48 s (docs/research.md, "Quoted answers", "Sentences picked by number"); `false` asks
     /// for its own words (a larger model that explains well).
     pub quote_parts: bool,
-    /// An embedding model, as `PROVIDER/MODEL` (a provider of `[providers]` that speaks the
-    /// OpenAI wire format: `POST {base_url}/embeddings`, as Ollama, LM Studio, llama.cpp's server
-    /// and OpenAI do), to rank each part's passages by meaning as well as by words: a user asks
-    /// in the words of a problem, the documentation answers in the words of a feature. With
-    /// all-MiniLM-L6-v2, over 178 located parts of eleven documentation sets, the three
-    /// passages each part was asked over held its answer for 133 parts against 120 by the words
-    /// alone (docs/research.md, "Searched by meaning"). Each passage found is embedded once a
-    /// run, and each part once. Empty (the default): words alone.
+    /// The embedding model that ranks each part's passages by meaning as well as by words: a
+    /// user asks in the words of a problem, the documentation answers in the words of a
+    /// feature. Empty (the default): the one inside patchwise, all-MiniLM-L6-v2, when it is
+    /// downloaded (`patchwise model pull` fetches it with the chat model; 25 MB), else words
+    /// alone. `PROVIDER/MODEL`: a provider of `[providers]` that speaks the OpenAI wire format
+    /// (`POST {base_url}/embeddings`, as Ollama, LM Studio, llama.cpp's server and OpenAI do),
+    /// or `embedded/NAME` for a catalogue name or GGUF path of an embedding model. `off`: words
+    /// alone. With all-MiniLM-L6-v2, over 178 located parts of eleven documentation sets, the
+    /// three passages each part was asked over held its answer for 133 parts against 120 by the
+    /// words alone (docs/research.md, "Searched by meaning"). Each passage found is embedded
+    /// once a run, and each part once.
     pub embeddings: String,
     /// Sources by name: a built-in kind (openalex, arxiv, crossref, semantic_scholar, searxng,
     /// brave, feeds, workspace, library), or any name with `kind = "…"`.

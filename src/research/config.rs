@@ -171,8 +171,8 @@ pub struct ResearchConfig {
     /// The targeted pass asks the model which of the part's numbered sentences answer it, and
     /// the report prints them as the passages write them (`[research] quote_parts`).
     pub quote_parts: bool,
-    /// `PROVIDER/MODEL` whose embeddings rank a part's passages by meaning too (`[research]
-    /// embeddings`); `None`: words alone.
+    /// `PROVIDER/MODEL` whose embeddings rank a part's passages by meaning too, or `off`
+    /// (`[research] embeddings`); `None`: the built-in encoder when it is downloaded.
     pub embeddings: Option<String>,
     /// patchwise's data directory: never indexed as part of the workspace.
     pub data_dir: PathBuf,

@@ -41,6 +41,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigProblem};
+use crate::model::embedded::EmbeddedEmbedder;
 use crate::model::embeddings::{Embedder, HttpEmbedder};
 use crate::model::{ChatModel, ModelRouter};
 use crate::research::config::ResearchConfig;
@@ -144,20 +145,33 @@ pub struct Research {
     problems: Vec<String>,
 }
 
-/// The embedding model `[research] embeddings` names (`PROVIDER/MODEL`, a provider of
-/// `[providers]` that speaks the OpenAI wire format), or why it cannot be used.
+/// The embedding model `[research] embeddings` names (`PROVIDER/MODEL`: a provider of
+/// `[providers]` that speaks the OpenAI wire format, or the model inside patchwise, `embedded`;
+/// `off`: none), else the built-in encoder when it is downloaded, or why it cannot be used.
 fn embedder_for(
     config: &Config,
     settings: &ResearchConfig,
 ) -> Result<Option<Arc<dyn Embedder>>, String> {
+    let timeout = std::time::Duration::from_secs(30);
     let Some(named) = settings
         .embeddings
         .as_deref()
         .map(str::trim)
         .filter(|n| !n.is_empty())
     else {
-        return Ok(None);
+        // The built-in encoder, when `patchwise model pull` has downloaded it.
+        return match EmbeddedEmbedder::default_for(config, timeout) {
+            None => Ok(None),
+            Some(Ok(embedder)) => Ok(Some(Arc::new(embedder))),
+            Some(Err(why)) => Err(format!(
+                "the built-in embedding model ({}) cannot be used: {why}; passages are ranked by their words alone (`[research] embeddings = \"off\"` says so on purpose)",
+                crate::model::embedded::DEFAULT_ENCODER
+            )),
+        };
     };
+    if named.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
     let bad = |why: &str| {
         format!(
             "[research] embeddings = \"{named}\": {why}; passages are ranked by their words alone"
@@ -166,31 +180,42 @@ fn embedder_for(
     let (provider, model) = named
         .split_once('/')
         .filter(|(p, m)| !p.is_empty() && !m.is_empty())
-        .ok_or_else(|| bad("write it as PROVIDER/MODEL, a provider of [providers]"))?;
-    let settings_of = config.providers.get(provider).ok_or_else(|| {
-        bad(&format!(
-            "no provider \"{provider}\" in [providers] (known: {})",
-            config
-                .providers
-                .keys()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-    })?;
-    if settings_of.kind != crate::config::ProviderKind::OpenAi {
-        return Err(bad(&format!(
-            "\"{provider}\" is not an OpenAI-compatible server, whose `/embeddings` this calls"
-        )));
+        .ok_or_else(|| bad("write it as PROVIDER/MODEL, a provider of [providers], or \"off\""))?;
+    let providers = config.effective_providers();
+    let builtin;
+    let settings_of = match providers.get(provider) {
+        Some(found) => found,
+        None if provider == crate::config::BUILTIN_EMBEDDED
+            && crate::model::embedded::AVAILABLE =>
+        {
+            builtin =
+                crate::config::ProviderConfig::new(crate::config::ProviderKind::Embedded, None);
+            &builtin
+        }
+        None => {
+            return Err(bad(&format!(
+                "no provider \"{provider}\" in [providers] (known: {})",
+                providers.keys().cloned().collect::<Vec<_>>().join(", ")
+            )));
+        }
+    };
+    match settings_of.kind {
+        crate::config::ProviderKind::OpenAi => {
+            let embedder = HttpEmbedder::new(provider, model, settings_of.clone(), timeout)
+                .map_err(|why| bad(&why))?;
+            Ok(Some(Arc::new(embedder)))
+        }
+        crate::config::ProviderKind::Embedded => {
+            let mut embedded = settings_of.embedded.clone();
+            embedded.model = Some(model.to_owned());
+            let embedder = EmbeddedEmbedder::new(config, provider, &embedded, timeout)
+                .map_err(|why| bad(&why))?;
+            Ok(Some(Arc::new(embedder)))
+        }
+        _ => Err(bad(&format!(
+            "\"{provider}\" is neither an OpenAI-compatible server, whose `/embeddings` this calls, nor the model inside patchwise"
+        ))),
     }
-    let embedder = HttpEmbedder::new(
-        provider,
-        model,
-        settings_of.clone(),
-        std::time::Duration::from_secs(30),
-    )
-    .map_err(|why| bad(&why))?;
-    Ok(Some(Arc::new(embedder)))
 }
 
 impl Research {
@@ -433,9 +458,72 @@ mod embeddings_tests {
         );
         let other_wire = named("embeddings = \"claude/x\"").unwrap_err();
         assert!(
-            other_wire.contains("not an OpenAI-compatible server"),
+            other_wire.contains("neither an OpenAI-compatible server"),
             "{other_wire}"
         );
         assert!(other_wire.ends_with("passages are ranked by their words alone"));
+        assert_eq!(named("embeddings = \"off\""), Ok(None));
+    }
+
+    /// The built-in encoder is the default when its file is in the data dir, and a chat model
+    /// named as the embedding model is refused with what to do.
+    #[test]
+    fn the_built_in_encoder_is_used_when_it_is_downloaded() {
+        let data = tempfile::tempdir().unwrap();
+        let at = |research: &str| {
+            let text = format!(
+                "data_dir = {:?}\n[research]\n{research}",
+                data.path().display().to_string()
+            );
+            let (config, problems) = Config::from_toml_str(&text, ValueSource::Default);
+            assert!(problems.is_empty(), "{problems:?}");
+            let (settings, _) = ResearchConfig::from_config(&config);
+            embedder_for(&config, &settings).map(|e| e.map(|e| e.name().to_owned()))
+        };
+        assert_eq!(at(""), Ok(None));
+        if !crate::model::embedded::AVAILABLE {
+            return;
+        }
+        let models = data.path().join("models");
+        std::fs::create_dir_all(&models).unwrap();
+        let encoder =
+            crate::model::embedded::catalog::find(crate::model::embedded::DEFAULT_ENCODER).unwrap();
+        std::fs::write(models.join(encoder.file), gguf_header("bert", Some(1))).unwrap();
+        assert_eq!(at(""), Ok(Some("embedded/all-minilm-l6-v2".to_owned())));
+        assert_eq!(at("embeddings = \"off\""), Ok(None));
+        std::fs::write(models.join("chat.gguf"), gguf_header("qwen2", None)).unwrap();
+        let chat = at("embeddings = \"embedded/chat.gguf\"").unwrap_err();
+        assert!(chat.contains("has no pooling"), "{chat}");
+        std::fs::write(models.join(encoder.file), b"not a model").unwrap();
+        let broken = at("").unwrap_err();
+        assert!(
+            broken.starts_with("the built-in embedding model (all-minilm-l6-v2) cannot be used")
+                && broken.contains("not a GGUF model file"),
+            "{broken}"
+        );
+    }
+
+    /// A GGUF header with no tensors: an architecture and, for an encoder, its pooling.
+    fn gguf_header(arch: &str, pooling: Option<u32>) -> Vec<u8> {
+        let mut out = b"GGUF".to_vec();
+        out.extend(3u32.to_le_bytes());
+        out.extend(0u64.to_le_bytes());
+        out.extend((1 + u64::from(pooling.is_some())).to_le_bytes());
+        let key = |out: &mut Vec<u8>, k: &str| {
+            out.extend((k.len() as u64).to_le_bytes());
+            out.extend(k.as_bytes());
+        };
+        key(&mut out, "general.architecture");
+        out.extend(8u32.to_le_bytes());
+        out.extend((arch.len() as u64).to_le_bytes());
+        out.extend(arch.as_bytes());
+        if let Some(pooling) = pooling {
+            key(&mut out, &format!("{arch}.pooling_type"));
+            out.extend(4u32.to_le_bytes());
+            out.extend(pooling.to_le_bytes());
+        }
+        // The (empty) tensor data starts at the next 32-byte boundary.
+        out.resize(out.len().div_ceil(32) * 32, 0);
+        out
     }
 }

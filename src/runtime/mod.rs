@@ -8,6 +8,11 @@
 //! host"). Everything here happens on one thread that owns the model and its context; requests
 //! reach it through a queue, and a request's cancel flag is read by llama.cpp's abort callback
 //! between graph nodes, so a cancelled prompt stops within one operation, not one batch.
+//!
+//! An embedding model (a GGUF file that names a pooling, `GgufInfo::is_embedding_model`: a
+//! sentence encoder such as all-MiniLM-L6-v2) is loaded with a context that pools each text's
+//! tokens into one vector; it answers [`Runtime::embed`] and refuses prompts, and a chat model
+//! the other way round. Research ranks passages by meaning with it (`research::meaning`).
 
 pub mod server;
 pub mod template;
@@ -70,6 +75,8 @@ pub struct LoadedModel {
     pub eos_token: String,
     /// Fill-in-the-middle tokens as text, when the vocabulary has them.
     pub fim: Option<FimTokens>,
+    /// An embedding model: the length of its vectors. `None`: a model that writes text.
+    pub embedding: Option<usize>,
 }
 
 /// The model's own fill-in-the-middle markers.
@@ -149,6 +156,18 @@ pub enum RuntimeError {
     EmptyPrompt,
     #[error("llama.cpp failed: {0}")]
     Llama(String),
+    #[error(
+        "{0} is an embedding model: it turns texts into vectors (/v1/embeddings) and writes no text; configure a chat or completion model for this"
+    )]
+    NotAGenerator(String),
+    #[error(
+        "{0} writes text and has no pooling to turn a text into one vector: serve an embedding model for /v1/embeddings (a GGUF file with `<arch>.pooling_type`, such as `patchwise model pull all-minilm-l6-v2`)"
+    )]
+    NotAnEncoder(String),
+    #[error("input {index} is empty: there is nothing to embed")]
+    EmptyInput { index: usize },
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// A request in the queue.
@@ -160,9 +179,34 @@ pub struct Job {
     pub cancel: Arc<AtomicBool>,
 }
 
+/// Texts to turn into vectors, in the queue with the prompts.
+pub struct EmbedJob {
+    pub texts: Vec<String>,
+    pub reply: tokio::sync::oneshot::Sender<Result<Embedded, RuntimeError>>,
+    /// Set when the client goes away; read between texts and by llama.cpp's abort callback.
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// The vectors of an [`EmbedJob`], one per text in order, each of unit length.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedded {
+    pub vectors: Vec<Vec<f32>>,
+    /// Tokens read, over all texts (after cutting).
+    pub tokens: usize,
+    /// How many texts were longer than the model's window and were cut to it (their vector is
+    /// their beginning's, as sentence-transformers cuts a text to its model's length).
+    pub cut: usize,
+}
+
+/// One unit of the runtime's queue.
+enum Work {
+    Answer(Job),
+    Embed(EmbedJob),
+}
+
 /// The loaded model, answering jobs one at a time on its own thread.
 pub struct Runtime {
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Work>,
     /// What the runtime thread has done, for `/status`.
     record: Arc<Mutex<Record>>,
     pub model: LoadedModel,
@@ -180,6 +224,8 @@ pub struct Record {
     pub evaluated_tokens: u64,
     /// `None` before the first answer; `Err` for an answer that failed.
     pub last: Option<Result<(Finish, AnswerStats), RuntimeError>>,
+    /// Texts turned into vectors (an embedding model's work; each text of a request counts).
+    pub embedded_texts: u64,
 }
 
 /// Why the model did not load. Written for the user who must act on it.
@@ -202,14 +248,16 @@ impl Runtime {
     /// load). The file is checked as GGUF first, so a wrong file is a clear error rather than
     /// whatever llama.cpp makes of it.
     pub fn start(spec: RuntimeSpec) -> Result<Runtime, LoadError> {
-        gguf::read_info(&spec.model).map_err(|err| LoadError::NotGguf(err.to_string()))?;
+        let info =
+            gguf::read_info(&spec.model).map_err(|err| LoadError::NotGguf(err.to_string()))?;
+        let embedding = info.is_embedding_model();
         let (ready_tx, ready_rx) = mpsc::channel();
-        let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
+        let (jobs_tx, jobs_rx) = mpsc::channel::<Work>();
         let record = Arc::new(Mutex::new(Record::default()));
         let written = record.clone();
         std::thread::Builder::new()
             .name("llama".into())
-            .spawn(move || run(spec, jobs_rx, ready_tx, written))
+            .spawn(move || run(spec, embedding, jobs_rx, ready_tx, written))
             .map_err(|err| LoadError::Load {
                 path: PathBuf::new(),
                 reason: format!("cannot start the runtime thread: {err}"),
@@ -242,7 +290,21 @@ impl Runtime {
     /// Queues `job`. Jobs run in the order they were queued, one at a time; a job whose cancel
     /// flag is set by the time its turn comes is skipped (it ends `Cancelled` with no text).
     pub fn submit(&self, job: Job) -> Result<(), Job> {
-        self.jobs.send(job).map_err(|err| err.0)
+        self.jobs
+            .send(Work::Answer(job))
+            .map_err(|err| match err.0 {
+                Work::Answer(job) => job,
+                Work::Embed(_) => unreachable!("an answer was sent"),
+            })
+    }
+
+    /// Queues texts to turn into vectors, in turn with the prompts; the vectors (or why there
+    /// are none) come through `job.reply`. Fails when the runtime thread has ended.
+    pub fn embed(&self, job: EmbedJob) -> Result<(), EmbedJob> {
+        self.jobs.send(Work::Embed(job)).map_err(|err| match err.0 {
+            Work::Embed(job) => job,
+            Work::Answer(_) => unreachable!("an embedding was sent"),
+        })
     }
 }
 
@@ -278,7 +340,8 @@ fn with_abort_callback(params: LlamaContextParams, slot: &AbortSlot) -> LlamaCon
 
 fn run(
     spec: RuntimeSpec,
-    jobs: mpsc::Receiver<Job>,
+    embedding: bool,
+    jobs: mpsc::Receiver<Work>,
     ready: mpsc::Sender<Result<(LoadedModel, Arc<LlamaModel>), LoadError>>,
     record: Arc<Mutex<Record>>,
 ) {
@@ -317,6 +380,15 @@ fn run(
         // Off, as in llama-cpp-python's server: on a CPU it is no faster at these lengths, and
         // with it the greedy answers drift from that server's on near-ties.
         .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED);
+    if embedding {
+        // A text is read in one batch (an encoder's attention is not causal: llama.cpp cannot
+        // split it), with every token an output for the pooling.
+        ctx_params = ctx_params
+            .with_embeddings(true)
+            .with_n_batch(context)
+            .with_n_ubatch(context)
+            .with_n_seq_max(1);
+    }
     if let Some(threads) = spec.threads {
         ctx_params = ctx_params
             .with_n_threads(threads as i32)
@@ -334,7 +406,8 @@ fn run(
             return;
         }
     };
-    let loaded = describe(&model, &spec.model, ctx.n_ctx());
+    let mut loaded = describe(&model, &spec.model, ctx.n_ctx());
+    loaded.embedding = embedding.then(|| model.n_embd_out().max(0) as usize);
     tracing::info!(
         model = %loaded.name,
         context = loaded.context,
@@ -345,14 +418,38 @@ fn run(
         return;
     }
     let mut cache: Vec<LlamaToken> = Vec::new();
-    while let Ok(job) = jobs.recv() {
+    while let Ok(work) = jobs.recv() {
+        let job = match work {
+            Work::Answer(job) => job,
+            Work::Embed(job) => {
+                if let Ok(mut current) = slot.0.lock() {
+                    *current = job.cancel.clone();
+                }
+                let outcome = if embedding {
+                    embed(&model, &mut ctx, &job)
+                } else {
+                    Err(RuntimeError::NotAnEncoder(spec.model.display().to_string()))
+                };
+                if let (Ok(mut record), Ok(done)) = (record.lock(), &outcome) {
+                    record.embedded_texts += done.vectors.len() as u64;
+                }
+                let _ = job.reply.send(outcome);
+                continue;
+            }
+        };
         let outcome = if job.cancel.load(Ordering::Relaxed) {
             Ok((Finish::Cancelled, AnswerStats::default()))
         } else {
             if let Ok(mut current) = slot.0.lock() {
                 *current = job.cancel.clone();
             }
-            answer(&model, &mut ctx, &mut cache, &job)
+            if embedding {
+                Err(RuntimeError::NotAGenerator(
+                    spec.model.display().to_string(),
+                ))
+            } else {
+                answer(&model, &mut ctx, &mut cache, &job)
+            }
         };
         if let Ok(mut record) = record.lock() {
             record.answered += 1;
@@ -399,7 +496,73 @@ fn describe(model: &LlamaModel, path: &Path, context: u32) -> LoadedModel {
         bos_token: if bos.0 >= 0 { text(bos) } else { String::new() },
         eos_token: if eos.0 >= 0 { text(eos) } else { String::new() },
         fim,
+        embedding: None,
     }
+}
+
+/// Turns each text of `job` into one vector: its tokens (with the model's own markers, a BERT
+/// model's `[CLS]` … `[SEP]`) read in one batch, pooled as the model's file says, scaled to unit
+/// length. A text longer than the window is cut to it, keeping its closing marker.
+fn embed(
+    model: &LlamaModel,
+    ctx: &mut LlamaContext<'_>,
+    job: &EmbedJob,
+) -> Result<Embedded, RuntimeError> {
+    let vocab = model.vocab();
+    let window = ctx.n_batch().min(ctx.n_ubatch()).min(ctx.n_ctx()) as usize;
+    let mut batch = LlamaBatch::new(window, 1);
+    let mut done = Embedded {
+        vectors: Vec::with_capacity(job.texts.len()),
+        tokens: 0,
+        cut: 0,
+    };
+    for (index, text) in job.texts.iter().enumerate() {
+        if job.cancel.load(Ordering::Relaxed) {
+            return Err(RuntimeError::Cancelled);
+        }
+        let mut tokens = vocab.tokenize(text.as_bytes(), true, false);
+        if text.trim().is_empty() || tokens.is_empty() {
+            return Err(RuntimeError::EmptyInput { index });
+        }
+        if tokens.len() > window {
+            let last = tokens[tokens.len() - 1];
+            tokens.truncate(window);
+            if vocab.is_eog(last) || last == vocab.sep() {
+                tokens[window - 1] = last;
+            }
+            done.cut += 1;
+        }
+        batch.clear();
+        batch
+            .add_sequence(&tokens, 0, true)
+            .map_err(|err| RuntimeError::Llama(err.to_string()))?;
+        ctx.clear_kv_cache();
+        if let Err(err) = ctx.decode(&mut batch) {
+            if job.cancel.load(Ordering::Relaxed) {
+                return Err(RuntimeError::Cancelled);
+            }
+            return Err(RuntimeError::Llama(err.to_string()));
+        }
+        let pooled = ctx
+            .embeddings_seq_ith(0)
+            .map_err(|err| RuntimeError::Llama(format!("no pooled vector: {err}")))?;
+        done.vectors.push(unit(pooled).ok_or_else(|| {
+            RuntimeError::Llama(format!(
+                "the vector of input {index} holds a number that is not finite, or only zeros"
+            ))
+        })?);
+        done.tokens += tokens.len();
+    }
+    Ok(done)
+}
+
+/// `v` scaled to unit length; `None` when it holds a non-finite number or is all zeros.
+pub fn unit(v: &[f32]) -> Option<Vec<f32>> {
+    if v.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let norm = v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    (norm > 0.0).then(|| v.iter().map(|x| (f64::from(*x) / norm) as f32).collect())
 }
 
 /// Answers one job: reuses the cached prefix, evaluates the rest of the prompt, samples until
@@ -711,6 +874,13 @@ mod tests {
         );
         let (sent, _, _) = feed(&[], &[b"\xff ok"]);
         assert_eq!(sent, vec!["\u{FFFD} ok"]);
+    }
+
+    #[test]
+    fn a_vector_is_scaled_to_unit_length_and_a_broken_one_refused() {
+        assert_eq!(unit(&[3.0, 4.0]), Some(vec![0.6, 0.8]));
+        assert_eq!(unit(&[0.0, 0.0]), None);
+        assert_eq!(unit(&[1.0, f32::NAN]), None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The model host: `patchwise model serve`, the embedded runtime behind an OpenAI-compatible
 //! HTTP server on loopback (`/v1/chat/completions` streamed as SSE or whole, `/v1/completions`
-//! with fill-in-the-middle through the model's own tokens, `/v1/models`, `/health`, `/status`),
-//! so every patchwise process reaches it with the OpenAI wire it already speaks.
+//! with fill-in-the-middle through the model's own tokens, `/v1/embeddings` when the model is an
+//! embedding model, `/v1/models`, `/health`, `/status`), so every patchwise process reaches it
+//! with the OpenAI wire it already speaks.
 //!
 //! One host per model on a machine: it announces its address in a file the starter named
 //! (`model::embedded::host` reads it), answers requests one decode at a time in arrival order,
@@ -26,7 +27,10 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use super::template::ChatTemplate;
-use super::{AnswerStats, Emit, Finish, Generation, Job, LoadedModel, Runtime, RuntimeSpec};
+use super::{
+    AnswerStats, EmbedJob, Emit, Finish, Generation, Job, LoadedModel, Runtime, RuntimeError,
+    RuntimeSpec,
+};
 use crate::model::embedded::host::Announcement;
 
 /// How the host runs.
@@ -193,10 +197,29 @@ async fn route(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                     "received": state.served.load(Ordering::SeqCst),
                     "answered": record.answered,
                     "prompt_tokens_evaluated": record.evaluated_tokens,
+                    "texts_embedded": record.embedded_texts,
                     "uptime_secs": state.started.elapsed().as_secs(),
                     "last": last,
                 }),
             )
+        }
+        (&Method::POST, "/v1/chat/completions")
+        | (&Method::POST, "/chat/completions")
+        | (&Method::POST, "/v1/completions")
+        | (&Method::POST, "/completions")
+            if state.model.embedding.is_some() =>
+        {
+            error_response(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                &RuntimeError::NotAGenerator(state.model.name.clone()).to_string(),
+            )
+        }
+        (&Method::POST, "/v1/embeddings") | (&Method::POST, "/embeddings") => {
+            match read_json(req).await {
+                Ok(body) => embeddings(state, body).await,
+                Err(response) => response,
+            }
         }
         (&Method::POST, "/v1/chat/completions") | (&Method::POST, "/chat/completions") => {
             match read_json(req).await {
@@ -214,7 +237,7 @@ async fn route(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             StatusCode::NOT_FOUND,
             "not_found_error",
             &format!(
-                "no endpoint {path}: this host serves /v1/chat/completions, /v1/completions and /v1/models"
+                "no endpoint {path}: this host serves /v1/chat/completions, /v1/completions, /v1/embeddings and /v1/models"
             ),
         ),
     }
@@ -245,6 +268,117 @@ async fn read_json(req: Request<Incoming>) -> Result<Value, Response<Body>> {
             &format!("expected a JSON object, found invalid JSON: {err}"),
         )
     })
+}
+
+/// The most texts one embeddings request may hold (OpenAI's own limit).
+const MAX_INPUTS: usize = 2048;
+
+/// `POST /v1/embeddings` as OpenAI answers it: `input` a text or a list of texts, each turned
+/// into one vector of unit length, `encoding_format` `float` (the default) or `base64` (the
+/// vector's little-endian f32 bytes, which OpenAI's own client asks for).
+async fn embeddings(state: Arc<State>, body: Value) -> Response<Body> {
+    let bad =
+        |message: &str| error_response(StatusCode::BAD_REQUEST, "invalid_request_error", message);
+    if state.model.embedding.is_none() {
+        return bad(&RuntimeError::NotAnEncoder(state.model.name.clone()).to_string());
+    }
+    let texts: Vec<String> = match body.get("input") {
+        Some(Value::String(text)) => vec![text.clone()],
+        Some(Value::Array(items)) => {
+            match items
+                .iter()
+                .map(|item| item.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+            {
+                Some(texts) => texts,
+                None => {
+                    return bad(
+                        "expected \"input\" to be a text or a list of texts (token arrays are not served)",
+                    );
+                }
+            }
+        }
+        _ => return bad("expected \"input\": a text or a list of texts"),
+    };
+    if texts.is_empty() || texts.len() > MAX_INPUTS {
+        return bad(&format!(
+            "expected 1 to {MAX_INPUTS} texts in \"input\", found {}",
+            texts.len()
+        ));
+    }
+    let base64 = match body.get("encoding_format").and_then(Value::as_str) {
+        None | Some("float") => false,
+        Some("base64") => true,
+        Some(other) => {
+            return bad(&format!(
+                "unknown encoding_format {other:?}: ask for \"float\" or \"base64\""
+            ));
+        }
+    };
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let cancel = Arc::new(AtomicBool::new(false));
+    state.in_flight.fetch_add(1, Ordering::SeqCst);
+    // Dropped when the answer is sent or when the client goes away (hyper drops this future),
+    // which sets the cancel flag the runtime reads between texts.
+    let _guard = CancelOnDrop {
+        cancel: cancel.clone(),
+        state: state.clone(),
+    };
+    let job = EmbedJob {
+        texts,
+        reply,
+        cancel,
+    };
+    if state.runtime.embed(job).is_err() {
+        return error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            "the model runtime has stopped; the next request starts a new host",
+        );
+    }
+    let done = match answer.await {
+        Ok(Ok(done)) => done,
+        Ok(Err(err @ RuntimeError::EmptyInput { .. })) => return bad(&err.to_string()),
+        Ok(Err(err)) => {
+            return error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "server_error",
+                &err.to_string(),
+            );
+        }
+        Err(_) => {
+            return error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "server_error",
+                "the model runtime stopped before it answered; the next request starts a new host",
+            );
+        }
+    };
+    state.served.fetch_add(1, Ordering::SeqCst);
+    let data: Vec<Value> = done
+        .vectors
+        .iter()
+        .enumerate()
+        .map(|(index, vector)| {
+            let embedding = if base64 {
+                use base64::Engine as _;
+                let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+                json!(base64::engine::general_purpose::STANDARD.encode(bytes))
+            } else {
+                json!(vector)
+            };
+            json!({"object": "embedding", "index": index, "embedding": embedding})
+        })
+        .collect();
+    json_response(
+        StatusCode::OK,
+        json!({
+            "object": "list",
+            "data": data,
+            "model": state.model.name,
+            "usage": {"prompt_tokens": done.tokens, "total_tokens": done.tokens},
+        }),
+    )
 }
 
 /// The sampling settings every endpoint shares.

@@ -2,7 +2,9 @@
 //! (seeded, so every build is the same file), a byte-level BPE vocabulary of 256 bytes and three
 //! ChatML control tokens, a ChatML template, and a 2,048-token window. It answers gibberish,
 //! fast, through the real llama.cpp: enough to drive load → chat → stream → stop → cancel →
-//! host killed → restarted without downloading weights.
+//! host killed → restarted without downloading weights. The same model with a pooling named
+//! (`llama.pooling_type`, mean) is an embedding model to llama.cpp and to patchwise: random
+//! vectors, through the real pooling, for the `/v1/embeddings` plumbing.
 
 use std::path::Path;
 
@@ -21,8 +23,17 @@ pub fn write_tiny_model(path: &Path) {
     std::fs::write(path, tiny_model_bytes()).expect("write the tiny model");
 }
 
+/// Writes the tiny embedding model (the tiny model, mean-pooled) to `path`.
+pub fn write_tiny_encoder(path: &Path) {
+    std::fs::write(path, tiny_bytes(true)).expect("write the tiny encoder");
+}
+
 /// The tiny model's bytes.
 pub fn tiny_model_bytes() -> Vec<u8> {
+    tiny_bytes(false)
+}
+
+fn tiny_bytes(encoder: bool) -> Vec<u8> {
     let mut tokens: Vec<String> = byte_tokens();
     let specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
     tokens.extend(specials.iter().map(|s| s.to_string()));
@@ -52,6 +63,10 @@ pub fn tiny_model_bytes() -> Vec<u8> {
     kv.u32("tokenizer.ggml.eos_token_id", 258);
     kv.bool("tokenizer.ggml.add_bos_token", false);
     kv.string("tokenizer.chat_template", TEMPLATE);
+    if encoder {
+        // LLAMA_POOLING_TYPE_MEAN, as sentence-transformers pools all-MiniLM-L6-v2.
+        kv.u32("llama.pooling_type", 1);
+    }
 
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
     let mut random = |n: usize, scale: f32| -> Vec<f32> {

@@ -15,12 +15,15 @@ pub struct CatalogEntry {
     pub file: &'static str,
     /// Approximate download size, for the listing.
     pub size_mb: u32,
-    /// Instruction-tuned (chat: edit, develop, research) or a base model (completion).
+    /// Instruction-tuned (chat: edit, develop, research), a base model (completion), or a
+    /// sentence encoder (embeddings: research ranks passages by meaning with it).
     pub use_for: &'static str,
 }
 
 /// The catalogue. Instruct models are Qwen's own Q4_K_M files; the base models for
-/// fill-in-the-middle completion are ggml-org's Q8_0 files (the ones llama.vscode uses).
+/// fill-in-the-middle completion are ggml-org's Q8_0 files (the ones llama.vscode uses); the
+/// sentence encoder is all-MiniLM-L6-v2 converted by llama.cpp's converter (BERT, mean pooling),
+/// at Q8_0.
 pub const CATALOG: &[CatalogEntry] = &[
     CatalogEntry {
         name: "qwen2.5-coder-0.5b",
@@ -78,11 +81,22 @@ pub const CATALOG: &[CatalogEntry] = &[
         size_mb: 8099,
         use_for: "completion",
     },
+    CatalogEntry {
+        name: "all-minilm-l6-v2",
+        repo: "second-state/All-MiniLM-L6-v2-Embedding-GGUF",
+        file: "all-MiniLM-L6-v2-Q8_0.gguf",
+        size_mb: 25,
+        use_for: "embeddings",
+    },
 ];
 
 /// The model `pull` takes with no name, and the embedded provider uses when none is named:
 /// the largest that answers at an interactive pace on a laptop's CPU.
 pub const DEFAULT_MODEL: &str = "qwen2.5-coder-1.5b";
+
+/// The embedding model `pull` takes with no name too, and research ranks passages by meaning
+/// with when it is in the data dir (`[research] embeddings`, docs/research.md).
+pub const DEFAULT_ENCODER: &str = "all-minilm-l6-v2";
 
 /// The catalogue entry called `name` (case-insensitive; `qwen2.5-coder:1.5b` as Ollama writes
 /// it is accepted too).
@@ -172,6 +186,13 @@ pub fn first_present(data_dir: &Path) -> Option<ModelFile> {
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "gguf") && p.is_file())
+            // An embedding model writes no text: never the model a chat falls back on.
+            .filter(|p| !super::gguf::read_info(p).is_ok_and(|info| info.is_embedding_model()))
+            .filter(|p| {
+                CATALOG.iter().all(|e| {
+                    e.use_for != "embeddings" || p.file_name().is_none_or(|name| name != e.file)
+                })
+            })
             .collect();
         files.sort();
         files
@@ -217,5 +238,21 @@ mod tests {
         assert_eq!(names.len(), CATALOG.len());
         assert!(CATALOG.iter().all(|e| e.file.ends_with(".gguf")));
         assert!(find(DEFAULT_MODEL).is_some());
+        assert_eq!(find(DEFAULT_ENCODER).map(|e| e.use_for), Some("embeddings"));
+    }
+
+    #[test]
+    fn an_embedding_model_alone_is_not_a_chat_model() {
+        let data = tempfile::tempdir().unwrap();
+        let dir = models_dir(data.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        let encoder = find(DEFAULT_ENCODER).unwrap();
+        std::fs::write(dir.join(encoder.file), b"GGUF").unwrap();
+        assert_eq!(first_present(data.path()), None);
+        std::fs::write(dir.join("mine.gguf"), b"GGUF").unwrap();
+        assert_eq!(
+            first_present(data.path()).map(|m| m.path),
+            Some(dir.join("mine.gguf"))
+        );
     }
 }

@@ -44,6 +44,20 @@ impl GgufInfo {
     pub fn is_whole(&self) -> bool {
         self.data_end.is_none_or(|end| end <= self.size)
     }
+
+    /// Whether the file is an embedding model: its `<arch>.pooling_type` names a pooling
+    /// (mean, CLS, last), as sentence encoders' files do (llama.cpp's converter writes it for
+    /// BERT and its kin); a chat or completion model's file has none. Such a model turns a text
+    /// into one vector and writes no text.
+    pub fn is_embedding_model(&self) -> bool {
+        let Some(arch) = &self.architecture else {
+            return false;
+        };
+        self.values
+            .get(&format!("{arch}.pooling_type"))
+            .and_then(|v| v.parse::<i64>().ok())
+            .is_some_and(|pooling| (1..=3).contains(&pooling))
+    }
 }
 
 /// Why a file is not a usable GGUF file.

@@ -8,6 +8,9 @@
 //! gone after its idle minutes) is started again by the next request. The runtime itself
 //! (`crate::runtime`, llama.cpp) is compiled only with the `embedded` feature and runs only in
 //! the host process.
+//!
+//! An embedding model inside patchwise ([`EmbeddedEmbedder`], all-MiniLM-L6-v2 by default) is
+//! its own host, found or started the same way, reached over the same wire's `/embeddings`.
 
 pub mod catalog;
 pub mod gguf;
@@ -22,9 +25,10 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ProviderConfig, ProviderKind, ToolMode};
+use crate::model::embeddings::{Embedder, HttpEmbedder};
 use crate::model::{ChatModel, ChatRequest, ChatStream, HttpModel, ModelError, ProbeResult};
 
-pub use catalog::{CATALOG, DEFAULT_MODEL};
+pub use catalog::{CATALOG, DEFAULT_ENCODER, DEFAULT_MODEL};
 pub use host::{Announcement, HostSpec};
 
 /// Whether this build has the runtime (`--no-default-features` builds do not).
@@ -297,6 +301,116 @@ impl ChatModel for EmbeddedModel {
                 }
             }),
         )
+    }
+}
+
+/// An embedding model inside patchwise: the host of a GGUF file that names a pooling (a
+/// sentence encoder), asked for vectors over the OpenAI wire's `/embeddings`. Each request
+/// finds or starts the host first, so a host gone idle or killed is started again.
+pub struct EmbeddedEmbedder {
+    name: String,
+    model: String,
+    spec: HostSpec,
+    data_dir: PathBuf,
+    program: PathBuf,
+    timeout: Duration,
+    /// The wire to the host last found, by its URL.
+    current: Mutex<Option<(String, Arc<HttpEmbedder>)>>,
+}
+
+impl EmbeddedEmbedder {
+    /// The embedder for `settings.model` (a catalogue name or a GGUF path) as provider
+    /// `provider_name`. Fails, saying what to do, when this build has no runtime, the file is
+    /// missing or broken, or the model writes text instead of pooling it into a vector.
+    pub fn new(
+        config: &Config,
+        provider_name: &str,
+        settings: &EmbeddedSettings,
+        timeout: Duration,
+    ) -> Result<EmbeddedEmbedder, String> {
+        let data_dir = config.data_dir();
+        let resolved = model_file(settings, &data_dir);
+        if let Some(reason) = probe(settings, &data_dir).error {
+            return Err(reason);
+        }
+        let info = gguf::read_info(&resolved.path).map_err(|err| err.to_string())?;
+        if !info.is_embedding_model() {
+            return Err(format!(
+                "{} writes text and has no pooling to turn a text into one vector: name an embedding model (`patchwise model pull {DEFAULT_ENCODER}`)",
+                resolved.path.display()
+            ));
+        }
+        let model = model_name(&resolved);
+        Ok(EmbeddedEmbedder {
+            name: format!("{provider_name}/{model}"),
+            spec: host_spec(settings, &resolved.path),
+            model,
+            data_dir,
+            program: host_program(),
+            timeout,
+            current: Mutex::new(None),
+        })
+    }
+
+    /// The built-in encoder ([`DEFAULT_ENCODER`]) when it is downloaded and this build has the
+    /// runtime; `None` otherwise (research then ranks by words alone); `Some(Err)` when its
+    /// file is there but unusable.
+    pub fn default_for(
+        config: &Config,
+        timeout: Duration,
+    ) -> Option<Result<EmbeddedEmbedder, String>> {
+        let settings = EmbeddedSettings {
+            model: Some(DEFAULT_ENCODER.to_owned()),
+            ..EmbeddedSettings::default()
+        };
+        let present = model_file(&settings, &config.data_dir()).path.is_file();
+        (AVAILABLE && present).then(|| {
+            EmbeddedEmbedder::new(config, crate::config::BUILTIN_EMBEDDED, &settings, timeout)
+        })
+    }
+
+    fn wire_to(&self, url: &str) -> Result<Arc<HttpEmbedder>, String> {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((known, wire)) = current.as_ref()
+            && known == url
+        {
+            return Ok(wire.clone());
+        }
+        let mut provider = ProviderConfig::new(ProviderKind::OpenAi, Some(url));
+        provider.api_key_env = Some(String::new());
+        let wire = Arc::new(HttpEmbedder::new(
+            "embedded",
+            &self.model,
+            provider,
+            self.timeout,
+        )?);
+        *current = Some((url.to_owned(), wire.clone()));
+        Ok(wire)
+    }
+}
+
+impl Embedder for EmbeddedEmbedder {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> futures::future::BoxFuture<'a, Result<Vec<Vec<f32>>, String>> {
+        Box::pin(async move {
+            let (spec, data_dir, program) = (
+                self.spec.clone(),
+                self.data_dir.clone(),
+                self.program.clone(),
+            );
+            let host =
+                tokio::task::spawn_blocking(move || host::ensure(&spec, &data_dir, &program))
+                    .await
+                    .map_err(|err| format!("the model host check failed: {err}"))?
+                    .map_err(|err| err.to_string())?;
+            self.wire_to(&host.url)?.embed(texts).await
+        })
     }
 }
 
