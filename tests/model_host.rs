@@ -81,12 +81,7 @@ impl Served {
             );
             std::thread::sleep(Duration::from_millis(20));
         };
-        let authority = host["url"]
-            .as_str()
-            .unwrap()
-            .trim_start_matches("http://")
-            .trim_end_matches("/v1")
-            .to_owned();
+        let authority = support::host_authority(&host);
         Served {
             child,
             authority,
@@ -427,52 +422,56 @@ fn an_embedding_model_serves_vectors_and_a_chat_model_refuses_them() {
     assert_eq!(status, 200, "{cut}");
     assert_eq!(cut["usage"]["prompt_tokens"], 2048, "{cut}");
 
-    for (request, says) in [
-        (json!({"input": ["fine", " "]}), "input 1 is empty"),
-        (json!({"input": [[1, 2, 3]]}), "token arrays are not served"),
-        (json!({"input": []}), "expected 1 to 2048 texts"),
-        (
-            json!({"input": "x", "encoding_format": "int8"}),
-            "unknown encoding_format",
-        ),
-    ] {
-        let (status, refused) = post(&served.authority, "/v1/embeddings", &request);
-        assert_eq!(status, 400, "{request}: {refused}");
-        let message = refused["error"]["message"].as_str().unwrap();
-        assert!(message.contains(says), "{request}: {message}");
-    }
-    let (status, refused) = post(
-        &served.authority,
-        "/v1/chat/completions",
-        &chat_body(json!([{"role": "user", "content": "hi"}]), 4),
-    );
-    assert_eq!(status, 400, "{refused}");
-    assert!(
-        refused["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("is an embedding model"),
-        "{refused}"
-    );
     let (_, status_body) = http(&served.authority, "GET", "/status", None);
     let record: Value = serde_json::from_str(&status_body).unwrap();
     assert_eq!(record["texts_embedded"], 5, "{record}");
 
     let (_chat_dir, chat_model) = tiny();
     let chat = Served::start(&chat_model, &[]);
-    let (status, refused) = post(
-        &chat.authority,
-        "/v1/embeddings",
-        &json!({"input": "the widget redraws"}),
-    );
-    assert_eq!(status, 400, "{refused}");
-    assert!(
-        refused["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("has no pooling to turn a text into one vector"),
-        "{refused}"
-    );
+    let embeddings = "/v1/embeddings";
+    for (host, path, request, says) in [
+        (
+            &served,
+            embeddings,
+            json!({"input": ["fine", " "]}),
+            "input 1 is empty",
+        ),
+        (
+            &served,
+            embeddings,
+            json!({"input": [[1, 2, 3]]}),
+            "token arrays are not served",
+        ),
+        (
+            &served,
+            embeddings,
+            json!({"input": []}),
+            "expected 1 to 2048 texts",
+        ),
+        (
+            &served,
+            embeddings,
+            json!({"input": "x", "encoding_format": "int8"}),
+            "unknown encoding_format",
+        ),
+        (
+            &served,
+            "/v1/chat/completions",
+            chat_body(json!([{"role": "user", "content": "hi"}]), 4),
+            "is an embedding model",
+        ),
+        (
+            &chat,
+            embeddings,
+            json!({"input": "the widget redraws"}),
+            "has no pooling to turn a text into one vector",
+        ),
+    ] {
+        let (status, refused) = post(&host.authority, path, &request);
+        assert_eq!(status, 400, "{path} {request}: {refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{path} {request}: {message}");
+    }
 }
 
 /// Standard base64 (with padding), as OpenAI's client decodes an embedding.
@@ -693,12 +692,7 @@ fn two_processes_share_one_host_which_restarts_after_a_kill_and_exits_when_idle(
     let c = model_host(home, &model, 1);
     let restarted = c["pid"].as_u64().unwrap();
     assert_ne!(restarted, pid);
-    let authority = c["url"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let authority = support::host_authority(&c);
     let (status, answer) = post(
         &authority,
         "/v1/chat/completions",

@@ -1096,13 +1096,7 @@ fn the_built_in_encoder_ranks_by_meaning_once_it_is_downloaded() {
         host["model"].as_str().unwrap().ends_with(encoder.file),
         "{host}"
     );
-    let authority = host["url"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
-    let status = http_get(&authority, "/status");
+    let status = http_get(&support::host_authority(host), "/status");
     let _ = Command::new("kill").arg(host["pid"].to_string()).status();
     // The passages found (at least one) and each of the two parts.
     assert!(status["texts_embedded"].as_u64().unwrap() >= 3, "{status}");

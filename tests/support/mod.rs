@@ -571,3 +571,13 @@ pub fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 pub fn snapshot(path: &str, actual: &str) {
     expect::expect_file(&format!("fixtures/{path}"), actual);
 }
+
+/// The `host:port` a model host announced (`{"url": "http://127.0.0.1:PORT/v1", …}`).
+pub fn host_authority(announcement: &Value) -> String {
+    announcement["url"]
+        .as_str()
+        .expect("an announcement names its url")
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned()
+}
