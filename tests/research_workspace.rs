@@ -1060,6 +1060,61 @@ fn a_part_is_ranked_by_meaning_with_an_embedding_model() {
     assert!(!run["notes"].to_string().contains("words alone"), "{run}");
 }
 
+/// With an embedding model, the sentences the model picked are taken nearest the part first: it
+/// names every sentence listed for the flickering, in the list's order, and the display
+/// setting — not first in the list, and of another passage than the first — is the one printed
+/// for the part (the first taken decides the passage the others must be of). Without the
+/// embeddings' order the list's first would be, alone of its passage.
+#[test]
+fn the_pick_nearest_the_part_is_taken_first() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (url, asked) = embeddings_server();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![
+            scripted("(1)"),
+            scripted("(1) (2) (3) (4) (5) (6) (7) (8)"),
+        ]))
+        .unwrap();
+    let env = Env::with_research(
+        Some(&model.url()),
+        &format!("embeddings = \"emb/test-embed\"\n[providers.emb]\nbase_url = \"{url}/v1\"\n"),
+    );
+    widget_docs(&env);
+    let (run, _) = env.json(&[WIDGET_QUESTION, "--sources", "workspace", "--no-verify"]);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "a pick a part: {run}");
+    let listed = user_message(&requests[1]);
+    let first = listed
+        .lines()
+        .find_map(|l| l.strip_prefix("(1) "))
+        .expect("a numbered list")
+        .split("  \u{2014} ")
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(
+        listed.contains(DISPLAY_SENTENCE) && !first.contains("refresh_rate"),
+        "the display setting listed, not first: {listed}"
+    );
+    let synthesis = run["synthesis"].as_str().unwrap();
+    let part = synthesis
+        .split("flickering")
+        .nth(1)
+        .expect("the part's heading");
+    assert!(part.contains(DISPLAY_SENTENCE), "{synthesis}");
+    assert!(!part.contains(first.trim_end_matches('.')), "{synthesis}");
+    // The part and the picks it named, embedded together once.
+    let asked = asked.lock().unwrap().clone();
+    assert!(
+        asked
+            .iter()
+            .filter(|t| t.contains(DISPLAY_SENTENCE))
+            .count()
+            >= 1,
+        "{asked:?}"
+    );
+}
+
 /// With nothing configured, the embedding model inside patchwise ranks the parts' passages as
 /// soon as `patchwise model pull` has put it in the data dir: its own host is started, embeds
 /// the run's passages and the parts, and the notes say nothing of words alone. A tiny encoder

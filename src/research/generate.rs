@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::budget::{Budget, count_request};
 use crate::model::{ChatModel, ChatOptions, ChatRequest, Message, StreamEvent, Usage, complete};
+use crate::research::meaning::Meaning;
 use crate::research::{
     ModelChoice, Phase, ProgressFn, Research, extractive, judge, parts, synthesis,
 };
@@ -406,13 +407,17 @@ impl Research {
 
     /// The targeted pass for one part of the question ([`synthesis::part_prompt`]): one short
     /// call over the part's own passages. Returns the answer and the number of passages shown,
-    /// or why there is none.
+    /// or why there is none. With `meaning`, the sentences the model picked are taken nearest
+    /// the part first ([`extractive::chosen_in_order`]); an embedding that fails leaves the
+    /// model's order.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn ask_part(
         &self,
         model: &dyn ChatModel,
         part: &str,
         by: &parts::QuestionPart,
         passages: &[SourceRecord],
+        meaning: Option<&Meaning<'_>>,
         deadline: Instant,
         cancel: &CancellationToken,
     ) -> (Result<(String, usize), String>, Usage) {
@@ -442,13 +447,25 @@ impl Research {
         match tokio::time::timeout(left, complete(model, request, cancel.child_token())).await {
             // The sentences it copied, as the passages write them; a copy cut short by the
             // token limit still names its sentence.
-            Ok(Ok(answer)) if quotes => (
-                Ok((
-                    extractive::chosen(&answer.text, &passages[..shown], &numbers),
-                    shown,
-                )),
-                answer.usage,
-            ),
+            Ok(Ok(answer)) if quotes => {
+                let shown_passages = &passages[..shown];
+                let named = extractive::named(&answer.text, shown_passages, &numbers);
+                let mut first: Vec<usize> = Vec::new();
+                if let Some(meaning) = meaning.filter(|_| named.len() > 1) {
+                    let texts: Vec<String> = named.iter().map(|(_, t)| t.clone()).collect();
+                    match meaning.nearest_first(part, &texts, deadline).await {
+                        Ok(order) => first = order.into_iter().map(|i| named[i].0).collect(),
+                        Err(why) => tracing::warn!(%part, "the picks in the model's order: {why}"),
+                    }
+                }
+                (
+                    Ok((
+                        extractive::chosen_in_order(&answer.text, shown_passages, &numbers, &first),
+                        shown,
+                    )),
+                    answer.usage,
+                )
+            }
             // Cut short by the token limit: its unfinished sentence is no answer.
             Ok(Ok(answer)) if answer.finish == Some(crate::model::FinishReason::Length) => (
                 Ok((synthesis::finished_part(&answer.text).to_owned(), shown)),

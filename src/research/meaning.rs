@@ -14,6 +14,10 @@
 //! Comparing the part with each sentence too found a few more, for ten times the texts to
 //! embed; a passage is embedded once a run, whichever parts it is ranked for.
 //!
+//! The sentences a model picked for a part are taken nearest the part first
+//! ([`Meaning::nearest_first`]): the report prints the first and the others of its passage, and
+//! the model's first was a located sentence for 90 of 178 parts, the nearest of its picks for 95.
+//!
 //! An embedding that fails (the server down, an answer of the wrong shape, the time gone) leaves
 //! the words' order as it was, with a note; nothing else changes.
 
@@ -109,6 +113,28 @@ impl<'a> Meaning<'a> {
             .collect();
         (fused(&ranked, &cos), None)
     }
+
+    /// The indices of `texts` (sentences a model picked for `part`), nearest the part first;
+    /// ties keep their order. One call for the part and the texts together.
+    pub async fn nearest_first(
+        &self,
+        part: &str,
+        texts: &[String],
+        deadline: Instant,
+    ) -> Result<Vec<usize>, String> {
+        let mut all = vec![part.to_owned()];
+        all.extend(texts.iter().cloned());
+        let vectors = embedded(self.embedder, &all, deadline).await?;
+        Ok(nearest_order(&vectors[0], &vectors[1..]))
+    }
+}
+
+/// The indices of `vectors`, nearest `to` first (the larger cosine); ties keep their order.
+fn nearest_order(to: &[f32], vectors: &[Vec<f32>]) -> Vec<usize> {
+    let cos: Vec<f64> = vectors.iter().map(|v| cosine(to, v)).collect();
+    let mut order: Vec<usize> = (0..vectors.len()).collect();
+    order.sort_by(|a, b| cos[*b].total_cmp(&cos[*a]).then(a.cmp(b)));
+    order
 }
 
 /// One call to `embedder`, before `deadline`.
@@ -144,6 +170,19 @@ mod tests {
         assert_eq!(fused(&ranked, &cos), vec![5, 7, 3, 1, 2]);
         // Meaning that does not tell them apart leaves the words' order.
         assert_eq!(fused(&ranked, &[0.5; 5]), ranked.to_vec());
+    }
+
+    #[test]
+    fn the_nearest_pick_comes_first_and_ties_keep_their_order() {
+        let part = [1.0, 0.0];
+        let picks = vec![
+            vec![0.0, 1.0],
+            vec![1.0, 0.1],
+            vec![1.0, 1.0],
+            vec![0.0, 2.0],
+        ];
+        assert_eq!(nearest_order(&part, &picks), vec![1, 2, 0, 3]);
+        assert_eq!(nearest_order(&part, &[]), Vec::<usize>::new());
     }
 
     #[test]

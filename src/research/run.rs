@@ -900,6 +900,7 @@ impl Research {
                     &asked,
                     &by,
                     &sources,
+                    by_meaning.as_ref(),
                     judge_deadline(plan.deadline, plan.budget, Instant::now()),
                     cancel,
                 )

@@ -104,3 +104,18 @@ if "--variants" in sys.argv:
             return [keep[k - 1] for k in pa["named"](reply, len(keep))]
         score(f"the model over the {n} listed first by words and meaning", pick)
     print(f"{time.time()-t0:.0f} s", file=sys.stderr)
+
+# What the report prints of a pick (extractive::chosen): the first named and the others named of
+# its passage (the prompt's "— section" stands for the passage), at most three. Taking the
+# model's picks nearest the part first (extractive::chosen_in_order, built after this trial)
+# changes which passage that is.
+def sections(r):
+    return [m.group(2) or "" for m in re.finditer(r"^\(\d+\) (.*?)(?:  \u2014 ([^\n]*))?$", r["body"]["messages"][-1]["content"], re.M)]
+def printed(order, sec):
+    out = []
+    for i in order:
+        if out and sec[i - 1] != sec[out[0] - 1]: continue
+        if len(out) < 3 and i not in out: out.append(i)
+    return out
+score("printed: the model's order (shipped before)", lambda r: printed(r["named"], sections(r)))
+score("printed: the model's picks nearest first (shipped)", lambda r: printed(sorted(r["named"], key=lambda i: -r["cos"][i - 1]), sections(r)))
