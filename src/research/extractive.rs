@@ -125,6 +125,13 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
             flush(&mut current, &mut out, &mut attachable);
             continue;
         }
+        // A setext underline: the line above it is a heading, not a sentence (direnv's man
+        // page title "DIRENV.TOML 1 "2019" direnv "User Manuals"" over "=====" was quoted as one).
+        if !code_file && passages::setext_underline(t).is_some() {
+            current.clear();
+            attachable = false;
+            continue;
+        }
         let text = if code_file {
             COMMENT_MARKERS
                 .iter()
@@ -1149,6 +1156,28 @@ mod tests {
         assert_eq!(
             copied(reply, &sources),
             "The first note is about caching entries. [1]\n\nThe second note is about retrying requests. [1]\n\nThe third note is about logging errors. [1]"
+        );
+    }
+
+    #[test]
+    fn a_setext_heading_is_no_sentence() {
+        // direnv's man page: its title over "=" was listed and quoted as a sentence.
+        let sources = vec![source(
+            "man/direnv.toml.1.md",
+            "DIRENV.TOML 1 \"2019\" direnv \"User Manuals\" is the page.\n==========================================\n\nCONFIG\n------\n\nThe file is read from `$XDG_CONFIG_HOME/direnv/direnv.toml` in every shell.\n\nA closing paragraph of the page is here.\n\n---\n\nAfter a rule, a sentence stays a sentence.\n",
+        )];
+        let said: Vec<String> = all_sentences(&sources)
+            .into_iter()
+            .map(|s| s.candidate.sentence)
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "The file is read from `$XDG_CONFIG_HOME/direnv/direnv.toml` in every shell.",
+                "A closing paragraph of the page is here.",
+                "After a rule, a sentence stays a sentence.",
+            ],
+            "{said:?}"
         );
     }
 

@@ -130,6 +130,36 @@ fn blocks(lines: &[&str], prose: bool) -> Vec<Block> {
             // A fence opens here, or the line is outside any block.
             fences.line(line);
         }
+        // A setext heading: the one-line paragraph above this underline is a heading (man pages
+        // in Markdown write every section so: "NAME" over "----"). That line may have joined a
+        // heading alone above it; it is taken back.
+        if prose
+            && i >= 1
+            && let Some(level) = setext_underline(trimmed)
+            && (i < 2 || lines[i - 2].trim().is_empty())
+            && let Some(title) = setext_title(lines[i - 1])
+            && open.as_ref().is_some_and(|b| b.end + 1 == i)
+        {
+            if let Some(mut b) = open.take()
+                && b.start < i - 1
+            {
+                b.end = (b.start..i - 1)
+                    .rev()
+                    .find(|k| !lines[*k].trim().is_empty())
+                    .unwrap_or(b.start);
+                b.chars = b.chars.saturating_sub(lines[i - 1].len() + 1);
+                blocks.push(b);
+            }
+            headings.retain(|(l, _)| *l < level);
+            headings.push((level, title));
+            open = Some(Block {
+                heading: heading_of(&headings, &definition),
+                start: i - 1,
+                end: i,
+                chars: lines[i - 1].len() + line.len() + 2,
+            });
+            continue;
+        }
         if prose && let Some((level, title)) = markdown_heading(trimmed) {
             if let Some(b) = open.take() {
                 blocks.push(b);
@@ -148,7 +178,10 @@ fn blocks(lines: &[&str], prose: bool) -> Vec<Block> {
         if trimmed.is_empty() {
             if let Some(b) = open.take() {
                 // A heading alone is not a block: it joins the paragraph under it.
-                if b.start == b.end && prose && markdown_heading(lines[b.start].trim()).is_some() {
+                let heading_alone = (b.start == b.end
+                    && markdown_heading(lines[b.start].trim()).is_some())
+                    || (b.end == b.start + 1 && setext_underline(lines[b.end].trim()).is_some());
+                if prose && heading_alone {
                     open = Some(b);
                 } else {
                     blocks.push(b);
@@ -192,6 +225,29 @@ fn blocks(lines: &[&str], prose: bool) -> Vec<Block> {
         blocks.push(b);
     }
     blocks
+}
+
+/// The level of a setext heading's underline: a line of `=` (1) or of two `-` or more (2).
+pub(crate) fn setext_underline(line: &str) -> Option<usize> {
+    if !line.is_empty() && line.chars().all(|c| c == '=') {
+        Some(1)
+    } else if line.len() >= 2 && line.chars().all(|c| c == '-') {
+        Some(2)
+    } else {
+        None
+    }
+}
+
+/// The title of a setext heading whose line this is: text, not a list item, quote, table row,
+/// ATX heading or fence.
+fn setext_title(line: &str) -> Option<String> {
+    let t = line.trim();
+    let list = t.starts_with(['-', '*', '+'])
+        || t.split_once(['.', ')'])
+            .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    let markup = t.starts_with(['>', '|', '#', '`', '~', '<']);
+    (!t.is_empty() && !list && !markup && line.len() - line.trim_start().len() < 4)
+        .then(|| t.chars().take(120).collect())
 }
 
 /// `## Title` → (2, "Title").
@@ -751,6 +807,40 @@ mod tests {
         assert_eq!(passages[1].start_line, 5);
         assert_eq!(passages[2].heading, "Cache › Sizes");
         assert_eq!(passages[2].end_line, 17);
+    }
+
+    #[test]
+    fn setext_headings_head_their_passages_as_hash_headings_do() {
+        // direnv's man pages in Markdown: a title over "=", sections over "-".
+        let text = "DIRENV.TOML 1 \"2019\" direnv \"User Manuals\"\n==========\n\nNAME\n----\n\ndirenv.toml - the direnv configuration file\n\nCONFIG\n------\n\nThe configuration is specified in sections.\n\n- a list item\n---\n\nA paragraph.\n";
+        let passages = split("man/direnv.toml.1.md", text);
+        let headings: Vec<&str> = passages.iter().map(|p| p.heading.as_str()).collect();
+        assert_eq!(
+            headings,
+            [
+                "DIRENV.TOML 1 \"2019\" direnv \"User Manuals\"",
+                "DIRENV.TOML 1 \"2019\" direnv \"User Manuals\" › NAME",
+                "DIRENV.TOML 1 \"2019\" direnv \"User Manuals\" › CONFIG",
+            ],
+            "{passages:#?}"
+        );
+        assert!(
+            passages[1]
+                .text
+                .starts_with("NAME\n----\n\ndirenv.toml - the")
+        );
+        assert_eq!(passages[1].start_line, 4);
+        // A list item over dashes is no heading: it stays in CONFIG's passage.
+        assert!(
+            passages[2]
+                .text
+                .contains("- a list item\n---\n\nA paragraph.")
+        );
+        assert!(
+            split("x.md", "---\ntitle: front matter\n---\n\nText.\n")
+                .iter()
+                .all(|p| p.heading.is_empty())
+        );
     }
 
     #[test]

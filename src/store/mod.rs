@@ -515,6 +515,12 @@ CREATE TABLE passage_root (
     root TEXT NOT NULL UNIQUE
 );
 "#,
+    // 10: Markdown's setext headings ("NAME" over "----", as man pages in Markdown write every
+    // section) head their passages (`research::passages::split`): every file is read again on
+    // the next search, as if it had changed, so its passages are cut the new way.
+    r#"
+UPDATE passage_file SET mtime_ns = -1;
+"#,
 ];
 
 /// The `answered` column: what became of the model's sentences and the parts of the question.

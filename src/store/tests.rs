@@ -331,3 +331,40 @@ fn a_roots_ranking_does_not_depend_on_other_roots() {
             .is_empty()
     );
 }
+
+#[test]
+fn a_library_indexed_before_setext_headings_reads_every_file_again() {
+    use passages::{FileStamp, IndexedFile};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lib.sqlite3");
+    let stamp = FileStamp {
+        mtime_ns: 7,
+        size: 10,
+    };
+    {
+        let library = Library::open(&path).unwrap();
+        let file = IndexedFile {
+            path: "man/direnv.1.md".to_owned(),
+            stamp,
+            passages: vec![Passage {
+                heading: String::new(),
+                start_line: 1,
+                end_line: 2,
+                text: "NAME\n----".to_owned(),
+            }],
+        };
+        library.update_passages("/w", &[file], &[]).unwrap();
+        library
+            .lock()
+            .pragma_update(None, "user_version", SCHEMA_VERSION - 1)
+            .unwrap();
+    }
+    let library = Library::open(&path).unwrap();
+    let known = library.passage_files("/w").unwrap();
+    assert_ne!(known["man/direnv.1.md"], stamp, "read again as if changed");
+    // Its passages are still found until then.
+    assert_eq!(
+        library.search_passages("/w", "\"name\"", 5).unwrap().len(),
+        1
+    );
+}
