@@ -87,6 +87,8 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
         }
         current.clear();
     };
+    // The line before, for a setext heading's underline.
+    let mut above = "";
     for line in s.snippet.lines() {
         let t = line.trim();
         match fences.line(line) {
@@ -125,13 +127,19 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
             flush(&mut current, &mut out, &mut attachable);
             continue;
         }
-        // A setext underline: the line above it is a heading, not a sentence (direnv's man
-        // page title "DIRENV.TOML 1 "2019" direnv "User Manuals"" over "=====" was quoted as one).
-        if !code_file && passages::setext_underline(t).is_some() {
-            current.clear();
+        // An underline: under a paragraph of one line, a setext heading, which is not a
+        // sentence (direnv's man page title "DIRENV.TOML 1 "2019" direnv "User Manuals"" over
+        // "=====" was quoted as one); otherwise a rule, which ends the sentence above.
+        if !code_file && passages::underline(t).is_some() {
+            if current.trim() == above.trim() && passages::setext_heading(above, t).is_some() {
+                current.clear();
+            }
+            flush(&mut current, &mut out, &mut attachable);
             attachable = false;
+            above = line;
             continue;
         }
+        above = line;
         let text = if code_file {
             COMMENT_MARKERS
                 .iter()
@@ -762,65 +770,58 @@ fn numbers_named(reply: &str) -> Option<Vec<usize>> {
 /// name them by number it named the located answer more often and in about half the time
 /// (docs/research.md, "Sentences picked by number").
 pub fn chosen(reply: &str, sources: &[SourceRecord], numbers: &[usize]) -> String {
-    chosen_in_order(reply, sources, numbers, &[])
+    match named(reply, sources, numbers) {
+        Some(named) => chosen_named(&named, sources),
+        None => copied(reply, sources),
+    }
 }
 
-/// The sentences `reply` names ([`numbers_named`]) that were shown, each once, in the order
-/// named: their number as shown and their text. Empty for a reply in words.
-pub fn named(reply: &str, sources: &[SourceRecord], numbers: &[usize]) -> Vec<(usize, String)> {
+/// A sentence a model named by number ([`numbered`]): its place among the passages' sentences
+/// and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Named {
+    at: usize,
+    pub text: String,
+}
+
+/// The shown sentences `reply` names ([`numbers_named`]), each once, in the order named; `None`
+/// for a reply in words (read as copies, [`copied`]).
+pub fn named(reply: &str, sources: &[SourceRecord], numbers: &[usize]) -> Option<Vec<Named>> {
     let pool = all_sentences(sources);
-    let mut out: Vec<(usize, String)> = Vec::new();
-    for k in numbers_named(reply).unwrap_or_default() {
-        if out.iter().any(|(n, _)| *n == k) {
-            continue;
-        }
-        if let Some(x) = k
-            .checked_sub(1)
-            .and_then(|k| numbers.get(k))
-            .and_then(|&i| pool.get(i))
+    let mut out: Vec<Named> = Vec::new();
+    for k in numbers_named(reply)? {
+        if let Some(&at) = k.checked_sub(1).and_then(|k| numbers.get(k))
+            && let Some(x) = pool.get(at)
+            && !out.iter().any(|n| n.at == at)
         {
-            out.push((k, x.candidate.sentence.clone()));
+            out.push(Named {
+                at,
+                text: x.candidate.sentence.clone(),
+            });
         }
     }
-    out
+    Some(out)
 }
 
-/// [`chosen`], with the numbers of `first` (as shown) before the others the reply names: the
-/// model's picks nearest the part in meaning first ([`crate::research::meaning::Meaning::nearest_first`]).
-/// The first decides the passage the others must be of, so the order changes what is printed:
-/// over the 178 located parts (docs/research.md, "The encoder in the pick") a located sentence
-/// was printed for 95 parts against 91, first for 95 against 90, in as many sentences.
-pub fn chosen_in_order(
-    reply: &str,
-    sources: &[SourceRecord],
-    numbers: &[usize],
-    first: &[usize],
-) -> String {
-    let Some(named) = numbers_named(reply) else {
-        return copied(reply, sources);
-    };
-    let mut ordered: Vec<usize> = first
-        .iter()
-        .copied()
-        .filter(|k| named.contains(k))
-        .collect();
-    ordered.extend(named.into_iter().filter(|k| !first.contains(k)));
-    let named = ordered;
+/// The answer's text for the sentences `named`, in that order: at most [`COPIED_MOST`], of the
+/// first one's passage. The first decides, so the order changes what is printed: with an
+/// embedding model the picks are taken nearest the part first
+/// ([`crate::research::meaning::Meaning::nearest_first`]; over the 178 located parts,
+/// docs/research.md "The encoder in the pick", a located sentence was printed for 95 parts
+/// against 91 in the model's order, in as many sentences).
+pub fn chosen_named(named: &[Named], sources: &[SourceRecord]) -> String {
     let pool = all_sentences(sources);
     let mut picked: Vec<usize> = Vec::new();
-    for k in named {
-        let Some(&i) = k.checked_sub(1).and_then(|k| numbers.get(k)) else {
-            continue;
-        };
-        let Some(x) = pool.get(i) else {
+    for n in named {
+        let Some(x) = pool.get(n.at) else {
             continue;
         };
         // As for copies, the sentences of the first one's passage.
         let other = picked
             .first()
             .is_some_and(|f| pool[*f].candidate.n != x.candidate.n);
-        if !other && picked.len() < COPIED_MOST && !picked.contains(&i) {
-            picked.push(i);
+        if !other && picked.len() < COPIED_MOST {
+            picked.push(n.at);
         }
     }
     quoted_text(&pool, &picked)
@@ -1164,7 +1165,7 @@ mod tests {
         // direnv's man page: its title over "=" was listed and quoted as a sentence.
         let sources = vec![source(
             "man/direnv.toml.1.md",
-            "DIRENV.TOML 1 \"2019\" direnv \"User Manuals\" is the page.\n==========================================\n\nCONFIG\n------\n\nThe file is read from `$XDG_CONFIG_HOME/direnv/direnv.toml` in every shell.\n\nA closing paragraph of the page is here.\n\n---\n\nAfter a rule, a sentence stays a sentence.\n",
+            "DIRENV.TOML 1 \"2019\" direnv \"User Manuals\" is the page.\n==========================================\n\nCONFIG\n------\n\nThe file is read from `$XDG_CONFIG_HOME/direnv/direnv.toml` in every shell.\n\nA closing paragraph of the page is here.\n\n---\n\nAfter a rule, a sentence stays a sentence.\n\n- A list item over a rule is still a sentence.\n---\n",
         )];
         let said: Vec<String> = all_sentences(&sources)
             .into_iter()
@@ -1176,6 +1177,7 @@ mod tests {
                 "The file is read from `$XDG_CONFIG_HOME/direnv/direnv.toml` in every shell.",
                 "A closing paragraph of the page is here.",
                 "After a rule, a sentence stays a sentence.",
+                "A list item over a rule is still a sentence.",
             ],
             "{said:?}"
         );

@@ -408,7 +408,7 @@ impl Research {
     /// The targeted pass for one part of the question ([`synthesis::part_prompt`]): one short
     /// call over the part's own passages. Returns the answer and the number of passages shown,
     /// or why there is none. With `meaning`, the sentences the model picked are taken nearest
-    /// the part first ([`extractive::chosen_in_order`]); an embedding that fails leaves the
+    /// the part first ([`extractive::chosen_named`]); an embedding that fails leaves the
     /// model's order.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn ask_part(
@@ -449,22 +449,14 @@ impl Research {
             // token limit still names its sentence.
             Ok(Ok(answer)) if quotes => {
                 let shown_passages = &passages[..shown];
-                let named = extractive::named(&answer.text, shown_passages, &numbers);
-                let mut first: Vec<usize> = Vec::new();
-                if let Some(meaning) = meaning.filter(|_| named.len() > 1) {
-                    let texts: Vec<String> = named.iter().map(|(_, t)| t.clone()).collect();
-                    match meaning.nearest_first(part, &texts, deadline).await {
-                        Ok(order) => first = order.into_iter().map(|i| named[i].0).collect(),
-                        Err(why) => tracing::warn!(%part, "the picks in the model's order: {why}"),
-                    }
-                }
-                (
-                    Ok((
-                        extractive::chosen_in_order(&answer.text, shown_passages, &numbers, &first),
-                        shown,
-                    )),
-                    answer.usage,
-                )
+                let text = match extractive::named(&answer.text, shown_passages, &numbers) {
+                    Some(named) => extractive::chosen_named(
+                        &nearest_first(meaning, part, named, deadline).await,
+                        shown_passages,
+                    ),
+                    None => extractive::copied(&answer.text, shown_passages),
+                };
+                (Ok((text, shown)), answer.usage)
             }
             // Cut short by the token limit: its unfinished sentence is no answer.
             Ok(Ok(answer)) if answer.finish == Some(crate::model::FinishReason::Length) => (
@@ -539,6 +531,28 @@ impl Research {
         match stopped {
             Some(why) if answers.is_empty() && !asked.is_empty() => (Err(why), usage),
             stopped => (Ok(judge::decide(pairs, &answers, stopped)), usage),
+        }
+    }
+}
+
+/// The sentences a model `named` for `part`, nearest the part first with `meaning` (one short
+/// call); as named without it, for fewer than two, or when the embedding fails (the log says
+/// why).
+async fn nearest_first(
+    meaning: Option<&Meaning<'_>>,
+    part: &str,
+    named: Vec<extractive::Named>,
+    deadline: Instant,
+) -> Vec<extractive::Named> {
+    let Some(meaning) = meaning.filter(|_| named.len() > 1) else {
+        return named;
+    };
+    let texts: Vec<String> = named.iter().map(|n| n.text.clone()).collect();
+    match meaning.nearest_first(part, &texts, deadline).await {
+        Ok(order) => order.into_iter().map(|i| named[i].clone()).collect(),
+        Err(why) => {
+            tracing::warn!(%part, "the picks in the model's order: {why}");
+            named
         }
     }
 }

@@ -135,9 +135,8 @@ fn blocks(lines: &[&str], prose: bool) -> Vec<Block> {
         // heading alone above it; it is taken back.
         if prose
             && i >= 1
-            && let Some(level) = setext_underline(trimmed)
             && (i < 2 || lines[i - 2].trim().is_empty())
-            && let Some(title) = setext_title(lines[i - 1])
+            && let Some((level, title)) = setext_heading(lines[i - 1], trimmed)
             && open.as_ref().is_some_and(|b| b.end + 1 == i)
         {
             if let Some(mut b) = open.take()
@@ -180,7 +179,8 @@ fn blocks(lines: &[&str], prose: bool) -> Vec<Block> {
                 // A heading alone is not a block: it joins the paragraph under it.
                 let heading_alone = (b.start == b.end
                     && markdown_heading(lines[b.start].trim()).is_some())
-                    || (b.end == b.start + 1 && setext_underline(lines[b.end].trim()).is_some());
+                    || (b.end == b.start + 1
+                        && setext_heading(lines[b.start], lines[b.end]).is_some());
                 if prose && heading_alone {
                     open = Some(b);
                 } else {
@@ -227,8 +227,10 @@ fn blocks(lines: &[&str], prose: bool) -> Vec<Block> {
     blocks
 }
 
-/// The level of a setext heading's underline: a line of `=` (1) or of two `-` or more (2).
-pub(crate) fn setext_underline(line: &str) -> Option<usize> {
+/// The level a line of `=` (1) or of two `-` or more (2) gives the line above it when it
+/// underlines a setext heading; otherwise (after a blank line) it is a rule, never text.
+pub(crate) fn underline(line: &str) -> Option<usize> {
+    let line = line.trim();
     if !line.is_empty() && line.chars().all(|c| c == '=') {
         Some(1)
     } else if line.len() >= 2 && line.chars().all(|c| c == '-') {
@@ -238,16 +240,19 @@ pub(crate) fn setext_underline(line: &str) -> Option<usize> {
     }
 }
 
-/// The title of a setext heading whose line this is: text, not a list item, quote, table row,
-/// ATX heading or fence.
-fn setext_title(line: &str) -> Option<String> {
-    let t = line.trim();
+/// A setext heading: `line` underlines `above`, with `=` (level 1) or two `-` or more (level 2),
+/// and `above` is text — not a list item, quote, table row, ATX heading or fence — indented
+/// less than code. Returns its level and title.
+pub(crate) fn setext_heading(above: &str, line: &str) -> Option<(usize, String)> {
+    let level = underline(line)?;
+    let t = above.trim();
     let list = t.starts_with(['-', '*', '+'])
         || t.split_once(['.', ')'])
             .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
     let markup = t.starts_with(['>', '|', '#', '`', '~', '<']);
-    (!t.is_empty() && !list && !markup && line.len() - line.trim_start().len() < 4)
-        .then(|| t.chars().take(120).collect())
+    let indent = above.len() - above.trim_start().len();
+    (!t.is_empty() && !list && !markup && indent < 4)
+        .then(|| (level, t.chars().take(120).collect()))
 }
 
 /// `## Title` → (2, "Title").
