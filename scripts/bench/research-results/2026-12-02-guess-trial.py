@@ -123,10 +123,11 @@ def is_nav(text):
     lines = [l for l in text.split("\n") if l.strip()]
     links = sum(1 for l in lines if re.match(r"^\s*([-*+]|\d+\.)\s*\[[^\]]*\]\([^)]*\)\s*$", l))
     return not lines or links >= max(3, len(lines) * 0.6)
-def search(db, words, limit=30):
+def search(db, words, limit=30, fts=None):
+    """The index's query and re-ranking over FTS table `fts` (default: the library's first root's)."""
     if not words: return []
     q = " OR ".join('"%s"' % w.replace('"', ' ') for w in words)
-    fts = [r[0] for r in db.execute("select name from sqlite_master where name like 'passage_fts_%' and sql like 'CREATE VIRTUAL%'")][0]
+    fts = fts or [r[0] for r in db.execute("select name from sqlite_master where name like 'passage_fts_%' and sql like 'CREATE VIRTUAL%'")][0]
     rows = db.execute(f"""SELECT p.id, f.path, p.start_line, p.end_line, {fts}.heading, {fts}.body, bm25({fts}, 2.0, 3.0, 1.0)
         FROM {fts} JOIN passage p ON p.id = {fts}.rowid JOIN passage_file f ON f.id = p.file_id
         WHERE {fts} MATCH ? ORDER BY 7, p.id LIMIT ?""", (q, limit)).fetchall()

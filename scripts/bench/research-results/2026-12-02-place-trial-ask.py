@@ -60,30 +60,35 @@ def named(reply, n):
         if 1 <= k <= n and k not in out: out.append(k)
     return out[:3]
 
-score = {a: dict(first=0, any=0, none=0, wrong=0) for a in "AB"}
-differ = same = 0
-for name in NAMES:
-    corpus = f"/work/corpora/{name}"
-    for q, parts in pp.located(f"{BENCH}/research-answers-{name}.md").items():
-        ca, cb = calls(f"{DIR}/recA/{name}/rec", q), calls(f"{DIR}/recB/{name}/rec", q)
-        if not (len(ca) == len(cb) == len(parts)): continue
-        for k, lines in parts.items():
-            tri = pp.located_trigrams(corpus, lines)
-            a, b = ca[k-1], cb[k-1]
-            if a["messages"] == b["messages"]: same += 1
-            else: differ += 1
-            for arm, body in (("A", a), ("B", b)):
-                if arm == "B" and a["messages"] == b["messages"]:
-                    reply = ask(a)
-                else:
-                    reply = ask(body)
-                if reply is None: continue
-                ls = listed(body); ks = named(reply, len(ls))
-                hits = [pp.located_sentence(ls[i-1], tri) for i in ks]
-                s = score[arm]
-                if not ks: s["none"] += 1
-                elif hits[0]: s["first"] += 1
-                if any(hits): s["any"] += 1
-                elif ks: s["wrong"] += 1
-print(f"prompts same {same}, differ {differ}")
-for arm in "AB": print(arm, score[arm])
+def main():
+    score = {a: dict(first=0, any=0, none=0, wrong=0) for a in "AB"}
+    differ = same = 0
+    for name in NAMES:
+        corpus = f"/work/corpora/{name}"
+        for q, parts in pp.located(f"{BENCH}/research-answers-{name}.md").items():
+            ca, cb = calls(f"{DIR}/recA/{name}/rec", q), calls(f"{DIR}/recB/{name}/rec", q)
+            if not (len(ca) == len(cb) == len(parts)): continue
+            for k, lines in parts.items():
+                tri = pp.located_trigrams(corpus, lines)
+                a, b = ca[k-1], cb[k-1]
+                if a["messages"] == b["messages"]: same += 1
+                else: differ += 1
+                for arm, body in (("A", a), ("B", b)):
+                    if arm == "B" and a["messages"] == b["messages"]:
+                        reply = ask(a)
+                    else:
+                        reply = ask(body)
+                    if reply is None: continue
+                    ls = listed(body); ks = named(reply, len(ls))
+                    hits = [pp.located_sentence(ls[i-1], tri) for i in ks]
+                    s = score[arm]
+                    if not ks: s["none"] += 1
+                    elif hits[0]: s["first"] += 1
+                    if any(hits): s["any"] += 1
+                    elif ks: s["wrong"] += 1
+    print(f"prompts same {same}, differ {differ}")
+    for arm in "AB": print(arm, score[arm])
+
+
+if __name__ == "__main__":
+    main()

@@ -25,18 +25,7 @@ def passages(c):
     fts = f"passage_fts_{roots['/work/corpora/' + c]}"
     return db.execute(f"SELECT p.id, f.path, p.start_line, p.end_line, t.heading, t.body FROM {fts} t JOIN passage p ON p.id = t.rowid JOIN passage_file f ON f.id = p.file_id").fetchall()
 def search(c, words, limit=24):
-    fts = f"passage_fts_{roots['/work/corpora/' + c]}"
-    if not words: return []
-    q = " OR ".join('"%s"' % w.replace('"', ' ') for w in words)
-    rows = db.execute(f"""SELECT p.id, f.path, p.start_line, p.end_line, t.heading, t.body, bm25({fts}, 2.0, 3.0, 1.0)
-        FROM {fts} t JOIN passage p ON p.id = t.rowid JOIN passage_file f ON f.id = p.file_id
-        WHERE {fts} MATCH ? ORDER BY 7, p.id LIMIT ?""", (q, limit)).fetchall()
-    wanted = [gt.stem(w) for w in words]; scored = []
-    for r in rows:
-        have = set(gt.stems(f"{r[1]} {r[4]} {r[5]}"))
-        matched = max(1, sum(1 for w in wanted if w in have))
-        scored.append((r[6] * (0.1 if gt.is_nav(r[5]) else 1.0) * matched / max(1, len(wanted)), r))
-    scored.sort(key=lambda t: t[0]); return [r[:6] for _, r in scored]
+    return [r[:6] for r in gt.search(db, words, limit, fts=f"passage_fts_{roots['/work/corpora/' + c]}")]
 def rrf(*orders, k=10):
     s = {}
     for o in orders:

@@ -16,25 +16,24 @@ import importlib.machinery, json, os, re, sys, hashlib, urllib.request, time
 HERE = "/work/main/scripts/bench/research-results"; BENCH = os.path.dirname(HERE)
 os.environ.setdefault("MINILM", "/tmp/mine/minilm"); os.environ.setdefault("TRIAL_DIR", "/tmp/trial")
 DIR = os.environ["TRIAL_DIR"]
-pa_src = open(f"{HERE}/2026-12-02-place-trial-ask.py").read().split("score = {a:")[0]
-pa = {"__file__": f"{HERE}/2026-12-02-place-trial-ask.py", "__name__": "pa"}; exec(compile(pa_src, "place-trial-ask", "exec"), pa)
+pa = importlib.machinery.SourceFileLoader("pa", f"{HERE}/2026-12-02-place-trial-ask.py").load_module()
 mt = importlib.machinery.SourceFileLoader("mt", f"{HERE}/2026-12-02-meaning-trial.py").load_module()
 pp, E = mt.gt.pp, mt.E
 REC = sys.argv[1]
 rows = []
-for name in pa["NAMES"]:
+for name in pa.NAMES:
     corpus = f"/work/corpora/{name}"
     for q, parts in pp.located(f"{BENCH}/research-answers-{name}.md").items():
-        cs = pa["calls"](f"{REC}/{name}/rec", q)
+        cs = pa.calls(f"{REC}/{name}/rec", q)
         if len(cs) != len(parts): continue
         for k, lines in parts.items():
             body = cs[k - 1]; tri = pp.located_trigrams(corpus, lines)
             user = body["messages"][-1]["content"]
             part = re.search(r"^Question: (.*)$", user, re.M).group(1)
-            ls = pa["listed"](body)
-            reply = pa["ask"](body)
+            ls = pa.listed(body)
+            reply = pa.ask(body)
             rows.append(dict(name=name, q=q, k=k, part=part, listed=ls, hits=[pp.located_sentence(s, tri) for s in ls],
-                             cos=[float(E(part) @ E(s[:600])) for s in ls], named=pa["named"](reply, len(ls)), body=body))
+                             cos=[float(E(part) @ E(s[:600])) for s in ls], named=pa.named(reply, len(ls)), body=body))
 import pickle; pickle.dump(mt.cache, open(mt.CACHE, "wb"))
 json.dump([{k: v for k, v in r.items() if k != "body"} for r in rows], open(f"{DIR}/pick-rows.json", "w"))
 print(len(rows), "parts;", sum(any(r["hits"]) for r in rows), "with a located sentence listed")
@@ -81,7 +80,7 @@ for d in (0.0, 0.05, 0.1, 0.15, 0.2):
     score(f"the encoder's first instead when nearer by more than {d}", lambda r, d=d: added(r, d, True))
 if "--variants" in sys.argv:
     import time
-    pa["dry"] = False
+    pa.dry = False
     def fused_order(r):
         n = len(r["listed"]); s = [1 / (10 + i) for i in range(n)]
         for place, i in enumerate(rank(r)): s[i - 1] += 1 / (10 + place)
@@ -100,8 +99,8 @@ if "--variants" in sys.argv:
         def pick(r, n=n):
             if len(r["listed"]) <= n: return r["named"]
             body, keep = variant(r, fused_order(r)[:n])
-            reply = pa["ask"](body)
-            return [keep[k - 1] for k in pa["named"](reply, len(keep))]
+            reply = pa.ask(body)
+            return [keep[k - 1] for k in pa.named(reply, len(keep))]
         score(f"the model over the {n} listed first by words and meaning", pick)
     print(f"{time.time()-t0:.0f} s", file=sys.stderr)
 
