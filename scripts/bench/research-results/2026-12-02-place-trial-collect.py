@@ -46,6 +46,9 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             logs = f"{tmp}/logs-{name}"; os.makedirs(logs)
+            if os.environ.get("ENCODER"):  # ranked by meaning too, as after `patchwise model pull`
+                models = f"{tmp}/state-{name}/data/patchwise/models"; os.makedirs(models)
+                os.symlink(os.environ["ENCODER"], f"{models}/all-MiniLM-L6-v2-Q8_0.gguf")
             env = dict(os.environ, DIAG_LOGS=logs, DIAG_BIN=binary)
             subprocess.run([f"{BENCH}/research-questions", "--binary", os.path.join(os.path.dirname(os.path.abspath(__file__)), "2026-12-02-place-trial-wrap.sh"),
                    "--workspace", f"{corpora}/{name}", "--questions", f"{BENCH}/research-questions-{name}.json",
