@@ -27,11 +27,14 @@ use crate::tokens::{Encoding, count_tokens};
 const CODE_LINES: usize = 15;
 const CODE_CHARS: usize = 700;
 
-/// A paragraph (or list item) of a passage and the short code block right after it, if any.
+/// A paragraph (or list item) of a passage and the short code block right after it, if any,
+/// or the short list or table its lead-in leads to ([`leads_in`]).
 #[derive(Debug, Clone, PartialEq)]
 struct Unit {
     text: String,
     code: Option<String>,
+    /// The line of the passage after the unit's last.
+    next: usize,
 }
 
 /// Comment markers whose text a reader would quote from a code file.
@@ -77,11 +80,12 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
     let mut attachable = false;
     let mut block: Option<String> = None;
     let mut fences = Fences::default();
-    let flush = |current: &mut String, out: &mut Vec<Unit>, attachable: &mut bool| {
+    let flush = |current: &mut String, out: &mut Vec<Unit>, attachable: &mut bool, next: usize| {
         if !current.trim().is_empty() {
             out.push(Unit {
                 text: current.trim().to_owned(),
                 code: None,
+                next,
             });
             *attachable = true;
         }
@@ -89,11 +93,12 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
     };
     // The line before, for a setext heading's underline.
     let mut above = "";
-    for line in s.snippet.lines() {
+    let lines: Vec<&str> = s.snippet.lines().collect();
+    for (at, &line) in lines.iter().enumerate() {
         let t = line.trim();
         match fences.line(line) {
             FenceLine::Open => {
-                flush(&mut current, &mut out, &mut attachable);
+                flush(&mut current, &mut out, &mut attachable, at);
                 block = Some(format!("{t}\n"));
                 continue;
             }
@@ -124,7 +129,7 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
             FenceLine::Outside => {}
         }
         if t.is_empty() {
-            flush(&mut current, &mut out, &mut attachable);
+            flush(&mut current, &mut out, &mut attachable, at);
             continue;
         }
         // An underline: under a paragraph of one line, a setext heading, which is not a
@@ -134,7 +139,7 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
             if current.trim() == above.trim() && passages::setext_heading(above, t).is_some() {
                 current.clear();
             }
-            flush(&mut current, &mut out, &mut attachable);
+            flush(&mut current, &mut out, &mut attachable, at);
             attachable = false;
             above = line;
             continue;
@@ -164,19 +169,85 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
         match text {
             Some(text) if !text.is_empty() => {
                 if list_prefix(t).is_some() && !code_file {
-                    flush(&mut current, &mut out, &mut attachable);
+                    flush(&mut current, &mut out, &mut attachable, at);
                 }
                 current.push(' ');
                 current.push_str(text);
             }
             _ => {
-                flush(&mut current, &mut out, &mut attachable);
+                flush(&mut current, &mut out, &mut attachable, at);
                 attachable = false;
             }
         }
     }
-    flush(&mut current, &mut out, &mut attachable);
+    flush(&mut current, &mut out, &mut attachable, lines.len());
+    if !code_file {
+        for unit in &mut out {
+            if unit.code.is_none()
+                && sentences(&unit.text)
+                    .last()
+                    .is_some_and(|last| leads_in(last))
+            {
+                // Fenced, as a code example is: the answer's checks and the targeted pass's
+                // rebuilding read a fenced block as the lead-in's, and a table's rows as prose
+                // would be read as sentences without a citation.
+                unit.code = block_after(&lines, unit.next).map(|b| format!("```text\n{b}\n```"));
+            }
+        }
+    }
     out
+}
+
+/// Whether `sentence` leads to what follows it: it ends with `:`, or says "the following" or
+/// "as follows" ("Configuration for Hatch itself is stored in a `config.toml` file located by
+/// default in one of the following platform-specific directories.", over the table of them).
+/// Printed without it, a reader of Hatch's reports (2026-12-03) found the sentence "followed by
+/// nothing; the table was dropped".
+pub(crate) fn leads_in(sentence: &str) -> bool {
+    let t = sentence.trim_end();
+    let lower = t.to_lowercase();
+    t.ends_with(':')
+        || says_at_word_start(&lower, "the following")
+        || says_at_word_start(&lower, "as follows")
+}
+
+/// The list or table that starts at line `from` of `lines` (after blank lines), when it is
+/// short enough to quote as an example ([`CODE_LINES`], [`CODE_CHARS`]): a table's rows, or a
+/// list's items with their continuation lines (a blank line between items is part of it).
+fn block_after(lines: &[&str], from: usize) -> Option<String> {
+    let start = (from..lines.len()).find(|&i| !lines[i].trim().is_empty())?;
+    let first = lines[start].trim();
+    let table = first.starts_with('|');
+    if !table && list_prefix(first).is_none() {
+        return None;
+    }
+    let mut block: Vec<&str> = Vec::new();
+    let mut i = start;
+    while i < lines.len() {
+        let line = lines[i];
+        let t = line.trim();
+        let goes_on = if table {
+            t.starts_with('|')
+        } else if t.is_empty() {
+            // A blank line goes on when a list item follows it.
+            lines[i + 1..]
+                .iter()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| list_prefix(l.trim()).is_some() || l.starts_with([' ', '\t']))
+        } else {
+            list_prefix(t).is_some() || line.starts_with([' ', '\t'])
+        };
+        if !goes_on {
+            break;
+        }
+        block.push(line);
+        i += 1;
+        if block.len() > CODE_LINES {
+            return None;
+        }
+    }
+    let text = block.join("\n").trim_end().to_owned();
+    (text.len() <= CODE_CHARS).then_some(text)
 }
 
 /// Whether a line is a GitHub alert's marker (`> [!NOTE]`, `> [!TIP]`, …): markup, not the
@@ -346,6 +417,8 @@ struct Sentence {
     /// A copy of it may be quoted: it reads as an answer, or would once ended
     /// ([`reads_as_answer_when_ended`]).
     copyable: bool,
+    /// The paragraph (or list item) it is in, counted over all the passages.
+    unit: usize,
 }
 
 /// For a bench that locates answers (`RUST_LOG=patchwise::research::extractive=debug`): every
@@ -381,11 +454,13 @@ pub fn log_ranked(part: &QuestionPart, asked: &str, ranked: &[usize], sources: &
 /// Every sentence of `sources`, in source order, with how it reads.
 fn all_sentences(sources: &[SourceRecord]) -> Vec<Sentence> {
     let mut out = Vec::new();
+    let mut at = 0;
     for (i, s) in sources.iter().enumerate() {
         if s.retracted || s.credibility.score <= 0.0 {
             continue;
         }
         for unit in units(s) {
+            at += 1;
             let list = sentences(&unit.text);
             let last = list.len().saturating_sub(1);
             for (k, sentence) in list.into_iter().enumerate() {
@@ -394,7 +469,7 @@ fn all_sentences(sources: &[SourceRecord]) -> Vec<Sentence> {
                 // A lead-in to its code: "…:", or a list item's last sentence without a stop
                 // ("Ripgrep prints the matching lines in the following format", fzf's guide).
                 let ended = reads_as_answer_when_ended(&sentence);
-                let keep_code = code.is_some() && (sentence.trim_end().ends_with(':') || ended);
+                let keep_code = code.is_some() && (leads_in(&sentence) || ended);
                 let answer = is_answer_sentence(&sentence, keep_code);
                 out.push(Sentence {
                     candidate: Candidate {
@@ -404,6 +479,7 @@ fn all_sentences(sources: &[SourceRecord]) -> Vec<Sentence> {
                     },
                     answer,
                     copyable: answer || ended,
+                    unit: at,
                 });
             }
         }
@@ -627,18 +703,150 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
 /// leads to.
 fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
     let mut text = String::new();
-    for &i in picked {
+    for i in in_context(pool, picked) {
         let c = &pool[i].candidate;
         let sentence = unrole(&c.sentence);
         match &c.code {
             Some(code) => {
-                let lead = sentence.strip_suffix(':').unwrap_or(&sentence).trim_end();
-                text.push_str(&format!("{lead} [{}]:\n\n{}\n\n", c.n, code.trim()));
+                // A lead-in keeps its colon, a list item that leads in without one gets one, and
+                // a sentence ("… one of the following directories.") keeps its stop.
+                let t = sentence.trim_end();
+                let (body, colon) = match t.strip_suffix(':') {
+                    Some(lead) => (lead.trim_end(), ":"),
+                    None if t.ends_with(['.', '!']) => (t, ""),
+                    None => (t, ":"),
+                };
+                text.push_str(&format!("{body} [{}]{colon}\n\n{}\n\n", c.n, code.trim()));
             }
             None => text.push_str(&format!("{} [{}]\n\n", sentence.trim_end(), c.n)),
         }
     }
     text.trim_end().to_owned()
+}
+
+/// Words that open a sentence which reads on from the one before it: a pronoun or determiner
+/// whose referent is there ("You should use this in direnv configurations where you execute
+/// code from the lockfile", whose "this" is `require_allowed`), or a connective ("Also like
+/// scripts, context formatting is supported …", "Additionally, …").
+const READS_ON: [&str; 27] = [
+    "this",
+    "that",
+    "these",
+    "those",
+    "it",
+    "its",
+    "it's",
+    "they",
+    "their",
+    "them",
+    "such",
+    "both",
+    "also",
+    "additionally",
+    "furthermore",
+    "moreover",
+    "however",
+    "otherwise",
+    "instead",
+    "similarly",
+    "likewise",
+    "alternatively",
+    "then",
+    "thus",
+    "therefore",
+    "hence",
+    "so",
+];
+
+/// Words after which "this" or "these" stands for something said before rather than a noun
+/// that follows ("use this in …", "run these when …").
+const AFTER_PRONOUN: [&str; 20] = [
+    "in", "to", "for", "with", "when", "if", "on", "at", "by", "as", "is", "are", "was", "will",
+    "can", "means", "allows", "does", "from", "instead",
+];
+
+/// Whether `sentence` reads on from the sentence before it: it opens with a word of
+/// [`READS_ON`], or says "this" or "these" as a pronoun ([`AFTER_PRONOUN`], or before
+/// punctuation).
+fn reads_on(sentence: &str) -> bool {
+    let words: Vec<String> = sentence
+        .split_whitespace()
+        .map(|w| w.to_lowercase())
+        .collect();
+    let bare = |w: &str| -> String {
+        w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+            .to_owned()
+    };
+    if words
+        .first()
+        .is_some_and(|w| READS_ON.contains(&bare(w).as_str()))
+    {
+        return true;
+    }
+    words.iter().enumerate().any(|(i, w)| {
+        let pronoun = matches!(bare(w).as_str(), "this" | "these");
+        let punctuated = w.ends_with([',', '.', ';', ':', '!', '?']);
+        pronoun
+            && !w.starts_with('`')
+            && (punctuated
+                || words
+                    .get(i + 1)
+                    .is_some_and(|next| AFTER_PRONOUN.contains(&bare(next).as_str())))
+    })
+}
+
+/// The sentences before an opening that reads on ([`reads_on`]) which are printed with it: up
+/// to this many of its paragraph, back to the paragraph's start; a longer paragraph gives the
+/// sentences back to the first that does not read on.
+const CONTEXT_MOST: usize = 3;
+
+/// `picked` (indices into `pool`) as printed: each passage's sentences in the order the
+/// passage writes them (the passages in the order first picked), with what a sentence that
+/// reads on needs before it. Two readers of direnv's and Hatch's reports (2026-12-03) found
+/// "You should use this …", "Also like scripts, …" and "Additionally, …" printed without
+/// what they refer to, and a sentence printed before the one it follows ("If the file exists"
+/// before "Before each prompt …").
+fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
+    let mut all: Vec<usize> = Vec::new();
+    for &i in picked {
+        let mut before: Vec<usize> = Vec::new();
+        if pool.get(i).is_some_and(|x| reads_on(&x.candidate.sentence)) {
+            let unit = pool[i].unit;
+            let start = (0..i).rev().take_while(|&j| pool[j].unit == unit).last();
+            match start {
+                Some(start) if i - start <= CONTEXT_MOST => before.extend(start..i),
+                Some(_) => {
+                    let mut j = i;
+                    while j > 0 && pool[j - 1].unit == unit && i - (j - 1) <= CONTEXT_MOST {
+                        j -= 1;
+                        if !reads_on(&pool[j].candidate.sentence) {
+                            break;
+                        }
+                    }
+                    before.extend(j..i);
+                }
+                None => {}
+            }
+        }
+        for k in before.into_iter().chain([i]) {
+            if k < pool.len() && !all.contains(&k) {
+                all.push(k);
+            }
+        }
+    }
+    let passage_order: Vec<u32> = all.iter().fold(Vec::new(), |mut seen, &i| {
+        if !seen.contains(&pool[i].candidate.n) {
+            seen.push(pool[i].candidate.n);
+        }
+        seen
+    });
+    all.sort_by_key(|&i| {
+        (
+            passage_order.iter().position(|n| *n == pool[i].candidate.n),
+            i,
+        )
+    });
+    all
 }
 
 /// The sentences a model picks from, at most: the part's likeliest answers, best first.
@@ -803,8 +1011,9 @@ pub fn named(reply: &str, sources: &[SourceRecord], numbers: &[usize]) -> Option
     Some(out)
 }
 
-/// The answer's text for the sentences `named`, in that order: at most [`COPIED_MOST`], of the
-/// first one's passage. The first decides, so the order changes what is printed: with an
+/// The answer's text for the sentences `named`: at most [`COPIED_MOST`], of the first one's
+/// passage, printed in the passage's order with what they need ([`in_context`]). The first
+/// decides the passage, so the order changes what is printed: with an
 /// embedding model the picks are taken nearest the part first
 /// ([`crate::research::meaning::Meaning::nearest_first`]; over the 178 located parts,
 /// docs/research.md "The encoder in the pick", a located sentence was printed for 95 parts
@@ -1161,6 +1370,90 @@ mod tests {
     }
 
     #[test]
+    fn a_lead_in_is_quoted_with_the_table_or_list_it_leads_to() {
+        let hatch = [source(
+            "docs/config/hatch.md",
+            "Configuration for Hatch itself is stored in a `config.toml` file located by default in one of the following platform-specific directories.\n\n| Platform | Path |\n| --- | --- |\n| macOS | `~/Library/Application Support/hatch` |\n| Unix | `$XDG_CONFIG_HOME/hatch` |\n\nYou can select a custom path to the file using the `--config` root option.\n",
+        )];
+        assert_eq!(
+            copied(
+                "Configuration for Hatch itself is stored in a `config.toml` file located by default in one of the following platform-specific directories.",
+                &hatch
+            ),
+            "Configuration for Hatch itself is stored in a `config.toml` file located by default in one of the following platform-specific directories. [1]\n\n```text\n| Platform | Path |\n| --- | --- |\n| macOS | `~/Library/Application Support/hatch` |\n| Unix | `$XDG_CONFIG_HOME/hatch` |\n```"
+        );
+        // A lead-in's list, its items' lines and the blank lines between them; not what
+        // comes after the list.
+        let list = "The flags that also search hidden and ignored files are these:\n\n1. `--hidden` searches hidden files\n   and directories.\n\n2. `--no-ignore` searches ignored files.\n\nThe configuration file is read first.\n";
+        let guide = [source("GUIDE.md", list)];
+        assert_eq!(
+            copied(
+                "The flags that also search hidden and ignored files are these:",
+                &guide
+            ),
+            "The flags that also search hidden and ignored files are these [1]:\n\n```text\n1. `--hidden` searches hidden files\n   and directories.\n\n2. `--no-ignore` searches ignored files.\n```"
+        );
+        // Too long a list to quote: the lead-in is no sentence, as before.
+        let long = format!(
+            "The flags that also search hidden and ignored files are these:\n\n{}",
+            (1..=30)
+                .map(|i| format!("- `--flag-{i}` does thing number {i}.\n"))
+                .collect::<String>()
+        );
+        assert_eq!(
+            copied(
+                "The flags that also search hidden and ignored files are these:",
+                &[source("GUIDE.md", &long)]
+            ),
+            ""
+        );
+        // A sentence that leads to nothing quotable stays as it was.
+        assert_eq!(
+            copied(
+                "The following sections explain how the cache is kept.",
+                &[source(
+                    "a.md",
+                    "The following sections explain how the cache is kept.\n\n## Cache\n\nIt is kept.\n"
+                )]
+            ),
+            "The following sections explain how the cache is kept. [1]"
+        );
+    }
+
+    #[test]
+    fn a_sentence_that_reads_on_is_printed_with_what_it_refers_to_in_the_passage_s_order() {
+        let stdlib = [source(
+            "man/direnv-stdlib.1.md",
+            "Adds a list of files to the allow-list for `.envrc` using the `require_allowed` command. If any of the specified files are modified, direnv will require you to run `direnv allow` again. This increases security by ensuring that only changes you allowed take effect. You should use this in direnv configurations where you execute code from the lockfile.\n\nAll commands are able to use any defined scripts. Also like scripts, context formatting is supported by the commands.\n",
+        )];
+        // Its paragraph back to the start (three sentences or fewer before it).
+        assert_eq!(
+            copied(
+                "You should use this in direnv configurations where you execute code from the lockfile.",
+                &stdlib
+            ),
+            "Adds a list of files to the allow-list for `.envrc` using the `require_allowed` command. [1]\n\nIf any of the specified files are modified, direnv will require you to run `direnv allow` again. [1]\n\nThis increases security by ensuring that only changes you allowed take effect. [1]\n\nYou should use this in direnv configurations where you execute code from the lockfile. [1]"
+        );
+        // A connective: the sentence before. And two picks of a passage in its order.
+        assert_eq!(
+            copied(
+                "Also like scripts, context formatting is supported by the commands. If any of the specified files are modified, direnv will require you to run `direnv allow` again.",
+                &stdlib
+            ),
+            "If any of the specified files are modified, direnv will require you to run `direnv allow` again. [1]\n\nAll commands are able to use any defined scripts. [1]\n\nAlso like scripts, context formatting is supported by the commands. [1]"
+        );
+        // Words that only look like it: "Thistle", "this" before its noun, `this` as code.
+        assert!(!reads_on("Thistle is a plant that grows here."));
+        assert!(!reads_on("Set this option to choose the shell."));
+        assert!(!reads_on(
+            "The keyword `this` is reserved in the templates."
+        ));
+        assert!(reads_on("It's creating the file."));
+        assert!(reads_on("\"Additionally\", it says."));
+        assert!(reads_on("You can find all of these, in order."));
+    }
+
+    #[test]
     fn a_setext_heading_is_no_sentence() {
         // direnv's man page: its title over "=" was listed and quoted as a sentence.
         let sources = vec![source(
@@ -1251,11 +1544,11 @@ mod tests {
     fn the_sentences_a_reply_names_are_quoted_as_written() {
         let (sources, shown) = numbered_pair();
         let n = &shown.numbers;
-        // Numbers in parentheses, in the order named, each once; the code a lead-in leads to
-        // goes with it.
+        // Numbers in parentheses, each once, printed in the passage's order; the code a
+        // lead-in leads to goes with it.
         assert_eq!(
             chosen("(4) (2) (4)", &sources, n),
-            "Source the script files in the /shell directory instead. [1]\n\nAdd the following line to your shell configuration file [1]:\n\n```sh\neval \"$(fzf --bash)\"\n```"
+            "Add the following line to your shell configuration file [1]:\n\n```sh\neval \"$(fzf --bash)\"\n```\n\nSource the script files in the /shell directory instead. [1]"
         );
         // Bare numbers, and a number with the sentence copied after it; a sentence of another
         // passage than the first one's is left out.

@@ -1407,12 +1407,18 @@ fn tidy(text: &str) -> String {
 }
 
 /// The code block a lead-in of a validated answer leads in to: the fenced block right after
-/// the line that holds `sentence` (a claim ending with `:`) and ends with its colon, as the
-/// validation kept it (a block that holds names no passage has is gone, and its lead-in with
-/// it). The targeted pass prints its claims, not its text, and lost the block: "you can
-/// disable the cutoff for that index entirely" without the `exclude-newer = false` it led to.
+/// the line that holds `sentence` (a claim ending with `:` on a line that ends with its colon,
+/// or one that says "the following", [`crate::research::extractive::leads_in`], over the list
+/// or table a quote prints fenced), as the validation kept it (a block that holds names no
+/// passage has is gone, and its lead-in with it). The targeted pass prints its claims, not its
+/// text, and lost the block: "you can disable the cutoff for that index entirely" without the
+/// `exclude-newer = false` it led to.
 pub fn code_led_to(text: &str, sentence: &str) -> Option<String> {
-    let body = sentence.trim_end().strip_suffix(':')?.trim_end();
+    let colon = sentence.trim_end().ends_with(':');
+    if !colon && !crate::research::extractive::leads_in(sentence) {
+        return None;
+    }
+    let body = sentence.trim_end().trim_end_matches([':', '.']).trim_end();
     if body.is_empty() {
         return None;
     }
@@ -1422,7 +1428,7 @@ pub fn code_led_to(text: &str, sentence: &str) -> Option<String> {
         if fences.line(line) != FenceLine::Outside {
             continue;
         }
-        if !(line.trim_end().ends_with(':') && strip_markers(line).contains(body)) {
+        if !((line.trim_end().ends_with(':') || !colon) && strip_markers(line).contains(body)) {
             continue;
         }
         let mut block = String::new();

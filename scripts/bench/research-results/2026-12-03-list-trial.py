@@ -141,6 +141,42 @@ def written(names):
             d.setdefault("near", {})[name] = near[0]
         print(f"own words over {name:30} nearest: right {s1['right']:3} wrong {s1['wrong']:3}; nearest two: right {s2['right']:3} wrong {s2['wrong']:3}")
 
+def reversed_too(name):
+    """The model asked again over the same list in reverse order (a small model favours the first
+    numbers); the two replies joined several ways, scored as printed."""
+    system = pick_system()
+    def ask_over(d, cs, text_order):
+        lines = [f"({n}) {c['s'][2].strip()}  \u2014 {section(c['p']['title'])}" for n, c in enumerate(text_order, 1)]
+        user = (f"Question: {d['part'].strip()}\n\nSentences:\n" + "\n".join(lines) + f"\n\nQuestion: {d['part'].strip()}"
+                "\n\nThe numbers of the sentences that answer it:")
+        reply = pa.ask(dict(messages=[dict(role="system", content=system), dict(role="user", content=user)],
+                            temperature=0.0, max_tokens=48))
+        return [id(text_order[k - 1]) for k in pa.named(reply, len(text_order))]
+    ways = {w: dict(right=0, first=0, wrong=0, none=0, sentences=0) for w in
+            ("forward", "reversed", "both orders' picks", "picked in both, else forward", "forward's first and reversed's first")}
+    for d in D:
+        cs, _ = listing(d, name)
+        if not cs: continue
+        by = {id(c): c for c in cs}
+        fw = ask_over(d, cs, cs); rv = ask_over(d, cs, cs[::-1])
+        joined = {
+            "forward": fw, "reversed": rv,
+            "both orders' picks": fw + [x for x in rv if x not in fw],
+            "picked in both, else forward": [x for x in fw if x in rv] or fw,
+            "forward's first and reversed's first": fw[:1] + [x for x in rv[:1] if x not in fw[:1]],
+        }
+        for w, ks in joined.items():
+            ks = sorted(ks, key=lambda k: -by[k]["cos"])
+            ks = [k for k in ks if by[k]["i"] == by[ks[0]]["i"]][:3] if ks else []
+            sc = ways[w]; sc["sentences"] += len(ks)
+            h = [by[k]["s"][3] for k in ks]
+            if not ks: sc["none"] += 1
+            elif any(h): sc["right"] += 1
+            else: sc["wrong"] += 1
+            sc["first"] += bool(h and h[0])
+    for w, sc in ways.items():
+        print(f"{name}, {w:38} right {sc['right']:3} (first {sc['first']:3})  wrong {sc['wrong']:3}  none {sc['none']:3}  sentences {sc['sentences']}")
+
 def pick_system():
     """The pick prompt's system message as the build sends it (a recorded call of recB)."""
     import glob
@@ -151,5 +187,6 @@ def pick_system():
 
 if __name__ == "__main__":
     main()
+    if "--reversed" in sys.argv: reversed_too([n for n in sys.argv[2:] if n in LISTINGS][0] if [n for n in sys.argv[2:] if n in LISTINGS] else "shipped: 3 passages, 8 by share")
     if "--write" in sys.argv: written([n for n in sys.argv[2:] if n in LISTINGS] or ["shipped: 3 passages, 8 by share"])
     pickle.dump(mt.cache, open(mt.CACHE, "wb"))
