@@ -765,9 +765,24 @@ const AFTER_PRONOUN: [&str; 20] = [
     "can", "means", "allows", "does", "from", "instead",
 ];
 
+/// Pronouns which, among a sentence's first words ([`EARLY_WORDS`]), stand for something the
+/// sentence has not named yet: "Make sure it appears even after rvm, git-prompt and other shell
+/// extensions" (direnv's hook guide, after "Add the following line at the end of the
+/// `~/.bashrc` file:" and the line), "To enable it, …".
+const EARLY_PRONOUNS: [&str; 6] = ["it", "its", "it's", "they", "them", "their"];
+
+/// How many of a sentence's first words an [`EARLY_PRONOUNS`] pronoun reads on from among:
+/// "When the hook runs, it …" names what "it" is first.
+const EARLY_WORDS: usize = 4;
+
+/// Nouns after which "this", "that", "these" or "those" point to what the passage showed
+/// before: "In this example, `rich` prints the table" (after the example).
+const BACK_NOUNS: [&str; 6] = ["example", "examples", "case", "cases", "snippet", "output"];
+
 /// Whether `sentence` reads on from the sentence before it: it opens with a word of
-/// [`READS_ON`], or says "this" or "these" as a pronoun ([`AFTER_PRONOUN`], or before
-/// punctuation).
+/// [`READS_ON`], has a pronoun of [`EARLY_PRONOUNS`] among its first [`EARLY_WORDS`] words,
+/// points back ("this example", [`BACK_NOUNS`]; "above", but not "3.8 and above"), or says
+/// "this" or "these" as a pronoun ([`AFTER_PRONOUN`], or before punctuation).
 fn reads_on(sentence: &str) -> bool {
     let words: Vec<String> = sentence
         .split_whitespace()
@@ -781,6 +796,27 @@ fn reads_on(sentence: &str) -> bool {
         .first()
         .is_some_and(|w| READS_ON.contains(&bare(w).as_str()))
     {
+        return true;
+    }
+    if words
+        .iter()
+        .take(EARLY_WORDS)
+        .any(|w| !w.starts_with('`') && EARLY_PRONOUNS.contains(&bare(w).as_str()))
+    {
+        return true;
+    }
+    // "In this example, …", "In that case …", "the command above": what came before.
+    let refers_back = words.iter().enumerate().any(|(i, w)| {
+        let next = words.get(i + 1).map(|n| bare(n)).unwrap_or_default();
+        let before = i
+            .checked_sub(1)
+            .map(|b| bare(&words[b]))
+            .unwrap_or_default();
+        (matches!(bare(w).as_str(), "this" | "that" | "these" | "those")
+            && BACK_NOUNS.contains(&next.as_str()))
+            || (bare(w) == "above" && !matches!(before.as_str(), "and" | "or"))
+    });
+    if refers_back {
         return true;
     }
     words.iter().enumerate().any(|(i, w)| {
@@ -797,7 +833,9 @@ fn reads_on(sentence: &str) -> bool {
 
 /// The sentences before an opening that reads on ([`reads_on`]) which are printed with it: up
 /// to this many of its paragraph, back to the paragraph's start; a longer paragraph gives the
-/// sentences back to the first that does not read on.
+/// sentences back to the first that does not read on. A sentence that opens its paragraph is
+/// printed after the last sentence of the paragraph (or list item) before it in its passage,
+/// with the code or list that one leads to.
 const CONTEXT_MOST: usize = 3;
 
 /// `picked` (indices into `pool`) as printed: each passage's sentences in the order the
@@ -824,6 +862,13 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
                         }
                     }
                     before.extend(j..i);
+                }
+                // The paragraph's first: the one before it in the passage, if any.
+                None if i > 0
+                    && pool[i - 1].candidate.n == pool[i].candidate.n
+                    && pool[i - 1].unit + 1 == unit =>
+                {
+                    before.push(i - 1)
                 }
                 None => {}
             }
@@ -1449,8 +1494,43 @@ mod tests {
             "The keyword `this` is reserved in the templates."
         ));
         assert!(reads_on("It's creating the file."));
+        assert!(reads_on("Make sure it appears after rvm."));
+        assert!(reads_on("To enable them, run the command."));
+        assert!(!reads_on("When the hook runs, it exports the variables."));
+        assert!(!reads_on("Run `it` as the first command."));
+        assert!(reads_on("In this example, the option is required."));
+        assert!(reads_on("The command above prints the table."));
+        assert!(!reads_on("Python 3.8 and above is supported by the tool."));
         assert!(reads_on("\"Additionally\", it says."));
         assert!(reads_on("You can find all of these, in order."));
+    }
+
+    #[test]
+    fn a_paragraph_that_opens_reading_on_is_printed_after_the_one_before_it() {
+        // direnv's hook guide: "it" is the line, in the paragraph and code block before.
+        let hook = [source(
+            "docs/hook.md",
+            "## BASH\n\nAdd the following line at the end of the `~/.bashrc` file:\n\n```sh\neval \"$(direnv hook bash)\"\n```\n\nMake sure it appears even after rvm, git-prompt and other shell extensions\nthat manipulate the prompt.\n",
+        )];
+        assert_eq!(
+            copied(
+                "Make sure it appears even after rvm, git-prompt and other shell extensions that manipulate the prompt.",
+                &hook
+            ),
+            "Add the following line at the end of the `~/.bashrc` file: [1]\n\n```sh\neval \"$(direnv hook bash)\"\n```\n\nMake sure it appears even after rvm, git-prompt and other shell extensions that manipulate the prompt. [1]"
+        );
+        // Not across passages: the first sentence of a passage is printed alone.
+        let two = [
+            source("a.md", "The hook is installed by the package.\n"),
+            source(
+                "b.md",
+                "It is kept in the shell's rc file for every session.\n",
+            ),
+        ];
+        assert_eq!(
+            copied("It is kept in the shell's rc file for every session.", &two),
+            "It is kept in the shell's rc file for every session. [2]"
+        );
     }
 
     #[test]
