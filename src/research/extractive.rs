@@ -801,7 +801,7 @@ fn reads_on(sentence: &str) -> bool {
     if words
         .iter()
         .take(EARLY_WORDS)
-        .any(|w| !w.starts_with('`') && EARLY_PRONOUNS.contains(&bare(w).as_str()))
+        .any(|w| !w.starts_with(['`', '-', '$']) && EARLY_PRONOUNS.contains(&bare(w).as_str()))
     {
         return true;
     }
@@ -1498,6 +1498,9 @@ mod tests {
         assert!(reads_on("To enable them, run the command."));
         assert!(!reads_on("When the hook runs, it exports the variables."));
         assert!(!reads_on("Run `it` as the first command."));
+        assert!(!reads_on(
+            "$ docker run -it --platform linux/amd64 nixos/nix"
+        ));
         assert!(reads_on("In this example, the option is required."));
         assert!(reads_on("The command above prints the table."));
         assert!(!reads_on("Python 3.8 and above is supported by the tool."));
