@@ -1520,7 +1520,7 @@ mod tests {
                 "Make sure it appears even after rvm, git-prompt and other shell extensions that manipulate the prompt.",
                 &hook
             ),
-            "Add the following line at the end of the `~/.bashrc` file: [1]\n\n```sh\neval \"$(direnv hook bash)\"\n```\n\nMake sure it appears even after rvm, git-prompt and other shell extensions that manipulate the prompt. [1]"
+            "Add the following line at the end of the `~/.bashrc` file [1]:\n\n```sh\neval \"$(direnv hook bash)\"\n```\n\nMake sure it appears even after rvm, git-prompt and other shell extensions that manipulate the prompt. [1]"
         );
         // Not across passages: the first sentence of a passage is printed alone.
         let two = [
