@@ -5,11 +5,12 @@
 # built-in encoder in the data dir and nothing else configured, the real model on 127.0.0.1:8088
 # (`patchwise model serve`, Qwen2.5-Coder-1.5B Q4_K_M, 2 threads, 8k context); I then J on odd
 # questions, J then I on even ones (CORPORA='direnv hatch' reruns the two corpora the change was
-# made on). ENCODER is the all-MiniLM-L6-v2 GGUF (scripts/bench/minilm-gguf).
+# made on). ENCODER is the all-MiniLM-L6-v2 GGUF (scripts/bench/minilm-gguf). ARMS='J K' compares
+# two other builds (/work/bin/patchwise-ARM each), the first of them first on odd questions.
 set -u
 B=/work/main/scripts/bench
 O=${OUT:-/work/run/e2e}; mkdir -p $O
-for arm in I J; do for c in chezmoi typer direnv hatch; do
+for arm in ${ARMS:-I J}; do for c in chezmoi typer direnv hatch; do
   mkdir -p $O/$arm-state-$c/data/patchwise/models
   ln -sf "$ENCODER" $O/$arm-state-$c/data/patchwise/models/all-MiniLM-L6-v2-Q8_0.gguf
 done; done
@@ -21,7 +22,8 @@ run() { # arm corpus n
 }
 for c in ${CORPORA:-chezmoi typer}; do
   for n in 1 2 3 4 5 6 7 8; do
-    if [ $((n % 2)) = 1 ]; then run I $c $n; run J $c $n; else run J $c $n; run I $c $n; fi
+    set -- ${ARMS:-I J}
+    if [ $((n % 2)) = 1 ]; then run $1 $c $n; run $2 $c $n; else run $2 $c $n; run $1 $c $n; fi
     echo "$c $n done $(date +%T)"
   done
 done
