@@ -718,7 +718,12 @@ fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
                 };
                 text.push_str(&format!("{body} [{}]{colon}\n\n{}\n\n", c.n, code.trim()));
             }
-            None => text.push_str(&format!("{} [{}]\n\n", sentence.trim_end(), c.n)),
+            // A lead-in whose code the passage does not hold (an include marker in its
+            // place) keeps its marker before the colon, as one with its code.
+            None => match sentence.trim_end().strip_suffix(':') {
+                Some(lead) => text.push_str(&format!("{} [{}]:\n\n", lead.trim_end(), c.n)),
+                None => text.push_str(&format!("{} [{}]\n\n", sentence.trim_end(), c.n)),
+            },
         }
     }
     text.trim_end().to_owned()
@@ -863,14 +868,26 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
                     }
                     before.extend(j..i);
                 }
-                // The paragraph's first: the one before it in the passage, if any.
-                None if i > 0
-                    && pool[i - 1].candidate.n == pool[i].candidate.n
-                    && pool[i - 1].unit + 1 == unit =>
-                {
-                    before.push(i - 1)
+                // The paragraph's first: the last sentence before it in the passage, past
+                // lines that read as none (an include marker, `{* docs_src/….py hl[9] *}`,
+                // which Typer's docs put between a lead-in and the sentence about its code).
+                // A lead-in counts though what it leads to is not in the passage.
+                None => {
+                    let n = pool[i].candidate.n;
+                    let prose = |j: usize| {
+                        pool[j].copyable || is_answer_sentence(&pool[j].candidate.sentence, true)
+                    };
+                    let k = (0..i)
+                        .rev()
+                        .take_while(|&j| pool[j].candidate.n == n)
+                        .find(|&j| prose(j));
+                    if let Some(k) = k {
+                        // Adjacent paragraphs, or only lines that read as none between.
+                        if pool[k].unit + 1 + (i - k - 1) >= unit {
+                            before.push(k);
+                        }
+                    }
                 }
-                None => {}
             }
         }
         for k in before.into_iter().chain([i]) {
@@ -1521,6 +1538,20 @@ mod tests {
                 &hook
             ),
             "Add the following line at the end of the `~/.bashrc` file [1]:\n\n```sh\neval \"$(direnv hook bash)\"\n```\n\nMake sure it appears even after rvm, git-prompt and other shell extensions that manipulate the prompt. [1]"
+        );
+        // Past a line that is no sentence: Typer's counter section, where an include marker
+        // stands for the code between the lead-in and "It means …" (it was printed as a
+        // sentence, "{* docs_src/….py hl *} [1].").
+        let counter = [source(
+            "docs/tutorial/parameter-types/number.md",
+            "## Counter *CLI options*\n\nYou can make a *CLI option* work as a counter with the `count` parameter:\n\n{* docs_src/parameter_types/number/tutorial003_an_py310.py hl[9] *}\n\nIt means that the *CLI option* will be like a boolean flag, e.g. `--verbose`.\n",
+        )];
+        assert_eq!(
+            copied(
+                "It means that the *CLI option* will be like a boolean flag, e.g. `--verbose`.",
+                &counter
+            ),
+            "You can make a *CLI option* work as a counter with the `count` parameter [1]:\n\nIt means that the *CLI option* will be like a boolean flag, e.g. `--verbose`. [1]"
         );
         // Not across passages: the first sentence of a passage is printed alone.
         let two = [
