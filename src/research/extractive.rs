@@ -706,24 +706,18 @@ fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
     for i in in_context(pool, picked) {
         let c = &pool[i].candidate;
         let sentence = unrole(&c.sentence);
-        match &c.code {
-            Some(code) => {
-                // A lead-in keeps its colon, a list item that leads in without one gets one, and
-                // a sentence ("… one of the following directories.") keeps its stop.
-                let t = sentence.trim_end();
-                let (body, colon) = match t.strip_suffix(':') {
-                    Some(lead) => (lead.trim_end(), ":"),
-                    None if t.ends_with(['.', '!']) => (t, ""),
-                    None => (t, ":"),
-                };
-                text.push_str(&format!("{body} [{}]{colon}\n\n{}\n\n", c.n, code.trim()));
-            }
-            // A lead-in whose code the passage does not hold (an include marker in its
-            // place) keeps its marker before the colon, as one with its code.
-            None => match sentence.trim_end().strip_suffix(':') {
-                Some(lead) => text.push_str(&format!("{} [{}]:\n\n", lead.trim_end(), c.n)),
-                None => text.push_str(&format!("{} [{}]\n\n", sentence.trim_end(), c.n)),
-            },
+        // A lead-in keeps its colon after its marker, with its code or without it (an
+        // include marker in the code's place); a list item that leads to code without one
+        // gets one, and a sentence ("… one of the following directories.") keeps its stop.
+        let t = sentence.trim_end();
+        let (body, colon) = match t.strip_suffix(':') {
+            Some(lead) => (lead.trim_end(), ":"),
+            None if c.code.is_none() || t.ends_with(['.', '!']) => (t, ""),
+            None => (t, ":"),
+        };
+        text.push_str(&format!("{body} [{}]{colon}\n\n", c.n));
+        if let Some(code) = &c.code {
+            text.push_str(&format!("{}\n\n", code.trim()));
         }
     }
     text.trim_end().to_owned()
@@ -881,11 +875,11 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
                         .rev()
                         .take_while(|&j| pool[j].candidate.n == n)
                         .find(|&j| prose(j));
-                    if let Some(k) = k {
-                        // Adjacent paragraphs, or only lines that read as none between.
-                        if pool[k].unit + 1 + (i - k - 1) >= unit {
-                            before.push(k);
-                        }
+                    // Units are counted a paragraph each, with or without a sentence: a gap
+                    // wider than the lines passed over is a paragraph with none (a table),
+                    // and the sentence past it is not the one this reads on from.
+                    if let Some(k) = k.filter(|&k| unit - pool[k].unit <= i - k) {
+                        before.push(k);
                     }
                 }
             }
