@@ -3177,7 +3177,7 @@ mod tests {
                 "I used to point both the linter and the formatter at a custom file with `\"ruff.lint.args\": \"--config ~/.config/custom_ruff_config.toml\"` (and the same in format.args) — what's the replacement ?",
                 "I'm moving a project from Black to `ruff format` .",
                 "If the project also has a pyproject.toml with [tool.ruff], whose settings win by default :",
-                // chezmoi's Q4, the binary before issue 38 (2026-12-04): a sentence of the
+                // chezmoi's Q4, the binary at 7b5a6eb (2026-12-04): a sentence of the
                 // question's story, kept as a claim.
                 "It lives in 1Password: vault `Personal`, item `cloudflare-api-token`, field `password`.",
                 "Our repo's default branch is main, but the \"edit this page\" links point at master and open the online editor, which asks people to log in — how do I point them at main with a read-only view.",
