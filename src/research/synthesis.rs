@@ -1526,9 +1526,8 @@ pub fn sentences(text: &str) -> Vec<String> {
             ;
         if end {
             // Attach trailing citation markers (`. [1][2]`) to this sentence.
-            let rest: String = chars[i + 1..].iter().collect();
-            let trimmed = rest.trim_start();
-            if !trimmed.starts_with('[') {
+            let rest: String = chars[i + 1..].iter().take(40).collect();
+            if !opens_with_marker(rest.trim_start()) {
                 let s = current.trim().to_owned();
                 if !s.is_empty() {
                     out.push(s);
@@ -1536,9 +1535,9 @@ pub fn sentences(text: &str) -> Vec<String> {
                 current.clear();
             }
         } else if c == ']' {
-            let rest: String = chars[i + 1..].iter().take(2).collect();
+            let rest: String = chars[i + 1..].iter().take(40).collect();
             let prev_end = ends_sentence_before_markers(&current);
-            if prev_end && !rest.trim_start().starts_with('[') {
+            if prev_end && !opens_with_marker(rest.trim_start()) {
                 let s = current.trim().to_owned();
                 if !s.is_empty() {
                     out.push(s);
@@ -1554,15 +1553,36 @@ pub fn sentences(text: &str) -> Vec<String> {
     out
 }
 
+/// Whether a citation marker (`[2]`, `[1, 4]`, `[2-5]`) is the text's first. A link after a
+/// full stop ("See the guide. [Install](install.md) explains …") begins the next sentence.
+fn opens_with_marker(text: &str) -> bool {
+    text.strip_prefix('[')
+        .and_then(|rest| rest.split_once(']'))
+        .is_some_and(|(inner, _)| is_marker_inside(inner))
+}
+
+/// What a citation marker holds between its brackets: numbers, with commas or dashes.
+fn is_marker_inside(inner: &str) -> bool {
+    inner.starts_with(|c: char| c.is_ascii_digit())
+        && inner
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, ',' | '-' | '\u{2013}' | ' '))
+}
+
+/// Whether `text` ends a sentence, before the citation markers after it (`end. [2][3]`). Only
+/// a number in brackets is a marker: a reference link (`e.g. [Oh My Zsh][ohmyzsh], you cannot
+/// …`, chezmoi's user guide) goes on, and "e.g." or "i.e." before it ends nothing — that
+/// sentence was printed as two, "… e.g. [Oh My Zsh][ohmyzsh] [1]." and ", you cannot use git
+/// submodules …" (2026-12-04).
 fn ends_sentence_before_markers(text: &str) -> bool {
     let mut t = text.trim_end();
     while let Some(inner) = t.strip_suffix(']') {
         match inner.rfind('[') {
-            Some(open) => t = inner[..open].trim_end(),
-            None => break,
+            Some(open) if is_marker_inside(&inner[open + 1..]) => t = inner[..open].trim_end(),
+            _ => return false,
         }
     }
-    t.ends_with(['.', '!', '?'])
+    t.ends_with(['.', '!', '?']) && !t.ends_with("e.g.") && !t.ends_with("i.e.")
 }
 
 /// The system message of a synthesis: short, with an example, for small models. The example
@@ -3205,6 +3225,33 @@ mod tests {
             sentences("One fact. [1] Two e.g. this [2]. Three?"),
             vec!["One fact. [1]", "Two e.g. this [2].", "Three?"]
         );
+        assert_eq!(
+            sentences("Ends here. [1, 2] Next [3]."),
+            vec!["Ends here. [1, 2]", "Next [3]."]
+        );
+        assert_eq!(
+            sentences("See the guide. [Install](install.md) explains it."),
+            vec!["See the guide.", "[Install](install.md) explains it."]
+        );
+    }
+
+    #[test]
+    fn a_reference_link_after_an_abbreviation_ends_no_sentence() {
+        // chezmoi's user guide, include-files-from-elsewhere.md: printed as two "sentences".
+        let text = "To include a subdirectory from another repository, e.g. [Oh My Zsh][ohmyzsh], \
+                    you cannot use git submodules. Instead, you can use the file.";
+        assert_eq!(
+            sentences(text),
+            vec![
+                "To include a subdirectory from another repository, e.g. [Oh My Zsh][ohmyzsh], you cannot use git submodules.",
+                "Instead, you can use the file."
+            ]
+        );
+        assert!(!ends_sentence_before_markers(
+            "as in e.g. [Oh My Zsh][ohmyzsh]"
+        ));
+        assert!(!ends_sentence_before_markers("it stops. [the guide]"));
+        assert!(ends_sentence_before_markers("it stops. [2][3]"));
     }
 
     #[test]
