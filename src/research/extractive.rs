@@ -132,6 +132,19 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
             flush(&mut current, &mut out, &mut attachable, at);
             continue;
         }
+        // An include marker stands for the code the published page shows there: it is the
+        // example of the paragraph it follows, as a fenced block would be.
+        if !code_file && is_include_marker(t) {
+            flush(&mut current, &mut out, &mut attachable, at);
+            if attachable
+                && let Some(last) = out.last_mut()
+                && last.code.is_none()
+            {
+                last.code = Some(format!("```text\n{t}\n```"));
+            }
+            attachable = false;
+            continue;
+        }
         // An underline: under a paragraph of one line, a setext heading, which is not a
         // sentence (direnv's man page title "DIRENV.TOML 1 "2019" direnv "User Manuals"" over
         // "=====" was quoted as one); otherwise a rule, which ends the sentence above.
@@ -248,6 +261,21 @@ fn block_after(lines: &[&str], from: usize) -> Option<String> {
     }
     let text = block.join("\n").trim_end().to_owned();
     (text.len() <= CODE_CHARS).then_some(text)
+}
+
+/// Whether a line of Markdown is an include marker, the code a documentation build pulls in
+/// from a file: `{* docs_src/….py hl[9] *}` (FastAPI's and Typer's docs), `--8<-- "file"`
+/// (pymdownx.snippets), `{!file!}` (markdown-include), `{% include "file" %}`, `{{#include
+/// file}}` (mdBook). Typer's docs put one after nearly every lead-in ("You can make an `Enum`
+/// (choice) *CLI parameter* be case-insensitive with the `case_sensitive` parameter:"), which
+/// then led to nothing and was never listed for a pick (2026-12-04).
+fn is_include_marker(line: &str) -> bool {
+    let t = line.trim();
+    (t.starts_with("{*") && t.ends_with("*}"))
+        || t.starts_with("--8<--")
+        || (t.starts_with("{!") && t.ends_with("!}"))
+        || (t.starts_with("{% include") && t.ends_with("%}"))
+        || (t.starts_with("{{#") && t.ends_with("}}"))
 }
 
 /// Whether a line is a GitHub alert's marker (`> [!NOTE]`, `> [!TIP]`, …): markup, not the
@@ -378,11 +406,21 @@ pub fn is_answer_sentence(sentence: &str, code_follows: bool) -> bool {
     if !ends {
         return false;
     }
-    let first = t
-        .trim_start_matches(['*', '_', '"', '\'', '('])
-        .chars()
-        .next()
-        .unwrap_or(' ');
+    // A sentence may open with a link, whose text is its first word: "[`chezmoi update`](…)
+    // pulls the latest changes from your remote repo and runs `chezmoi apply`." (chezmoi's
+    // command overview, a list of such items).
+    let opening = t.trim_start_matches(['*', '_', '"', '\'', '(']);
+    let opening = match opening.strip_prefix('[') {
+        Some(rest)
+            if rest
+                .split_once(']')
+                .is_some_and(|(_, after)| after.starts_with(['(', '['])) =>
+        {
+            rest
+        }
+        _ => opening,
+    };
+    let first = opening.chars().next().unwrap_or(' ');
     if !(first.is_uppercase() || first.is_ascii_digit() || first == '`') {
         return false;
     }
@@ -1201,9 +1239,15 @@ mod tests {
             "Membership testing with `in` is much faster on a set than on a list.",
             "Generator expressions produce items one at a time, so they use far less memory than a list comprehension.",
             "`str.format()` replaces the fields in braces with its arguments.",
+            // A link's text is the first word (chezmoi's command overview).
+            "[`chezmoi data`](/reference/commands/data.md) prints the available template data.",
         ] {
             assert!(is_answer_sentence(good, false), "{good}");
         }
+        assert!(!is_answer_sentence(
+            "[Sets](sets.md) and [lists](lists.md) and [tuples](tuples.md).",
+            false
+        ));
         // A lead-in is kept only with the code it introduces.
         let lead = "To send a GET request, call `httpx.get()` with the URL:";
         assert!(!is_answer_sentence(lead, false));
@@ -1545,7 +1589,7 @@ mod tests {
                 "It means that the *CLI option* will be like a boolean flag, e.g. `--verbose`.",
                 &counter
             ),
-            "You can make a *CLI option* work as a counter with the `count` parameter [1]:\n\nIt means that the *CLI option* will be like a boolean flag, e.g. `--verbose`. [1]"
+            "You can make a *CLI option* work as a counter with the `count` parameter [1]:\n\n```text\n{* docs_src/parameter_types/number/tutorial003_an_py310.py hl[9] *}\n```\n\nIt means that the *CLI option* will be like a boolean flag, e.g. `--verbose`. [1]"
         );
         // Not across passages: the first sentence of a passage is printed alone.
         let two = [
@@ -1559,6 +1603,40 @@ mod tests {
             copied("It is kept in the shell's rc file for every session.", &two),
             "It is kept in the shell's rc file for every session. [2]"
         );
+    }
+
+    #[test]
+    fn a_lead_in_to_an_include_marker_is_listed_with_it() {
+        // Typer's docs, enum.md: the code of every example is an include marker, and the
+        // lead-in that answers "can the matching ignore case" led to nothing, so it was never
+        // listed for the pick.
+        let enum_md = [source(
+            "docs/tutorial/parameter-types/enum.md",
+            "## Case insensitive Enum choices\n\nYou can make an `Enum` (choice) *CLI parameter* be case-insensitive with the `case_sensitive` parameter:\n\n{* docs_src/parameter_types/enum/tutorial002_an_py310.py hl *}\n\nAnd then the values of the `Enum` will be checked no matter if lower case, upper case, or a mix:\n\n<div class=\"termy\">\n\n```console\n$ python main.py --network CONV\n```\n\n</div>\n",
+        )];
+        let part = parts::parts_of("can the matching of an Enum ignore case").remove(0);
+        let listed = numbered(&enum_md, &part, Encoding::Cl100k, 900);
+        assert!(
+            listed.text.starts_with(
+                "(1) You can make an `Enum` (choice) *CLI parameter* be case-insensitive"
+            ),
+            "{}",
+            listed.text
+        );
+        assert_eq!(
+            chosen("(1)", &enum_md, &listed.numbers),
+            "You can make an `Enum` (choice) *CLI parameter* be case-insensitive with the `case_sensitive` parameter [1]:\n\n```text\n{* docs_src/parameter_types/enum/tutorial002_an_py310.py hl *}\n```"
+        );
+        for marker in [
+            "{* docs_src/a.py hl[9] *}",
+            "--8<-- \"docs/snippet.md\"",
+            "{!docs/snippet.md!}",
+            "{% include \"snippet.md\" %}",
+            "{{#include listing.rs}}",
+        ] {
+            assert!(is_include_marker(marker), "{marker}");
+        }
+        assert!(!is_include_marker("{ \"json\": true }"));
     }
 
     #[test]
