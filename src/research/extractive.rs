@@ -265,8 +265,9 @@ fn block_after(lines: &[&str], from: usize) -> Option<String> {
 
 /// Whether a line of Markdown is an include marker, the code a documentation build pulls in
 /// from a file: `{* docs_src/….py hl[9] *}` (FastAPI's and Typer's docs), `--8<-- "file"`
-/// (pymdownx.snippets), `{!file!}` (markdown-include), `{% include "file" %}`, `{{#include
-/// file}}` (mdBook). Typer's docs put one after nearly every lead-in ("You can make an `Enum`
+/// (pymdownx.snippets), `{!file!}` (markdown-include), `{% include "file" %}`, mdBook's
+/// `{{#include file}}`, `{{#rustdoc_include …}}` and `{{#playground …}}` (not its `{{#title …}}`,
+/// which names the page). Typer's docs put one after nearly every lead-in ("You can make an `Enum`
 /// (choice) *CLI parameter* be case-insensitive with the `case_sensitive` parameter:"), which
 /// then led to nothing and was never listed for a pick (2026-12-04).
 fn is_include_marker(line: &str) -> bool {
@@ -275,7 +276,10 @@ fn is_include_marker(line: &str) -> bool {
         || t.starts_with("--8<--")
         || (t.starts_with("{!") && t.ends_with("!}"))
         || (t.starts_with("{% include") && t.ends_with("%}"))
-        || (t.starts_with("{{#") && t.ends_with("}}"))
+        || (["{{#include", "{{#rustdoc_include", "{{#playground"]
+            .iter()
+            .any(|m| t.starts_with(m))
+            && t.ends_with("}}"))
 }
 
 /// Whether a line is a GitHub alert's marker (`> [!NOTE]`, `> [!TIP]`, …): markup, not the
@@ -744,9 +748,9 @@ fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
     for i in in_context(pool, picked) {
         let c = &pool[i].candidate;
         let sentence = unrole(&c.sentence);
-        // A lead-in keeps its colon after its marker, with its code or without it (an
-        // include marker in the code's place); a list item that leads to code without one
-        // gets one, and a sentence ("… one of the following directories.") keeps its stop.
+        // A lead-in keeps its colon after its marker, with its code or without it (a block
+        // too long to quote); a list item that leads to code without one gets one, and a
+        // sentence ("… one of the following directories.") keeps its stop.
         let t = sentence.trim_end();
         let (body, colon) = match t.strip_suffix(':') {
             Some(lead) => (lead.trim_end(), ":"),
@@ -1660,6 +1664,7 @@ mod tests {
             assert!(is_include_marker(marker), "{marker}");
         }
         assert!(!is_include_marker("{ \"json\": true }"));
+        assert!(!is_include_marker("{{#title The Book}}"));
     }
 
     #[test]

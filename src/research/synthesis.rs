@@ -1518,10 +1518,8 @@ pub fn sentences(text: &str) -> Vec<String> {
         current.push(if c == '\n' { ' ' } else { c });
         let end = matches!(c, '.' | '!' | '?')
             && chars.get(i + 1).is_none_or(|n| n.is_whitespace())
-            // "e.g." / "et al." / "Fig. 2" are not sentence ends.
-            && !current.trim_end().ends_with("e.g.")
-            && !current.trim_end().ends_with("i.e.")
-            && !current.trim_end().ends_with("al.")
+            // "e.g." / "et al." are not sentence ends.
+            && !ABBREVIATIONS.iter().any(|a| current.trim_end().ends_with(a))
             // a marker may follow the full stop: keep `… end. [2]` together
             ;
         if end {
@@ -1553,21 +1551,24 @@ pub fn sentences(text: &str) -> Vec<String> {
     out
 }
 
-/// Whether a citation marker (`[2]`, `[1, 4]`, `[2-5]`) is the text's first. A link after a
-/// full stop ("See the guide. [Install](install.md) explains …") begins the next sentence.
+/// Whether a citation marker (`[2]`, `[1, 4]`, `[2-5]`, as [`marker_regex`] reads them) is
+/// the text's first. A link after a full stop ("See the guide. [Install](install.md) explains
+/// …") begins the next sentence.
 fn opens_with_marker(text: &str) -> bool {
-    text.strip_prefix('[')
-        .and_then(|rest| rest.split_once(']'))
-        .is_some_and(|(inner, _)| is_marker_inside(inner))
+    text.find(']')
+        .is_some_and(|close| is_marker(&text[..=close]) && !text[close + 1..].starts_with('('))
 }
 
-/// What a citation marker holds between its brackets: numbers, with commas or dashes.
-fn is_marker_inside(inner: &str) -> bool {
-    inner.starts_with(|c: char| c.is_ascii_digit())
-        && inner
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, ',' | '-' | '\u{2013}' | ' '))
+/// Whether `token` is one citation marker and nothing else ([`marker_regex`]; a match that
+/// takes the `(` of a link after it is none).
+fn is_marker(token: &str) -> bool {
+    marker_regex()
+        .find(token)
+        .is_some_and(|m| m.range() == (0..token.len()) && !m.as_str().ends_with('('))
 }
+
+/// Abbreviations whose full stop ends no sentence.
+const ABBREVIATIONS: [&str; 3] = ["e.g.", "i.e.", "al."];
 
 /// Whether `text` ends a sentence, before the citation markers after it (`end. [2][3]`). Only
 /// a number in brackets is a marker: a reference link (`e.g. [Oh My Zsh][ohmyzsh], you cannot
@@ -1576,13 +1577,13 @@ fn is_marker_inside(inner: &str) -> bool {
 /// submodules …" (2026-12-04).
 fn ends_sentence_before_markers(text: &str) -> bool {
     let mut t = text.trim_end();
-    while let Some(inner) = t.strip_suffix(']') {
-        match inner.rfind('[') {
-            Some(open) if is_marker_inside(&inner[open + 1..]) => t = inner[..open].trim_end(),
+    while t.ends_with(']') {
+        match t.rfind('[') {
+            Some(open) if is_marker(&t[open..]) => t = t[..open].trim_end(),
             _ => return false,
         }
     }
-    t.ends_with(['.', '!', '?']) && !t.ends_with("e.g.") && !t.ends_with("i.e.")
+    t.ends_with(['.', '!', '?']) && !ABBREVIATIONS.iter().any(|a| t.ends_with(a))
 }
 
 /// The system message of a synthesis: short, with an example, for small models. The example
