@@ -312,6 +312,55 @@ fn patchwise_data_is_never_indexed_even_inside_the_workspace() {
     assert_eq!(found, ["docs/zoo.md:1-3 — Zoo"], "{found:?}");
 }
 
+#[test]
+fn an_include_marker_shows_its_file_from_inside_the_workspace_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::create_dir_all(root.join("docs_src")).unwrap();
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    std::fs::write(
+        root.join("docs_src/password.py"),
+        "import typer\n\ndef main(password: str = typer.Option(prompt=True, hide_input=True)):\n    print(password)\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("outside.py"), "SECRET_OUTSIDE = 1\n").unwrap();
+    std::fs::write(root.join("data/private.py"), "SECRET_EXCLUDED = 1\n").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(dir.path().join("outside.py"), root.join("docs_src/link.py"))
+        .unwrap();
+    std::fs::write(
+        root.join("docs/password.md"),
+        "# Password prompt\n\nA password prompt hides what is typed with `hide_input`:\n\n{* docs_src/password.py hl[3] *}\n\nThe password prompt marker climbing out:\n\n{* ../outside.py *}\n\nThe password prompt marker through a link:\n\n{* docs_src/link.py *}\n\nThe password prompt marker into data:\n\n{* data/private.py *}\n",
+    )
+    .unwrap();
+    let library = Library::open(&dir.path().join("lib/lib.sqlite3")).unwrap();
+    let found = patchwise::research::sources::local::search_workspace(
+        &library,
+        &root,
+        &[root.join("data")],
+        "how is the password prompt hidden",
+        10,
+        &CancellationToken::new(),
+        Instant::now() + Duration::from_secs(60),
+    )
+    .unwrap();
+    let page: Vec<&str> = found
+        .records
+        .iter()
+        .filter(|r| r.key.starts_with("file:docs/password.md"))
+        .map(|r| r.snippet.as_str())
+        .collect();
+    let text = page.join("\n");
+    assert!(
+        text.contains("```python\nimport typer\n\ndef main(password: str = typer.Option(prompt=True, hide_input=True)):\n    print(password)\n```"),
+        "{text}"
+    );
+    assert!(!text.contains("SECRET"), "{text}");
+    assert!(text.contains("{* ../outside.py *}"), "{text}");
+    assert!(text.contains("{* data/private.py *}"), "{text}");
+}
+
 fn scripted(answer: &str) -> Reply {
     scripted_chunks(&[answer])
 }

@@ -23,7 +23,8 @@ use crate::research::synthesis::{sentences, unrole};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
-/// A code block longer than this (lines, characters) is not quoted as an example.
+/// A code block longer than this (lines, characters inside its fences) is quoted as an example
+/// by its first lines ([`shortened`]).
 const CODE_LINES: usize = 15;
 const CODE_CHARS: usize = 700;
 
@@ -112,15 +113,12 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
             FenceLine::Close => {
                 if let Some(mut b) = block.take() {
                     b.push_str(t);
-                    let lines = b.lines().count();
                     if attachable
                         && !code_file
-                        && lines <= CODE_LINES + 2
-                        && b.len() <= CODE_CHARS
                         && let Some(last) = out.last_mut()
                         && last.code.is_none()
                     {
-                        last.code = Some(b);
+                        last.code = shortened(&b);
                     }
                 }
                 attachable = false;
@@ -129,6 +127,12 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
             FenceLine::Outside => {}
         }
         if t.is_empty() {
+            flush(&mut current, &mut out, &mut attachable, at);
+            continue;
+        }
+        // An HTML comment is for the documentation's build, not its reader: chezmoi's docs put
+        // `<!-- example-formats -->` between a lead-in and its code.
+        if !code_file && t.starts_with("<!--") && t.ends_with("-->") {
             flush(&mut current, &mut out, &mut attachable, at);
             continue;
         }
@@ -211,6 +215,46 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
     out
 }
 
+/// A fenced block `block` (its fences included) as quoted after its lead-in: whole when it is
+/// at most [`CODE_LINES`] lines and [`CODE_CHARS`] characters inside its fences, otherwise its
+/// first lines within both and a line `…` before the closing fence. Quoted whole or not at
+/// all, chezmoi's 20-line `.chezmoiexternal.toml` example, the answer to "keep them updated
+/// about once a week" (`refreshPeriod = "168h"` on its sixth line), was never shown, and its
+/// lead-in, leading to nothing, was never listed for a pick (2026-12-04). `None` when not even
+/// its first line fits.
+fn shortened(block: &str) -> Option<String> {
+    let lines: Vec<&str> = block.lines().collect();
+    if lines.len() < 2 {
+        return Some(block.to_owned());
+    }
+    let (open, body, close) = (lines[0], &lines[1..lines.len() - 1], lines[lines.len() - 1]);
+    let chars: usize = body.iter().map(|l| l.len() + 1).sum();
+    if body.len() <= CODE_LINES && chars <= CODE_CHARS {
+        return Some(block.to_owned());
+    }
+    let mut kept: Vec<&str> = Vec::new();
+    let mut used = 0;
+    for line in body.iter().take(CODE_LINES - 1) {
+        if used + line.len() + 1 > CODE_CHARS {
+            break;
+        }
+        used += line.len() + 1;
+        kept.push(line);
+    }
+    if kept.is_empty() {
+        return None;
+    }
+    let mut out = String::from(open);
+    out.push('\n');
+    for line in kept {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str("\u{2026}\n");
+    out.push_str(close);
+    Some(out)
+}
+
 /// Whether `sentence` leads to what follows it: it ends with `:`, or says "the following" or
 /// "as follows" ("Configuration for Hatch itself is stored in a `config.toml` file located by
 /// default in one of the following platform-specific directories.", over the table of them).
@@ -264,22 +308,15 @@ fn block_after(lines: &[&str], from: usize) -> Option<String> {
 }
 
 /// Whether a line of Markdown is an include marker, the code a documentation build pulls in
-/// from a file: `{* docs_src/….py hl[9] *}` (FastAPI's and Typer's docs), `--8<-- "file"`
-/// (pymdownx.snippets), `{!file!}` (markdown-include), `{% include "file" %}`, mdBook's
-/// `{{#include file}}`, `{{#rustdoc_include …}}` and `{{#playground …}}` (not its `{{#title …}}`,
-/// which names the page). Typer's docs put one after nearly every lead-in ("You can make an `Enum`
-/// (choice) *CLI parameter* be case-insensitive with the `case_sensitive` parameter:"), which
-/// then led to nothing and was never listed for a pick (2026-12-04).
+/// from a file ([`crate::research::includes::marker`]): `{* docs_src/….py hl[9] *}` (FastAPI's
+/// and Typer's docs), `--8<-- "file"`, `{!file!}`, `{% include "file" %}`, mdBook's
+/// `{{#include file}}` (not its `{{#title …}}`, which names the page). One the workspace source
+/// could not show as its file's lines stays in the passage. Typer's docs put one after nearly
+/// every lead-in ("You can make an `Enum` (choice) *CLI parameter* be case-insensitive with the
+/// `case_sensitive` parameter:"), which then led to nothing and was never listed for a pick
+/// (2026-12-04).
 fn is_include_marker(line: &str) -> bool {
-    let t = line.trim();
-    (t.starts_with("{*") && t.ends_with("*}"))
-        || t.starts_with("--8<--")
-        || (t.starts_with("{!") && t.ends_with("!}"))
-        || (t.starts_with("{% include") && t.ends_with("%}"))
-        || (["{{#include", "{{#rustdoc_include", "{{#playground"]
-            .iter()
-            .any(|m| t.starts_with(m))
-            && t.ends_with("}}"))
+    crate::research::includes::is_marker(line)
 }
 
 /// Whether a line is a GitHub alert's marker (`> [!NOTE]`, `> [!TIP]`, …): markup, not the
@@ -1665,6 +1702,48 @@ mod tests {
         }
         assert!(!is_include_marker("{ \"json\": true }"));
         assert!(!is_include_marker("{{#title The Book}}"));
+    }
+
+    #[test]
+    fn a_lead_in_to_a_long_block_past_a_comment_is_quoted_with_its_first_lines() {
+        // chezmoi's include-files-from-elsewhere.md: a build comment between the lead-in and
+        // its 20-line TOML example, whose sixth line answers "about once a week".
+        let entries: String = (0..4)
+            .map(|i| format!("[\".plugin{i}\"]\n    type = \"archive\"\n    url = \"https://example.com/{i}.tar.gz\"\n    exact = true\n    refreshPeriod = \"168h\"\n"))
+            .collect();
+        let guide = [source(
+            "docs/user-guide/include-files-from-elsewhere.md",
+            &format!(
+                "## Include a subdirectory from a URL\n\nFor example, to import Oh My Zsh, put the following in `~/.local/share/chezmoi/.chezmoiexternal.$FORMAT`:\n\n<!-- example-formats -->\n```toml title=\"~/.local/share/chezmoi/.chezmoiexternal.toml\"\n{entries}```\n<!-- /example-formats -->\n\nTo apply the changes, run `chezmoi apply`.\n"
+            ),
+        )];
+        let part =
+            parts::parts_of("how do I import Oh My Zsh from a URL with chezmoiexternal").remove(0);
+        let listed = numbered(&guide, &part, Encoding::Cl100k, 900);
+        let k = listed
+            .text
+            .lines()
+            .position(|l| l.contains("put the following in"))
+            .expect("the lead-in is listed")
+            + 1;
+        let quoted = chosen(&format!("({k})"), &guide, &listed.numbers);
+        let body: Vec<&str> = quoted
+            .lines()
+            .skip_while(|l| !l.starts_with("```toml"))
+            .collect();
+        assert_eq!(body.len(), CODE_LINES + 2, "{quoted}");
+        assert!(quoted.contains("refreshPeriod = \"168h\""), "{quoted}");
+        assert_eq!(body[body.len() - 2], "\u{2026}", "{quoted}");
+        assert_eq!(body[body.len() - 1], "```", "{quoted}");
+        // A short block is quoted whole, a block whose first line alone is too long not at all.
+        assert_eq!(
+            shortened("```sh\nchezmoi -R apply\n```").as_deref(),
+            Some("```sh\nchezmoi -R apply\n```")
+        );
+        assert_eq!(
+            shortened(&format!("```\n{}\n```", "x".repeat(CODE_CHARS + 1))),
+            None
+        );
     }
 
     #[test]

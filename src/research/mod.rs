@@ -22,6 +22,7 @@ pub mod dedupe;
 pub mod domain;
 pub mod extractive;
 mod generate;
+pub mod includes;
 pub mod index;
 pub mod judge;
 pub mod meaning;

@@ -52,6 +52,8 @@ pub fn split(path: &str, text: &str) -> Vec<Passage> {
             push_passage(out, &lines, heading, start, end);
         }
     };
+    // The start line and size of the last block taken into `current`.
+    let mut last: (usize, usize) = (0, 0);
     for block in blocks {
         if block.chars > MAX_CHARS {
             flush(&mut current, &mut out);
@@ -76,14 +78,52 @@ pub fn split(path: &str, text: &str) -> Vec<Passage> {
                 *end = block.end;
                 *chars += block.chars;
             }
+            // A lead-in goes with what it leads to: the passage ends before it, and it opens
+            // the next one with its code (chezmoi's "…, put the following in
+            // `~/.local/share/chezmoi/.chezmoiexternal.$FORMAT`:" ended one passage and its
+            // TOML block, which sets `refreshPeriod`, opened the next: 14 of the user guide's
+            // 257 passages ended on a colon so, 2026-12-04).
+            Some((heading, start, end, chars))
+                if prose
+                    && *heading == block.heading
+                    && last.0 > *start
+                    && last.1 + block.chars <= MAX_CHARS
+                    && lead_in_block(&lines[last.0..=*end]) =>
+            {
+                let (lead_start, lead_chars) = last;
+                let heading = heading.clone();
+                let kept_end = (*start..lead_start)
+                    .rev()
+                    .find(|&k| !lines[k].trim().is_empty())
+                    .unwrap_or(*start);
+                *end = kept_end;
+                *chars -= lead_chars;
+                flush(&mut current, &mut out);
+                current = Some((heading, lead_start, block.end, lead_chars + block.chars));
+                last = (block.start, block.chars);
+                continue;
+            }
             _ => {
                 flush(&mut current, &mut out);
                 current = Some((block.heading, block.start, block.end, block.chars));
             }
         }
+        last = (block.start, block.chars);
     }
     flush(&mut current, &mut out);
     out
+}
+
+/// Whether a block of prose leads to what follows it: its last line ends with a colon, as
+/// "For example:" or "… put the following in `~/.config/app.toml`:" do before their code.
+/// A heading or a fence line does not.
+fn lead_in_block(block: &[&str]) -> bool {
+    block
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty())
+        .is_some_and(|l| l.ends_with(':') && !l.starts_with('#') && !l.starts_with("```"))
 }
 
 fn push_passage(out: &mut Vec<Passage>, lines: &[&str], heading: String, start: usize, end: usize) {
@@ -875,6 +915,42 @@ mod tests {
         assert!(passages.iter().all(|p| p.text.len() <= TARGET_CHARS + 40));
         let small = "a\n\nb\n\nc\n";
         assert_eq!(split("x.md", small).len(), 1);
+    }
+
+    #[test]
+    fn a_passage_does_not_end_on_a_lead_in_to_the_next() {
+        // chezmoi's user guide: the lead-in ended one passage and its example opened the next.
+        let intro = "To include a subdirectory from another repository you cannot use git submodules because chezmoi uses its own format for the source state. ".repeat(4);
+        let example: String = (0..30)
+            .map(|i| format!("[\".plugin{i}\"]\n    refreshPeriod = \"168h\"\n"))
+            .collect();
+        let text = format!(
+            "## Include a subdirectory from a URL\n\n{intro}\n\nFor example, put the following in `.chezmoiexternal.toml`:\n\n```toml\n{example}```\n\nTo apply the changes, run chezmoi apply.\n"
+        );
+        let passages = split("include.md", &text);
+        assert!(passages.len() >= 2, "{passages:?}");
+        let lead = passages
+            .iter()
+            .find(|p| p.text.contains("put the following in"))
+            .expect("the lead-in is in a passage");
+        assert!(lead.text.contains("```toml\n[\".plugin0\"]"), "{lead:?}");
+        assert!(
+            lead.text.starts_with("For example"),
+            "the lead-in opens the passage with its code: {lead:?}"
+        );
+        assert!(
+            passages.iter().all(|p| !p.text.trim_end().ends_with(':')),
+            "{passages:?}"
+        );
+        // Every line is still in exactly one passage, in order.
+        let mut next = 1;
+        for p in &passages {
+            assert!(p.start_line >= next, "{passages:?}");
+            next = p.end_line + 1;
+        }
+        // In code, a line ending with a colon is no lead-in.
+        let code = format!("def f():\n{}\n", "    x = 1\n".repeat(200));
+        assert!(!split("f.py", &code).is_empty());
     }
 
     #[test]

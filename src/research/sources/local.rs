@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 
 use crate::research::config::SourceSettings;
+use crate::research::includes;
 use crate::research::index;
 use crate::research::passages::{self, terms};
 use crate::research::sources::{Source, SourceContext, SourceError, SourceQuery, SourceResults};
@@ -97,12 +98,18 @@ pub fn search_workspace(
     tracing::debug!(?refreshed, root = %root.display(), "workspace index refreshed");
     let found = index::search(library, root, question, max).map_err(store)?;
     let retrieved_at = now_rfc3339();
+    let inside = root.canonicalize().ok();
+    let read = |path: &str| read_included(inside.as_deref()?, exclude, path);
     let records = found
         .into_iter()
-        .map(|f| SourceRecord {
-            found_for: f.part,
-            search_ranks: f.ranks,
-            ..passage_record(root, &f.hit, &retrieved_at)
+        .map(|f| {
+            let mut record = passage_record(root, &f.hit, &retrieved_at);
+            record.snippet = includes::expand(&record.snippet, &f.hit.path, read);
+            SourceRecord {
+                found_for: f.part,
+                search_ranks: f.ranks,
+                ..record
+            }
         })
         .collect();
     if !refreshed.complete {
@@ -115,6 +122,29 @@ pub fn search_workspace(
         records,
         cached: None,
     })
+}
+
+/// The largest file an include marker is shown from ([`includes::expand`]).
+const INCLUDED_BYTES: u64 = 256 * 1024;
+
+/// The text of the file at `path` (relative to the workspace, whose canonical folder is
+/// `root`) for an include marker: only a UTF-8 file of at most [`INCLUDED_BYTES`] that is,
+/// links resolved, inside the workspace and outside every `exclude`d folder (patchwise's data,
+/// the library). A marker naming `../../etc/passwd` or a link out of the workspace reads
+/// nothing.
+fn read_included(root: &Path, exclude: &[PathBuf], path: &str) -> Option<String> {
+    let full = root.join(path).canonicalize().ok()?;
+    let excluded = exclude
+        .iter()
+        .any(|dir| dir.canonicalize().is_ok_and(|dir| full.starts_with(&dir)));
+    if !full.starts_with(root) || excluded {
+        return None;
+    }
+    let meta = std::fs::metadata(&full).ok()?;
+    if !meta.is_file() || meta.len() > INCLUDED_BYTES {
+        return None;
+    }
+    String::from_utf8(std::fs::read(&full).ok()?).ok()
 }
 
 /// A workspace passage as a source: `file:PATH#Lstart-end`, titled with its lines and heading.
