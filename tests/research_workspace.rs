@@ -345,20 +345,24 @@ fn an_include_marker_shows_its_file_from_inside_the_workspace_only() {
         Instant::now() + Duration::from_secs(60),
     )
     .unwrap();
-    let page: Vec<&str> = found
+    let page: Vec<&patchwise::store::SourceRecord> = found
         .records
         .iter()
         .filter(|r| r.key.starts_with("file:docs/password.md"))
-        .map(|r| r.snippet.as_str())
         .collect();
-    let text = page.join("\n");
-    assert!(
-        text.contains("```python\nimport typer\n\ndef main(password: str = typer.Option(prompt=True, hide_input=True)):\n    print(password)\n```"),
-        "{text}"
+    let included: Vec<&(String, String)> = page.iter().flat_map(|r| &r.included).collect();
+    assert_eq!(
+        included,
+        [&(
+            "{* docs_src/password.py hl[3] *}".to_owned(),
+            "```python\nimport typer\n\ndef main(password: str = typer.Option(prompt=True, hide_input=True)):\n    print(password)\n```".to_owned()
+        )],
+        "{page:?}"
     );
-    assert!(!text.contains("SECRET"), "{text}");
-    assert!(text.contains("{* ../outside.py *}"), "{text}");
-    assert!(text.contains("{* data/private.py *}"), "{text}");
+    // The passage keeps its markers: the file's words are not ranked as the page's.
+    let text: String = page.iter().map(|r| r.snippet.as_str()).collect();
+    assert!(text.contains("{* docs_src/password.py hl[3] *}"), "{text}");
+    assert!(!format!("{page:?}").contains("SECRET"), "{page:?}");
 }
 
 fn scripted(answer: &str) -> Reply {

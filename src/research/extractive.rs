@@ -144,7 +144,13 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
                 && let Some(last) = out.last_mut()
                 && last.code.is_none()
             {
-                last.code = Some(format!("```text\n{t}\n```"));
+                // The file's lines when the workspace source read them, else the marker.
+                last.code = Some(
+                    s.included
+                        .iter()
+                        .find(|(marker, _)| marker == t)
+                        .map_or_else(|| format!("```text\n{t}\n```"), |(_, block)| block.clone()),
+                );
             }
             attachable = false;
             continue;
@@ -1690,6 +1696,17 @@ mod tests {
         assert_eq!(
             chosen("(1)", &enum_md, &listed.numbers),
             "You can make an `Enum` (choice) *CLI parameter* be case-insensitive with the `case_sensitive` parameter [1]:\n\n```text\n{* docs_src/parameter_types/enum/tutorial002_an_py310.py hl *}\n```"
+        );
+        // With the file read by the workspace source, its lines in the marker's place.
+        let mut with_file = enum_md.clone();
+        with_file[0].included = vec![(
+            "{* docs_src/parameter_types/enum/tutorial002_an_py310.py hl *}".to_owned(),
+            "```python\nnetwork: NeuralNetwork = typer.Option(case_sensitive=False)\n```"
+                .to_owned(),
+        )];
+        assert_eq!(
+            chosen("(1)", &with_file, &listed.numbers),
+            "You can make an `Enum` (choice) *CLI parameter* be case-insensitive with the `case_sensitive` parameter [1]:\n\n```python\nnetwork: NeuralNetwork = typer.Option(case_sensitive=False)\n```"
         );
         for marker in [
             "{* docs_src/a.py hl[9] *}",

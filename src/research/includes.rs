@@ -5,8 +5,11 @@
 //! In the Markdown a workspace holds, the example a lead-in leads to is such a line, and a reader
 //! of a quote wants the code the page shows ("You can achieve the same using `hide_input=True`"
 //! is in the prose; the call that does it is only in the file). When the file is in the
-//! workspace, a passage shows its lines in place of the marker ([`expand`]); otherwise the marker
-//! stays, and is quoted as its lead-in's code, which still names the file.
+//! workspace, a quote shows its lines in place of the marker ([`shown`]); otherwise the marker
+//! is quoted as its lead-in's code, which still names the file. The passage itself keeps the
+//! marker: it is what is ranked and shown to the model, and the file's words changed which
+//! passages a part got (Typer's "multiple environment variables" section lost its place to
+//! the general page, 2026-12-04).
 //!
 //! Pure: the caller passes the reader (the workspace source's, which reads only inside the
 //! workspace and outside patchwise's data). Only code is put in: an included Markdown file (a
@@ -240,13 +243,12 @@ pub fn selected(text: &str, m: &IncludeMarker) -> Option<String> {
         return None;
     }
     let mut start = 0;
-    if lines.len() > SHOWN_LINES {
-        if let Some(&first) = m.highlighted.iter().min()
-            && let Some(at) = lines.iter().position(|(n, _)| *n >= first)
-        {
-            // A few lines of what leads to the highlighted ones, the rest after them.
-            start = at.saturating_sub(4).min(lines.len() - SHOWN_LINES);
-        }
+    // A few lines of what leads to the highlighted ones, the rest after them.
+    if lines.len() > SHOWN_LINES
+        && let Some(&first) = m.highlighted.iter().min()
+        && let Some(at) = lines.iter().position(|(n, _)| *n >= first)
+    {
+        start = at.saturating_sub(4).min(lines.len() - SHOWN_LINES);
     }
     let end = (start + SHOWN_LINES).min(lines.len());
     let mut out: Vec<&str> = Vec::new();
@@ -282,40 +284,35 @@ fn language(path: &str) -> &str {
     }
 }
 
-/// `text`, a passage of the page at `page` (workspace-relative), with each of its first
-/// [`MARKERS_MOST`] include markers whose file `read` returns (given a workspace-relative path
-/// from [`candidates`]) shown as a fenced block of the lines it names ([`selected`]). A marker
-/// of a prose file, of a file `read` does not return, or inside a fenced block stays as it is.
-pub fn expand(text: &str, page: &str, read: impl Fn(&str) -> Option<String>) -> String {
+/// The code the first [`MARKERS_MOST`] include markers of `text` (a passage of the page at
+/// `page`, workspace-relative) name, each as its marker's line (trimmed) and a fenced block of
+/// the lines it names ([`selected`]), marked with the file's language, when `read` returns the
+/// file (given a workspace-relative path from [`candidates`]). A marker of a prose file, of a
+/// file `read` does not return, or inside a fenced block has none; a code file's passage has
+/// no markers.
+pub fn shown(
+    text: &str,
+    page: &str,
+    read: impl Fn(&str) -> Option<String>,
+) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
     if !is_prose(page) {
-        return text.to_owned();
+        return out;
     }
-    let mut out = String::with_capacity(text.len());
     let mut fences = crate::edit::text::Fences::default();
-    let mut expanded = 0;
-    for line in text.split_inclusive('\n') {
+    for line in text.lines() {
         let outside = matches!(fences.line(line), crate::edit::text::FenceLine::Outside);
-        let shown = outside
-            .then(|| marker(line))
-            .flatten()
-            .filter(|m| expanded < MARKERS_MOST && !is_prose(&m.path))
-            .and_then(|m| {
-                candidates(page, &m).into_iter().find_map(|path| {
-                    let body = selected(&read(&path)?, &m)?;
-                    Some(format!("```{}\n{body}\n```", language(&path)))
-                })
-            });
-        match shown {
-            Some(block) => {
-                expanded += 1;
-                let indent = &line[..line.len() - line.trim_start().len()];
-                out.push_str(indent);
-                out.push_str(&block);
-                if line.ends_with('\n') {
-                    out.push('\n');
-                }
-            }
-            None => out.push_str(line),
+        if !outside || out.len() >= MARKERS_MOST || out.iter().any(|(m, _)| m == line.trim()) {
+            continue;
+        }
+        let block = marker(line).filter(|m| !is_prose(&m.path)).and_then(|m| {
+            candidates(page, &m).into_iter().find_map(|path| {
+                let body = selected(&read(&path)?, &m)?;
+                Some(format!("```{}\n{body}\n```", language(&path)))
+            })
+        });
+        if let Some(block) = block {
+            out.push((line.trim().to_owned(), block));
         }
     }
     out
@@ -441,28 +438,19 @@ mod tests {
                     .to_owned(),
             ),
             "includes/abbreviations.md" => Some("*[HTML]: Hyper Text\n".to_owned()),
+            "not/a/marker.py" => Some("x = 1\n".to_owned()),
             _ => None,
         }
         };
-        let shown = expand(page, "docs/tutorial/password.md", read);
-        assert!(
-            shown.contains("```python\nimport typer\n\ndef main(password: str = typer.Option(..., prompt=True, hide_input=True)):\n    print(password)\n```\n"),
-            "{shown}"
-        );
-        // Inside a fence, a prose file, a file not there: as written.
-        assert!(
-            shown.contains("```console\n{* not/a/marker.py *}\n```"),
-            "{shown}"
-        );
-        assert!(
-            shown.contains("--8<-- \"includes/abbreviations.md\""),
-            "{shown}"
-        );
-        assert!(shown.contains("{* docs_src/missing.py *}"), "{shown}");
-        // A code file's passage is never expanded.
+        // Inside a fence, a prose file, a file not there: none.
         assert_eq!(
-            expand("{* a.py *}\n", "src/a.py", |_| Some("x".into())),
-            "{* a.py *}\n"
+            shown(page, "docs/tutorial/password.md", read),
+            vec![(
+                "{* docs_src/password/tutorial002.py hl[3] *}".to_owned(),
+                "```python\nimport typer\n\ndef main(password: str = typer.Option(..., prompt=True, hide_input=True)):\n    print(password)\n```".to_owned()
+            )]
         );
+        // A code file's passage has no markers.
+        assert!(shown("{* a.py *}\n", "src/a.py", |_| Some("x".into())).is_empty());
     }
 }

@@ -49,6 +49,12 @@ pub struct SourceRecord {
     /// first. Not stored: it orders one run's prompts.
     #[serde(skip)]
     pub search_ranks: Vec<(usize, usize)>,
+    /// For a workspace passage: the code each of its include markers names, as a fenced block
+    /// of the file's lines (`research::includes::shown`), by the marker's line. Quoted in the
+    /// marker's place; the passage's text, which is ranked and shown to the model, keeps the
+    /// marker. Not stored: the report holds what was quoted.
+    #[serde(skip)]
+    pub included: Vec<(String, String)>,
 }
 
 /// The stored factors of a credibility score and the score they produce.

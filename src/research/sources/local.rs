@@ -104,7 +104,7 @@ pub fn search_workspace(
         .into_iter()
         .map(|f| {
             let mut record = passage_record(root, &f.hit, &retrieved_at);
-            record.snippet = includes::expand(&record.snippet, &f.hit.path, read);
+            record.included = includes::shown(&record.snippet, &f.hit.path, read);
             SourceRecord {
                 found_for: f.part,
                 search_ranks: f.ranks,
@@ -124,7 +124,7 @@ pub fn search_workspace(
     })
 }
 
-/// The largest file an include marker is shown from ([`includes::expand`]).
+/// The largest file an include marker is shown from ([`includes::shown`]).
 const INCLUDED_BYTES: u64 = 256 * 1024;
 
 /// The text of the file at `path` (relative to the workspace, whose canonical folder is
