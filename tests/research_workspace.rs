@@ -326,12 +326,13 @@ fn an_include_marker_shows_its_file_from_inside_the_workspace_only() {
     .unwrap();
     std::fs::write(dir.path().join("outside.py"), "SECRET_OUTSIDE = 1\n").unwrap();
     std::fs::write(root.join("data/private.py"), "SECRET_EXCLUDED = 1\n").unwrap();
+    std::fs::write(root.join(".env"), "SECRET_DOTENV=1\n").unwrap();
     #[cfg(unix)]
     std::os::unix::fs::symlink(dir.path().join("outside.py"), root.join("docs_src/link.py"))
         .unwrap();
     std::fs::write(
         root.join("docs/password.md"),
-        "# Password prompt\n\nA password prompt hides what is typed with `hide_input`:\n\n{* docs_src/password.py hl[3] *}\n\nThe password prompt marker climbing out:\n\n{* ../outside.py *}\n\nThe password prompt marker through a link:\n\n{* docs_src/link.py *}\n\nThe password prompt marker into data:\n\n{* data/private.py *}\n",
+        "# Password prompt\n\nA password prompt hides what is typed with `hide_input`:\n\n{* docs_src/password.py hl[3] *}\n\nThe password prompt marker climbing out:\n\n{* ../outside.py *}\n\nThe password prompt marker through a link:\n\n{* docs_src/link.py *}\n\nThe password prompt marker into data:\n\n{* data/private.py *}\n\nThe password prompt marker to a hidden file:\n\n--8<-- \".env\"\n",
     )
     .unwrap();
     let library = Library::open(&dir.path().join("lib/lib.sqlite3")).unwrap();
@@ -363,6 +364,7 @@ fn an_include_marker_shows_its_file_from_inside_the_workspace_only() {
     let text: String = page.iter().map(|r| r.snippet.as_str()).collect();
     assert!(text.contains("{* docs_src/password.py hl[3] *}"), "{text}");
     assert!(!format!("{page:?}").contains("SECRET"), "{page:?}");
+    assert!(text.contains("--8<-- \".env\""), "{text}");
 }
 
 fn scripted(answer: &str) -> Reply {

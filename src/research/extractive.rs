@@ -149,7 +149,8 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
                     s.included
                         .iter()
                         .find(|(marker, _)| marker == t)
-                        .map_or_else(|| format!("```text\n{t}\n```"), |(_, block)| block.clone()),
+                        .and_then(|(_, block)| shortened(block))
+                        .unwrap_or_else(|| format!("```text\n{t}\n```")),
                 );
             }
             attachable = false;
@@ -314,15 +315,24 @@ fn block_after(lines: &[&str], from: usize) -> Option<String> {
 }
 
 /// Whether a line of Markdown is an include marker, the code a documentation build pulls in
-/// from a file ([`crate::research::includes::marker`]): `{* docs_src/….py hl[9] *}` (FastAPI's
-/// and Typer's docs), `--8<-- "file"`, `{!file!}`, `{% include "file" %}`, mdBook's
-/// `{{#include file}}` (not its `{{#title …}}`, which names the page). One the workspace source
-/// could not show as its file's lines stays in the passage. Typer's docs put one after nearly
-/// every lead-in ("You can make an `Enum` (choice) *CLI parameter* be case-insensitive with the
-/// `case_sensitive` parameter:"), which then led to nothing and was never listed for a pick
-/// (2026-12-04).
+/// from a file: `{* docs_src/….py hl[9] *}` (FastAPI's and Typer's docs), `--8<-- "file"`
+/// (pymdownx.snippets, its block form's bare `--8<--` too), `{!file!}` (markdown-include),
+/// `{% include "file" %}`, mdBook's `{{#include file}}`, `{{#rustdoc_include …}}` and
+/// `{{#playground …}}` (not its `{{#title …}}`, which names the page). Typer's docs put one
+/// after nearly every lead-in ("You can make an `Enum` (choice) *CLI parameter* be
+/// case-insensitive with the `case_sensitive` parameter:"), which then led to nothing and was
+/// never listed for a pick (2026-12-04). The syntax alone: which file a marker names, and its
+/// lines, are [`crate::research::includes::marker`]'s to read.
 fn is_include_marker(line: &str) -> bool {
-    crate::research::includes::is_marker(line)
+    let t = line.trim();
+    (t.starts_with("{*") && t.ends_with("*}"))
+        || t.starts_with("--8<--")
+        || (t.starts_with("{!") && t.ends_with("!}"))
+        || (t.starts_with("{% include") && t.ends_with("%}"))
+        || (["{{#include", "{{#rustdoc_include", "{{#playground"]
+            .iter()
+            .any(|m| t.starts_with(m))
+            && t.ends_with("}}"))
 }
 
 /// Whether a line is a GitHub alert's marker (`> [!NOTE]`, `> [!TIP]`, …): markup, not the

@@ -1,5 +1,6 @@
 //! Include markers: the lines with which a documentation build pulls a file's text into a page.
-//! FastAPI's and Typer's docs write `{* docs_src/options/password/tutorial002_an_py310.py hl[12] *}`
+//! Typer's docs write `{* docs_src/options/password/tutorial002_an_py310.py hl[12] *}` (FastAPI's
+//! `{* ../../docs_src/… *}`, from `docs/en/`)
 //! where the published page shows the example, pymdownx.snippets `--8<-- "file"`,
 //! markdown-include `{!file!}`, Jinja `{% include "file" %}`, mdBook `{{#include file:anchor}}`.
 //! In the Markdown a workspace holds, the example a lead-in leads to is such a line, and a reader
@@ -18,9 +19,10 @@
 
 use crate::research::passages::is_prose;
 
-/// The lines of an included file shown in place of its marker, at most: as many as a quote
-/// shows of a code example, so the lines around the highlighted ones are the ones quoted.
-pub const SHOWN_LINES: usize = 14;
+/// The lines of an included file shown in place of its marker, at most: with a line `…` before
+/// and after them, as many as a quote shows of a code example, so the lines around the
+/// highlighted ones are the ones quoted.
+pub const SHOWN_LINES: usize = 13;
 
 /// The markers expanded in one passage, at most.
 const MARKERS_MOST: usize = 4;
@@ -147,16 +149,20 @@ fn range(spec: &str, sep: char) -> Option<(usize, Option<usize>)> {
     (from >= 1 && to.is_none_or(|to| to >= from)).then_some((from, to))
 }
 
-/// The line numbers `12`, `16:19,25:27` name.
+/// The line numbers `12`, `16:19,25:27` name, at most [`HIGHLIGHTED_MOST`] of them.
 fn numbers_in(spec: &str) -> Vec<usize> {
     let mut out = Vec::new();
     for piece in spec.split(',') {
         if let Some((from, Some(to))) = range(piece.trim(), ':') {
-            out.extend(from..=to.min(from + 200));
+            let room = HIGHLIGHTED_MOST.saturating_sub(out.len());
+            out.extend((from..=to).take(room));
         }
     }
     out
 }
+
+/// The highlighted lines of a marker kept, at most (only the first places what is shown).
+const HIGHLIGHTED_MOST: usize = 64;
 
 /// The workspace-relative paths `m` may name from the page at `page` (workspace-relative), in
 /// the order to try them: from the page's folder first for mdBook, from the root first for the
@@ -174,11 +180,21 @@ pub fn candidates(page: &str, m: &IncludeMarker) -> Vec<String> {
             format!("{base}/{}", m.path)
         }
     };
-    let tries = if m.from_page {
+    // The MkDocs plugins read from where the build runs, often the root, sometimes a folder
+    // above the page (FastAPI's `{* ../../docs_src/… *}` from `docs/en/`): each folder from the
+    // page's up is tried after the root.
+    let mut tries = if m.from_page {
         vec![joined(folder), m.path.clone()]
     } else {
         vec![m.path.clone(), joined(folder), joined("docs")]
     };
+    if !m.from_page {
+        let mut up = folder;
+        while let Some((parent, _)) = up.rsplit_once('/') {
+            tries.push(joined(parent));
+            up = parent;
+        }
+    }
     let mut out: Vec<String> = Vec::new();
     for path in tries {
         if let Some(path) = normalised(&path)
@@ -215,11 +231,12 @@ pub fn selected(text: &str, m: &IncludeMarker) -> Option<String> {
     let all: Vec<&str> = text.lines().collect();
     let mut lines: Vec<(usize, &str)> = match (&m.lines, &m.anchor) {
         (Some((from, to)), _) => {
+            let from = (*from).max(1);
             let to = to.unwrap_or(all.len()).min(all.len());
-            if *from > to {
+            if from > to {
                 return None;
             }
-            (*from..=to).map(|n| (n, all[n - 1])).collect()
+            (from..=to).map(|n| (n, all[n - 1])).collect()
         }
         (None, Some(name)) => {
             let start = all.iter().position(|l| anchor_named(l, "ANCHOR:", name))?;
@@ -236,12 +253,8 @@ pub fn selected(text: &str, m: &IncludeMarker) -> Option<String> {
     while lines.last().is_some_and(|(_, l)| l.trim().is_empty()) {
         lines.pop();
     }
-    while lines.first().is_some_and(|(_, l)| l.trim().is_empty()) {
-        lines.remove(0);
-    }
-    if lines.is_empty() {
-        return None;
-    }
+    let first = lines.iter().position(|(_, l)| !l.trim().is_empty())?;
+    lines.drain(..first);
     let mut start = 0;
     // A few lines of what leads to the highlighted ones, the rest after them.
     if lines.len() > SHOWN_LINES
@@ -271,7 +284,8 @@ fn anchor_named(line: &str, kind: &str, name: &str) -> bool {
 /// The language a fenced block of the file at `path` is marked with: its extension, or the
 /// name code fences use for it.
 fn language(path: &str) -> &str {
-    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
     match ext {
         "py" => "python",
         "rs" => "rust",
@@ -300,22 +314,37 @@ pub fn shown(
         return out;
     }
     let mut fences = crate::edit::text::Fences::default();
+    let mut tried = 0;
     for line in text.lines() {
         let outside = matches!(fences.line(line), crate::edit::text::FenceLine::Outside);
-        if !outside || out.len() >= MARKERS_MOST || out.iter().any(|(m, _)| m == line.trim()) {
+        if !outside || tried >= MARKERS_MOST || out.iter().any(|(m, _)| m == line.trim()) {
             continue;
         }
-        let block = marker(line).filter(|m| !is_prose(&m.path)).and_then(|m| {
-            candidates(page, &m).into_iter().find_map(|path| {
-                let body = selected(&read(&path)?, &m)?;
-                Some(format!("```{}\n{body}\n```", language(&path)))
-            })
+        let Some(m) = marker(line).filter(|m| !is_prose(&m.path)) else {
+            continue;
+        };
+        tried += 1;
+        let block = candidates(page, &m).into_iter().find_map(|path| {
+            let body = selected(&read(&path)?, &m)?;
+            Some(fenced(&body, language(&path)))
         });
         if let Some(block) = block {
             out.push((line.trim().to_owned(), block));
         }
     }
     out
+}
+
+/// `body` in a fenced block marked `language`, its fence longer than any run of backticks that
+/// opens a line of it (a docstring's own fence would otherwise close the block early).
+fn fenced(body: &str, language: &str) -> String {
+    let longest = body
+        .lines()
+        .map(|l| l.trim_start().chars().take_while(|c| *c == '`').count())
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{language}\n{body}\n{fence}")
 }
 
 #[cfg(test)]
@@ -386,16 +415,22 @@ mod tests {
                 "docs/docs_src/a.py"
             ]
         );
+        // FastAPI's pages under docs/en/docs/ name their code from docs/en/.
+        let m = marker("{* ../../docs_src/first_steps/tutorial001.py *}").unwrap();
+        assert!(
+            candidates("docs/en/docs/tutorial/first-steps.md", &m)
+                .contains(&"docs_src/first_steps/tutorial001.py".to_owned()),
+            "{:?}",
+            candidates("docs/en/docs/tutorial/first-steps.md", &m)
+        );
         for escaping in [
-            "{{#include ../../../etc/passwd}}",
+            "{{#include ../../etc/passwd}}",
             "--8<-- \"/etc/passwd\"",
             "{!..\\..\\secret.py!}",
         ] {
             let m = marker(escaping).unwrap();
             assert!(
-                candidates("docs/a.md", &m)
-                    .iter()
-                    .all(|p| !p.contains("etc/passwd") && !p.contains("secret")),
+                candidates("docs/a.md", &m).is_empty(),
                 "{escaping}: {:?}",
                 candidates("docs/a.md", &m)
             );
@@ -450,6 +485,22 @@ mod tests {
                 "```python\nimport typer\n\ndef main(password: str = typer.Option(..., prompt=True, hide_input=True)):\n    print(password)\n```".to_owned()
             )]
         );
+        // A file with its own fence gets a longer one; a hostile highlight is no panic.
+        let docstring = |_: &str| {
+            Some("def f():\n    \"\"\"\n    ```\n    f()\n    ```\n    \"\"\"\n".to_owned())
+        };
+        let block = &shown(
+            "Use it:\n\n{* a.py hl[18446744073709551615] *}\n",
+            "docs/a.md",
+            docstring,
+        )[0]
+        .1;
+        assert!(
+            block.starts_with("````python\n") && block.ends_with("\n````"),
+            "{block}"
+        );
+        let many: String = format!("{{* a.py hl[{}] *}}", "1:999,".repeat(1000));
+        assert!(marker(&many).unwrap().highlighted.len() <= HIGHLIGHTED_MOST);
         // A code file's passage has no markers.
         assert!(shown("{* a.py *}\n", "src/a.py", |_| Some("x".into())).is_empty());
     }

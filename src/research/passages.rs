@@ -942,15 +942,31 @@ mod tests {
             passages.iter().all(|p| !p.text.trim_end().ends_with(':')),
             "{passages:?}"
         );
-        // Every line is still in exactly one passage, in order.
+        // Every non-blank line is in exactly one passage, in order.
         let mut next = 1;
+        let mut covered = Vec::new();
         for p in &passages {
             assert!(p.start_line >= next, "{passages:?}");
+            covered.extend(p.start_line..=p.end_line);
             next = p.end_line + 1;
         }
-        // In code, a line ending with a colon is no lead-in.
-        let code = format!("def f():\n{}\n", "    x = 1\n".repeat(200));
-        assert!(!split("f.py", &code).is_empty());
+        for (i, line) in text.lines().enumerate() {
+            assert!(
+                line.trim().is_empty() || covered.contains(&(i as u32 + 1)),
+                "line {} lost: {passages:?}",
+                i + 1
+            );
+        }
+        // In code, a line ending with a colon is no lead-in: it stays where it is.
+        let body = "    total = total + value * 2  # add the doubled value\n".repeat(18);
+        let code = format!(
+            "def f(values):\n    total = 0\n\n{body}    if total:\n\n{body}    return total\n"
+        );
+        let cut = split("f.py", &code);
+        assert!(
+            cut.iter().any(|p| p.text.trim_end().ends_with("if total:")),
+            "{cut:?}"
+        );
     }
 
     #[test]

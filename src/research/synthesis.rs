@@ -381,6 +381,25 @@ pub fn validate_judged(
         .iter()
         .map(|s| support::passage_stems(&s.title, &s.snippet))
         .collect();
+    // A code block is checked against the code the passage's include markers name as well
+    // (`SourceRecord::included`): a quote shows those lines in the marker's place, and held to
+    // the passage's text alone, the block was dropped, and its lead-in's colon with it.
+    let code_stems: Vec<_> = shown
+        .iter()
+        .zip(&stems)
+        .map(|(s, own)| {
+            if s.included.is_empty() {
+                own.clone()
+            } else {
+                let mut text = s.snippet.clone();
+                for (_, block) in &s.included {
+                    text.push('\n');
+                    text.push_str(block);
+                }
+                support::passage_stems(&s.title, &text)
+            }
+        })
+        .collect();
     let prose: Vec<bool> = shown
         .iter()
         .map(|s| {
@@ -683,10 +702,10 @@ pub fn validate_judged(
             }
             Block::Code(code) => {
                 let words = support::claim_stems(&code);
-                let quoted = stems
+                let quoted = code_stems
                     .iter()
                     .any(|p| support::overlap(&words, p).0 >= support::ATTRIBUTE)
-                    && support::block_names_missing(&code, &stems).is_empty();
+                    && support::block_names_missing(&code, &code_stems).is_empty();
                 if quoted {
                     open_lead_in = None;
                     out_blocks.push(code);
@@ -2289,6 +2308,32 @@ mod tests {
             v.notes
                 .iter()
                 .any(|n| n.contains("attributed 1 uncited sentence"))
+        );
+    }
+
+    #[test]
+    fn the_code_an_include_marker_names_is_a_passage_s_code() {
+        // Typer's docs: the example is an include marker, and the quote shows the file's
+        // lines in its place; held to the passage's text alone, the block was dropped.
+        let mut sources = vec![source(
+            "docs/tutorial/prompt.md",
+            "But if you absolutely need to ask for interactive information without using a *CLI option*, you can use `typer.prompt()`:\n\n{* docs_src/prompt/tutorial001_py310.py hl[8] *}\n",
+        )];
+        let block = "```python\nimport typer\n\napp = typer.Typer()\n\n@app.command()\ndef main():\n    person_name = typer.prompt(\"What's your name?\")\n    print(f\"Hello {person_name}\")\n```";
+        let answer = format!(
+            "But if you absolutely need to ask for interactive information without using a *CLI option*, you can use `typer.prompt()` [1]:\n\n{block}"
+        );
+        let without = validate_answer("how do I prompt", &answer, &sources);
+        assert!(!without.text.contains("person_name"), "{}", without.text);
+        sources[0].included = vec![(
+            "{* docs_src/prompt/tutorial001_py310.py hl[8] *}".to_owned(),
+            block.to_owned(),
+        )];
+        let with = validate_answer("how do I prompt", &answer, &sources);
+        assert!(with.text.contains(block), "{}", with.text);
+        assert_eq!(
+            code_led_to(&with.text, &with.claims[0].text).as_deref(),
+            Some(block)
         );
     }
 

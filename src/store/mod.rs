@@ -521,6 +521,11 @@ CREATE TABLE passage_root (
     r#"
 UPDATE passage_file SET mtime_ns = -1;
 "#,
+    // 11: a passage no longer ends on a lead-in whose block opens the next one
+    // (`research::passages::split`): every file is read again on the next search.
+    r#"
+UPDATE passage_file SET mtime_ns = -1;
+"#,
 ];
 
 /// The `answered` column: what became of the model's sentences and the parts of the question.

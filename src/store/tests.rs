@@ -334,6 +334,8 @@ fn a_roots_ranking_does_not_depend_on_other_roots() {
 
 #[test]
 fn a_library_indexed_before_setext_headings_reads_every_file_again() {
+    // As after the newest migration that changes how passages are cut (a lead-in with its
+    // block): every file is read again.
     use passages::{FileStamp, IndexedFile};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lib.sqlite3");

@@ -1,6 +1,8 @@
 //! The sources that are always there: the workspace (passages from an incremental FTS5 index
 //! of its text files, see [`crate::research::index`]) and the research library (FTS5 over
-//! earlier syntheses and sources). Both run on the blocking pool.
+//! earlier syntheses and sources). Both run on the blocking pool. The workspace source also
+//! reads the files its passages' include markers name ([`crate::research::includes`]), and only
+//! files the index holds: never a hidden or ignored file, nothing outside the workspace.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -99,7 +101,15 @@ pub fn search_workspace(
     let found = index::search(library, root, question, max).map_err(store)?;
     let retrieved_at = now_rfc3339();
     let inside = root.canonicalize().ok();
-    let read = |path: &str| read_included(inside.as_deref()?, exclude, path);
+    let indexed = library
+        .passage_files(&index::root_key(root))
+        .map_err(store)?;
+    let read = |path: &str| {
+        indexed
+            .contains_key(path)
+            .then(|| read_included(inside.as_deref()?, exclude, path))
+            .flatten()
+    };
     let records = found
         .into_iter()
         .map(|f| {
@@ -128,11 +138,13 @@ pub fn search_workspace(
 const INCLUDED_BYTES: u64 = 256 * 1024;
 
 /// The text of the file at `path` (relative to the workspace, whose canonical folder is
-/// `root`) for an include marker: only a UTF-8 file of at most [`INCLUDED_BYTES`] that is,
-/// links resolved, inside the workspace and outside every `exclude`d folder (patchwise's data,
-/// the library). A marker naming `../../etc/passwd` or a link out of the workspace reads
-/// nothing.
+/// `root`) for an include marker. The caller asks only for a file the index holds (so not
+/// hidden, not ignored by `.gitignore`, outside patchwise's data: a page's `--8<-- ".env"`
+/// reads nothing); here, again, only a UTF-8 file without NUL bytes of at most
+/// [`INCLUDED_BYTES`] that is, links resolved, inside the workspace and outside every
+/// `exclude`d folder.
 fn read_included(root: &Path, exclude: &[PathBuf], path: &str) -> Option<String> {
+    use std::io::Read;
     let full = root.join(path).canonicalize().ok()?;
     let excluded = exclude
         .iter()
@@ -140,11 +152,16 @@ fn read_included(root: &Path, exclude: &[PathBuf], path: &str) -> Option<String>
     if !full.starts_with(root) || excluded {
         return None;
     }
-    let meta = std::fs::metadata(&full).ok()?;
-    if !meta.is_file() || meta.len() > INCLUDED_BYTES {
+    let file = std::fs::File::open(&full).ok()?;
+    if !file.metadata().ok()?.is_file() {
         return None;
     }
-    String::from_utf8(std::fs::read(&full).ok()?).ok()
+    let mut bytes = Vec::new();
+    file.take(INCLUDED_BYTES + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 > INCLUDED_BYTES || bytes.contains(&0) {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
 }
 
 /// A workspace passage as a source: `file:PATH#Lstart-end`, titled with its lines and heading.
