@@ -316,17 +316,20 @@ fn patchwise_data_is_never_indexed_even_inside_the_workspace() {
 fn an_include_marker_shows_its_file_from_inside_the_workspace_only() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ws");
+    for (path, text) in [
+        (
+            "ws/docs_src/password.py",
+            "import typer\n\ndef main(password: str = typer.Option(prompt=True, hide_input=True)):\n    print(password)\n",
+        ),
+        ("outside.py", "SECRET_OUTSIDE = 1\n"),
+        ("ws/data/private.py", "SECRET_EXCLUDED = 1\n"),
+        ("ws/.env", "SECRET_DOTENV=1\n"),
+    ] {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
     std::fs::create_dir_all(root.join("docs")).unwrap();
-    std::fs::create_dir_all(root.join("docs_src")).unwrap();
-    std::fs::create_dir_all(root.join("data")).unwrap();
-    std::fs::write(
-        root.join("docs_src/password.py"),
-        "import typer\n\ndef main(password: str = typer.Option(prompt=True, hide_input=True)):\n    print(password)\n",
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("outside.py"), "SECRET_OUTSIDE = 1\n").unwrap();
-    std::fs::write(root.join("data/private.py"), "SECRET_EXCLUDED = 1\n").unwrap();
-    std::fs::write(root.join(".env"), "SECRET_DOTENV=1\n").unwrap();
     #[cfg(unix)]
     std::os::unix::fs::symlink(dir.path().join("outside.py"), root.join("docs_src/link.py"))
         .unwrap();

@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use crate::edit::text::{FenceLine, Fences};
+use crate::research::includes;
 use crate::research::parts::{self, QuestionPart};
 use crate::research::passages::{self, content_stems};
 use crate::research::synthesis::{sentences, unrole};
@@ -138,7 +139,7 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
         }
         // An include marker stands for the code the published page shows there: it is the
         // example of the paragraph it follows, as a fenced block would be.
-        if !code_file && is_include_marker(t) {
+        if !code_file && includes::is_marker(t) {
             flush(&mut current, &mut out, &mut attachable, at);
             if attachable
                 && let Some(last) = out.last_mut()
@@ -312,27 +313,6 @@ fn block_after(lines: &[&str], from: usize) -> Option<String> {
     }
     let text = block.join("\n").trim_end().to_owned();
     (text.len() <= CODE_CHARS).then_some(text)
-}
-
-/// Whether a line of Markdown is an include marker, the code a documentation build pulls in
-/// from a file: `{* docs_src/….py hl[9] *}` (FastAPI's and Typer's docs), `--8<-- "file"`
-/// (pymdownx.snippets, its block form's bare `--8<--` too), `{!file!}` (markdown-include),
-/// `{% include "file" %}`, mdBook's `{{#include file}}`, `{{#rustdoc_include …}}` and
-/// `{{#playground …}}` (not its `{{#title …}}`, which names the page). Typer's docs put one
-/// after nearly every lead-in ("You can make an `Enum` (choice) *CLI parameter* be
-/// case-insensitive with the `case_sensitive` parameter:"), which then led to nothing and was
-/// never listed for a pick (2026-12-04). The syntax alone: which file a marker names, and its
-/// lines, are [`crate::research::includes::marker`]'s to read.
-fn is_include_marker(line: &str) -> bool {
-    let t = line.trim();
-    (t.starts_with("{*") && t.ends_with("*}"))
-        || t.starts_with("--8<--")
-        || (t.starts_with("{!") && t.ends_with("!}"))
-        || (t.starts_with("{% include") && t.ends_with("%}"))
-        || (["{{#include", "{{#rustdoc_include", "{{#playground"]
-            .iter()
-            .any(|m| t.starts_with(m))
-            && t.ends_with("}}"))
 }
 
 /// Whether a line is a GitHub alert's marker (`> [!NOTE]`, `> [!TIP]`, …): markup, not the
@@ -1725,10 +1705,10 @@ mod tests {
             "{% include \"snippet.md\" %}",
             "{{#include listing.rs}}",
         ] {
-            assert!(is_include_marker(marker), "{marker}");
+            assert!(includes::is_marker(marker), "{marker}");
         }
-        assert!(!is_include_marker("{ \"json\": true }"));
-        assert!(!is_include_marker("{{#title The Book}}"));
+        assert!(!includes::is_marker("{ \"json\": true }"));
+        assert!(!includes::is_marker("{{#title The Book}}"));
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub fn marker(line: &str) -> Option<IncludeMarker> {
     {
         plain(unquoted(inner.split_whitespace().next()?)?, false)
     } else {
-        let inner = ["{{#include", "{{#rustdoc_include", "{{#playground"]
+        let inner = MDBOOK_INCLUDES
             .iter()
             .find_map(|m| t.strip_prefix(m))?
             .strip_suffix("}}")?;
@@ -104,9 +104,24 @@ pub fn marker(line: &str) -> Option<IncludeMarker> {
     (!path.is_empty() && !url).then_some(found)
 }
 
-/// Whether `line` is an include marker ([`marker`]).
+/// mdBook's directives that put a file's text into the page (not `{{#title …}}`, which names
+/// the page).
+const MDBOOK_INCLUDES: [&str; 3] = ["{{#include", "{{#rustdoc_include", "{{#playground"];
+
+/// Whether `line` is an include marker by its syntax alone, whether or not it names a file
+/// [`marker`] can read: `{* … *}`, `--8<--` (pymdownx's block form's bare `--8<--` too),
+/// `{!…!}`, `{% include … %}`, mdBook's directives ([`MDBOOK_INCLUDES`]). Typer's docs put one
+/// after nearly every lead-in ("You can make an `Enum` (choice) *CLI parameter* be
+/// case-insensitive with the `case_sensitive` parameter:"), which, read as a line of prose,
+/// led to nothing and was never listed for a pick (2026-12-04): a quote takes it as the
+/// lead-in's code (`extractive::units`).
 pub fn is_marker(line: &str) -> bool {
-    marker(line).is_some()
+    let t = line.trim();
+    (t.starts_with("{*") && t.ends_with("*}"))
+        || t.starts_with("--8<--")
+        || (t.starts_with("{!") && t.ends_with("!}"))
+        || (t.starts_with("{% include") && t.ends_with("%}"))
+        || (MDBOOK_INCLUDES.iter().any(|m| t.starts_with(m)) && t.ends_with("}}"))
 }
 
 /// `"file"`, `'file'` or `file` without its quotes; `None` for nothing.

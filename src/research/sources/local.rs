@@ -101,13 +101,17 @@ pub fn search_workspace(
     let found = index::search(library, root, question, max).map_err(store)?;
     let retrieved_at = now_rfc3339();
     let inside = root.canonicalize().ok();
+    let outside: Vec<PathBuf> = exclude
+        .iter()
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
     let indexed = library
         .passage_files(&index::root_key(root))
         .map_err(store)?;
     let read = |path: &str| {
         indexed
             .contains_key(path)
-            .then(|| read_included(inside.as_deref()?, exclude, path))
+            .then(|| read_included(inside.as_deref()?, &outside, path))
             .flatten()
     };
     let records = found
@@ -142,14 +146,11 @@ const INCLUDED_BYTES: u64 = 256 * 1024;
 /// hidden, not ignored by `.gitignore`, outside patchwise's data: a page's `--8<-- ".env"`
 /// reads nothing); here, again, only a UTF-8 file without NUL bytes of at most
 /// [`INCLUDED_BYTES`] that is, links resolved, inside the workspace and outside every
-/// `exclude`d folder.
-fn read_included(root: &Path, exclude: &[PathBuf], path: &str) -> Option<String> {
+/// `excluded` folder (both `root` and these canonical).
+fn read_included(root: &Path, excluded: &[PathBuf], path: &str) -> Option<String> {
     use std::io::Read;
     let full = root.join(path).canonicalize().ok()?;
-    let excluded = exclude
-        .iter()
-        .any(|dir| dir.canonicalize().is_ok_and(|dir| full.starts_with(&dir)));
-    if !full.starts_with(root) || excluded {
+    if !full.starts_with(root) || excluded.iter().any(|dir| full.starts_with(dir)) {
         return None;
     }
     let file = std::fs::File::open(&full).ok()?;
@@ -274,5 +275,42 @@ impl Source for LibrarySource {
                 cached: None,
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_included_file_is_read_only_from_inside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(root.join("docs_src")).unwrap();
+        std::fs::create_dir_all(root.join("data")).unwrap();
+        std::fs::write(root.join("docs_src/a.py"), "x = 1\n").unwrap();
+        std::fs::write(root.join("docs_src/nul.py"), "x\0").unwrap();
+        let big = "y = 2\n".repeat(INCLUDED_BYTES as usize / 6 + 1);
+        std::fs::write(root.join("docs_src/big.py"), big).unwrap();
+        std::fs::write(root.join("data/private.py"), "secret\n").unwrap();
+        std::fs::write(dir.path().join("outside.py"), "secret\n").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(dir.path().join("outside.py"), root.join("docs_src/link.py"))
+            .unwrap();
+        let root = root.canonicalize().unwrap();
+        let excluded = [root.join("data")];
+        let read = |path: &str| read_included(&root, &excluded, path);
+        assert_eq!(read("docs_src/a.py").as_deref(), Some("x = 1\n"));
+        for refused in [
+            "docs_src/../../outside.py",
+            "docs_src/link.py",
+            "data/private.py",
+            "docs_src/nul.py",
+            "docs_src/big.py",
+            "docs_src",
+            "docs_src/missing.py",
+        ] {
+            assert_eq!(read(refused), None, "{refused}");
+        }
     }
 }
