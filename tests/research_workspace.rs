@@ -1106,7 +1106,7 @@ fn a_part_is_ranked_by_meaning_with_an_embedding_model() {
     let asked = asked.lock().unwrap().clone();
     let display = asked
         .iter()
-        .filter(|t| t.contains("refresh_rate = 0"))
+        .filter(|t| t.starts_with("Display\n") && t.contains("refresh_rate = 0"))
         .count();
     assert_eq!(display, 1, "the passage embedded once: {asked:?}");
     assert!(
@@ -1118,11 +1118,13 @@ fn a_part_is_ranked_by_meaning_with_an_embedding_model() {
     assert!(!run["notes"].to_string().contains("words alone"), "{run}");
 }
 
-/// With an embedding model, the sentences the model picked are taken nearest the part first: it
-/// names every sentence listed for the flickering, in the list's order, and the display
-/// setting — not first in the list, and of another passage than the first — is the one printed
-/// for the part (the first taken decides the passage the others must be of). Without the
-/// embeddings' order the list's first would be, alone of its passage.
+/// With an embedding model, the sentences a part's pick lists are in the order of the part's
+/// words fused with their nearness to the part: the display setting, which says "redraws",
+/// not "flickering", is listed second, above sentences that hold more of the part's words; and
+/// the sentences the model picked are taken nearest the part first: it names three, the
+/// display setting second, and the display setting is the one printed for the part (the first
+/// taken decides the passage the others must be of). In the model's order the third listed
+/// would be printed, with the first, of the same passage.
 #[test]
 fn the_pick_nearest_the_part_is_taken_first() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -1130,7 +1132,7 @@ fn the_pick_nearest_the_part_is_taken_first() {
     let model = runtime
         .block_on(ReplayServer::start(vec![
             scripted("(1)"),
-            scripted("(1) (2) (3) (4) (5) (6) (7) (8)"),
+            scripted("(3) (2) (1)"),
         ]))
         .unwrap();
     let env = Env::with_research(
@@ -1142,31 +1144,36 @@ fn the_pick_nearest_the_part_is_taken_first() {
     let requests = model.requests();
     assert_eq!(requests.len(), 2, "a pick a part: {run}");
     let listed = user_message(&requests[1]);
-    let first = listed
-        .lines()
-        .find_map(|l| l.strip_prefix("(1) "))
-        .expect("a numbered list")
-        .split("  \u{2014} ")
-        .next()
-        .unwrap()
-        .to_owned();
+    let sentence = |k: usize| {
+        listed
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("({k}) ")))
+            .expect("a numbered list")
+            .split("  \u{2014} ")
+            .next()
+            .unwrap()
+            .to_owned()
+    };
     assert!(
-        listed.contains(DISPLAY_SENTENCE) && !first.contains("refresh_rate"),
-        "the display setting listed, not first: {listed}"
+        sentence(2).starts_with(DISPLAY_SENTENCE),
+        "the display setting listed second, above sentences that hold more of the part's words: {listed}"
     );
+    let third = sentence(3);
     let synthesis = run["synthesis"].as_str().unwrap();
     let part = synthesis
         .split("flickering")
         .nth(1)
         .expect("the part's heading");
     assert!(part.contains(DISPLAY_SENTENCE), "{synthesis}");
-    assert!(!part.contains(first.trim_end_matches('.')), "{synthesis}");
-    // The picks were embedded as sentences (a passage is embedded with its heading first).
+    assert!(!part.contains(third.trim_end_matches('.')), "{synthesis}");
+    // The listed sentences were embedded as sentences, each once for the listing (a passage is
+    // embedded with its heading first), and the picks again for their order.
     let asked = asked.lock().unwrap().clone();
     assert!(
         asked.iter().any(|t| t.starts_with(DISPLAY_SENTENCE)),
         "{asked:?}"
     );
+    assert!(asked.iter().any(|t| t == &third), "{asked:?}");
 }
 
 /// With nothing configured, the embedding model inside patchwise ranks the parts' passages as

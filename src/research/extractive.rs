@@ -991,6 +991,10 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
 /// The sentences a model picks from, at most: the part's likeliest answers, best first.
 pub const PICK_CHOICES: usize = 8;
 
+/// The sentences ranked by the part's words that meaning may bring among the
+/// [`PICK_CHOICES`] listed, at most (`generate::listing_order`).
+pub const PICK_POOL: usize = 16;
+
 /// The sentences of a part's passages as the targeted pass asking for sentences by number
 /// shows them (`[research] quote_parts`): those a copy of which may be quoted
 /// ([`Sentence::copyable`]), the [`PICK_CHOICES`] holding the largest share of the part's
@@ -1029,13 +1033,26 @@ fn section_of(title: &str) -> &str {
 }
 
 /// `sources`' sentences numbered for the model to pick the answer to `part` from
-/// ([`Numbered`]), within `total_tokens` (the first sentence is always shown).
+/// ([`Numbered`]), within `total_tokens` (the first sentence is always shown), in the order of
+/// the words ([`choices`]).
 pub fn numbered(
     sources: &[SourceRecord],
     part: &QuestionPart,
     encoding: Encoding,
     total_tokens: usize,
 ) -> Numbered {
+    let order: Vec<usize> = choices(sources, part, PICK_CHOICES)
+        .into_iter()
+        .map(|(i, _)| i)
+        .collect();
+    numbered_in(sources, &order, encoding, total_tokens)
+}
+
+/// The sentences a part may be answered by, at most `most`: those of `sources` a copy of
+/// which may be quoted ([`Sentence::copyable`]), the largest share of the part's weighed
+/// words first ([`parts::share`]; ties in the passages' order), each as its index among the
+/// passages' sentences and its text. [`numbered_in`] lists them in this order or another.
+pub fn choices(sources: &[SourceRecord], part: &QuestionPart, most: usize) -> Vec<(usize, String)> {
     let pool = all_sentences(sources);
     let mut ranked: Vec<(f64, usize)> = pool
         .iter()
@@ -1044,13 +1061,31 @@ pub fn numbered(
         .map(|(i, x)| (parts::share(&x.candidate.sentence, part), i))
         .collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    ranked
+        .into_iter()
+        .take(most)
+        .map(|(_, i)| (i, pool[i].candidate.sentence.clone()))
+        .collect()
+}
+
+/// The sentences `order` names (indices among the sentences of `sources`, as [`choices`]
+/// gives them), the first [`PICK_CHOICES`] of it, numbered in that order ([`Numbered`]) within
+/// `total_tokens` (the first sentence is always shown); an index that names no sentence is
+/// passed over.
+pub fn numbered_in(
+    sources: &[SourceRecord],
+    order: &[usize],
+    encoding: Encoding,
+    total_tokens: usize,
+) -> Numbered {
+    let pool = all_sentences(sources);
     let mut out = Numbered {
         text: String::new(),
         shown: 0,
         numbers: Vec::new(),
     };
     let mut used = 0;
-    for (_, i) in ranked.into_iter().take(PICK_CHOICES) {
+    for &i in order.iter().filter(|&&i| i < pool.len()).take(PICK_CHOICES) {
         let c = &pool[i].candidate;
         let section = sources
             .get(c.n as usize - 1)
@@ -1838,6 +1873,44 @@ mod tests {
             numbered(&many, &part, Encoding::Cl100k, 900).numbers.len(),
             PICK_CHOICES
         );
+    }
+
+    #[test]
+    fn the_choices_are_listed_in_the_order_given() {
+        let (sources, shown) = numbered_pair();
+        let part = parts::parts_for("How do I disable the ALT-C bindings?", &sources).remove(0);
+        // The choices are the words' order, the same sentences `numbered` lists.
+        let words = choices(&sources, &part, PICK_POOL);
+        let order: Vec<usize> = words.iter().map(|(i, _)| *i).collect();
+        assert_eq!(order, shown.numbers);
+        assert!(
+            words[0].1.starts_with("You can disable CTRL-T"),
+            "{words:?}"
+        );
+        // Listed in another order (meaning's, fused), with an index that names nothing passed
+        // over: the numbers stand for the sentences as listed, and the reply is read by them.
+        let mut other: Vec<usize> = order.iter().rev().copied().collect();
+        other.insert(1, 10_000);
+        let listed = numbered_in(&sources, &other, Encoding::Cl100k, 900);
+        assert_eq!(
+            listed.numbers,
+            order.iter().rev().copied().collect::<Vec<_>>()
+        );
+        assert!(
+            listed
+                .text
+                .starts_with("(1) Source the script files in the /shell directory instead."),
+            "{}",
+            listed.text
+        );
+        assert_eq!(listed.shown, shown.shown);
+        assert!(
+            chosen("(4)", &sources, &listed.numbers).starts_with("You can disable CTRL-T"),
+            "{}",
+            listed.text
+        );
+        // Nothing to list: the first passage counts as read.
+        assert_eq!(numbered_in(&sources, &[], Encoding::Cl100k, 900).shown, 1);
     }
 
     #[test]

@@ -423,8 +423,12 @@ impl Research {
     ) -> (Result<(String, usize), String>, Usage) {
         let encoding = Encoding::for_model(model.name());
         let quotes = self.settings.quote_parts;
+        let order = match meaning.filter(|_| quotes) {
+            Some(meaning) => listing_order(meaning, part, by, passages, deadline).await,
+            None => None,
+        };
         let (system, user, shown, numbers) =
-            synthesis::part_prompt(part, by, passages, encoding, quotes);
+            synthesis::part_prompt(part, by, passages, encoding, quotes, order.as_deref());
         let request = ChatRequest {
             messages: vec![Message::system(system), Message::user(user)],
             tools: Vec::new(),
@@ -531,6 +535,30 @@ impl Research {
         match stopped {
             Some(why) if answers.is_empty() && !asked.is_empty() => (Err(why), usage),
             stopped => (Ok(judge::decide(pairs, &answers, stopped)), usage),
+        }
+    }
+}
+
+/// The order in which the pick lists the sentences of a part's passages (indices among them):
+/// the [`extractive::PICK_POOL`] with the largest share of the part's words
+/// ([`extractive::choices`]), in that order fused with their nearness to the part
+/// ([`Meaning::fused_order`], one short call). `None`, and the words' order, when the
+/// embedding fails (the log says why).
+async fn listing_order(
+    meaning: &Meaning<'_>,
+    part: &str,
+    by: &parts::QuestionPart,
+    passages: &[SourceRecord],
+    deadline: Instant,
+) -> Option<Vec<usize>> {
+    let shown = &passages[..passages.len().min(synthesis::PART_PASSAGES)];
+    let pool = extractive::choices(shown, by, extractive::PICK_POOL);
+    let texts: Vec<String> = pool.iter().map(|(_, t)| t.clone()).collect();
+    match meaning.fused_order(part, &texts, deadline).await {
+        Ok(order) => Some(order.into_iter().map(|k| pool[k].0).collect()),
+        Err(why) => {
+            tracing::warn!(%part, "the sentences listed in the words' order: {why}");
+            None
         }
     }
 }

@@ -114,6 +114,30 @@ impl<'a> Meaning<'a> {
         (fused(&ranked, &cos), None)
     }
 
+    /// The indices of `texts` (the sentences a part may be answered by, in the order of the
+    /// words, [`crate::research::extractive::choices`]) in that order fused with their order
+    /// by the cosine of the part and the sentence ([`fused`]). One call for the part and the
+    /// texts together.
+    pub async fn fused_order(
+        &self,
+        part: &str,
+        texts: &[String],
+        deadline: Instant,
+    ) -> Result<Vec<usize>, String> {
+        if texts.len() < 2 {
+            return Ok((0..texts.len()).collect());
+        }
+        let mut all = vec![part.to_owned()];
+        all.extend(texts.iter().cloned());
+        let vectors = embedded(self.embedder, &all, deadline).await?;
+        let cos: Vec<f64> = vectors[1..]
+            .iter()
+            .map(|v| cosine(&vectors[0], v))
+            .collect();
+        let words: Vec<usize> = (0..texts.len()).collect();
+        Ok(fused(&words, &cos))
+    }
+
     /// The indices of `texts` (sentences a model picked for `part`), nearest the part first;
     /// ties keep their order. One call for the part and the texts together.
     pub async fn nearest_first(

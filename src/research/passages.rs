@@ -623,6 +623,59 @@ fn asides(words: &[&str]) -> Vec<bool> {
     inside
 }
 
+/// `prose` with each `?` that ends a question of the asker's replaced by `asked`: not one
+/// that ends a quotation or an aside inside a sentence, the closing mark right after it and
+/// the sentence going on after that ("pressing `d` should pop up a small "Delete this note?" box with Yes and
+/// No buttons", a dialog's title quoted in a Textual question, 2026-12-04, was asked as two
+/// parts cut at its `?`). A closing `"` counts when a `"` opened before it; `”`, `’`, `»`
+/// and `)` when their opening mark did.
+fn quoted_marks_kept(prose: &str, asked: char) -> String {
+    let chars: Vec<char> = prose.chars().collect();
+    let mut out = String::with_capacity(prose.len());
+    let mut straight = 0usize;
+    let mut open: Vec<char> = Vec::new();
+    for (k, &c) in chars.iter().enumerate() {
+        match c {
+            '"' => straight += 1,
+            '\u{201c}' | '\u{2018}' | '\u{ab}' | '(' => open.push(c),
+            '\u{201d}' | '\u{2019}' | '\u{bb}' | ')' => {
+                let opener = match c {
+                    '\u{201d}' => '\u{201c}',
+                    '\u{2019}' => '\u{2018}',
+                    '\u{bb}' => '\u{ab}',
+                    _ => '(',
+                };
+                if let Some(at) = open.iter().rposition(|o| *o == opener) {
+                    open.truncate(at);
+                }
+            }
+            _ => {}
+        }
+        if c != '?' {
+            out.push(c);
+            continue;
+        }
+        let closes = chars.get(k + 1).is_some_and(|next| match next {
+            '"' => straight % 2 == 1,
+            '\u{201d}' => open.contains(&'\u{201c}'),
+            '\u{2019}' => open.contains(&'\u{2018}'),
+            '\u{bb}' => open.contains(&'\u{ab}'),
+            ')' => open.contains(&'('),
+            _ => false,
+        });
+        // The sentence goes on after the closing mark: a word in lower case, a comma or a dash
+        // ("… a "Delete?" box", not "… say "why?" Then …").
+        let goes_on = chars[(k + 2).min(chars.len())..]
+            .iter()
+            .find(|c| !c.is_whitespace())
+            .is_some_and(|c| {
+                c.is_lowercase() || matches!(c, ',' | '`' | '-' | '\u{2014}' | '\u{2013}')
+            });
+        out.push(if closes && goes_on { c } else { asked });
+    }
+    out
+}
+
 /// `text` split at `?`, `;` and new lines outside inline code ([`citations::map_prose`]'s
 /// reading of code spans), each piece with whether it ends at a `;` or a new line (where what
 /// came before may be a statement; `?` and the end of the text end a question): a question
@@ -635,7 +688,7 @@ fn outside_code(text: &str) -> Vec<(String, bool)> {
     const STOPPED: char = '\u{1f}';
     let mapped =
         crate::research::citations::map_prose(&text.replace([ASKED, STOPPED], " "), |prose| {
-            prose.replace('?', "\u{1e}").replace(';', "\u{1f}")
+            quoted_marks_kept(prose, ASKED).replace(';', "\u{1f}")
         });
     let mut pieces = Vec::new();
     let mut piece = String::new();
@@ -1068,6 +1121,39 @@ mod tests {
             question_parts("why does the ` key do nothing? how do I remap it?"),
             vec!["why does the ` key do nothing", "how do I remap it"]
         );
+    }
+
+    /// A question mark inside a quotation or an aside that the sentence goes on after is the
+    /// quotation's, not the end of a part: Textual's question 2 (2026-12-04) was cut at a
+    /// dialog's quoted title. A quotation that ends its sentence still ends it.
+    #[test]
+    fn a_quoted_question_mark_does_not_end_a_part() {
+        assert_eq!(
+            question_parts(
+                "Pressing `d` should pop up a small \"Delete this note?\" box with Yes and No buttons; right now it hides the list. How do I make it a proper dialog? And how does it hand the answer back?"
+            ),
+            vec![
+                "Pressing `d` should pop up a small \"Delete this note?\" box with Yes and No buttons; right now it hides the list. How do I make it a proper dialog",
+                "how does it hand the answer back"
+            ]
+        );
+        // Curly quotes and an aside alike: one part, the question whole.
+        assert_eq!(
+            question_parts(
+                "The prompt \u{201c}Overwrite?\u{201d} shows twice (is that a bug?) when I run it. How do I turn it off?"
+            ),
+            vec![
+                "The prompt \u{201c}Overwrite?\u{201d} shows twice (is that a bug?) when I run it. How do I turn it off?"
+            ]
+        );
+        // A new sentence after the quotation, or a closing mark no opening one went before:
+        // the part ends at the `?`.
+        let parts = question_parts("Should the flag be \"--force?\" Then how do I reset it?");
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert!(parts[0].ends_with("--force"), "{parts:?}");
+        let parts = question_parts("Is it slow?) or fast? Why does it hang?");
+        assert_eq!(parts.len(), 3, "{parts:?}");
+        assert_eq!(parts[0], "Is it slow", "{parts:?}");
     }
 
     /// Two of Poetry's questions (2026-11-29): the statement a question opens with, and a

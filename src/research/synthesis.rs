@@ -2037,7 +2037,9 @@ pub const PART_TOKENS: usize = 900;
 /// over its own best passages ([`PART_PASSAGES`], at most [`PART_TOKENS`]), for one to three
 /// sentences; with `quotes`, for the numbers of the sentences of the passages that answer it,
 /// over their sentences likeliest to, ranked by `by` and numbered
-/// ([`numbered`](crate::research::extractive::numbered), [`PICK_SYSTEM`]). Returns how many passages were shown (the first ones, numbered
+/// ([`numbered`](crate::research::extractive::numbered), [`PICK_SYSTEM`]), or in `order`
+/// (indices among the passages' sentences: the words' order fused with meaning's,
+/// [`crate::research::meaning::Meaning::fused_order`]). Returns how many passages were shown (the first ones, numbered
 /// `[1]…[n]`) and, with `quotes`, the sentence each number stands for.
 pub fn part_prompt(
     part: &str,
@@ -2045,12 +2047,18 @@ pub fn part_prompt(
     sources: &[SourceRecord],
     encoding: Encoding,
     quotes: bool,
+    order: Option<&[usize]>,
 ) -> (String, String, usize, Vec<usize>) {
     let part = part.trim();
     let mut user = format!("Question: {part}\n\n");
     if quotes {
         let sources = &sources[..sources.len().min(PART_PASSAGES)];
-        let numbered = crate::research::extractive::numbered(sources, by, encoding, PART_TOKENS);
+        let numbered = match order {
+            Some(order) => {
+                crate::research::extractive::numbered_in(sources, order, encoding, PART_TOKENS)
+            }
+            None => crate::research::extractive::numbered(sources, by, encoding, PART_TOKENS),
+        };
         user.push_str(&format!(
             "Sentences:\n{}\n\nQuestion: {part}\n\n{PICK_ASK}",
             numbered.text
