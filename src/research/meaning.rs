@@ -127,13 +127,7 @@ impl<'a> Meaning<'a> {
         if texts.len() < 2 {
             return Ok((0..texts.len()).collect());
         }
-        let mut all = vec![part.to_owned()];
-        all.extend(texts.iter().cloned());
-        let vectors = embedded(self.embedder, &all, deadline).await?;
-        let cos: Vec<f64> = vectors[1..]
-            .iter()
-            .map(|v| cosine(&vectors[0], v))
-            .collect();
+        let cos = self.cosines(part, texts, deadline).await?;
         let words: Vec<usize> = (0..texts.len()).collect();
         Ok(fused(&words, &cos))
     }
@@ -146,17 +140,30 @@ impl<'a> Meaning<'a> {
         texts: &[String],
         deadline: Instant,
     ) -> Result<Vec<usize>, String> {
+        let cos = self.cosines(part, texts, deadline).await?;
+        Ok(nearest_order(&cos))
+    }
+
+    /// The cosine of `part` and each of `texts`, from one call for them together.
+    async fn cosines(
+        &self,
+        part: &str,
+        texts: &[String],
+        deadline: Instant,
+    ) -> Result<Vec<f64>, String> {
         let mut all = vec![part.to_owned()];
         all.extend(texts.iter().cloned());
         let vectors = embedded(self.embedder, &all, deadline).await?;
-        Ok(nearest_order(&vectors[0], &vectors[1..]))
+        Ok(vectors[1..]
+            .iter()
+            .map(|v| cosine(&vectors[0], v))
+            .collect())
     }
 }
 
-/// The indices of `vectors`, nearest `to` first (the larger cosine); ties keep their order.
-fn nearest_order(to: &[f32], vectors: &[Vec<f32>]) -> Vec<usize> {
-    let cos: Vec<f64> = vectors.iter().map(|v| cosine(to, v)).collect();
-    let mut order: Vec<usize> = (0..vectors.len()).collect();
+/// The indices of `cos`, the nearest (the larger cosine) first; ties keep their order.
+fn nearest_order(cos: &[f64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..cos.len()).collect();
     order.sort_by(|a, b| cos[*b].total_cmp(&cos[*a]).then(a.cmp(b)));
     order
 }
@@ -205,8 +212,9 @@ mod tests {
             vec![1.0, 1.0],
             vec![0.0, 2.0],
         ];
-        assert_eq!(nearest_order(&part, &picks), vec![1, 2, 0, 3]);
-        assert_eq!(nearest_order(&part, &[]), Vec::<usize>::new());
+        let cos: Vec<f64> = picks.iter().map(|v| cosine(&part, v)).collect();
+        assert_eq!(nearest_order(&cos), vec![1, 2, 0, 3]);
+        assert_eq!(nearest_order(&[]), Vec::<usize>::new());
     }
 
     #[test]
