@@ -206,12 +206,7 @@ mod tests {
     #[test]
     fn the_nearest_pick_comes_first_and_ties_keep_their_order() {
         let part = [1.0, 0.0];
-        let picks = vec![
-            vec![0.0, 1.0],
-            vec![1.0, 0.1],
-            vec![1.0, 1.0],
-            vec![0.0, 2.0],
-        ];
+        let picks = [[0.0, 1.0], [1.0, 0.1], [1.0, 1.0], [0.0, 2.0]];
         let cos: Vec<f64> = picks.iter().map(|v| cosine(&part, v)).collect();
         assert_eq!(nearest_order(&cos), vec![1, 2, 0, 3]);
         assert_eq!(nearest_order(&[]), Vec::<usize>::new());
