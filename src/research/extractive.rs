@@ -920,6 +920,14 @@ fn reads_on(sentence: &str) -> bool {
 /// with the code or list that one leads to.
 const CONTEXT_MOST: usize = 3;
 
+/// The sentences after a printed one that are printed with it, at most: the rest of its
+/// paragraph (or list item), while they read as answers. Blind readers of chezmoi's, Textual's
+/// and Helix's reports (2026-12-04) found the command a part asks for in the sentence right
+/// after the one printed ("You can resolve differences with a merge tool by running `chezmoi
+/// merge ~/.zshrc`" after "… prompt you what to do"; "This screen sub-class will prevent key
+/// bindings on the app from being processed" after the one naming `ModalScreen`).
+const AFTER_MOST: usize = 2;
+
 /// `picked` (indices into `pool`) as printed: each passage's sentences in the order the
 /// passage writes them (the passages in the order first picked), with what a sentence that
 /// reads on needs before it. Two readers of direnv's and Hatch's reports (2026-12-03) found
@@ -967,7 +975,22 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
                 }
             }
         }
-        for k in before.into_iter().chain([i]) {
+        // The rest of its paragraph, up to [`AFTER_MOST`] sentences: documentation answers in
+        // paragraphs, and the sentence that names the command or the setting most often
+        // follows the one that says what it is for.
+        let after = pool.get(i).map_or(0..0, |x| {
+            let ends = (i + 1..pool.len())
+                .take(AFTER_MOST)
+                .take_while(|&j| {
+                    pool[j].unit == x.unit
+                        && pool[j].candidate.n == x.candidate.n
+                        && (pool[j].copyable || pool[j].candidate.code.is_some())
+                })
+                .last()
+                .map_or(i + 1, |j| j + 1);
+            i + 1..ends
+        });
+        for k in before.into_iter().chain([i]).chain(after) {
             if k < pool.len() && !all.contains(&k) {
                 all.push(k);
             }
@@ -1614,13 +1637,14 @@ mod tests {
             ),
             "Adds a list of files to the allow-list for `.envrc` using the `require_allowed` command. [1]\n\nIf any of the specified files are modified, direnv will require you to run `direnv allow` again. [1]\n\nThis increases security by ensuring that only changes you allowed take effect. [1]\n\nYou should use this in direnv configurations where you execute code from the lockfile. [1]"
         );
-        // A connective: the sentence before. And two picks of a passage in its order.
+        // A connective: the sentence before. And two picks of a passage in its order, the
+        // first with the rest of its paragraph.
         assert_eq!(
             copied(
                 "Also like scripts, context formatting is supported by the commands. If any of the specified files are modified, direnv will require you to run `direnv allow` again.",
                 &stdlib
             ),
-            "If any of the specified files are modified, direnv will require you to run `direnv allow` again. [1]\n\nAll commands are able to use any defined scripts. [1]\n\nAlso like scripts, context formatting is supported by the commands. [1]"
+            "If any of the specified files are modified, direnv will require you to run `direnv allow` again. [1]\n\nThis increases security by ensuring that only changes you allowed take effect. [1]\n\nYou should use this in direnv configurations where you execute code from the lockfile. [1]\n\nAll commands are able to use any defined scripts. [1]\n\nAlso like scripts, context formatting is supported by the commands. [1]"
         );
         // Words that only look like it: "Thistle", "this" before its noun, `this` as code.
         assert!(!reads_on("Thistle is a plant that grows here."));
@@ -1656,6 +1680,35 @@ mod tests {
         assert!(!reads_on("Python 3.8 and above is supported by the tool."));
         assert!(reads_on("\"Additionally\", it says."));
         assert!(reads_on("You can find all of these, in order."));
+    }
+
+    #[test]
+    fn a_sentence_is_printed_with_the_rest_of_its_paragraph() {
+        // chezmoi's FAQ: the command is in the sentence after the one picked.
+        let faq = [source(
+            "docs/user-guide/frequently-asked-questions/usage.md",
+            "## What are the consequences of bare modifications?\n\nUntil you run `chezmoi apply` your modified `~/.zshrc` will remain in place.\nWhen you run `chezmoi apply` chezmoi will detect that `~/.zshrc` has changed\nsince chezmoi last wrote it and prompt you what to do. You can resolve\ndifferences with a merge tool by running `chezmoi merge ~/.zshrc`.\n\n## How can I tell what is not managed?\n\n`chezmoi unmanaged` will list everything not managed by chezmoi.\n",
+        )];
+        assert_eq!(
+            copied(
+                "When you run `chezmoi apply` chezmoi will detect that `~/.zshrc` has changed since chezmoi last wrote it and prompt you what to do.",
+                &faq
+            ),
+            "When you run `chezmoi apply` chezmoi will detect that `~/.zshrc` has changed since chezmoi last wrote it and prompt you what to do. [1]\n\nYou can resolve differences with a merge tool by running `chezmoi merge ~/.zshrc`. [1]"
+        );
+        // At most two after it, and not into the next paragraph.
+        let long = [source(
+            "docs/guide.md",
+            "The cache is kept per user. The cache is read at start. The cache is written at exit. The cache is never shared.\n\nThe index is rebuilt on every start.\n",
+        )];
+        assert_eq!(
+            copied("The cache is kept per user.", &long),
+            "The cache is kept per user. [1]\n\nThe cache is read at start. [1]\n\nThe cache is written at exit. [1]"
+        );
+        assert_eq!(
+            copied("The cache is never shared.", &long),
+            "The cache is never shared. [1]"
+        );
     }
 
     #[test]
@@ -1935,7 +1988,7 @@ mod tests {
                 &sources,
                 n
             ),
-            "Older versions of fzf have no `--bash` option. [1]"
+            "Older versions of fzf have no `--bash` option. [1]\n\nSource the script files in the /shell directory instead. [1]"
         );
         // None, numbers not shown, and at most three.
         for nothing in ["(0)", "(9)", "(0) (17)", "0"] {
@@ -1952,7 +2005,7 @@ mod tests {
                 &sources,
                 n
             ),
-            "Older versions of fzf have no `--bash` option. [1]"
+            "Older versions of fzf have no `--bash` option. [1]\n\nSource the script files in the /shell directory instead. [1]"
         );
         assert_eq!(chosen("[1]", &sources, n), "");
         // A number in parentheses after a word is a man page's section, not a pick: the reply

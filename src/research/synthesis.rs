@@ -1533,8 +1533,31 @@ pub fn sentences(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
     let chars: Vec<char> = text.chars().collect();
+    // The index of the `>` that closes the HTML tag the scan is in: no sentence ends inside a
+    // tag (Typer's `<abbr title="symbolic links, also known as shortcuts. Links in a file
+    // system …">symlinks</abbr>` was printed as three broken sentences).
+    let mut tag_until: Option<usize> = None;
     for (i, &c) in chars.iter().enumerate() {
         current.push(if c == '\n' { ' ' } else { c });
+        if tag_until.is_some_and(|close| i >= close) {
+            tag_until = None;
+        }
+        if tag_until.is_none()
+            && c == '<'
+            && chars
+                .get(i + 1)
+                .is_some_and(|n| n.is_ascii_alphabetic() || *n == '/')
+        {
+            tag_until = chars[i + 1..]
+                .iter()
+                .take(TAG_MOST)
+                .take_while(|&&n| n != '<')
+                .position(|&n| n == '>')
+                .map(|k| i + 1 + k);
+        }
+        if tag_until.is_some() {
+            continue;
+        }
         let end = matches!(c, '.' | '!' | '?')
             && chars.get(i + 1).is_none_or(|n| n.is_whitespace())
             // "e.g." / "et al." are not sentence ends.
@@ -1585,6 +1608,10 @@ fn is_marker(token: &str) -> bool {
         .find(token)
         .is_some_and(|m| m.range() == (0..token.len()) && !m.as_str().ends_with('('))
 }
+
+/// The longest HTML tag, in characters, inside which no sentence ends ([`sentences`]): a `<`
+/// with no `>` this near is no tag (`a<b. Then …`).
+const TAG_MOST: usize = 400;
 
 /// Abbreviations whose full stop ends no sentence.
 const ABBREVIATIONS: [&str; 3] = ["e.g.", "i.e.", "al."];
@@ -3286,6 +3313,26 @@ mod tests {
         assert_eq!(
             sentences("See the guide. [Install](install.md) explains it."),
             vec!["See the guide.", "[Install](install.md) explains it."]
+        );
+    }
+
+    #[test]
+    fn no_sentence_ends_inside_an_html_tag() {
+        // Typer's path.md: the `abbr` title's full stops are not the sentence's.
+        let text = "This means that it is absolute and <abbr title=\"symbolic links, also known \
+                    as shortcuts. Links in a file system that point to other location.\">symlinks</abbr> \
+                    are resolved. The next one.";
+        assert_eq!(
+            sentences(text),
+            vec![
+                "This means that it is absolute and <abbr title=\"symbolic links, also known as shortcuts. Links in a file system that point to other location.\">symlinks</abbr> are resolved.",
+                "The next one."
+            ]
+        );
+        // A `<` that opens no tag ends nothing early.
+        assert_eq!(
+            sentences("Use a<b. Then stop. <br> Done."),
+            vec!["Use a<b.", "Then stop.", "<br> Done."]
         );
     }
 
