@@ -20,7 +20,7 @@ use crate::edit::text::{FenceLine, Fences};
 use crate::research::includes;
 use crate::research::parts::{self, QuestionPart};
 use crate::research::passages::{self, content_stems};
-use crate::research::synthesis::{sentences, unrole};
+use crate::research::synthesis::{sentences, unreference, unrole};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
@@ -639,7 +639,7 @@ pub fn quote(
             if !lines.is_empty() && all.len() > 1 && best.is_some_and(|b| (h, q) < b) {
                 break;
             }
-            let sentence = unrole(&c.sentence);
+            let sentence = unreference(&unrole(&c.sentence));
             let mut line = format!("- {} [{}]", sentence, c.n);
             if let Some(code) = &c.code {
                 line.push_str("\n\n");
@@ -685,7 +685,7 @@ fn reads_as_answer_when_ended(sentence: &str) -> bool {
 
 /// What a model asked to copy the sentences that answer a part (the targeted pass with
 /// `[research] quote_parts`) copied, as the answer's text: for each piece of `reply` that is a
-/// copy, the passage's own sentence it copies (its markers and roles tidied as for any quote),
+/// copy, the passage's own sentence it copies (its markers, roles and reference links tidied as for any quote),
 /// once, in the order copied, with the number of its passage (1-based against `sources`) and
 /// the short code example it leads to. A piece is a copy of the sentence of `sources` that
 /// holds it word for word, or else of one that holds at least [`COPIED`] of its words (at least
@@ -774,13 +774,13 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
 }
 
 /// The answer's text for the sentences `picked` (indices into `pool`): each as the passage
-/// writes it (roles tidied), with the number of its passage and the short code example it
+/// writes it (roles and reference links tidied), with the number of its passage and the short code example it
 /// leads to.
 fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
     let mut text = String::new();
     for i in in_context(pool, picked) {
         let c = &pool[i].candidate;
-        let sentence = unrole(&c.sentence);
+        let sentence = unreference(&unrole(&c.sentence));
         // A lead-in keeps its colon after its marker, with its code or without it (a block
         // too long to quote); a list item that leads to code without one gets one, and a
         // sentence ("… one of the following directories.") keeps its stop.
