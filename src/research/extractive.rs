@@ -35,6 +35,8 @@ const CODE_CHARS: usize = 700;
 struct Unit {
     text: String,
     code: Option<String>,
+    /// A list item (its first line has a list marker).
+    item: bool,
     /// The line of the passage after the unit's last.
     next: usize,
 }
@@ -82,16 +84,24 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
     let mut attachable = false;
     let mut block: Option<String> = None;
     let mut fences = Fences::default();
-    let flush = |current: &mut String, out: &mut Vec<Unit>, attachable: &mut bool, next: usize| {
+    // Whether the unit being read opened with a list marker.
+    let mut item = false;
+    let flush = |current: &mut String,
+                 out: &mut Vec<Unit>,
+                 attachable: &mut bool,
+                 item: &mut bool,
+                 next: usize| {
         if !current.trim().is_empty() {
             out.push(Unit {
                 text: current.trim().to_owned(),
                 code: None,
+                item: *item,
                 next,
             });
             *attachable = true;
         }
         current.clear();
+        *item = false;
     };
     // The line before, for a setext heading's underline.
     let mut above = "";
@@ -100,7 +110,7 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
         let t = line.trim();
         match fences.line(line) {
             FenceLine::Open => {
-                flush(&mut current, &mut out, &mut attachable, at);
+                flush(&mut current, &mut out, &mut attachable, &mut item, at);
                 block = Some(format!("{t}\n"));
                 continue;
             }
@@ -128,19 +138,19 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
             FenceLine::Outside => {}
         }
         if t.is_empty() {
-            flush(&mut current, &mut out, &mut attachable, at);
+            flush(&mut current, &mut out, &mut attachable, &mut item, at);
             continue;
         }
         // An HTML comment is for the documentation's build, not its reader: chezmoi's docs put
         // `<!-- example-formats -->` between a lead-in and its code.
         if !code_file && t.starts_with("<!--") && t.ends_with("-->") {
-            flush(&mut current, &mut out, &mut attachable, at);
+            flush(&mut current, &mut out, &mut attachable, &mut item, at);
             continue;
         }
         // An include marker stands for the code the published page shows there: it is the
         // example of the paragraph it follows, as a fenced block would be.
         if !code_file && includes::is_marker(t) {
-            flush(&mut current, &mut out, &mut attachable, at);
+            flush(&mut current, &mut out, &mut attachable, &mut item, at);
             if attachable
                 && let Some(last) = out.last_mut()
                 && last.code.is_none()
@@ -164,7 +174,7 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
             if current.trim() == above.trim() && passages::setext_heading(above, t).is_some() {
                 current.clear();
             }
-            flush(&mut current, &mut out, &mut attachable, at);
+            flush(&mut current, &mut out, &mut attachable, &mut item, at);
             attachable = false;
             above = line;
             continue;
@@ -194,18 +204,25 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
         match text {
             Some(text) if !text.is_empty() => {
                 if list_prefix(t).is_some() && !code_file {
-                    flush(&mut current, &mut out, &mut attachable, at);
+                    flush(&mut current, &mut out, &mut attachable, &mut item, at);
+                    item = true;
                 }
                 current.push(' ');
                 current.push_str(text);
             }
             _ => {
-                flush(&mut current, &mut out, &mut attachable, at);
+                flush(&mut current, &mut out, &mut attachable, &mut item, at);
                 attachable = false;
             }
         }
     }
-    flush(&mut current, &mut out, &mut attachable, lines.len());
+    flush(
+        &mut current,
+        &mut out,
+        &mut attachable,
+        &mut item,
+        lines.len(),
+    );
     if !code_file {
         for unit in &mut out {
             if unit.code.is_none()
@@ -494,6 +511,8 @@ struct Sentence {
     copyable: bool,
     /// The paragraph (or list item) it is in, counted over all the passages.
     unit: usize,
+    /// Its paragraph is a list item.
+    item: bool,
 }
 
 /// For a bench that locates answers (`RUST_LOG=patchwise::research::extractive=debug`): every
@@ -555,6 +574,7 @@ fn all_sentences(sources: &[SourceRecord]) -> Vec<Sentence> {
                     answer,
                     copyable: answer || ended,
                     unit: at,
+                    item: unit.item,
                 });
             }
         }
@@ -778,8 +798,9 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
 /// leads to.
 fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
     let mut text = String::new();
-    for i in in_context(pool, picked) {
+    for (i, with_code) in in_context(pool, picked) {
         let c = &pool[i].candidate;
+        let code = c.code.as_ref().filter(|_| with_code);
         let sentence = unreference(&unrole(&c.sentence));
         // A lead-in keeps its colon after its marker, with its code or without it (a block
         // too long to quote); a list item that leads to code without one gets one, and a
@@ -787,11 +808,11 @@ fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
         let t = sentence.trim_end();
         let (body, colon) = match t.strip_suffix(':') {
             Some(lead) => (lead.trim_end(), ":"),
-            None if c.code.is_none() || t.ends_with(['.', '!']) => (t, ""),
+            None if code.is_none() || t.ends_with(['.', '!']) => (t, ""),
             None => (t, ":"),
         };
         text.push_str(&format!("{body} [{}]{colon}\n\n", c.n));
-        if let Some(code) = &c.code {
+        if let Some(code) = code {
             text.push_str(&format!("{}\n\n", code.trim()));
         }
     }
@@ -933,12 +954,17 @@ const AFTER_MOST: usize = 2;
 /// reads on needs before it. Two readers of direnv's and Hatch's reports (2026-12-03) found
 /// "You should use this …", "Also like scripts, …" and "Additionally, …" printed without
 /// what they refer to, and a sentence printed before the one it follows ("If the file exists"
-/// before "Before each prompt …").
-fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
+/// before "Before each prompt …"). A list item's first sentence is printed after the list's
+/// lead-in ([`list_lead_in`]), and a lead-in printed for the items picked from its list is
+/// printed without the list (the `bool`: whether a sentence's code is printed with it).
+fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
     let mut all: Vec<usize> = Vec::new();
+    // The lead-ins printed for an item of their list.
+    let mut leads: Vec<usize> = Vec::new();
     for &i in picked {
         let mut before: Vec<usize> = Vec::new();
-        if pool.get(i).is_some_and(|x| reads_on(&x.candidate.sentence)) {
+        let mut lead_in = list_lead_in(pool, i);
+        if lead_in.is_none() && pool.get(i).is_some_and(|x| reads_on(&x.candidate.sentence)) {
             let unit = pool[i].unit;
             let start = (0..i).rev().take_while(|&j| pool[j].unit == unit).last();
             match start {
@@ -975,6 +1001,14 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
                 }
             }
         }
+        // An item's later sentence, printed after the item's first: the list's lead-in too.
+        if lead_in.is_none() {
+            lead_in = before.first().and_then(|&f| list_lead_in(pool, f));
+        }
+        if let Some(j) = lead_in {
+            before.insert(0, j);
+            leads.push(j);
+        }
         // The rest of its paragraph, up to [`AFTER_MOST`] sentences: documentation answers in
         // paragraphs, and the sentence that names the command or the setting most often
         // follows the one that says what it is for.
@@ -1008,7 +1042,43 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
             i,
         )
     });
-    all
+    // A list's lead-in printed for its item leads to the items printed, not to the whole list.
+    all.into_iter()
+        .map(|i| {
+            let for_items = !picked.contains(&i) && leads.contains(&i);
+            (i, !for_items)
+        })
+        .collect()
+}
+
+/// How many sentences of a list at most lie between an item that opens and the list's lead-in
+/// ([`list_lead_in`]).
+const ITEMS_BACK: usize = 12;
+
+/// The lead-in of the list whose item sentence `i` opens: the sentence before the list, in the
+/// same passage, when it leads in ([`leads_in`]: "There are three possible locations for a
+/// `languages.toml` file:"), at most [`ITEMS_BACK`] sentences of the list back. An item alone
+/// often says which one it is and not of what: Helix's reports (2026-12-04) printed "In the
+/// Helix source code, which lives in the Helix repository" and "In a `.helix` folder in your
+/// project", two of the three places a `languages.toml` file is read from, without the
+/// sentence that says so.
+fn list_lead_in(pool: &[Sentence], i: usize) -> Option<usize> {
+    let x = pool.get(i)?;
+    if !x.item || (i > 0 && pool[i - 1].unit == x.unit) {
+        return None;
+    }
+    let mut j = i;
+    for _ in 0..=ITEMS_BACK {
+        j = j.checked_sub(1)?;
+        let y = &pool[j];
+        if y.candidate.n != x.candidate.n {
+            return None;
+        }
+        if !y.item {
+            return leads_in(&y.candidate.sentence).then_some(j);
+        }
+    }
+    None
 }
 
 /// The sentences a model picks from, at most: the part's likeliest answers, best first.
@@ -1541,9 +1611,10 @@ mod tests {
             "[1] Vim will not open an empty file when you terminate fzf with <kbd>CTRL-C</kbd>\n[1] restart the server when files change",
             &sources,
         );
+        // After the list's lead-in (without the list: the item printed is the one copied).
         assert_eq!(
             text,
-            "Vim will not open an empty file when you terminate fzf with <kbd>CTRL-C</kbd> [1]"
+            "Compared to the seemingly equivalent command substitution `vim \"$(fzf)\"`, this approach has several advantages [1]:\n\nVim will not open an empty file when you terminate fzf with <kbd>CTRL-C</kbd> [1]"
         );
         // A list item that leads to its code without a colon is quoted with it.
         let sources = vec![source(
@@ -1707,6 +1778,37 @@ mod tests {
         );
         assert_eq!(
             copied("The cache is never shared.", &long),
+            "The cache is never shared. [1]"
+        );
+    }
+
+    #[test]
+    fn a_list_item_is_printed_after_the_list_s_lead_in() {
+        // Helix's book (2026-12-04): two items printed without the sentence that says what
+        // they list.
+        let languages = [source(
+            "book/src/languages.md",
+            "## `languages.toml` files\n\nThere are three possible locations for a `languages.toml` file:\n\n1. In the Helix source code, which lives in the\n   [Helix repository](https://github.com/helix-editor/helix/blob/master/languages.toml).\n   It provides the default configurations for languages and language servers.\n\n2. In your [configuration directory](./configuration.md). This overrides values\n   from the built-in language configuration. For example, to disable\n   auto-formatting for Rust:\n\n   ```toml\n   # in <config_dir>/helix/languages.toml\n\n   [[language]]\n   name = \"rust\"\n   auto-format = false\n   ```\n\n3. In a `.helix` folder in your project. Language configuration may also be\n   overridden local to a project by creating a `languages.toml` file in a\n   `.helix` folder.\n",
+        )];
+        assert_eq!(
+            copied("In a `.helix` folder in your project.", &languages),
+            "There are three possible locations for a `languages.toml` file [1]:\n\nIn a `.helix` folder in your project. [1]\n\nLanguage configuration may also be overridden local to a project by creating a `languages.toml` file in a `.helix` folder. [1]"
+        );
+        // An item's later sentence that reads on: the item's first, and the lead-in.
+        assert_eq!(
+            copied(
+                "It provides the default configurations for languages and language servers.",
+                &languages
+            ),
+            "There are three possible locations for a `languages.toml` file [1]:\n\nIn the Helix source code, which lives in the [Helix repository](https://github.com/helix-editor/helix/blob/master/languages.toml). [1]\n\nIt provides the default configurations for languages and language servers. [1]"
+        );
+        // A list with no lead-in: the item alone.
+        let plain = [source(
+            "docs/cache.md",
+            "# Cache\n\nThe cache is kept per user.\n\n- Entries expire after a day.\n- The cache is never shared.\n",
+        )];
+        assert_eq!(
+            copied("The cache is never shared.", &plain),
             "The cache is never shared. [1]"
         );
     }
