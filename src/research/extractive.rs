@@ -963,8 +963,7 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
     let mut leads: Vec<usize> = Vec::new();
     for &i in picked {
         let mut before: Vec<usize> = Vec::new();
-        let mut lead_in = list_lead_in(pool, i);
-        if lead_in.is_none() && pool.get(i).is_some_and(|x| reads_on(&x.candidate.sentence)) {
+        if pool.get(i).is_some_and(|x| reads_on(&x.candidate.sentence)) {
             let unit = pool[i].unit;
             let start = (0..i).rev().take_while(|&j| pool[j].unit == unit).last();
             match start {
@@ -1001,12 +1000,13 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
                 }
             }
         }
-        // An item's later sentence, printed after the item's first: the list's lead-in too.
-        if lead_in.is_none() {
-            lead_in = before.first().and_then(|&f| list_lead_in(pool, f));
-        }
-        if let Some(j) = lead_in {
-            before.insert(0, j);
+        // An item printed (the one picked, or one before it that it reads on from) comes
+        // after its list's lead-in.
+        let items: Vec<usize> = before.iter().copied().chain([i]).collect();
+        if let Some(j) = items.iter().find_map(|&k| list_lead_in(pool, k)) {
+            if !before.contains(&j) {
+                before.insert(0, j);
+            }
             leads.push(j);
         }
         // The rest of its paragraph, up to [`AFTER_MOST`] sentences: documentation answers in
@@ -1042,12 +1042,27 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
             i,
         )
     });
-    // A list's lead-in printed for its item leads to the items printed, not to the whole list.
-    all.into_iter()
-        .map(|i| {
-            let for_items = !picked.contains(&i) && leads.contains(&i);
-            (i, !for_items)
-        })
+    // A list's lead-in printed for its item leads to the items printed, not to the whole list;
+    // a lead-in picked itself is printed with its list when the list is short enough to quote
+    // (its code), and then the list's items are not printed again under it.
+    let with_code = |i: usize| picked.contains(&i) || !leads.contains(&i);
+    let list_of = |k: usize| {
+        let first = (0..k)
+            .rev()
+            .take_while(|&f| pool[f].unit == pool[k].unit)
+            .last()
+            .unwrap_or(k);
+        list_lead_in(pool, first)
+    };
+    let quoted_whole = |k: usize| {
+        pool[k].item
+            && list_of(k).is_some_and(|j| {
+                j != k && all.contains(&j) && with_code(j) && pool[j].candidate.code.is_some()
+            })
+    };
+    all.iter()
+        .filter(|&&k| !quoted_whole(k))
+        .map(|&i| (i, with_code(i)))
         .collect()
 }
 
@@ -1801,6 +1816,24 @@ mod tests {
                 &languages
             ),
             "There are three possible locations for a `languages.toml` file [1]:\n\nIn the Helix source code, which lives in the [Helix repository](https://github.com/helix-editor/helix/blob/master/languages.toml). [1]\n\nIt provides the default configurations for languages and language servers. [1]"
+        );
+        // chezmoi's FAQ: an item that reads on from the one before it gets both and the
+        // lead-in; a lead-in picked with an item of its list is printed with the list, and
+        // the item not again.
+        let faq = [source(
+            "docs/user-guide/frequently-asked-questions/encryption.md",
+            "## How to re-encrypt encrypted files\n\nTo rotate from an expired GPG key to its replacement, or change from GPG to age\nencryption, the following steps can be used:\n\n1. Make sure you have applied all encrypted files.\n2. Update chezmoi configuration to use the new encryption method.\n3. Remove all encrypted files from the state via `chezmoi forget` or `chezmoi unmanage`.\n4. Add them back with `chezmoi add --encrypt`.\n\n### Example: Migrate from GPG to age\n",
+        )];
+        assert_eq!(
+            copied("Add them back with `chezmoi add --encrypt`.", &faq),
+            "To rotate from an expired GPG key to its replacement, or change from GPG to age encryption, the following steps can be used [1]:\n\nRemove all encrypted files from the state via `chezmoi forget` or `chezmoi unmanage`. [1]\n\nAdd them back with `chezmoi add --encrypt`. [1]"
+        );
+        assert_eq!(
+            copied(
+                "[1] To rotate from an expired GPG key to its replacement, or change from GPG to age encryption, the following steps can be used:\n[1] Add them back with `chezmoi add --encrypt`.",
+                &faq
+            ),
+            "To rotate from an expired GPG key to its replacement, or change from GPG to age encryption, the following steps can be used [1]:\n\n```text\n1. Make sure you have applied all encrypted files.\n2. Update chezmoi configuration to use the new encryption method.\n3. Remove all encrypted files from the state via `chezmoi forget` or `chezmoi unmanage`.\n4. Add them back with `chezmoi add --encrypt`.\n```"
         );
         // A list with no lead-in: the item alone.
         let plain = [source(
