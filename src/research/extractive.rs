@@ -37,6 +37,8 @@ struct Unit {
     code: Option<String>,
     /// A list item (its first line has a list marker).
     item: bool,
+    /// A code block or an include marker follows it, with only blank lines between.
+    block: bool,
     /// The line of the passage after the unit's last.
     next: usize,
 }
@@ -96,6 +98,7 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
                 text: current.trim().to_owned(),
                 code: None,
                 item: *item,
+                block: false,
                 next,
             });
             *attachable = true;
@@ -122,6 +125,9 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
                 continue;
             }
             FenceLine::Close => {
+                if attachable && let Some(last) = out.last_mut() {
+                    last.block = true;
+                }
                 if let Some(mut b) = block.take() {
                     b.push_str(t);
                     if attachable
@@ -151,6 +157,9 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
         // example of the paragraph it follows, as a fenced block would be.
         if !code_file && includes::is_marker(t) {
             flush(&mut current, &mut out, &mut attachable, &mut item, at);
+            if attachable && let Some(last) = out.last_mut() {
+                last.block = true;
+            }
             if attachable
                 && let Some(last) = out.last_mut()
                 && last.code.is_none()
@@ -513,6 +522,8 @@ struct Sentence {
     unit: usize,
     /// Its paragraph is a list item.
     item: bool,
+    /// It ends its paragraph, and a code block follows ([`Unit::block`]).
+    block: bool,
 }
 
 /// For a bench that locates answers (`RUST_LOG=patchwise::research::extractive=debug`): every
@@ -575,6 +586,7 @@ fn all_sentences(sources: &[SourceRecord]) -> Vec<Sentence> {
                     copyable: answer || ended,
                     unit: at,
                     item: unit.item,
+                    block: k == last && unit.block,
                 });
             }
         }
@@ -1089,8 +1101,11 @@ fn list_lead_in(pool: &[Sentence], i: usize) -> Option<usize> {
         if y.candidate.n != x.candidate.n {
             return None;
         }
+        // A lead-in to a code block leads to the code: the list after it is another's
+        // (Textual's annotations of an example, "1. Setting this reactive attribute invokes
+        // a watcher.", after "The following app is intended to cycle through …").
         if !y.item {
-            return leads_in(&y.candidate.sentence).then_some(j);
+            return (leads_in(&y.candidate.sentence) && !y.block).then_some(j);
         }
     }
     None
@@ -1834,6 +1849,19 @@ mod tests {
                 &faq
             ),
             "To rotate from an expired GPG key to its replacement, or change from GPG to age encryption, the following steps can be used [1]:\n\n```text\n1. Make sure you have applied all encrypted files.\n2. Update chezmoi configuration to use the new encryption method.\n3. Remove all encrypted files from the state via `chezmoi forget` or `chezmoi unmanage`.\n4. Add them back with `chezmoi add --encrypt`.\n```"
+        );
+        // A list after a code block is not the list a lead-in to the code leads to: Textual's
+        // annotations of an example.
+        let reactivity = [source(
+            "docs/guide/reactivity.md",
+            "Let's look at an example.\nThe following app is intended to cycle through various greeting when you press ++space++, however it contains a bug.\n\n```python title=\"set_reactive01.py\"\n--8<-- \"docs/examples/guide/reactivity/set_reactive01.py\"\n```\n\n1. Setting this reactive attribute invokes a watcher.\n2. The watcher attempts to update a label before it is mounted.\n",
+        )];
+        assert_eq!(
+            copied(
+                "The watcher attempts to update a label before it is mounted.",
+                &reactivity
+            ),
+            "The watcher attempts to update a label before it is mounted. [1]"
         );
         // A list with no lead-in: the item alone.
         let plain = [source(
