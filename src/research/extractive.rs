@@ -20,7 +20,7 @@ use crate::edit::text::{FenceLine, Fences};
 use crate::research::includes;
 use crate::research::parts::{self, QuestionPart};
 use crate::research::passages::{self, content_stems};
-use crate::research::synthesis::{sentences, unreference, unrole};
+use crate::research::synthesis::{as_rendered, sentences};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
@@ -671,7 +671,7 @@ pub fn quote(
             if !lines.is_empty() && all.len() > 1 && best.is_some_and(|b| (h, q) < b) {
                 break;
             }
-            let sentence = unreference(&unrole(&c.sentence));
+            let sentence = as_rendered(&c.sentence);
             let mut line = format!("- {} [{}]", sentence, c.n);
             if let Some(code) = &c.code {
                 line.push_str("\n\n");
@@ -813,7 +813,7 @@ fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
     for (i, with_code) in in_context(pool, picked) {
         let c = &pool[i].candidate;
         let code = c.code.as_ref().filter(|_| with_code);
-        let sentence = unreference(&unrole(&c.sentence));
+        let sentence = as_rendered(&c.sentence);
         // A lead-in keeps its colon after its marker, with its code or without it (a block
         // too long to quote); a list item that leads to code without one gets one, and a
         // sentence ("… one of the following directories.") keeps its stop.

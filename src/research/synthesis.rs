@@ -369,7 +369,7 @@ pub fn validate_judged(
     shown: &[SourceRecord],
     rejected: &[(String, u32)],
 ) -> Validated {
-    let answer = &unreference(&unrole(answer));
+    let answer = &as_rendered(answer);
     let n_sources = shown.len();
     let asked: HashSet<String> = support::claim_stems(question).into_iter().collect();
     // A copy of the prompt's list of parts or of a part as the user wrote it: no claim, and
@@ -1408,6 +1408,66 @@ pub(crate) fn unrole(text: &str) -> String {
     out
 }
 
+/// Text with the markup of MyST, Sphinx and MkDocs written as what it renders as: roles as
+/// inline code ([`unrole`]), reference links as their text ([`unreference`]) and keys as
+/// inline code ([`unkey`]). What a report prints of a passage's sentence or of the model's
+/// answer.
+pub(crate) fn as_rendered(text: &str) -> String {
+    unkey(&unreference(&unrole(text)))
+}
+
+fn key_regex() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    citations::regex(
+        &RE,
+        r"\+\+([A-Za-z0-9][A-Za-z0-9_-]*(?:\+[A-Za-z0-9_-]+)*)\+\+",
+    )
+}
+
+/// Text with the keys of MkDocs' keys extension written as inline code: "When you hit the
+/// ++t++ key" as "When you hit the `t` key", "++ctrl+p++" as "`ctrl+p`". Textual's guide writes
+/// its keys so (`pymdownx.keys`); printed as written, "++q++" reads as neither key nor word.
+/// Left as written: code, and a pair after a letter, digit or plus ("C++").
+pub(crate) fn unkey(text: &str) -> String {
+    if !text.contains("++") {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut fences = Fences::default();
+    for line in text.split_inclusive('\n') {
+        if fences.line(line.trim_end_matches(['\n', '\r'])) != FenceLine::Outside {
+            out.push_str(line);
+            continue;
+        }
+        let ticks: Vec<usize> = line.match_indices('`').map(|(i, _)| i).collect();
+        let in_code = |at: usize| ticks.iter().filter(|t| **t < at).count() % 2 == 1;
+        let mut last = 0;
+        for caps in key_regex().captures_iter(line) {
+            let (Some(all), Some(keys)) = (caps.get(0), caps.get(1)) else {
+                continue;
+            };
+            let after_word = line[..all.start()]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '+');
+            let word_after = line[all.end()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphanumeric() || c == '+');
+            if after_word || word_after || in_code(all.start()) {
+                continue;
+            }
+            out.push_str(&line[last..all.start()]);
+            out.push('`');
+            out.push_str(keys.as_str());
+            out.push('`');
+            last = all.end();
+        }
+        out.push_str(&line[last..]);
+    }
+    out
+}
+
 fn reference_link_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     citations::regex(&RE, r"\[([^\[\]\n]+)\]\[([^\[\]\n]*)\]")
@@ -2229,6 +2289,32 @@ mod tests {
             None
         );
         assert_eq!(code_led_to("It runs [1]:\n\nNext [2].", "It runs:"), None);
+    }
+
+    #[test]
+    fn keys_are_written_as_inline_code() {
+        // Recorded in reports over Textual's guide (2026-12-04).
+        assert_eq!(
+            unkey("When you hit the ++t++ key, Textual creates a key event [2]."),
+            "When you hit the `t` key, Textual creates a key event [2]."
+        );
+        assert_eq!(
+            unkey("the standard ++ctrl+c++, ++tab++ and ++shift+tab++ bindings"),
+            "the standard `ctrl+c`, `tab` and `shift+tab` bindings"
+        );
+        for text in [
+            "Written in C++ and ++x is not a key.",
+            "Use `++q++` as written [1].",
+            "```\npress ++q++\n```",
+            "C++++ is no key either.",
+            "Nothing here [1].",
+        ] {
+            assert_eq!(unkey(text), text, "{text}");
+        }
+        assert_eq!(
+            as_rendered("Press ++q++ to use [`ModalScreen`][textual.screen.ModalScreen]."),
+            "Press `q` to use `ModalScreen`."
+        );
     }
 
     #[test]
