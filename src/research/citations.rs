@@ -15,16 +15,26 @@ use regex::{Captures, Regex};
 
 use crate::edit::text::{FenceLine, Fences};
 
-/// Applies `f` to the prose of Markdown `text` — everything outside fenced code blocks and
-/// inline code spans — and returns the text with everything else as written.
-pub fn map_prose(text: &str, mut f: impl FnMut(&str) -> String) -> String {
+/// Applies `f` to each line of Markdown `text` outside fenced code blocks (each with its line
+/// end) and returns the text with the fenced lines as written.
+pub fn map_unfenced(text: &str, mut f: impl FnMut(&str) -> String) -> String {
     let mut out = String::with_capacity(text.len());
     let mut fences = Fences::default();
     for line in text.split_inclusive('\n') {
-        if fences.line(line) != FenceLine::Outside {
+        if fences.line(line) == FenceLine::Outside {
+            out.push_str(&f(line));
+        } else {
             out.push_str(line);
-            continue;
         }
+    }
+    out
+}
+
+/// Applies `f` to the prose of Markdown `text` — everything outside fenced code blocks and
+/// inline code spans — and returns the text with everything else as written.
+pub fn map_prose(text: &str, mut f: impl FnMut(&str) -> String) -> String {
+    map_unfenced(text, |line| {
+        let mut out = String::with_capacity(line.len());
         // Inline code: a run of backticks up to the same run.
         let mut rest = line;
         while let Some(open) = rest.find('`') {
@@ -41,8 +51,8 @@ pub fn map_prose(text: &str, mut f: impl FnMut(&str) -> String) -> String {
             }
         }
         out.push_str(&f(rest));
-    }
-    out
+        out
+    })
 }
 
 /// The regex in `cell`, compiled once from `pattern` (a constant the tests compile; a pattern

@@ -977,8 +977,7 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
         let mut before: Vec<usize> = Vec::new();
         if pool.get(i).is_some_and(|x| reads_on(&x.candidate.sentence)) {
             let unit = pool[i].unit;
-            let start = (0..i).rev().take_while(|&j| pool[j].unit == unit).last();
-            match start {
+            match Some(unit_start(pool, i)).filter(|&start| start < i) {
                 Some(start) if i - start <= CONTEXT_MOST => before.extend(start..i),
                 Some(_) => {
                     let mut j = i;
@@ -1058,14 +1057,7 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
     // a lead-in picked itself is printed with its list when the list is short enough to quote
     // (its code), and then the list's items are not printed again under it.
     let with_code = |i: usize| picked.contains(&i) || !leads.contains(&i);
-    let list_of = |k: usize| {
-        let first = (0..k)
-            .rev()
-            .take_while(|&f| pool[f].unit == pool[k].unit)
-            .last()
-            .unwrap_or(k);
-        list_lead_in(pool, first)
-    };
+    let list_of = |k: usize| list_lead_in(pool, unit_start(pool, k));
     let quoted_whole = |k: usize| {
         pool[k].item
             && list_of(k).is_some_and(|j| {
@@ -1076,6 +1068,15 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
         .filter(|&&k| !quoted_whole(k))
         .map(|&i| (i, with_code(i)))
         .collect()
+}
+
+/// The first sentence of the paragraph (or list item) sentence `i` is in.
+fn unit_start(pool: &[Sentence], i: usize) -> usize {
+    (0..i)
+        .rev()
+        .take_while(|&j| pool[j].unit == pool[i].unit)
+        .last()
+        .unwrap_or(i)
 }
 
 /// How many sentences of a list at most lie between an item that opens and the list's lead-in
@@ -1091,7 +1092,7 @@ const ITEMS_BACK: usize = 12;
 /// sentence that says so.
 fn list_lead_in(pool: &[Sentence], i: usize) -> Option<usize> {
     let x = pool.get(i)?;
-    if !x.item || (i > 0 && pool[i - 1].unit == x.unit) {
+    if !x.item || unit_start(pool, i) != i {
         return None;
     }
     let mut j = i;
