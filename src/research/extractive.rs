@@ -1079,13 +1079,9 @@ fn unit_start(pool: &[Sentence], i: usize) -> usize {
         .unwrap_or(i)
 }
 
-/// How many sentences of a list at most lie between an item that opens and the list's lead-in
-/// ([`list_lead_in`]).
-const ITEMS_BACK: usize = 12;
-
 /// The lead-in of the list whose item sentence `i` opens: the sentence before the list, in the
 /// same passage, when it leads in ([`leads_in`]: "There are three possible locations for a
-/// `languages.toml` file:"), at most [`ITEMS_BACK`] sentences of the list back. An item alone
+/// `languages.toml` file:"), however long the list (a passage is a few hundred tokens). An item alone
 /// often says which one it is and not of what: Helix's reports (2026-12-04) printed "In the
 /// Helix source code, which lives in the Helix repository" and "In a `.helix` folder in your
 /// project", two of the three places a `languages.toml` file is read from, without the
@@ -1095,9 +1091,7 @@ fn list_lead_in(pool: &[Sentence], i: usize) -> Option<usize> {
     if !x.item || unit_start(pool, i) != i {
         return None;
     }
-    let mut j = i;
-    for _ in 0..=ITEMS_BACK {
-        j = j.checked_sub(1)?;
+    for j in (0..i).rev() {
         let y = &pool[j];
         if y.candidate.n != x.candidate.n {
             return None;
