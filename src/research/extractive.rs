@@ -2000,6 +2000,26 @@ mod tests {
     }
 
     #[test]
+    fn a_restructured_text_lead_in_is_quoted_with_its_literal_block() {
+        // Requests' quickstart: the passage as `passages::split` cuts an `.rst` page.
+        let page = "Passing Parameters In URLs\n--------------------------\n\nRequests allows you to provide these arguments as a dictionary of strings,\nusing the ``params`` keyword argument. As an example, you would use the\nfollowing code::\n\n    >>> payload = {'key1': 'value1', 'key2': 'value2'}\n    >>> r = requests.get('https://httpbin.org/get', params=payload)\n\nNote that any dictionary key whose value is ``None`` will not be added.\n";
+        let passage = &passages::split("docs/user/quickstart.rst", page)[0];
+        let sources = [source("docs/user/quickstart.rst", &passage.text)];
+        assert_eq!(
+            copied("As an example, you would use the following code:", &sources),
+            "As an example, you would use the following code [1]:\n\n```pycon\n>>> payload = {'key1': 'value1', 'key2': 'value2'}\n>>> r = requests.get('https://httpbin.org/get', params=payload)\n```"
+        );
+        let said: Vec<String> = all_sentences(&sources)
+            .into_iter()
+            .map(|s| s.candidate.sentence)
+            .collect();
+        assert!(
+            said.iter().all(|s| !s.contains(">>>") && !s.contains("``")),
+            "{said:?}"
+        );
+    }
+
+    #[test]
     fn a_setext_heading_is_no_sentence() {
         // direnv's man page: its title over "=" was listed and quoted as a sentence.
         let sources = vec![source(

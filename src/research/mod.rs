@@ -29,6 +29,7 @@ pub mod meaning;
 pub mod parts;
 pub mod passages;
 pub mod report;
+pub mod rst;
 mod run;
 pub mod sources;
 pub mod support;

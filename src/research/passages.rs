@@ -18,6 +18,7 @@ const MIN_CHARS: usize = 300;
 pub use crate::store::Passage;
 
 use crate::edit::text::{FenceLine, Fences};
+use crate::research::rst;
 
 /// Whether `path` is prose (headings are Markdown `#` lines) rather than code.
 pub fn is_prose(path: &str) -> bool {
@@ -42,6 +43,14 @@ struct Block {
 
 /// Cuts `text` (the file at `path`) into passages.
 pub fn split(path: &str, text: &str) -> Vec<Passage> {
+    // reStructuredText is read as the Markdown it renders as, line for line (`research::rst`).
+    let markdown;
+    let text = if rst::is_rst(path) {
+        markdown = rst::as_markdown(text);
+        markdown.as_str()
+    } else {
+        text
+    };
     let lines: Vec<&str> = text.lines().collect();
     let prose = is_prose(path);
     let blocks = blocks(&lines, prose);
@@ -905,6 +914,28 @@ mod tests {
         assert_eq!(passages[1].start_line, 5);
         assert_eq!(passages[2].heading, "Cache › Sizes");
         assert_eq!(passages[2].end_line, 17);
+    }
+
+    #[test]
+    fn restructured_text_titles_head_passages_and_its_literal_blocks_are_code() {
+        // Requests' quickstart, shortened: read as Markdown, line for line (`research::rst`).
+        let text = ".. _quickstart:\n\nQuickstart\n==========\n\nEager to get started? This page gives a good introduction.\n\nMake a Request\n--------------\n\nBegin by importing the Requests module::\n\n    >>> import requests\n\nNow, we have a :class:`Response <requests.Response>` object called ``r``.\n";
+        let passages = split("docs/user/quickstart.rst", text);
+        let headings: Vec<&str> = passages.iter().map(|p| p.heading.as_str()).collect();
+        assert_eq!(
+            headings,
+            ["Quickstart", "Quickstart › Make a Request"],
+            "{passages:#?}"
+        );
+        assert_eq!(passages[0].start_line, 3);
+        assert_eq!(passages[1].start_line, 8);
+        assert_eq!(passages[1].end_line, 15);
+        assert_eq!(
+            passages[1].text,
+            "## Make a Request\n\n\nBegin by importing the Requests module:\n```pycon\n>>> import requests\n```\nNow, we have a `Response` object called `r`."
+        );
+        // The same page as Markdown is read as written.
+        assert_eq!(split("quickstart.md", text)[0].heading, "");
     }
 
     #[test]

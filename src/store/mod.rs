@@ -526,6 +526,11 @@ UPDATE passage_file SET mtime_ns = -1;
     r#"
 UPDATE passage_file SET mtime_ns = -1;
 "#,
+    // 12: reStructuredText is read as the Markdown it renders as (`research::rst`): its pages
+    // are read again on the next search.
+    r#"
+UPDATE passage_file SET mtime_ns = -1 WHERE path LIKE '%.rst' OR path LIKE '%.rest';
+"#,
 ];
 
 /// The `answered` column: what became of the model's sentences and the parts of the question.

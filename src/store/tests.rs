@@ -333,9 +333,9 @@ fn a_roots_ranking_does_not_depend_on_other_roots() {
 }
 
 #[test]
-fn a_library_indexed_before_setext_headings_reads_every_file_again() {
-    // As after the newest migration that changes how passages are cut (a lead-in with its
-    // block): every file is read again.
+fn a_library_indexed_before_restructured_text_was_read_as_markdown_reads_its_pages_again() {
+    // As after the newest migration that changes how passages are cut (reStructuredText read
+    // as Markdown): its pages are read again, other files are not.
     use passages::{FileStamp, IndexedFile};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lib.sqlite3");
@@ -343,19 +343,23 @@ fn a_library_indexed_before_setext_headings_reads_every_file_again() {
         mtime_ns: 7,
         size: 10,
     };
+    let file = |path: &str, text: &str| IndexedFile {
+        path: path.to_owned(),
+        stamp,
+        passages: vec![Passage {
+            heading: String::new(),
+            start_line: 1,
+            end_line: 2,
+            text: text.to_owned(),
+        }],
+    };
     {
         let library = Library::open(&path).unwrap();
-        let file = IndexedFile {
-            path: "man/direnv.1.md".to_owned(),
-            stamp,
-            passages: vec![Passage {
-                heading: String::new(),
-                start_line: 1,
-                end_line: 2,
-                text: "NAME\n----".to_owned(),
-            }],
-        };
-        library.update_passages("/w", &[file], &[]).unwrap();
+        let files = [
+            file("docs/quickstart.rst", "Quickstart\n=========="),
+            file("man/direnv.1.md", "NAME\n----"),
+        ];
+        library.update_passages("/w", &files, &[]).unwrap();
         library
             .lock()
             .pragma_update(None, "user_version", SCHEMA_VERSION - 1)
@@ -363,10 +367,17 @@ fn a_library_indexed_before_setext_headings_reads_every_file_again() {
     }
     let library = Library::open(&path).unwrap();
     let known = library.passage_files("/w").unwrap();
-    assert_ne!(known["man/direnv.1.md"], stamp, "read again as if changed");
+    assert_ne!(
+        known["docs/quickstart.rst"], stamp,
+        "read again as if changed"
+    );
+    assert_eq!(known["man/direnv.1.md"], stamp, "not read again");
     // Its passages are still found until then.
     assert_eq!(
-        library.search_passages("/w", "\"name\"", 5).unwrap().len(),
+        library
+            .search_passages("/w", "\"quickstart\"", 5)
+            .unwrap()
+            .len(),
         1
     );
 }
