@@ -134,6 +134,20 @@ fn indent(line: &str) -> usize {
     n
 }
 
+/// Where the text of `line` starts: after a list item's marker (`1.  First, …` → 4), the
+/// indentation a literal block inside the item is measured from.
+fn text_indent(line: &str) -> usize {
+    static MARKER: OnceLock<Regex> = OnceLock::new();
+    let marker = MARKER.get_or_init(|| {
+        Regex::new(r"^[ \t]*(?:[-*+•]|#\.|\d{1,3}[.)]|\(\d{1,3}\)|[A-Za-z][.)])[ \t]+")
+            .expect("list marker pattern")
+    });
+    match marker.find(line) {
+        Some(m) => indent(line) + line[..m.end()].trim_start().chars().count(),
+        None => indent(line),
+    }
+}
+
 fn blank(line: &str) -> bool {
     line.trim().is_empty()
 }
@@ -301,7 +315,7 @@ fn convert(lines: &[String], styles: &mut Vec<(char, bool)>, page_end: bool) -> 
         while end + 1 < n && !blank(&lines[end + 1]) {
             end += 1;
         }
-        let base = indent(line);
+        let base = text_indent(line);
         if after_blank && t.starts_with(">>>") {
             // A doctest block: a paragraph of an interactive session.
             if i > 0 && out[i - 1].is_empty() {
@@ -367,6 +381,13 @@ fn paragraph_line(line: &str) -> String {
     }
     if let Some(rest) = t.strip_prefix("#. ") {
         return format!("{lead}1. {rest}");
+    }
+    // A field (`:type: boolean`) as the page shows it, its name before a colon.
+    if let Some((name, value)) = t.strip_prefix(':').and_then(|r| r.split_once(": "))
+        && !name.is_empty()
+        && !name.contains(['`', ':'])
+    {
+        return format!("{lead}{name}: {value}");
     }
     format!("{lead}{t}")
 }
@@ -501,7 +522,17 @@ fn explicit(
     }
     if object && !argument.is_empty() {
         let signature = format!("`{}`", argument.replace('`', ""));
-        let at = body_first.unwrap_or(i);
+        // Before the first paragraph of the description, past a field list of its type and
+        // default (`:type: boolean` in mypy's `.. confval::`).
+        let at = body_first
+            .and_then(|first| {
+                (first..=end).find(|k| {
+                    let t = lines[*k].trim();
+                    !t.is_empty() && !t.starts_with(':') && blank(&lines[*k - 1])
+                })
+            })
+            .or(body_first)
+            .unwrap_or(i);
         out[at] = if out[at].trim().is_empty() {
             signature
         } else {
@@ -779,6 +810,17 @@ mod tests {
                 "API](https://dev.twitter.com/streaming). Simply"
             ]
         );
+    }
+
+    #[test]
+    fn a_literal_block_inside_a_list_item_is_measured_from_the_item_s_text() {
+        // Recorded from mypy's "Running mypy": the item's next paragraph is not code.
+        let page = "1.  First, you can pass in paths. For example::\n\n        $ mypy file_1.py\n\n    The above command tells mypy to check them.\n\n- Use::\n\n    x\n";
+        let out = lines_of(page);
+        assert_eq!(out[0], "1.  First, you can pass in paths. For example:");
+        assert_eq!(&out[1..4], ["```", "$ mypy file_1.py", "```"]);
+        assert_eq!(out[4], "    The above command tells mypy to check them.");
+        assert_eq!(&out[6..], ["- Use:", "```", "x", "```"]);
     }
 
     #[test]
