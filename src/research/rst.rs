@@ -219,9 +219,12 @@ fn dedented(lines: &[String], from: usize, to: usize) -> Vec<String> {
 }
 
 /// Where a code block is written: its lines `first..=last`, the line its opening fence takes
-/// (`first - 1`, blank or the directive's own), and whether `lines` end where the page ends.
+/// (`first - 1`, blank or the directive's own), the first line before the block that holds
+/// nothing to show (the directive's line, else the opener), and whether `lines` end where the
+/// page ends.
 struct Block<'a> {
     opener: usize,
+    free: usize,
     first: usize,
     last: usize,
     lang: &'a str,
@@ -230,11 +233,15 @@ struct Block<'a> {
 
 /// Writes the code block `b` (its lines less their indentation) fenced into `out`: the opening
 /// fence on line `b.opener`, the closing one on the blank line after `b.last`, or after
-/// `b.last` at the end of the page. When neither fits (no blank line after the block), the
-/// lines are left as they are.
+/// `b.last` at the end of the page. A block that the next line follows with no blank line
+/// between (Docutils warns, and renders it: mypy's `reveal_locals()` example runs into a
+/// `.. note::`) is written a line up, when a line above it holds nothing to show, so that its
+/// last line takes the closing fence; its comments (`#     b: builtins.str`) were read as
+/// headings. Otherwise its lines are left as they are.
 fn fence(lines: &[String], out: &mut [String], b: Block<'_>) {
     let Block {
         opener,
+        free,
         first,
         last,
         lang,
@@ -246,22 +253,28 @@ fn fence(lines: &[String], out: &mut [String], b: Block<'_>) {
     } else {
         blank(&lines[closer])
     };
-    if !closes_here {
-        out[first..=last].clone_from_slice(&lines[first..=last]);
-        return;
-    }
-    out[opener] = format!("```{lang}");
-    for (k, line) in (first..=last).zip(dedented(lines, first, last)) {
-        out[k] = line;
-    }
-    if closer < lines.len() {
-        out[closer] = "```".to_owned();
+    let code = dedented(lines, first, last);
+    if closes_here {
+        out[opener] = format!("```{lang}");
+        for (k, line) in (first..=last).zip(code) {
+            out[k] = line;
+        }
+        if closer < lines.len() {
+            out[closer] = "```".to_owned();
+        } else {
+            out[last].push_str("\n```");
+        }
+    } else if opener > free {
+        out[opener - 1] = format!("```{lang}");
+        for (k, line) in (first - 1..last).zip(code) {
+            out[k] = line;
+        }
+        out[last] = "```".to_owned();
     } else {
-        out[last].push_str("\n```");
+        out[first..=last].clone_from_slice(&lines[first..=last]);
     }
 }
 
-/// `lines` rewritten (the module docs), one output line for each.
 /// `page_end`: whether `lines` end where the page does (a directive's content does not).
 fn convert(lines: &[String], styles: &mut Vec<(char, bool)>, page_end: bool) -> Vec<String> {
     let n = lines.len();
@@ -317,18 +330,32 @@ fn convert(lines: &[String], styles: &mut Vec<(char, bool)>, page_end: bool) -> 
         }
         let base = text_indent(line);
         if after_blank && t.starts_with(">>>") {
-            // A doctest block: a paragraph of an interactive session.
+            // A doctest block: a paragraph of an interactive session, with the sessions that
+            // follow it after one blank line (Requests' `json=` example is two: the fence
+            // that closed the first took the line the second would open on).
+            let mut last = end;
+            while last + 2 < n
+                && blank(&lines[last + 1])
+                && lines[last + 2].trim_start().starts_with(">>>")
+                && indent(&lines[last + 2]) == indent(line)
+            {
+                last += 2;
+                while last + 1 < n && !blank(&lines[last + 1]) {
+                    last += 1;
+                }
+            }
             if i > 0 && out[i - 1].is_empty() {
                 let b = Block {
                     opener: i - 1,
+                    free: i - 1,
                     first: i,
-                    last: end,
+                    last,
                     lang: "pycon",
                     page_end,
                 };
                 fence(lines, &mut out, b);
                 if out[i - 1].starts_with("```") {
-                    i = end + 1;
+                    i = last + 1;
                     continue;
                 }
             }
@@ -356,6 +383,7 @@ fn convert(lines: &[String], styles: &mut Vec<(char, bool)>, page_end: bool) -> 
                 };
                 let b = Block {
                     opener: first - 1,
+                    free: end + 1,
                     first,
                     last: body_last,
                     lang,
@@ -466,6 +494,7 @@ fn explicit(
         if let Some(first) = body_first {
             let b = Block {
                 opener: first - 1,
+                free: i,
                 first,
                 last: end,
                 lang: argument.split_whitespace().next().unwrap_or(""),
@@ -831,15 +860,53 @@ mod tests {
         assert_eq!(out[4], "200");
         assert_eq!(out[5], "```");
         assert_eq!(out[6], "Done.");
+        // Recorded from Requests' quickstart: two sessions in a block quote after a colon.
+        let page = "and it will be encoded automatically:\n\n    >>> payload = {'some': 'data'}\n\n    >>> r = requests.post(url, json=payload)\n\nNote, the ``json`` parameter is ignored.\n";
+        assert_eq!(
+            lines_of(page),
+            [
+                "and it will be encoded automatically:",
+                "```pycon",
+                ">>> payload = {'some': 'data'}",
+                "",
+                ">>> r = requests.post(url, json=payload)",
+                "```",
+                "Note, the `json` parameter is ignored."
+            ]
+        );
     }
 
     #[test]
-    fn a_block_with_no_blank_line_after_it_is_left_as_it_is() {
+    fn a_block_with_no_blank_line_after_it_is_fenced_a_line_up_when_it_can_be() {
+        // With one blank line above it and no line free, its lines are left as they are.
         let page = "Code::\n\n    x = 1\nNot indented.\n";
         let out = lines_of(page);
         assert_eq!(out.len(), 4);
         assert_eq!(out[2], "    x = 1");
         assert_eq!(out[3], "Not indented.");
+        // Recorded from mypy's common issues: a code block runs into the next directive.
+        let page = "Example:\n\n.. code-block:: python\n\n   a = 1\n   reveal_locals()\n   #     b: builtins.str\n.. note::\n\n    It is special.\n";
+        let out = lines_of(page);
+        assert_eq!(
+            out,
+            [
+                "Example:",
+                "",
+                "```python",
+                "a = 1",
+                "reveal_locals()",
+                "#     b: builtins.str",
+                "```",
+                "",
+                "",
+                "It is special."
+            ]
+        );
+        let passages = crate::research::passages::split("common_issues.rst", page);
+        assert!(
+            passages.iter().all(|p| p.heading.is_empty()),
+            "{passages:?}"
+        );
     }
 
     #[test]
