@@ -825,6 +825,47 @@ fn a_question_of_several_parts_is_answered_part_by_part() {
     );
 }
 
+/// A part that points back ("how do I change that") is asked with the part before it, and
+/// the model may name the same sentences for both: they are printed once, and the second part
+/// says where its answer is. Both parts count as answered by those sentences' passages.
+#[test]
+fn a_part_answered_with_the_same_sentences_as_the_part_before_is_not_printed_twice() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let retried = "Outgoing requests to upstream services are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status [1].";
+    let model = runtime
+        .block_on(ReplayServer::start(vec![
+            scripted(retried),
+            scripted(retried),
+        ]))
+        .unwrap();
+    let env = Env::with_research(Some(&model.url()), "quote_parts = false\n");
+    let (run, _) = env.json(&[
+        "how are outgoing requests retried, and how do I change that",
+        "--sources",
+        "workspace",
+    ]);
+    assert_eq!(model.requests().len(), 2, "one call a part");
+    let synthesis = run["synthesis"].as_str().unwrap();
+    assert_eq!(
+        synthesis.matches("are retried when they fail").count(),
+        1,
+        "{synthesis}"
+    );
+    assert!(
+        synthesis.contains("*The sentences printed under “how are outgoing requests retried” above answer this part too.*"),
+        "{synthesis}"
+    );
+    let parts = run["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert!(
+        parts
+            .iter()
+            .all(|p| p["answered"] == true && p["quoted"] == false),
+        "{parts:?}"
+    );
+    assert_eq!(parts[0]["sources"], parts[1]["sources"], "{parts:?}");
+}
+
 /// `[research] quote_parts`, on by default: each part's targeted pass shows the sentences of
 /// its passages likeliest to answer it, numbered, and asks the model for the numbers of those
 /// that answer; the report prints the sentences named as the passages write them, cited. A

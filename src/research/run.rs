@@ -389,6 +389,12 @@ impl Research {
                     asked = again.shown;
                     let mut said = String::new();
                     let answered_again = again.answers.len();
+                    // The paragraphs printed so far, by part: a part that points back is asked
+                    // with the part before it and may be answered with the same sentences
+                    // (Requests' "how do I fix it" after "…still fails with
+                    // `CERTIFICATE_VERIFY_FAILED`. Why", 2026-12-04), which are not printed
+                    // twice.
+                    let mut printed: Vec<(String, usize)> = Vec::new();
                     for (p, claims) in again.answers {
                         said.push_str(&format!("**{}**\n\n", all_parts[p].text));
                         let mut line = Vec::new();
@@ -419,7 +425,17 @@ impl Research {
                             }
                             paragraph.push_str(piece);
                         }
-                        said.push_str(paragraph.trim_end());
+                        let paragraph = paragraph.trim_end().to_owned();
+                        match printed.iter().find(|(text, _)| *text == paragraph) {
+                            Some((_, earlier)) => said.push_str(&format!(
+                                "*The sentences printed under “{}” above answer this part too.*",
+                                opening_words(&all_parts[*earlier].text)
+                            )),
+                            None => {
+                                said.push_str(&paragraph);
+                                printed.push((paragraph, p));
+                            }
+                        }
                         said.push_str("\n\n");
                         missing.retain(|m| *m != p);
                     }
@@ -1297,6 +1313,16 @@ fn cite_line(text: &str, sources: &[u32], attributed: bool, leads_to_code: bool)
         "{body} {markers}{label}{}",
         if end.is_empty() { "." } else { end }
     )
+}
+
+/// The first words of a part, to name it: at most eight, then "…".
+fn opening_words(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.len() <= 8 {
+        words.join(" ")
+    } else {
+        format!("{} …", words[..8].join(" "))
+    }
 }
 
 /// `line` (a quoted sentence ending in ` [n]`, maybe followed by its code example) with its
