@@ -45,7 +45,7 @@ struct Block {
 pub fn split(path: &str, text: &str) -> Vec<Passage> {
     // reStructuredText is read as the Markdown it renders as, line for line (`research::rst`).
     let markdown;
-    let text = if rst::is_rst(path) {
+    let text = if rst::is_rst(path, text) {
         markdown = rst::as_markdown(text);
         markdown.as_str()
     } else {

@@ -28,10 +28,31 @@ use std::sync::OnceLock;
 
 use regex::{Captures, Regex};
 
-/// Whether `path` is reStructuredText by its extension.
-pub fn is_rst(path: &str) -> bool {
+/// Whether the page at `path` is reStructuredText: by its extension, or a `.txt` page whose
+/// text shows it (Django's documentation is reStructuredText in `.txt` files): two of a
+/// directive (`.. note::`), a target (`.. _name:`), a role (`:ref:`…``) and an inline literal
+/// (``` ``x`` ```), which plain text does not write.
+pub fn is_rst(path: &str, text: &str) -> bool {
     let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
-    matches!(ext.as_deref(), Some("rst" | "rest"))
+    match ext.as_deref() {
+        Some("rst" | "rest") => true,
+        Some("txt") => looks_like_rst(text),
+        _ => false,
+    }
+}
+
+fn looks_like_rst(text: &str) -> bool {
+    static SIGNS: OnceLock<[Regex; 4]> = OnceLock::new();
+    let signs = SIGNS.get_or_init(|| {
+        [
+            r"(?m)^\s*\.\. [A-Za-z][\w:.+-]*::",
+            r"(?m)^\.\. _[^:\n]+:\s*$",
+            r":[A-Za-z][\w:.+-]*:`[^`\n]+`",
+            r"``[^`\n]+``",
+        ]
+        .map(|p| Regex::new(p).expect("reStructuredText sign pattern"))
+    });
+    signs.iter().filter(|sign| sign.is_match(text)).count() >= 2
 }
 
 /// `text` (a reStructuredText page) as Markdown with the same lines (module docs).
@@ -907,6 +928,22 @@ mod tests {
             passages.iter().all(|p| p.heading.is_empty()),
             "{passages:?}"
         );
+    }
+
+    #[test]
+    fn a_txt_page_is_read_as_restructured_text_only_when_its_text_shows_it() {
+        // Recorded from Django's docs (topics/http/sessions.txt), shortened.
+        let django = ".. _topics-http-sessions:\n\n===================\nHow to use sessions\n===================\n\nUse :class:`~django.contrib.sessions.middleware.SessionMiddleware` and set\n``SESSION_ENGINE``.\n";
+        assert!(is_rst("docs/topics/http/sessions.txt", django));
+        assert!(is_rst("docs/a.rst", "plain"));
+        assert!(!is_rst("docs/a.md", django));
+        for plain in [
+            "Notes\n=====\n\nRun ``make`` first.\n",
+            "requirements: flask==3.0\n.. not a directive\n",
+            "",
+        ] {
+            assert!(!is_rst("notes.txt", plain), "{plain:?}");
+        }
     }
 
     #[test]

@@ -527,9 +527,10 @@ UPDATE passage_file SET mtime_ns = -1;
 UPDATE passage_file SET mtime_ns = -1;
 "#,
     // 12: reStructuredText is read as the Markdown it renders as (`research::rst`): its pages
-    // are read again on the next search.
+    // (`.rst`, and `.txt` pages that show it) are read again on the next search.
     r#"
-UPDATE passage_file SET mtime_ns = -1 WHERE path LIKE '%.rst' OR path LIKE '%.rest';
+UPDATE passage_file SET mtime_ns = -1
+    WHERE path LIKE '%.rst' OR path LIKE '%.rest' OR path LIKE '%.txt';
 "#,
 ];
 
