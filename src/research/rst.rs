@@ -59,13 +59,16 @@ fn looks_like_rst(text: &str) -> bool {
 pub fn as_markdown(text: &str) -> String {
     let lines: Vec<String> = text.lines().map(str::to_owned).collect();
     let mut styles = Vec::new();
-    let out = convert(&lines, &mut styles, true);
+    let out = convert(&lines, &mut styles, true, 0);
     let mut joined = out.join("\n");
     if text.ends_with('\n') {
         joined.push('\n');
     }
     joined
 }
+
+/// Directives inside directives read as such, at most.
+const MOST_NESTED: usize = 16;
 
 /// Directives whose content is code, shown fenced with the directive's language.
 const CODE_DIRECTIVES: &[&str] = &[
@@ -297,7 +300,13 @@ fn fence(lines: &[String], out: &mut [String], b: Block<'_>) {
 }
 
 /// `page_end`: whether `lines` end where the page does (a directive's content does not).
-fn convert(lines: &[String], styles: &mut Vec<(char, bool)>, page_end: bool) -> Vec<String> {
+/// `depth`: how many directives' contents `lines` are inside.
+fn convert(
+    lines: &[String],
+    styles: &mut Vec<(char, bool)>,
+    page_end: bool,
+    depth: usize,
+) -> Vec<String> {
     let n = lines.len();
     let mut out = vec![String::new(); n];
     let mut i = 0;
@@ -341,7 +350,7 @@ fn convert(lines: &[String], styles: &mut Vec<(char, bool)>, page_end: bool) -> 
             continue;
         }
         if t == ".." || t.starts_with(".. ") {
-            i = explicit(lines, &mut out, i, styles, page_end);
+            i = explicit(lines, &mut out, i, styles, page_end, depth);
             continue;
         }
         // A paragraph: its lines up to a blank one.
@@ -472,6 +481,7 @@ fn explicit(
     i: usize,
     styles: &mut Vec<(char, bool)>,
     page_end: bool,
+    depth: usize,
 ) -> usize {
     static DIRECTIVE: OnceLock<Regex> = OnceLock::new();
     let directive = DIRECTIVE.get_or_init(|| {
@@ -566,7 +576,18 @@ fn explicit(
         body.extend(dedented(lines, first, stop));
     }
     let stop = if body_first.is_some() { stop } else { i };
-    let converted = convert(&body, styles, page_end && stop + 1 == lines.len());
+    // Contents inside contents are read as they are past a depth no page needs: a page of
+    // directives nested thousands deep would otherwise take as many frames of the stack.
+    let converted = if depth < MOST_NESTED {
+        convert(
+            &body,
+            styles,
+            page_end && stop + 1 == lines.len(),
+            depth + 1,
+        )
+    } else {
+        body
+    };
     for (k, line) in (i..=stop).zip(converted) {
         out[k] = line;
     }
@@ -962,7 +983,12 @@ mod tests {
             "é::\n\n  ü\n",
             "x\u{2028}y\n~~~\n",
         ];
-        for page in pages {
+        // Directives nested far deeper than any page nests them.
+        let deep: String = (0..3000)
+            .map(|d| format!("{}.. note::\n\n", " ".repeat(d)))
+            .collect();
+        let pages: Vec<String> = pages.iter().map(|p| p.to_string()).chain([deep]).collect();
+        for page in &pages {
             let out = as_markdown(page);
             let expected = page.split('\n').count();
             let got = out.split('\n').count();
