@@ -28,6 +28,9 @@ use std::sync::OnceLock;
 
 use regex::{Captures, Regex};
 
+use crate::edit::text::{indent_cols, indent_of, is_blank as blank};
+use crate::research::citations::regex;
+
 /// Whether the page at `path` is reStructuredText: by its extension, or a `.txt` page whose
 /// text shows it (Django's documentation is reStructuredText in `.txt` files): two of a
 /// directive (`.. note::`), a target (`.. _name:`), a role (`:ref:`…``) and an inline literal
@@ -42,17 +45,19 @@ pub fn is_rst(path: &str, text: &str) -> bool {
 }
 
 fn looks_like_rst(text: &str) -> bool {
-    static SIGNS: OnceLock<[Regex; 4]> = OnceLock::new();
-    let signs = SIGNS.get_or_init(|| {
-        [
-            r"(?m)^\s*\.\. [A-Za-z][\w:.+-]*::",
-            r"(?m)^\.\. _[^:\n]+:\s*$",
-            r":[A-Za-z][\w:.+-]*:`[^`\n]+`",
-            r"``[^`\n]+``",
-        ]
-        .map(|p| Regex::new(p).expect("reStructuredText sign pattern"))
-    });
-    signs.iter().filter(|sign| sign.is_match(text)).count() >= 2
+    static SIGNS: [OnceLock<Regex>; 4] = [const { OnceLock::new() }; 4];
+    const PATTERNS: [&str; 4] = [
+        r"(?m)^\s*\.\. [A-Za-z][\w:.+-]*::",
+        r"(?m)^\.\. _[^:\n]+:\s*$",
+        r":[A-Za-z][\w:.+-]*:`[^`\n]+`",
+        r"``[^`\n]+``",
+    ];
+    SIGNS
+        .iter()
+        .zip(PATTERNS)
+        .filter(|(cell, pattern)| regex(cell, pattern).is_match(text))
+        .count()
+        >= 2
 }
 
 /// `text` (a reStructuredText page) as Markdown with the same lines (module docs).
@@ -145,35 +150,23 @@ const CODE_ROLES: &[&str] = &[
     "makevar", "member", "var", "any",
 ];
 
-/// The leading spaces of `line` (a tab as eight, as Docutils reads it).
+/// The columns `line` is indented by (a tab to the next multiple of eight, as Docutils reads it).
 fn indent(line: &str) -> usize {
-    let mut n = 0;
-    for c in line.chars() {
-        match c {
-            ' ' => n += 1,
-            '\t' => n = (n / 8 + 1) * 8,
-            _ => break,
-        }
-    }
-    n
+    indent_cols(indent_of(line), 8)
 }
 
 /// Where the text of `line` starts: after a list item's marker (`1.  First, …` → 4), the
 /// indentation a literal block inside the item is measured from.
 fn text_indent(line: &str) -> usize {
     static MARKER: OnceLock<Regex> = OnceLock::new();
-    let marker = MARKER.get_or_init(|| {
-        Regex::new(r"^[ \t]*(?:[-*+•]|#\.|\d{1,3}[.)]|\(\d{1,3}\)|[A-Za-z][.)])[ \t]+")
-            .expect("list marker pattern")
-    });
+    let marker = regex(
+        &MARKER,
+        r"^[ \t]*(?:[-*+•]|#\.|\d{1,3}[.)]|\(\d{1,3}\)|[A-Za-z][.)])[ \t]+",
+    );
     match marker.find(line) {
         Some(m) => indent(line) + line[..m.end()].trim_start().chars().count(),
         None => indent(line),
     }
-}
-
-fn blank(line: &str) -> bool {
-    line.trim().is_empty()
 }
 
 /// The characters a title's adornment is written with in practice (Docutils allows any
@@ -261,8 +254,8 @@ struct Block<'a> {
 /// between (Docutils warns, and renders it: mypy's `reveal_locals()` example runs into a
 /// `.. note::`) is written a line up, when a line above it holds nothing to show, so that its
 /// last line takes the closing fence; its comments (`#     b: builtins.str`) were read as
-/// headings. Otherwise its lines are left as they are.
-fn fence(lines: &[String], out: &mut [String], b: Block<'_>) {
+/// headings. Otherwise its lines are left as they are, and it returns `false`.
+fn fence(lines: &[String], out: &mut [String], b: Block<'_>) -> bool {
     let Block {
         opener,
         free,
@@ -288,14 +281,17 @@ fn fence(lines: &[String], out: &mut [String], b: Block<'_>) {
         } else {
             out[last].push_str("\n```");
         }
+        true
     } else if opener > free {
         out[opener - 1] = format!("```{lang}");
         for (k, line) in (first - 1..last).zip(code) {
             out[k] = line;
         }
         out[last] = "```".to_owned();
+        true
     } else {
         out[first..=last].clone_from_slice(&lines[first..=last]);
+        false
     }
 }
 
@@ -383,8 +379,7 @@ fn convert(
                     lang: "pycon",
                     page_end,
                 };
-                fence(lines, &mut out, b);
-                if out[i - 1].starts_with("```") {
+                if fence(lines, &mut out, b) {
                     i = last + 1;
                     continue;
                 }
@@ -419,6 +414,7 @@ fn convert(
                     lang,
                     page_end,
                 };
+                // Fenced, or left as written when no line is free for its fences.
                 fence(lines, &mut out, b);
                 i = body_last + 1;
                 continue;
@@ -484,10 +480,10 @@ fn explicit(
     depth: usize,
 ) -> usize {
     static DIRECTIVE: OnceLock<Regex> = OnceLock::new();
-    let directive = DIRECTIVE.get_or_init(|| {
-        Regex::new(r"^\.\.\s+(?:\|[^|]+\|\s+)?([A-Za-z][\w:.+-]*)::(?:\s+(.*))?$")
-            .expect("directive pattern")
-    });
+    let directive = regex(
+        &DIRECTIVE,
+        r"^\.\.\s+(?:\|[^|]+\|\s+)?([A-Za-z][\w:.+-]*)::(?:\s+(.*))?$",
+    );
     let base = indent(&lines[i]);
     let (next, last) = indented_after(lines, i, base);
     let end = last.unwrap_or(i);
@@ -564,18 +560,22 @@ fn explicit(
         _ if object => String::new(),
         _ => argument.clone(),
     };
-    // The blank line after the content goes with it, for a fence that closes there.
-    let stop = if end + 1 < lines.len() && blank(&lines[end + 1]) {
-        end + 1
-    } else {
-        end
-    };
+    // The directive's line, its options, and its content with the blank line after it, for a
+    // fence that closes there.
     let mut body = vec![opening];
-    if let Some(first) = body_first {
-        body.extend((i + 1..first).map(|_| String::new()));
-        body.extend(dedented(lines, first, stop));
-    }
-    let stop = if body_first.is_some() { stop } else { i };
+    let stop = match body_first {
+        Some(first) => {
+            let stop = if end + 1 < lines.len() && blank(&lines[end + 1]) {
+                end + 1
+            } else {
+                end
+            };
+            body.extend((i + 1..first).map(|_| String::new()));
+            body.extend(dedented(lines, first, stop));
+            stop
+        }
+        None => i,
+    };
     // Contents inside contents are read as they are past a depth no page needs: a page of
     // directives nested thousands deep would otherwise take as many frames of the stack.
     let converted = if depth < MOST_NESTED {
@@ -637,12 +637,12 @@ fn include_marker(argument: &str, options: &[(String, String)]) -> String {
 }
 
 /// A role's text as the page shows it: code roles as code, `~a.b.c` as `c`, an explicit title
-/// (`text <target>`) as its text, PEPs and RFCs by number.
-fn role(name: &str, content: &str) -> String {
+/// (`text <target>`) as its text, PEPs and RFCs by number. Also MyST's `{name}` roles in
+/// Markdown ([`crate::research::synthesis::unrole`]).
+pub(crate) fn role(name: &str, content: &str) -> String {
     let name = name.rsplit(':').next().unwrap_or(name).to_ascii_lowercase();
     static TITLED: OnceLock<Regex> = OnceLock::new();
-    let titled =
-        TITLED.get_or_init(|| Regex::new(r"(?s)^(.*?)\s*<([^<>]+)>$").expect("titled pattern"));
+    let titled = regex(&TITLED, r"(?s)^(.*?)\s*<([^<>]+)>$");
     let (text, explicit) = match titled.captures(content) {
         Some(c) if !c[1].trim().is_empty() => (c[1].trim().to_owned(), true),
         Some(c) => (c[2].trim().to_owned(), false),
@@ -671,8 +671,7 @@ fn role(name: &str, content: &str) -> String {
 /// but for their marks, and nothing inside them is read.
 pub fn inline(line: &str) -> String {
     static LITERAL: OnceLock<Regex> = OnceLock::new();
-    let literal =
-        LITERAL.get_or_init(|| Regex::new(r"(?s)``(.+?)``").expect("inline literal pattern"));
+    let literal = regex(&LITERAL, r"(?s)``(.+?)``");
     let mut out = String::with_capacity(line.len());
     let mut at = 0;
     for m in literal.captures_iter(line) {
@@ -701,20 +700,17 @@ fn markup(text: &str) -> String {
     static NAMED: OnceLock<Regex> = OnceLock::new();
     static FOOTNOTE: OnceLock<Regex> = OnceLock::new();
     static SIMPLE: OnceLock<Regex> = OnceLock::new();
-    let role_re = ROLE.get_or_init(|| {
-        Regex::new(r"(^|[^\w`:]):((?:[A-Za-z][\w.+-]*:)?[A-Za-z][\w.+-]*):`([^`]+)`")
-            .expect("role pattern")
-    });
-    let link = LINK
-        .get_or_init(|| Regex::new(r"`([^`<]*?)\s*<([^`<>]+)>`__?").expect("hyperlink pattern"));
-    let named = NAMED.get_or_init(|| Regex::new(r"`([^`]+)`__?").expect("named reference pattern"));
-    let footnote = FOOTNOTE.get_or_init(|| {
-        Regex::new(r"[ \t]?\[(?:#[\w-]*|\*|\d+|[A-Za-z][\w.-]*)\]_").expect("footnote pattern")
-    });
-    let simple = SIMPLE.get_or_init(|| {
-        Regex::new(r"\b([A-Za-z][A-Za-z0-9-]*[A-Za-z0-9])_([\s.,;:!?)]|$)")
-            .expect("simple reference pattern")
-    });
+    let role_re = regex(
+        &ROLE,
+        r"(^|[^\w`:]):((?:[A-Za-z][\w.+-]*:)?[A-Za-z][\w.+-]*):`([^`]+)`",
+    );
+    let link = regex(&LINK, r"`([^`<]*?)\s*<([^`<>]+)>`__?");
+    let named = regex(&NAMED, r"`([^`]+)`__?");
+    let footnote = regex(&FOOTNOTE, r"[ \t]?\[(?:#[\w-]*|\*|\d+|[A-Za-z][\w.-]*)\]_");
+    let simple = regex(
+        &SIMPLE,
+        r"\b([A-Za-z][A-Za-z0-9-]*[A-Za-z0-9])_([\s.,;:!?)]|$)",
+    );
     let text = role_re.replace_all(text, |c: &Captures| {
         keep_lines(&c[0], format!("{}{}", &c[1], role(&c[2], &c[3])))
     });
