@@ -20,7 +20,7 @@ use regex::Regex;
 
 use crate::edit::text::{FenceLine, Fences};
 use crate::research::parts::{self, QuestionPart};
-use crate::research::{citations, passages, plural, support};
+use crate::research::{citations, passages, plural, rst, support};
 use crate::store::{SourceRecord, SupportSummary};
 use crate::tokens::{Encoding, count_tokens, truncate_to_tokens};
 
@@ -1350,9 +1350,11 @@ fn role_regex() -> &'static Regex {
     citations::regex(&RE, r"(^|[^\w{}])\{[a-z][a-z0-9_:+-]*\}$")
 }
 
-/// Text with the roles of MyST and Sphinx Markdown written as the inline code they render as:
-/// "{func}`attrs.field`" as "`attrs.field`", "{meth}`__getstate__ <object.__getstate__>`" as
-/// "`__getstate__`" (the shown text of a role with a target). Documentation written for
+/// Text with the roles of MyST and Sphinx Markdown written as they render ([`rst::role`], the
+/// rule for reStructuredText's `:func:`…``): "{func}`attrs.field`" as "`attrs.field()`",
+/// "{meth}`__getstate__ <object.__getstate__>`" as "`__getstate__`" (the shown text of a role
+/// with a target), "{py:class}`~typing.Any`" as "`Any`", "{ref}`the glossary <terms>`" as
+/// "the glossary". Documentation written for
 /// Sphinx has them in its prose (attrs' docs, 97 times), and the model and the quoted
 /// sentences copied them into reports. Over the recorded reports, claims and passages
 /// (`scripts/bench/research-results/`) it changes 89 lines, each at a role and nowhere else. A role is a `{name}` outside inline code right before
@@ -1375,18 +1377,9 @@ pub(crate) fn unrole(text: &str) -> String {
             if let Some(caps) = role {
                 let at = caps.get(0).map_or(piece.len(), |m| m.start()) + caps[1].len();
                 rebuilt.push_str(&piece[..at]);
-                let inner = pieces[i + 1];
-                let shown = match inner
-                    .trim_end()
-                    .strip_suffix('>')
-                    .and_then(|t| t.rsplit_once(" <"))
-                {
-                    Some((shown, _)) if !shown.trim().is_empty() => shown.trim(),
-                    _ => inner.trim_start_matches('~'),
-                };
-                rebuilt.push('`');
-                rebuilt.push_str(shown);
-                rebuilt.push('`');
+                // `{name}`: the role's text as Sphinx shows it, as for reStructuredText's.
+                let name = piece[at..].trim_start_matches('{').trim_end_matches('}');
+                rebuilt.push_str(&rst::role(name, pieces[i + 1]));
                 // On with the piece after the span, outside code again.
                 i += 2;
                 continue;
@@ -2322,13 +2315,17 @@ mod tests {
         // Recorded over attrs' docs (2026-12-01), in the model's answers and in quotes.
         assert_eq!(
             unrole("you can use the `alias` argument to {func}`attrs.field` [1]."),
-            "you can use the `alias` argument to `attrs.field` [1]."
+            "you can use the `alias` argument to `attrs.field()` [1]."
         );
         assert_eq!(
             unrole(
                 "Slotted classes must implement {meth}`__getstate__ <object.__getstate__>` and {py:class}`~typing.Any`."
             ),
-            "Slotted classes must implement `__getstate__` and `typing.Any`."
+            "Slotted classes must implement `__getstate__` and `Any`."
+        );
+        assert_eq!(
+            unrole("See {ref}`the glossary <terms>` and {doc}`install`."),
+            "See the glossary and install."
         );
         // Code is left as it is, and so is text without roles.
         let code = "```python\nx = f\"{a}`b`\"\n```";
