@@ -826,8 +826,9 @@ fn a_question_of_several_parts_is_answered_part_by_part() {
 }
 
 /// A part that points back ("how do I change that") is asked with the part before it, and
-/// the model may name the same sentences for both: they are printed once, and the second part
-/// says where its answer is. Both parts count as answered by those sentences' passages.
+/// the model may name the same sentences for both: they are printed once, listed once among the
+/// claims, and the second part says where its answer is. Both parts count as answered by those
+/// sentences' passages.
 #[test]
 fn a_part_answered_with_the_same_sentences_as_the_part_before_is_not_printed_twice() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -864,6 +865,8 @@ fn a_part_answered_with_the_same_sentences_as_the_part_before_is_not_printed_twi
         "{parts:?}"
     );
     assert_eq!(parts[0]["sources"], parts[1]["sources"], "{parts:?}");
+    let claims = run["claims"].as_array().unwrap();
+    assert_eq!(claims.len(), 1, "the sentence is one claim: {claims:?}");
 }
 
 /// `[research] quote_parts`, on by default: each part's targeted pass shows the sentences of

@@ -398,6 +398,7 @@ impl Research {
                     for (p, claims) in again.answers {
                         said.push_str(&format!("**{}**\n\n", all_parts[p].text));
                         let mut line = Vec::new();
+                        let mut kept = Vec::new();
                         for (mut claim, code) in claims {
                             claim.sources = claim.sources.into_iter().map(&mut renumber).collect();
                             let cited = cite_line(
@@ -415,7 +416,7 @@ impl Research {
                                     answered[p].push(*n);
                                 }
                             }
-                            validated.claims.push(claim);
+                            kept.push(claim);
                         }
                         // Sentences run on in a paragraph; after a code block, a new one.
                         let mut paragraph = String::new();
@@ -426,6 +427,8 @@ impl Research {
                             paragraph.push_str(piece);
                         }
                         let paragraph = paragraph.trim_end().to_owned();
+                        // Their claims are listed once too: the report's claims and its
+                        // supported share count each sentence printed, not each part it answers.
                         match printed.iter().find(|(text, _)| *text == paragraph) {
                             Some((_, earlier)) => said.push_str(&format!(
                                 "*The sentences printed under “{}” above answer this part too.*",
@@ -434,6 +437,7 @@ impl Research {
                             None => {
                                 said.push_str(&paragraph);
                                 printed.push((paragraph, p));
+                                validated.claims.extend(kept);
                             }
                         }
                         said.push_str("\n\n");
