@@ -1347,19 +1347,19 @@ fn space_before_punctuation() -> &'static Regex {
 
 fn role_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    citations::regex(&RE, r"(^|[^\w{}])\{[a-z][a-z0-9_:+-]*\}$")
+    citations::regex(&RE, r"(^|[^\w{}])\{([a-z][a-z0-9_:+-]*)\}$")
 }
 
 /// Text with the roles of MyST and Sphinx Markdown written as they render ([`rst::role`], the
 /// rule for reStructuredText's `:func:`…``): "{func}`attrs.field`" as "`attrs.field()`",
 /// "{meth}`__getstate__ <object.__getstate__>`" as "`__getstate__`" (the shown text of a role
 /// with a target), "{py:class}`~typing.Any`" as "`Any`", "{ref}`the glossary <terms>`" as
-/// "the glossary". Documentation written for
-/// Sphinx has them in its prose (attrs' docs, 97 times), and the model and the quoted
-/// sentences copied them into reports. Over the recorded reports, claims and passages
-/// (`scripts/bench/research-results/`) it changes 89 lines, each at a role and nowhere else. A role is a `{name}` outside inline code right before
-/// a span of it: braces inside code (`/users/{user_id:int}`, `\end{cases}`) are left alone,
-/// and so is fenced code.
+/// "the glossary". Documentation written for Sphinx has them in its prose (attrs' docs, 97
+/// times), and the model and the quoted sentences copied them into reports. Over the recorded
+/// reports, claims and passages (`scripts/bench/research-results/`) it changes 89 lines, each
+/// at a role and nowhere else. A role is a `{name}` outside inline code right before a span of
+/// it: braces inside code (`/users/{user_id:int}`, `\end{cases}`) are left alone, and so is
+/// fenced code.
 pub(crate) fn unrole(text: &str) -> String {
     if !text.contains("}`") {
         return text.to_owned();
@@ -1377,9 +1377,8 @@ pub(crate) fn unrole(text: &str) -> String {
             if let Some(caps) = role {
                 let at = caps.get(0).map_or(piece.len(), |m| m.start()) + caps[1].len();
                 rebuilt.push_str(&piece[..at]);
-                // `{name}`: the role's text as Sphinx shows it, as for reStructuredText's.
-                let name = piece[at..].trim_start_matches('{').trim_end_matches('}');
-                rebuilt.push_str(&rst::role(name, pieces[i + 1]));
+                // The role's text as Sphinx shows it, as for reStructuredText's.
+                rebuilt.push_str(&rst::role(&caps[2], pieces[i + 1]));
                 // On with the piece after the span, outside code again.
                 i += 2;
                 continue;
@@ -1395,7 +1394,7 @@ pub(crate) fn unrole(text: &str) -> String {
 }
 
 /// Text with the markup of MyST, Sphinx and MkDocs written as what it renders as: roles as
-/// inline code ([`unrole`]), reference links as their text ([`unreference`]) and keys as
+/// Sphinx shows them ([`unrole`]), reference links as their text ([`unreference`]) and keys as
 /// inline code ([`unkey`]). What a report prints of a passage's sentence or of the model's
 /// answer.
 pub(crate) fn as_rendered(text: &str) -> String {
