@@ -17,6 +17,10 @@ const MIN_CHARS: usize = 300;
 
 pub use crate::store::Passage;
 
+use std::sync::OnceLock;
+
+use regex::Regex;
+
 use crate::edit::text::{FenceLine, Fences};
 use crate::research::rst;
 
@@ -685,30 +689,129 @@ fn quoted_marks_kept(prose: &str, asked: char) -> String {
     out
 }
 
+/// Where a piece of a question ends ([`outside_code`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ends {
+    /// At a `?` or the end of the text: a question.
+    Asked,
+    /// At a `;` or a new line, where what came before may be a statement.
+    Stopped,
+    /// At the end of a sentence whose next one opens a part ([`OPENERS`]).
+    BeforeOpener,
+}
+
+/// Words that open a sentence which turns to another part of a question: "Second, we use an
+/// internal SDK … and just want those errors gone for that one library. Third, a colleague …",
+/// "… don't trigger anything. And I'd rather start the server from my script …", "On another
+/// import I already had `# noqa: F401` …". Read at the start of a sentence after a `.` or a
+/// `!` only, in the asker's prose (not inside code). Not "First", which opens the first part,
+/// the context before it being the story; not "Next" or "Last" without their comma ("Last week
+/// someone typo'd …" tells a story).
+const OPENERS: [&str; 18] = [
+    "and",
+    "also",
+    "separately",
+    "second",
+    "secondly",
+    "third",
+    "thirdly",
+    "fourth",
+    "finally",
+    "lastly",
+    "last,",
+    "next,",
+    "additionally",
+    "besides",
+    "plus",
+    "another",
+    "on another",
+    "for another",
+];
+
+/// Openers ([`OPENERS`]) that turn to another matter whatever follows: the sentence they open
+/// is a part of its own even when it asks nothing ("Separately, a teammate on Windows runs the
+/// same command inside WSL and even .py edits don't trigger anything."). "And" only cuts: the
+/// sentence it opens is a part when it asks or says what the asker wants ([`wants`]).
+fn opens_part(piece: &str) -> bool {
+    let words: Vec<String> = piece
+        .split_whitespace()
+        .take(2)
+        .map(|w| w.to_lowercase())
+        .collect();
+    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
+    let first = words.first().map(String::as_str).unwrap_or("");
+    let two = words.iter().map(|w| bare(w)).collect::<Vec<_>>().join(" ");
+    bare(first) != "and"
+        && OPENERS.iter().any(|o| match o.strip_suffix(',') {
+            Some(_) => first == *o,
+            None => bare(first) == *o || two == *o,
+        })
+}
+
+/// Whether a sentence of the asker's says what they want ("just want those errors gone", "I'd
+/// rather start the server from my script", "we need …"): a request, a part of its own when a
+/// sentence that opens another part follows it ([`OPENERS`]).
+fn wants(words: &[&str]) -> bool {
+    let low: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    low.iter().enumerate().any(|(k, w)| {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '\u{2019}');
+        let after_would = k > 0 && {
+            let before = low[k - 1].replace('\u{2019}', "'");
+            before == "would" || before.ends_with("'d")
+        };
+        matches!(w, "want" | "wants" | "need" | "needs" | "prefer" | "wish")
+            || (after_would && matches!(w, "like" | "rather"))
+    })
+}
+
 /// `text` split at `?`, `;` and new lines outside inline code ([`citations::map_prose`]'s
-/// reading of code spans), each piece with whether it ends at a `;` or a new line (where what
-/// came before may be a statement; `?` and the end of the text end a question): a question
-/// that quotes shell (`if [ -n "$CI" ]; then … fi`) or Rust (`x?`) is not cut inside the
-/// quote. Over just's manual the part "then … fi` block, and just refuses with 'Recipe line
-/// has extra leading whitespace'" was asked on its own (2026-12-01). A backtick without a
-/// closing one opens nothing.
-fn outside_code(text: &str) -> Vec<(String, bool)> {
+/// reading of code spans), and before a sentence that opens another part ([`OPENERS`]), each
+/// piece with where it ends ([`Ends`]): a question that quotes shell (`if [ -n "$CI" ]; then …
+/// fi`) or Rust (`x?`) is not cut inside the quote. Over just's manual the part "then … fi`
+/// block, and just refuses with 'Recipe line has extra leading whitespace'" was asked on its
+/// own (2026-12-01). A backtick without a closing one opens nothing.
+fn outside_code(text: &str) -> Vec<(String, Ends)> {
     const ASKED: char = '\u{1e}';
     const STOPPED: char = '\u{1f}';
-    let mapped =
-        crate::research::citations::map_prose(&text.replace([ASKED, STOPPED], " "), |prose| {
-            quoted_marks_kept(prose, ASKED).replace(';', "\u{1f}")
-        });
+    const OPENED: char = '\u{1d}';
+    static OPENER: OnceLock<Regex> = OnceLock::new();
+    let opener = OPENER.get_or_init(|| {
+        let words = OPENERS
+            .iter()
+            .map(|o| {
+                let mut c = o.chars();
+                let first = c.next().map(|f| f.to_ascii_uppercase()).unwrap_or(' ');
+                let word = format!("{first}{}", c.as_str()).replace(' ', r"\s+");
+                if word.ends_with(',') {
+                    word
+                } else {
+                    format!(r"{word}\b")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("|");
+        Regex::new(&format!(r"([.!])\s+((?:{words}))")).expect("valid")
+    });
+    let mapped = crate::research::citations::map_prose(
+        &text.replace([ASKED, STOPPED, OPENED], " "),
+        |prose| {
+            let prose = quoted_marks_kept(prose, ASKED).replace(';', "\u{1f}");
+            opener
+                .replace_all(&prose, format!("${{1}}{OPENED} ${{2}}"))
+                .into_owned()
+        },
+    );
     let mut pieces = Vec::new();
     let mut piece = String::new();
     for c in mapped.chars() {
         match c {
-            ASKED => pieces.push((std::mem::take(&mut piece), false)),
-            STOPPED | '\n' => pieces.push((std::mem::take(&mut piece), true)),
+            ASKED => pieces.push((std::mem::take(&mut piece), Ends::Asked)),
+            STOPPED | '\n' => pieces.push((std::mem::take(&mut piece), Ends::Stopped)),
+            OPENED => pieces.push((std::mem::take(&mut piece), Ends::BeforeOpener)),
             _ => piece.push(c),
         }
     }
-    pieces.push((piece, false));
+    pieces.push((piece, Ends::Asked));
     pieces
 }
 
@@ -746,29 +849,39 @@ fn asks(words: &[&str]) -> bool {
     asked_inside || (lead < words.len() && asks_from(lead))
 }
 
-/// The pieces of a question ([`outside_code`]) with each statement that ends at a semicolon or
-/// a new line and asks nothing ([`asks`]) kept as the context of the piece after it: "our CI
-/// runs `make release VERSION=2.1.0` to override a variable; what's the just equivalent" is
-/// one question. Asked on their own over just's manual and Uvicorn's docs, the statement got
-/// an answer about itself and "what's the just equivalent" one about nothing in particular
-/// (2026-12-01).
-fn with_context(pieces: Vec<(String, bool)>) -> Vec<String> {
+/// The pieces of a question ([`outside_code`]) with each statement that ends at a semicolon, a
+/// new line or before a sentence that opens another part, and asks nothing ([`asks`]), kept as
+/// the context of the piece after it: "our CI runs `make release VERSION=2.1.0` to override a
+/// variable; what's the just equivalent" is one question. Asked on their own over just's manual
+/// and Uvicorn's docs, the statement got an answer about itself and "what's the just
+/// equivalent" one about nothing in particular (2026-12-01). A statement that a sentence
+/// opening another part follows ([`OPENERS`]) is a part of its own when it opens with a word
+/// that turns to another matter ([`opens_part`]: "Second, we use an internal SDK …; it's
+/// imported in dozens of our modules …. Third, …") or says what the asker wants ([`wants`]: "I
+/// want to silence exactly that complaint on that line. On another import …"). Over mypy's docs, "Second, … just want those errors gone for that one library"
+/// was asked together with "Third, … Why?" and only the third was answered (2026-12-05).
+fn with_context(pieces: Vec<(String, Ends)>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let mut context: Option<String> = None;
-    for (piece, stopped) in pieces {
+    let mut context: Option<(String, Ends)> = None;
+    for (piece, ends) in pieces {
         let piece = match context.take() {
-            Some(before) if piece.trim().is_empty() => before,
-            Some(before) => format!("{}; {}", before.trim_end(), piece.trim_start()),
+            Some((before, _)) if piece.trim().is_empty() => before,
+            Some((before, Ends::BeforeOpener)) => {
+                format!("{} {}", before.trim_end(), piece.trim_start())
+            }
+            Some((before, _)) => format!("{}; {}", before.trim_end(), piece.trim_start()),
             None => piece,
         };
         let words: Vec<&str> = piece.split_whitespace().collect();
-        if stopped && !asks(&words) && !terms(&piece).is_empty() {
-            context = Some(piece);
+        let own =
+            asks(&words) || (ends == Ends::BeforeOpener && (opens_part(&piece) || wants(&words)));
+        if ends != Ends::Asked && !own && !terms(&piece).is_empty() {
+            context = Some((piece, ends));
         } else {
             out.push(piece);
         }
     }
-    out.extend(context);
+    out.extend(context.map(|(piece, _)| piece));
     out
 }
 
@@ -1258,6 +1371,57 @@ mod tests {
         );
     }
 
+    /// Requests stated as sentences and turned to with "Second," "Separately," "And" or "On
+    /// another": over mypy's, Uvicorn's and chezmoi's docs (2026-12-05) the statement was asked
+    /// together with the question after it and only that one was answered. A story told with
+    /// "And" or "Last week" stays the context of its question.
+    #[test]
+    fn a_sentence_that_turns_to_another_matter_opens_a_part() {
+        assert_eq!(
+            question_parts(
+                "First, `error: Library stubs not installed for \"yaml\"` \u{2014} what's the proper fix? Second, we use an untyped SDK, `acmepay`; each import gives `Skipping analyzing`. We just want those errors gone for that one library. Third, a colleague's global mypy can't find `httpx`, although it is installed. Why?"
+            ),
+            vec![
+                "First, `error: Library stubs not installed for \"yaml\"` \u{2014} what's the proper fix",
+                "Second, we use an untyped SDK, `acmepay`; each import gives `Skipping analyzing`. We just want those errors gone for that one library.",
+                "Third, a colleague's global mypy can't find `httpx`, although it is installed. Why",
+            ]
+        );
+        // A sentence saying what the asker wants, before another part: a part of its own.
+        assert_eq!(
+            question_parts(
+                "The line `from foolib import foo` gets flagged. I want to silence exactly that complaint on that line. On another import I put `# type: ignore` after `# noqa` and it is still reported. What am I doing wrong?"
+            ),
+            vec![
+                "The line `from foolib import foo` gets flagged. I want to silence exactly that complaint on that line.",
+                "On another import I put `# type: ignore` after `# noqa` and it is still reported. What am I doing wrong",
+            ]
+        );
+        // "And" cuts; what it opens is a part when it asks or wants something, and a part
+        // "Separately" opens is one though it asks nothing.
+        assert_eq!(
+            question_parts(
+                "Separately, inside WSL even .py edits don't trigger a reload. And I'd rather start the server with `uvicorn.run(app, reload=True)` \u{2014} why doesn't that work?"
+            ),
+            vec![
+                "Separately, inside WSL even .py edits don't trigger a reload.",
+                "I'd rather start the server with `uvicorn.run(app, reload=True)` \u{2014} why doesn't that work",
+            ]
+        );
+        // A story: one question.
+        for story in [
+            "I ran `just deploy`. And it failed with `exit 1`. How do I see what went wrong?",
+            "Last week I upgraded the tool. Now the config is ignored. Why?",
+            "I ran the tests. Next thing I knew, the cache was full. How do I clear it?",
+        ] {
+            assert_eq!(question_parts(story).len(), 1, "{story}");
+        }
+        // Inside code a sentence is not cut: `echo done. And more` is what the user typed.
+        assert_eq!(
+            question_parts("why does `echo done. And more` print twice?").len(),
+            1
+        );
+    }
     /// Questions as users write them, over uv's and MkDocs' docs (2026-11-30, written by a
     /// reader who never saw this splitter): a statement before a dash, a condition or a phrase
     /// opening a sentence, an aside in parentheses, "and in what order".
