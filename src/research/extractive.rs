@@ -1011,6 +1011,10 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
                 }
             }
         }
+        // "This flag" in an option's description: the sentence that names the option.
+        if let Some(d) = definition_of(pool, i).filter(|d| !before.contains(d)) {
+            before.insert(0, d);
+        }
         // An item printed (the one picked, or one before it that it reads on from) comes
         // after its list's lead-in.
         let items: Vec<usize> = before.iter().copied().chain([i]).collect();
@@ -1068,6 +1072,48 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
         .filter(|&&k| !quoted_whole(k))
         .map(|&i| (i, with_code(i)))
         .collect()
+}
+
+/// The paragraphs back from a sentence saying "this flag" that the sentence naming the flag
+/// is looked for in ([`definition_of`]).
+const DEFINITION_MOST: usize = 4;
+
+/// The sentence that names what sentence `i` calls "this flag", "this option", "these two
+/// flags" (or setting, variable, command): the nearest sentence before it, in its passage and
+/// within [`DEFINITION_MOST`] paragraphs, that opens with a name in code and a colon, as a
+/// reStructuredText option or setting reads (`--warn-unused-ignores`: This flag will make mypy
+/// report an error …", `research/rst.rs`) and as many Markdown references write theirs
+/// ("- `--hidden`: Search hidden files"). Blind readers of mypy's reports (2026-12-04) found
+/// "These two flags let you discover cases where either workarounds are no longer necessary"
+/// printed as the answer to "can mypy list the ignore comments that no longer suppress
+/// anything" without the flag it is about, two paragraphs further up. `None` when `i` opens
+/// with a name itself, says no such thing, or no sentence before it names one.
+fn definition_of(pool: &[Sentence], i: usize) -> Option<usize> {
+    static THIS: OnceLock<Regex> = OnceLock::new();
+    let this = THIS.get_or_init(|| {
+        Regex::new(
+            r"(?i)\b(?:this|these(?:\s+two)?|both(?:\s+of\s+these)?)\s+(?:flags?|options?|settings?|switch(?:es)?|variables?|commands?)\b",
+        )
+        .expect("valid")
+    });
+    let x = pool.get(i)?;
+    if opens_with_name(&x.candidate.sentence) || !this.is_match(&x.candidate.sentence) {
+        return None;
+    }
+    (0..i)
+        .rev()
+        .take_while(|&j| {
+            pool[j].candidate.n == x.candidate.n && x.unit - pool[j].unit <= DEFINITION_MOST
+        })
+        .find(|&j| opens_with_name(&pool[j].candidate.sentence))
+}
+
+/// Whether `sentence` opens with a name in code and a colon: "`--cache-dir DIR`: By default, …",
+/// "**`logo`**: To set a logo …" (MkDocs' theme options).
+fn opens_with_name(sentence: &str) -> bool {
+    static NAME: OnceLock<Regex> = OnceLock::new();
+    NAME.get_or_init(|| Regex::new(r"^(?:\*\*)?`[^`\n]+`(?:\*\*)?:\s").expect("valid"))
+        .is_match(sentence.trim_start())
 }
 
 /// The first sentence of the paragraph (or list item) sentence `i` is in.
@@ -1776,6 +1822,51 @@ mod tests {
         assert!(!reads_on("Python 3.8 and above is supported by the tool."));
         assert!(reads_on("\"Additionally\", it says."));
         assert!(reads_on("You can find all of these, in order."));
+    }
+
+    /// mypy's "Configuring warnings" passage as research reads it (`research/rst.rs` puts the
+    /// option's name before its first paragraph); blind readers found "These two flags …"
+    /// printed without the flag (2026-12-04).
+    #[test]
+    fn a_sentence_saying_this_flag_is_printed_with_the_sentence_naming_the_flag() {
+        let warnings = [source(
+            "docs/source/command_line.rst",
+            "## Configuring warnings\n\n\nThe following flags enable warnings for code that is sound but is\npotentially problematic or redundant in some way.\n\n\n\n`--warn-redundant-casts`: This flag will make mypy report an error whenever your code uses\nan unnecessary cast that can safely be removed.\n\n\n\n`--warn-unused-ignores`: This flag will make mypy report an error whenever your code uses\na `# type: ignore` comment on a line that is not actually\ngenerating an error message.\n\nThis flag, along with the `--warn-redundant-casts` flag, are both\nparticularly useful when you are upgrading mypy. Previously,\nyou may have needed to add casts or `# type: ignore` annotations\nto work around bugs in mypy or missing stubs for 3rd party libraries.\n\nThese two flags let you discover cases where either workarounds are\nno longer necessary.\n",
+        )];
+        assert_eq!(
+            copied(
+                "These two flags let you discover cases where either workarounds are no longer necessary.",
+                &warnings
+            ),
+            "`--warn-unused-ignores`: This flag will make mypy report an error whenever your code uses a `# type: ignore` comment on a line that is not actually generating an error message. [1]\n\nPreviously, you may have needed to add casts or `# type: ignore` annotations to work around bugs in mypy or missing stubs for 3rd party libraries. [1]\n\nThese two flags let you discover cases where either workarounds are no longer necessary. [1]"
+        );
+        // The sentence naming the flag is printed as it is; one that says no "this flag" reads
+        // alone.
+        assert_eq!(
+            copied(
+                "Previously, you may have needed to add casts or `# type: ignore` annotations to work around bugs in mypy or missing stubs for 3rd party libraries.",
+                &warnings
+            ),
+            "Previously, you may have needed to add casts or `# type: ignore` annotations to work around bugs in mypy or missing stubs for 3rd party libraries. [1]"
+        );
+        // MkDocs' theme options name theirs in bold code; a sentence that names one needs no
+        // other.
+        assert!(opens_with_name(
+            "**`logo`**: To set a logo on your project, set this variable to the image's location."
+        ));
+        assert!(!opens_with_name("`en` is English."));
+        // With no name in code before it, nothing is added.
+        let plain = [source(
+            "docs/usage.md",
+            "The build cache keeps the compiled modules between two runs of the tool.\n\nThis option makes the build faster on the second run.\n",
+        )];
+        assert_eq!(
+            copied(
+                "This option makes the build faster on the second run.",
+                &plain
+            ),
+            "The build cache keeps the compiled modules between two runs of the tool. [1]\n\nThis option makes the build faster on the second run. [1]"
+        );
     }
 
     #[test]
