@@ -204,6 +204,9 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
         } else if t.starts_with('#')
             || t.starts_with('|')
             || (t.starts_with('<') && !opens_inline(t))
+            || (current.trim().is_empty()
+                && bold_heading(t)
+                && lines.get(at + 1).is_none_or(|next| next.trim().is_empty()))
         {
             None
         } else {
@@ -349,6 +352,25 @@ fn is_alert_marker(text: &str) -> bool {
     text.strip_prefix("[!")
         .and_then(|rest| rest.strip_suffix(']'))
         .is_some_and(|kind| !kind.is_empty() && kind.chars().all(|c| c.is_ascii_alphabetic()))
+}
+
+/// Whether a line is all in bold (`**…**` or `__…__`): standing as a paragraph of its own, a
+/// heading in all but markup, as mypy's "Common issues" heads each reason ("**The function
+/// containing the error is not annotated.**", then the paragraph that says what to do) and
+/// Poetry's docs their steps ("**Install Poetry**"). Quoted as the answer, it names a case and
+/// answers nothing: "**A function annotated as returning a non-optional type returns 'None' and
+/// mypy doesn't complain**" was all a report printed for "is mypy even looking inside those
+/// functions" (2026-12-05). Not a bold lead-in ("**When to use `install` vs `update`:**"),
+/// which leads to what follows it.
+fn bold_heading(line: &str) -> bool {
+    ["**", "__"].iter().any(|mark| {
+        line.strip_prefix(mark)
+            .and_then(|rest| rest.strip_suffix(mark))
+            .is_some_and(|inner| {
+                let inner = inner.trim();
+                !inner.is_empty() && !inner.contains(mark) && !inner.ends_with(':')
+            })
+    })
 }
 
 /// HTML elements that mark words inside a sentence rather than a block of their own.
@@ -1867,6 +1889,39 @@ mod tests {
             ),
             "The build cache keeps the compiled modules between two runs of the tool. [1]\n\nThis option makes the build faster on the second run. [1]"
         );
+    }
+
+    /// mypy's "Common issues" heads each reason with a paragraph in bold; quoted, it answered
+    /// nothing (2026-12-05). A bold lead-in and a bold word inside a sentence stay.
+    #[test]
+    fn a_paragraph_all_in_bold_is_a_heading_not_a_sentence() {
+        let issues = [source(
+            "docs/source/common_issues.rst",
+            "## No errors reported for obviously wrong code\n\nThere are several common reasons why obviously wrong code is not\nflagged as an error.\n\n**The function containing the error is not annotated.**\n\nFunctions that\ndo not have any annotations are not type-checked, and even the most blatant type\nerrors pass silently.  The solution is to add\nannotations.\n\n**When to use `install` vs `update`:**\n\n- Use `install` to set up the locked versions on a new machine.\n\nThe **default** behaviour is to check only annotated functions.\n",
+        )];
+        let said: Vec<String> = all_sentences(&issues)
+            .into_iter()
+            .map(|x| x.candidate.sentence)
+            .collect();
+        assert!(
+            !said
+                .iter()
+                .any(|x| x.contains("The function containing the error")),
+            "{said:#?}"
+        );
+        assert!(
+            said.iter()
+                .any(|x| x.starts_with("Functions that do not have any annotations")),
+            "{said:#?}"
+        );
+        assert!(said.iter().any(|x| x.contains("When to use")), "{said:#?}");
+        assert!(
+            said.iter().any(|x| x.contains("The **default** behaviour")),
+            "{said:#?}"
+        );
+        assert!(bold_heading("__Install Poetry__"));
+        assert!(!bold_heading("**Note**: read this first."));
+        assert!(!bold_heading("**a** and **b**"));
     }
 
     #[test]
