@@ -93,7 +93,9 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
                  attachable: &mut bool,
                  item: &mut bool,
                  next: usize| {
-        if !current.trim().is_empty() {
+        if !code_file && bold_heading(current.trim()) {
+            *attachable = false;
+        } else if !current.trim().is_empty() {
             out.push(Unit {
                 text: current.trim().to_owned(),
                 code: None,
@@ -204,9 +206,6 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
         } else if t.starts_with('#')
             || t.starts_with('|')
             || (t.starts_with('<') && !opens_inline(t))
-            || (current.trim().is_empty()
-                && bold_heading(t)
-                && lines.get(at + 1).is_none_or(|next| next.trim().is_empty()))
         {
             None
         } else {
@@ -354,17 +353,19 @@ fn is_alert_marker(text: &str) -> bool {
         .is_some_and(|kind| !kind.is_empty() && kind.chars().all(|c| c.is_ascii_alphabetic()))
 }
 
-/// Whether a line is all in bold (`**…**` or `__…__`): standing as a paragraph of its own, a
-/// heading in all but markup, as mypy's "Common issues" heads each reason ("**The function
+/// Whether a paragraph is all in bold (`**…**` or `__…__`, a stop after it or not): a heading
+/// in all but markup, as mypy's "Common issues" heads each reason ("**The function
 /// containing the error is not annotated.**", then the paragraph that says what to do) and
 /// Poetry's docs their steps ("**Install Poetry**"). Quoted as the answer, it names a case and
 /// answers nothing: "**A function annotated as returning a non-optional type returns 'None' and
 /// mypy doesn't complain**" was all a report printed for "is mypy even looking inside those
 /// functions" (2026-12-05). Not a bold lead-in ("**When to use `install` vs `update`:**"),
 /// which leads to what follows it.
-fn bold_heading(line: &str) -> bool {
+fn bold_heading(paragraph: &str) -> bool {
+    let paragraph = paragraph.strip_suffix('.').unwrap_or(paragraph);
     ["**", "__"].iter().any(|mark| {
-        line.strip_prefix(mark)
+        paragraph
+            .strip_prefix(mark)
             .and_then(|rest| rest.strip_suffix(mark))
             .is_some_and(|inner| {
                 let inner = inner.trim();
@@ -1897,7 +1898,7 @@ mod tests {
     fn a_paragraph_all_in_bold_is_a_heading_not_a_sentence() {
         let issues = [source(
             "docs/source/common_issues.rst",
-            "## No errors reported for obviously wrong code\n\nThere are several common reasons why obviously wrong code is not\nflagged as an error.\n\n**The function containing the error is not annotated.**\n\nFunctions that\ndo not have any annotations are not type-checked, and even the most blatant type\nerrors pass silently.  The solution is to add\nannotations.\n\n**When to use `install` vs `update`:**\n\n- Use `install` to set up the locked versions on a new machine.\n\nThe **default** behaviour is to check only annotated functions.\n",
+            "## No errors reported for obviously wrong code\n\nThere are several common reasons why obviously wrong code is not\nflagged as an error.\n\n**The function containing the error is not annotated.**\n\n**A function annotated as returning a non-optional type returns 'None'\nand mypy doesn't complain**.\n\nFunctions that\ndo not have any annotations are not type-checked, and even the most blatant type\nerrors pass silently.  The solution is to add\nannotations.\n\n**When to use `install` vs `update`:**\n\n- Use `install` to set up the locked versions on a new machine.\n\nThe **default** behaviour is to check only annotated functions.\n",
         )];
         let said: Vec<String> = all_sentences(&issues)
             .into_iter()
