@@ -1113,12 +1113,10 @@ const DEFINITION_MOST: usize = 4;
 /// with a name itself, says no such thing, or no sentence before it names one.
 fn definition_of(pool: &[Sentence], i: usize) -> Option<usize> {
     static THIS: OnceLock<Regex> = OnceLock::new();
-    let this = THIS.get_or_init(|| {
-        Regex::new(
-            r"(?i)\b(?:this|these(?:\s+two)?|both(?:\s+of\s+these)?)\s+(?:flags?|options?|settings?|switch(?:es)?|variables?|commands?)\b",
-        )
-        .expect("valid")
-    });
+    let this = crate::research::citations::regex(
+        &THIS,
+        r"(?i)\b(?:this|these(?:\s+two)?|both(?:\s+of\s+these)?)\s+(?:flags?|options?|settings?|switch(?:es)?|variables?|commands?)\b",
+    );
     let x = pool.get(i)?;
     if opens_with_name(&x.candidate.sentence) || !this.is_match(&x.candidate.sentence) {
         return None;
@@ -1135,7 +1133,7 @@ fn definition_of(pool: &[Sentence], i: usize) -> Option<usize> {
 /// "**`logo`**: To set a logo …" (MkDocs' theme options).
 fn opens_with_name(sentence: &str) -> bool {
     static NAME: OnceLock<Regex> = OnceLock::new();
-    NAME.get_or_init(|| Regex::new(r"^(?:\*\*)?`[^`\n]+`(?:\*\*)?:\s").expect("valid"))
+    crate::research::citations::regex(&NAME, r"^(?:\*\*)?`[^`\n]+`(?:\*\*)?:\s")
         .is_match(sentence.trim_start())
 }
 
@@ -1907,7 +1905,8 @@ mod tests {
         assert!(
             !said
                 .iter()
-                .any(|x| x.contains("The function containing the error")),
+                .any(|x| x.contains("The function containing the error")
+                    || x.contains("returns 'None'")),
             "{said:#?}"
         );
         assert!(

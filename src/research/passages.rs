@@ -547,8 +547,8 @@ pub fn is_navigation(text: &str) -> bool {
 /// The words of a line outside its links (`[text](url)`, `<url>`, bare URLs, list markers
 /// and emphasis aside), and whether it has a link.
 fn words_beside_links(line: &str) -> (usize, bool) {
-    static ANCHOR: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    static TAG: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static ANCHOR: OnceLock<Regex> = OnceLock::new();
+    static TAG: OnceLock<Regex> = OnceLock::new();
     let anchor = crate::research::citations::regex(&ANCHOR, r"(?is)<a\b[^>]*>.*?</a>");
     let tag = crate::research::citations::regex(&TAG, r"(?s)<[^>]*>");
     let mut linked = anchor.is_match(line);
@@ -700,15 +700,17 @@ enum Ends {
     BeforeOpener,
 }
 
-/// Words that open a sentence which turns to another part of a question: "Second, we use an
-/// internal SDK … and just want those errors gone for that one library. Third, a colleague …",
-/// "… don't trigger anything. And I'd rather start the server from my script …", "On another
-/// import I already had `# noqa: F401` …". Read at the start of a sentence after a `.` or a
-/// `!` only, in the asker's prose (not inside code). Not "First", which opens the first part,
-/// the context before it being the story; not "Next" or "Last" without their comma ("Last week
-/// someone typo'd …" tells a story).
-const OPENERS: [&str; 18] = [
-    "and",
+/// Words that open a sentence which turns to another matter: "Second, we use an internal SDK …
+/// and just want those errors gone for that one library. Third, a colleague …", "On another
+/// import I already had `# noqa: F401` …". Read at the start of a sentence after a `.` or a `!`
+/// only, in the asker's prose (not inside code), they cut the question there ([`outside_code`])
+/// and the sentence they open is a part of its own even when it asks nothing ("Separately, a
+/// teammate on Windows runs the same command inside WSL and even .py edits don't trigger
+/// anything."). Not "First", which opens the first part, the context before it being the story;
+/// not "Next" or "Last" without their comma ("Last week someone typo'd …" tells a story).
+/// "And" also cuts ("… don't trigger anything. And I'd rather start the server from my script
+/// …"), but what it opens is a part only when it asks or says what the asker wants ([`wants`]).
+const OPENERS: [&str; 17] = [
     "also",
     "separately",
     "second",
@@ -728,39 +730,30 @@ const OPENERS: [&str; 18] = [
     "for another",
 ];
 
-/// Openers ([`OPENERS`]) that turn to another matter whatever follows: the sentence they open
-/// is a part of its own even when it asks nothing ("Separately, a teammate on Windows runs the
-/// same command inside WSL and even .py edits don't trigger anything."). "And" only cuts: the
-/// sentence it opens is a part when it asks or says what the asker wants ([`wants`]).
+/// Whether `piece` opens with a word of [`OPENERS`].
 fn opens_part(piece: &str) -> bool {
-    let words: Vec<String> = piece
-        .split_whitespace()
-        .take(2)
-        .map(|w| w.to_lowercase())
-        .collect();
-    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
-    let first = words.first().map(String::as_str).unwrap_or("");
-    let two = words.iter().map(|w| bare(w)).collect::<Vec<_>>().join(" ");
-    bare(first) != "and"
-        && OPENERS.iter().any(|o| match o.strip_suffix(',') {
-            Some(_) => first == *o,
-            None => bare(first) == *o || two == *o,
-        })
+    let mut words = piece.split_whitespace();
+    let first = words.next().unwrap_or("");
+    let two = format!("{} {}", lower(first), lower(words.next().unwrap_or("")));
+    OPENERS.iter().any(|o| match o.strip_suffix(',') {
+        Some(_) => first.to_lowercase() == *o,
+        None => lower(first) == *o || two == *o,
+    })
 }
 
 /// Whether a sentence of the asker's says what they want ("just want those errors gone", "I'd
 /// rather start the server from my script", "we need …"): a request, a part of its own when a
 /// sentence that opens another part follows it ([`OPENERS`]).
 fn wants(words: &[&str]) -> bool {
-    let low: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
-    low.iter().enumerate().any(|(k, w)| {
-        let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '\u{2019}');
+    words.iter().enumerate().any(|(k, w)| {
         let after_would = k > 0 && {
-            let before = low[k - 1].replace('\u{2019}', "'");
+            let before = lower(words[k - 1]).replace('\u{2019}', "'");
             before == "would" || before.ends_with("'d")
         };
-        matches!(w, "want" | "wants" | "need" | "needs" | "prefer" | "wish")
-            || (after_would && matches!(w, "like" | "rather"))
+        matches!(
+            lower(w).as_str(),
+            "want" | "wants" | "need" | "needs" | "prefer" | "wish"
+        ) || (after_would && matches!(lower(w).as_str(), "like" | "rather"))
     })
 }
 
@@ -776,8 +769,9 @@ fn outside_code(text: &str) -> Vec<(String, Ends)> {
     const OPENED: char = '\u{1d}';
     static OPENER: OnceLock<Regex> = OnceLock::new();
     let opener = OPENER.get_or_init(|| {
-        let words = OPENERS
+        let words = ["and"]
             .iter()
+            .chain(&OPENERS)
             .map(|o| {
                 let mut c = o.chars();
                 let first = c.next().map(|f| f.to_ascii_uppercase()).unwrap_or(' ');
@@ -838,8 +832,9 @@ fn is_q(word: &str) -> bool {
 
 /// Whether `words` ask something: a question word among their first two (after a leading
 /// "and"), or among the first two after a dash, a colon that ends a statement or a comma
-/// inside them, a verb of [`AUXILIARIES`] only in first place; not when the first opens a condition and the second is no question word
-/// ("When I override the block, …" asks nothing before its comma).
+/// inside them, a verb of [`AUXILIARIES`] only in first place; not when the first opens a
+/// condition and the second is no question word ("When I override the block, …" asks nothing
+/// before its comma).
 fn asks(words: &[&str]) -> bool {
     let asks_from = |k: usize| {
         let first = words.get(k);
@@ -865,11 +860,12 @@ fn asks(words: &[&str]) -> bool {
 /// variable; what's the just equivalent" is one question. Asked on their own over just's manual
 /// and Uvicorn's docs, the statement got an answer about itself and "what's the just
 /// equivalent" one about nothing in particular (2026-12-01). A statement that a sentence
-/// opening another part follows ([`OPENERS`]) is a part of its own when it opens with a word
-/// that turns to another matter ([`opens_part`]: "Second, we use an internal SDK …; it's
-/// imported in dozens of our modules …. Third, …") or says what the asker wants ([`wants`]: "I
-/// want to silence exactly that complaint on that line. On another import …"). Over mypy's docs, "Second, … just want those errors gone for that one library"
-/// was asked together with "Third, … Why?" and only the third was answered (2026-12-05).
+/// opening another part follows ([`OPENERS`]) is a part of its own when it opens with one of
+/// those words itself ("Second, we use an internal SDK …; it's imported in dozens of our
+/// modules …. Third, …") or says what the asker wants ([`wants`]: "I want to silence exactly
+/// that complaint on that line. On another import …"). Over mypy's docs, "Second, … just want
+/// those errors gone for that one library" was asked together with "Third, … Why?" and only
+/// the third was answered (2026-12-05).
 fn with_context(pieces: Vec<(String, Ends)>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut context: Option<(String, Ends)> = None;
@@ -1444,6 +1440,7 @@ mod tests {
             1
         );
     }
+
     /// Questions as users write them, over uv's and MkDocs' docs (2026-11-30, written by a
     /// reader who never saw this splitter): a statement before a dash, a condition or a phrase
     /// opening a sentence, an aside in parentheses, "and in what order".
