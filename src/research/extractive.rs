@@ -306,7 +306,8 @@ pub(crate) fn leads_in(sentence: &str) -> bool {
 
 /// The list or table that starts at line `from` of `lines` (after blank lines), when it is
 /// short enough to quote as an example ([`CODE_LINES`], [`CODE_CHARS`]): a table's rows, or a
-/// list's items with their continuation lines (a blank line between items is part of it).
+/// list's items with their continuation lines (a blank line between items is part of it),
+/// when none of them is a fence.
 fn block_after(lines: &[&str], from: usize) -> Option<String> {
     let start = (from..lines.len()).find(|&i| !lines[i].trim().is_empty())?;
     let first = lines[start].trim();
@@ -332,6 +333,10 @@ fn block_after(lines: &[&str], from: usize) -> Option<String> {
         };
         if !goes_on {
             break;
+        }
+        // A fence inside the list would close the one the list is quoted in.
+        if t.starts_with("```") || t.starts_with("~~~") {
+            return None;
         }
         block.push(line);
         i += 1;
@@ -833,9 +838,9 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
 /// leads to.
 fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
     let mut text = String::new();
-    for (i, with_code) in in_context(pool, picked) {
+    for i in in_context(pool, picked) {
         let c = &pool[i].candidate;
-        let code = c.code.as_ref().filter(|_| with_code);
+        let code = c.code.as_ref();
         let sentence = as_rendered(&c.sentence);
         // A lead-in keeps its colon after its marker, with its code or without it (a block
         // too long to quote); a list item that leads to code without one gets one, and a
@@ -990,12 +995,10 @@ const AFTER_MOST: usize = 2;
 /// "You should use this …", "Also like scripts, …" and "Additionally, …" printed without
 /// what they refer to, and a sentence printed before the one it follows ("If the file exists"
 /// before "Before each prompt …"). A list item's first sentence is printed after the list's
-/// lead-in ([`list_lead_in`]), and a lead-in printed for the items picked from its list is
-/// printed without the list (the `bool`: whether a sentence's code is printed with it).
-fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
+/// lead-in ([`list_lead_in`]); when that list is short enough to quote (the lead-in's code),
+/// the lead-in is printed with the whole list in place of the items.
+fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
     let mut all: Vec<usize> = Vec::new();
-    // The lead-ins printed for an item of their list.
-    let mut leads: Vec<usize> = Vec::new();
     for &i in picked {
         let mut before: Vec<usize> = Vec::new();
         if pool.get(i).is_some_and(|x| reads_on(&x.candidate.sentence)) {
@@ -1041,11 +1044,10 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
         // An item printed (the one picked, or one before it that it reads on from) comes
         // after its list's lead-in.
         let items: Vec<usize> = before.iter().copied().chain([i]).collect();
-        if let Some(j) = items.iter().find_map(|&k| list_lead_in(pool, k)) {
-            if !before.contains(&j) {
-                before.insert(0, j);
-            }
-            leads.push(j);
+        if let Some(j) = items.iter().find_map(|&k| list_lead_in(pool, k))
+            && !before.contains(&j)
+        {
+            before.insert(0, j);
         }
         // The rest of its paragraph, up to [`AFTER_MOST`] sentences: documentation answers in
         // paragraphs, and the sentence that names the command or the setting most often
@@ -1080,21 +1082,20 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
             i,
         )
     });
-    // A list's lead-in printed for its item leads to the items printed, not to the whole list;
-    // a lead-in picked itself is printed with its list when the list is short enough to quote
-    // (its code), and then the list's items are not printed again under it.
-    let with_code = |i: usize| picked.contains(&i) || !leads.contains(&i);
+    // A lead-in is printed with its list when the list is short enough to quote (its code),
+    // whether it was picked or printed for an item picked, and then the list's items are not
+    // printed again under it. An item alone answers with one entry of what was asked: mypy's
+    // reports (2026-12-05) printed "In each directory, it will look for the following
+    // configuration files (in this order)" over `setup.cfg` alone, the fourth of four, for
+    // "which of these config files does it read"; chezmoi's FAQ, the third and fourth of
+    // four steps to re-encrypt files.
     let list_of = |k: usize| list_lead_in(pool, unit_start(pool, k));
     let quoted_whole = |k: usize| {
         pool[k].item
-            && list_of(k).is_some_and(|j| {
-                j != k && all.contains(&j) && with_code(j) && pool[j].candidate.code.is_some()
-            })
+            && list_of(k)
+                .is_some_and(|j| j != k && all.contains(&j) && pool[j].candidate.code.is_some())
     };
-    all.iter()
-        .filter(|&&k| !quoted_whole(k))
-        .map(|&i| (i, with_code(i)))
-        .collect()
+    all.iter().copied().filter(|&k| !quoted_whole(k)).collect()
 }
 
 /// The paragraphs back from a sentence saying "this flag" that the sentence naming the flag
@@ -1703,10 +1704,10 @@ mod tests {
             "[1] Vim will not open an empty file when you terminate fzf with <kbd>CTRL-C</kbd>\n[1] restart the server when files change",
             &sources,
         );
-        // After the list's lead-in (without the list: the item printed is the one copied).
+        // Quoted: the list it is in, short, whole after the list's lead-in.
         assert_eq!(
             text,
-            "Compared to the seemingly equivalent command substitution `vim \"$(fzf)\"`, this approach has several advantages [1]:\n\nVim will not open an empty file when you terminate fzf with <kbd>CTRL-C</kbd> [1]"
+            "Compared to the seemingly equivalent command substitution `vim \"$(fzf)\"`, this approach has several advantages [1]:\n\n```text\n* Vim will not open an empty file when you terminate fzf with\n  <kbd>CTRL-C</kbd>\n* Vim will not open an empty file when you press <kbd>ENTER</kbd> on an empty\n  result\n* restart the server when files change\n```"
         );
         // A list item that leads to its code without a colon is quoted with it.
         let sources = vec![source(
@@ -1973,23 +1974,37 @@ mod tests {
             ),
             "There are three possible locations for a `languages.toml` file [1]:\n\nIn the Helix source code, which lives in the [Helix repository](https://github.com/helix-editor/helix/blob/master/languages.toml). [1]\n\nIt provides the default configurations for languages and language servers. [1]"
         );
-        // chezmoi's FAQ: an item that reads on from the one before it gets both and the
-        // lead-in; a lead-in picked with an item of its list is printed with the list, and
-        // the item not again.
+        // chezmoi's FAQ: a list short enough to quote is printed whole after its lead-in,
+        // whether an item of it was picked (the fourth step, which reads on from the third)
+        // or the lead-in with it, and its items not again.
         let faq = [source(
             "docs/user-guide/frequently-asked-questions/encryption.md",
             "## How to re-encrypt encrypted files\n\nTo rotate from an expired GPG key to its replacement, or change from GPG to age\nencryption, the following steps can be used:\n\n1. Make sure you have applied all encrypted files.\n2. Update chezmoi configuration to use the new encryption method.\n3. Remove all encrypted files from the state via `chezmoi forget` or `chezmoi unmanage`.\n4. Add them back with `chezmoi add --encrypt`.\n\n### Example: Migrate from GPG to age\n",
         )];
+        let steps = "To rotate from an expired GPG key to its replacement, or change from GPG to age encryption, the following steps can be used [1]:\n\n```text\n1. Make sure you have applied all encrypted files.\n2. Update chezmoi configuration to use the new encryption method.\n3. Remove all encrypted files from the state via `chezmoi forget` or `chezmoi unmanage`.\n4. Add them back with `chezmoi add --encrypt`.\n```";
         assert_eq!(
             copied("Add them back with `chezmoi add --encrypt`.", &faq),
-            "To rotate from an expired GPG key to its replacement, or change from GPG to age encryption, the following steps can be used [1]:\n\nRemove all encrypted files from the state via `chezmoi forget` or `chezmoi unmanage`. [1]\n\nAdd them back with `chezmoi add --encrypt`. [1]"
+            steps
         );
         assert_eq!(
             copied(
                 "[1] To rotate from an expired GPG key to its replacement, or change from GPG to age encryption, the following steps can be used:\n[1] Add them back with `chezmoi add --encrypt`.",
                 &faq
             ),
-            "To rotate from an expired GPG key to its replacement, or change from GPG to age encryption, the following steps can be used [1]:\n\n```text\n1. Make sure you have applied all encrypted files.\n2. Update chezmoi configuration to use the new encryption method.\n3. Remove all encrypted files from the state via `chezmoi forget` or `chezmoi unmanage`.\n4. Add them back with `chezmoi add --encrypt`.\n```"
+            steps
+        );
+        // A short list holding a fenced block is not quoted as one (the inner fence would
+        // close the outer): its items are printed after the lead-in, as a long list's are.
+        let fenced = [source(
+            "docs/install.md",
+            "## Install\n\nThere are two ways to install it:\n\n1. With pip:\n\n   ```sh\n   pip install tool\n   ```\n\n2. From a release archive, unpacked anywhere on your `PATH`.\n",
+        )];
+        assert_eq!(
+            copied(
+                "From a release archive, unpacked anywhere on your `PATH`.",
+                &fenced
+            ),
+            "There are two ways to install it [1]:\n\nFrom a release archive, unpacked anywhere on your `PATH`. [1]"
         );
         // A list after a code block is not the list a lead-in to the code leads to: Textual's
         // annotations of an example.
