@@ -838,9 +838,9 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
 /// leads to.
 fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
     let mut text = String::new();
-    for i in in_context(pool, picked) {
+    for (i, with_code) in in_context(pool, picked) {
         let c = &pool[i].candidate;
-        let code = c.code.as_ref();
+        let code = c.code.as_ref().filter(|_| with_code);
         let sentence = as_rendered(&c.sentence);
         // A lead-in keeps its colon after its marker, with its code or without it (a block
         // too long to quote); a list item that leads to code without one gets one, and a
@@ -995,10 +995,14 @@ const AFTER_MOST: usize = 2;
 /// "You should use this …", "Also like scripts, …" and "Additionally, …" printed without
 /// what they refer to, and a sentence printed before the one it follows ("If the file exists"
 /// before "Before each prompt …"). A list item's first sentence is printed after the list's
-/// lead-in ([`list_lead_in`]); when that list is short enough to quote (the lead-in's code),
-/// the lead-in is printed with the whole list in place of the items.
-fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
+/// lead-in ([`list_lead_in`]); when that list is short enough to quote (the lead-in's code)
+/// and the lead-in's code holds the item, the lead-in is printed with the whole list in place
+/// of the items, otherwise without it (the `bool`: whether a sentence's code is printed with
+/// it).
+fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
     let mut all: Vec<usize> = Vec::new();
+    // The lead-ins printed for an item of their list: (lead-in, item).
+    let mut leads: Vec<(usize, usize)> = Vec::new();
     for &i in picked {
         let mut before: Vec<usize> = Vec::new();
         if pool.get(i).is_some_and(|x| reads_on(&x.candidate.sentence)) {
@@ -1044,10 +1048,14 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
         // An item printed (the one picked, or one before it that it reads on from) comes
         // after its list's lead-in.
         let items: Vec<usize> = before.iter().copied().chain([i]).collect();
-        if let Some(j) = items.iter().find_map(|&k| list_lead_in(pool, k))
-            && !before.contains(&j)
+        if let Some((j, k)) = items
+            .iter()
+            .find_map(|&k| list_lead_in(pool, k).map(|j| (j, k)))
         {
-            before.insert(0, j);
+            if !before.contains(&j) {
+                before.insert(0, j);
+            }
+            leads.push((j, k));
         }
         // The rest of its paragraph, up to [`AFTER_MOST`] sentences: documentation answers in
         // paragraphs, and the sentence that names the command or the setting most often
@@ -1088,14 +1096,43 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<usize> {
     // reports (2026-12-05) printed "In each directory, it will look for the following
     // configuration files (in this order)" over `setup.cfg` alone, the fourth of four, for
     // "which of these config files does it read"; chezmoi's FAQ, the third and fourth of
-    // four steps to re-encrypt files.
+    // four steps to re-encrypt files. A lead-in whose code stops before the item (a list cut
+    // by a code block, as mypy's notes on `pyproject.toml` are) is printed without it, over
+    // the item.
+    let with_code = |i: usize| {
+        picked.contains(&i)
+            || leads
+                .iter()
+                .filter(|(j, _)| *j == i)
+                .all(|&(j, k)| lists(pool, j, k))
+    };
     let list_of = |k: usize| list_lead_in(pool, unit_start(pool, k));
     let quoted_whole = |k: usize| {
         pool[k].item
             && list_of(k)
-                .is_some_and(|j| j != k && all.contains(&j) && pool[j].candidate.code.is_some())
+                .is_some_and(|j| j != k && all.contains(&j) && with_code(j) && lists(pool, j, k))
     };
-    all.iter().copied().filter(|&k| !quoted_whole(k)).collect()
+    all.iter()
+        .filter(|&&k| !quoted_whole(k))
+        .map(|&i| (i, with_code(i)))
+        .collect()
+}
+
+/// Whether the code of lead-in `j` (the list it leads to, [`block_after`]) holds item `k`:
+/// the item's first words, in order.
+fn lists(pool: &[Sentence], j: usize, k: usize) -> bool {
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let Some(code) = &pool[j].candidate.code else {
+        return false;
+    };
+    let item = words(&pool[k].candidate.sentence);
+    let first = &item[..item.len().min(8)];
+    !first.is_empty() && words(code).windows(first.len()).any(|w| w == first)
 }
 
 /// The paragraphs back from a sentence saying "this flag" that the sentence naming the flag
@@ -2005,6 +2042,20 @@ mod tests {
                 &fenced
             ),
             "There are two ways to install it [1]:\n\nFrom a release archive, unpacked anywhere on your `PATH`. [1]"
+        );
+        // A list cut by a code block (mypy's notes on `pyproject.toml`, reStructuredText): the
+        // lead-in's code is the list up to the block, which does not hold the item picked
+        // after it; the lead-in is printed without it, over the item.
+        let notes = [source(
+            "docs/config_file.md",
+            "Instead of a `mypy.ini` file, a `pyproject.toml` file may be used. A few notes on doing so:\n\n* The `[mypy]` section should have `tool.` prepended to its name:\n\n  * I.e., `[mypy]` would become `[tool.mypy]`\n\n```toml\n[tool.mypy]\n```\n* The following care should be given to values in the `pyproject.toml` files:\n\n  * Strings must be wrapped in double quotes\n\n  * Boolean values should be all lower case\n",
+        )];
+        assert_eq!(
+            copied(
+                "The following care should be given to values in the `pyproject.toml` files:",
+                &notes
+            ),
+            "A few notes on doing so [1]:\n\nThe following care should be given to values in the `pyproject.toml` files [1]:\n\n```text\n  * Strings must be wrapped in double quotes\n\n  * Boolean values should be all lower case\n```"
         );
         // A list after a code block is not the list a lead-in to the code leads to: Textual's
         // annotations of an example.
