@@ -20,7 +20,7 @@ use crate::edit::text::{FenceLine, Fences};
 use crate::research::includes;
 use crate::research::parts::{self, QuestionPart};
 use crate::research::passages::{self, content_stems};
-use crate::research::synthesis::{as_rendered, sentences};
+use crate::research::synthesis::{as_rendered, only_leads_in, sentences};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
@@ -1099,12 +1099,17 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
     // four steps to re-encrypt files. A lead-in whose code stops before the item (a list cut
     // by a code block, as mypy's notes on `pyproject.toml` are) is printed without it, over
     // the item.
+    // A lead-in that says nothing but that a list follows ("For example:",
+    // [`only_leads_in`]) or that reads on from a sentence not printed ("This can be achieved
+    // with the following process:", chezmoi; "This is computed from the following items:",
+    // mypy) is no claim of the answer: printed for an item, its list would be dropped with it,
+    // and the item with the list. It is printed over the item.
     let with_code = |i: usize| {
         picked.contains(&i)
-            || leads
-                .iter()
-                .filter(|(j, _)| *j == i)
-                .all(|&(j, k)| lists(pool, j, k))
+            || leads.iter().filter(|(j, _)| *j == i).all(|&(j, k)| {
+                let lead = &pool[j].candidate.sentence;
+                lists(pool, j, k) && !only_leads_in(lead) && !reads_on(lead)
+            })
     };
     let list_of = |k: usize| list_lead_in(pool, unit_start(pool, k));
     let quoted_whole = |k: usize| {
@@ -2056,6 +2061,19 @@ mod tests {
                 &notes
             ),
             "A few notes on doing so [1]:\n\nThe following care should be given to values in the `pyproject.toml` files [1]:\n\n```text\n  * Strings must be wrapped in double quotes\n\n  * Boolean values should be all lower case\n```"
+        );
+        // A lead-in that reads on from a sentence not printed is no claim, and its list would
+        // go with it: the item picked is printed after it (chezmoi's FAQ).
+        let process = [source(
+            "docs/user-guide/frequently-asked-questions/encryption.md",
+            "## How do I only request a passphrase once?\n\nThis can be achieved with the following process:\n\n1. Generate an age private key.\n2. Encrypt the private key with a passphrase.\n3. Configure chezmoi to decrypt the private key if needed.\n",
+        )];
+        assert_eq!(
+            copied(
+                "Configure chezmoi to decrypt the private key if needed.",
+                &process
+            ),
+            "This can be achieved with the following process [1]:\n\nConfigure chezmoi to decrypt the private key if needed. [1]"
         );
         // A list after a code block is not the list a lead-in to the code leads to: Textual's
         // annotations of an example.

@@ -354,6 +354,14 @@ pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
 /// [`validate_citations`] of an answer to `question`: a sentence that only says a part of the
 /// question again is no claim ([`echoes_question`]), and a part written before the answer to it
 /// ("how do I make uv refetch just that one package: You can use …") is left off the sentence.
+/// Whether `sentence` leads in and says nothing else ("For example:", "To install, run:",
+/// "This can be achieved with the following process:"): nothing a passage could support, a
+/// lead-in, never a claim (its marker would send it to the model's check and count it for a
+/// part).
+pub(crate) fn only_leads_in(sentence: &str) -> bool {
+    sentence.trim_end().ends_with(':') && passages::terms(sentence).len() < 3
+}
+
 pub fn validate_answer(question: &str, answer: &str, shown: &[SourceRecord]) -> Validated {
     validate_judged(question, answer, shown, &[])
 }
@@ -501,10 +509,7 @@ pub fn validate_judged(
         let clean = item.clean.as_str();
         let outcome = if copies_question(clean) {
             Outcome::Repeated
-        } else if clean.trim_end().ends_with(':') && passages::terms(clean).len() < 3 {
-            // "For example: [2]", "To install, run:" say nothing a passage could support: a
-            // lead-in, never a claim (its marker would send it to the model's check and count
-            // it for a part).
+        } else if only_leads_in(clean) {
             Outcome::Connective
         } else if holds_label(clean) {
             // "the configuration file might be located at `README.md:592-613 — Customization ›
