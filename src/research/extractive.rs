@@ -20,6 +20,7 @@ use crate::edit::text::{FenceLine, Fences};
 use crate::research::includes;
 use crate::research::parts::{self, QuestionPart};
 use crate::research::passages::{self, content_stems};
+use crate::research::support;
 use crate::research::synthesis::{as_rendered, only_leads_in, sentences};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
@@ -1100,15 +1101,16 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
     // by a code block, as mypy's notes on `pyproject.toml` are) is printed without it, over
     // the item.
     // A lead-in that says nothing but that a list follows ("For example:",
-    // [`only_leads_in`]) or that reads on from a sentence not printed ("This can be achieved
-    // with the following process:", chezmoi; "This is computed from the following items:",
-    // mypy) is no claim of the answer: printed for an item, its list would be dropped with it,
-    // and the item with the list. It is printed over the item.
+    // [`only_leads_in`]) or that points back at a sentence not printed ("This can be
+    // achieved with the following process:", chezmoi; "This is computed from the following
+    // items:", mypy; [`support::refers_back`]) is no claim of the answer: printed for an item,
+    // its list would be dropped with it, and the item with the list. It is printed over the
+    // item.
     let with_code = |i: usize| {
         picked.contains(&i)
             || leads.iter().filter(|(j, _)| *j == i).all(|&(j, k)| {
                 let lead = &pool[j].candidate.sentence;
-                lists(pool, j, k) && !only_leads_in(lead) && !reads_on(lead)
+                lists(pool, j, k) && !only_leads_in(lead) && !support::refers_back(lead)
             })
     };
     let list_of = |k: usize| list_lead_in(pool, unit_start(pool, k));
@@ -2062,7 +2064,17 @@ mod tests {
             ),
             "A few notes on doing so [1]:\n\nThe following care should be given to values in the `pyproject.toml` files [1]:\n\n```text\n  * Strings must be wrapped in double quotes\n\n  * Boolean values should be all lower case\n```"
         );
-        // A lead-in that reads on from a sentence not printed is no claim, and its list would
+        // "it" early in a lead-in is no pointing back the answer's check drops: mypy's config
+        // files, the whole list after its lead-in.
+        let files = [source(
+            "docs/source/config_file.rst",
+            "Mypy discovers configuration files by walking up the file system. In each directory, it will look for the following configuration files (in this order):\n\n1. `mypy.ini`\n2. `.mypy.ini`\n3. `setup.cfg` (containing a `[mypy]` section)\n",
+        )];
+        assert_eq!(
+            copied("`setup.cfg` (containing a `[mypy]` section)", &files),
+            "In each directory, it will look for the following configuration files (in this order) [1]:\n\n```text\n1. `mypy.ini`\n2. `.mypy.ini`\n3. `setup.cfg` (containing a `[mypy]` section)\n```"
+        );
+        // A lead-in that points back at a sentence not printed is no claim, and its list would
         // go with it: the item picked is printed after it (chezmoi's FAQ).
         let process = [source(
             "docs/user-guide/frequently-asked-questions/encryption.md",
