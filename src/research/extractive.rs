@@ -20,8 +20,7 @@ use crate::edit::text::{FenceLine, Fences};
 use crate::research::includes;
 use crate::research::parts::{self, QuestionPart};
 use crate::research::passages::{self, content_stems};
-use crate::research::support;
-use crate::research::synthesis::{as_rendered, only_leads_in, sentences};
+use crate::research::synthesis::{as_rendered, sentences, tokens_of};
 use crate::store::SourceRecord;
 use crate::tokens::{Encoding, count_tokens};
 
@@ -336,7 +335,7 @@ fn block_after(lines: &[&str], from: usize) -> Option<String> {
             break;
         }
         // A fence inside the list would close the one the list is quoted in.
-        if t.starts_with("```") || t.starts_with("~~~") {
+        if Fences::default().line(line) == FenceLine::Open {
             return None;
         }
         block.push(line);
@@ -831,15 +830,15 @@ pub fn copied(reply: &str, sources: &[SourceRecord]) -> String {
             }
         }
     }
-    quoted_text(&pool, &picked)
+    quoted_text(&pool, &picked, sources)
 }
 
 /// The answer's text for the sentences `picked` (indices into `pool`): each as the passage
 /// writes it (roles and reference links tidied), with the number of its passage and the short code example it
 /// leads to.
-fn quoted_text(pool: &[Sentence], picked: &[usize]) -> String {
+fn quoted_text(pool: &[Sentence], picked: &[usize], sources: &[SourceRecord]) -> String {
     let mut text = String::new();
-    for (i, with_code) in in_context(pool, picked) {
+    for (i, with_code) in in_context(pool, picked, sources) {
         let c = &pool[i].candidate;
         let code = c.code.as_ref().filter(|_| with_code);
         let sentence = as_rendered(&c.sentence);
@@ -1000,7 +999,7 @@ const AFTER_MOST: usize = 2;
 /// and the lead-in's code holds the item, the lead-in is printed with the whole list in place
 /// of the items, otherwise without it (the `bool`: whether a sentence's code is printed with
 /// it).
-fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
+fn in_context(pool: &[Sentence], picked: &[usize], sources: &[SourceRecord]) -> Vec<(usize, bool)> {
     let mut all: Vec<usize> = Vec::new();
     // The lead-ins printed for an item of their list: (lead-in, item).
     let mut leads: Vec<(usize, usize)> = Vec::new();
@@ -1097,21 +1096,18 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
     // reports (2026-12-05) printed "In each directory, it will look for the following
     // configuration files (in this order)" over `setup.cfg` alone, the fourth of four, for
     // "which of these config files does it read"; chezmoi's FAQ, the third and fourth of
-    // four steps to re-encrypt files. A lead-in whose code stops before the item (a list cut
-    // by a code block, as mypy's notes on `pyproject.toml` are) is printed without it, over
-    // the item.
-    // A lead-in that says nothing but that a list follows ("For example:",
-    // [`only_leads_in`]) or that points back at a sentence not printed ("This can be
-    // achieved with the following process:", chezmoi; "This is computed from the following
-    // items:", mypy; [`support::refers_back`]) is no claim of the answer: printed for an item,
-    // its list would be dropped with it, and the item with the list. It is printed over the
-    // item.
+    // four steps to re-encrypt files.
+    //
+    // A lead-in printed for an item is printed over it, without its list, when its code stops
+    // before the item (a list cut by a code block, as mypy's notes on `pyproject.toml` are),
+    // or when the answer's check keeps it as no claim ([`stands`]: "This is computed from the
+    // following items:", mypy) — its list would be dropped with it, and the item with the list.
     let with_code = |i: usize| {
         picked.contains(&i)
-            || leads.iter().filter(|(j, _)| *j == i).all(|&(j, k)| {
-                let lead = &pool[j].candidate.sentence;
-                lists(pool, j, k) && !only_leads_in(lead) && !support::refers_back(lead)
-            })
+            || leads
+                .iter()
+                .filter(|(j, _)| *j == i)
+                .all(|&(j, k)| lists(pool, j, k) && stands(pool, j, sources))
     };
     let list_of = |k: usize| list_lead_in(pool, unit_start(pool, k));
     let quoted_whole = |k: usize| {
@@ -1125,21 +1121,31 @@ fn in_context(pool: &[Sentence], picked: &[usize]) -> Vec<(usize, bool)> {
         .collect()
 }
 
+/// Whether lead-in `j` printed with its list is a claim of its own for the answer's check
+/// ([`synthesis::validate_answer`](crate::research::synthesis::validate_answer)), which keeps a
+/// lead-in that says too little ("For example:") or points back at a sentence not printed
+/// ("This can be achieved with the following process:") as no claim, and its list goes with
+/// it. The check's verdict rather than a guess at it by the words: "This flag accepts one of
+/// four string values:" stands, "This is computed from the following items:" does not.
+fn stands(pool: &[Sentence], j: usize, sources: &[SourceRecord]) -> bool {
+    let text = quoted_text(pool, &[j], sources);
+    let lead = tokens_of(&pool[j].candidate.sentence);
+    let lead = &lead[..lead.len().min(4)];
+    crate::research::synthesis::validate_answer("", &text, sources)
+        .claims
+        .iter()
+        .any(|c| tokens_of(&c.text).starts_with(lead))
+}
+
 /// Whether the code of lead-in `j` (the list it leads to, [`block_after`]) holds item `k`:
 /// the item's first words, in order.
 fn lists(pool: &[Sentence], j: usize, k: usize) -> bool {
-    let words = |t: &str| -> Vec<String> {
-        t.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect()
-    };
     let Some(code) = &pool[j].candidate.code else {
         return false;
     };
-    let item = words(&pool[k].candidate.sentence);
+    let item = tokens_of(&pool[k].candidate.sentence);
     let first = &item[..item.len().min(8)];
-    !first.is_empty() && words(code).windows(first.len()).any(|w| w == first)
+    !first.is_empty() && tokens_of(code).windows(first.len()).any(|w| w == first)
 }
 
 /// The paragraphs back from a sentence saying "this flag" that the sentence naming the flag
@@ -1437,7 +1443,7 @@ pub fn chosen_named(named: &[Named], sources: &[SourceRecord]) -> String {
             picked.push(n.at);
         }
     }
-    quoted_text(&pool, &picked)
+    quoted_text(&pool, &picked, sources)
 }
 
 /// The text of `quoted`: under a bold line per part when the question has several, and a

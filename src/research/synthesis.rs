@@ -358,7 +358,7 @@ pub fn validate_citations(answer: &str, shown: &[SourceRecord]) -> Validated {
 /// "This can be achieved with the following process:"): nothing a passage could support, a
 /// lead-in, never a claim (its marker would send it to the model's check and count it for a
 /// part).
-pub(crate) fn only_leads_in(sentence: &str) -> bool {
+fn only_leads_in(sentence: &str) -> bool {
     sentence.trim_end().ends_with(':') && passages::terms(sentence).len() < 3
 }
 
@@ -1721,7 +1721,7 @@ The oven is preheated to 220 degrees before the first batch [2]. Each loaf rests
 after baking [1][3]. The passages do not say how long the dough rises.";
 
 /// The words of `text` in order, numbers included: lower case, without punctuation.
-fn tokens_of(text: &str) -> Vec<String> {
+pub(crate) fn tokens_of(text: &str) -> Vec<String> {
     text.to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
