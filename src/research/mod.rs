@@ -14,6 +14,7 @@
 //! of its claims, the synthesis is extractive, labelled so, and the run is `partial`. This module
 //! never sees LSP types and never lets a key reach a log, an error or the library.
 
+pub mod adoc;
 pub mod citations;
 pub mod config;
 pub mod credibility;

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use crate::edit::text::{FenceLine, Fences};
-use crate::research::rst;
+use crate::research::{adoc, rst};
 
 /// Whether `path` is prose (headings are Markdown `#` lines) rather than code.
 pub fn is_prose(path: &str) -> bool {
@@ -31,7 +31,15 @@ pub fn is_prose(path: &str) -> bool {
         None => true,
         Some(e) => matches!(
             e,
-            "md" | "markdown" | "mdx" | "txt" | "text" | "rst" | "adoc" | "org" | "textile"
+            "md" | "markdown"
+                | "mdx"
+                | "txt"
+                | "text"
+                | "rst"
+                | "adoc"
+                | "asciidoc"
+                | "org"
+                | "textile"
         ),
     }
 }
@@ -47,10 +55,14 @@ struct Block {
 
 /// Cuts `text` (the file at `path`) into passages.
 pub fn split(path: &str, text: &str) -> Vec<Passage> {
-    // reStructuredText is read as the Markdown it renders as, line for line (`research::rst`).
+    // reStructuredText and AsciiDoc are read as the Markdown they render as, line for line
+    // (`research::rst`, `research::adoc`).
     let markdown;
     let text = if rst::is_rst(path, text) {
         markdown = rst::as_markdown(text);
+        markdown.as_str()
+    } else if adoc::is_adoc(path) {
+        markdown = adoc::as_markdown(text);
         markdown.as_str()
     } else {
         text
