@@ -388,6 +388,7 @@ fn inline(line: &str, attributes: &HashMap<String, String>) -> String {
                 _ => body,
             }
             .trim_matches('"');
+            let label = label.strip_suffix('^').unwrap_or(label);
             match name {
                 "link" | "xref" | "mailto" | "irc" => {
                     if label.is_empty() { target } else { label }.to_owned()
@@ -411,18 +412,22 @@ fn inline(line: &str, attributes: &HashMap<String, String>) -> String {
             }
         },
     );
-    let text = regex(&URL, r"\b((?:https?|ftp|irc)://[^\s\[\]]+)\[([^\]]*)\]").replace_all(
-        &text,
-        |c: &Captures| {
-            let label = c[2]
-                .split(',')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .trim_matches('"');
-            if label.is_empty() { &c[1] } else { label }.to_owned()
-        },
-    );
+    // A URL with its text, or an attribute the page does not define standing for one
+    // (`{url-repo}[the repository^]`, the `^` asking for a new window).
+    let text = regex(
+        &URL,
+        r"(\b(?:https?|ftp|irc)://[^\s\[\]]+|\{[\w][\w-]*\})\[([^\]]*)\]",
+    )
+    .replace_all(&text, |c: &Captures| {
+        let label = c[2]
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_matches('"');
+        let label = label.strip_suffix('^').unwrap_or(label);
+        if label.is_empty() { &c[1] } else { label }.to_owned()
+    });
     let text =
         regex(&XREF, r"<<([^<>,\n]+?)(?:,\s*([^<>\n]+?))?>>").replace_all(&text, |c: &Captures| {
             match c.get(2) {
@@ -652,6 +657,13 @@ impl<'a> Reader<'a> {
             }
         }
         self.style = None;
+        // A list continuation: the block under it belongs to the item or term above, which
+        // leads to it.
+        if tt == "+" {
+            self.flush_terms();
+            self.at_start = true;
+            return i + 1;
+        }
         if let Some((term, description)) = dlist_term(t) {
             let term = term_text(&term, &self.attributes);
             self.terms.push(term);
@@ -692,10 +704,6 @@ impl<'a> Reader<'a> {
                 self.after_block();
                 return end + 1;
             }
-        }
-        if tt == "+" {
-            self.at_start = true;
-            return i + 1;
         }
         if self.describing && self.at_start && !line.starts_with([' ', '\t']) {
             self.describing = false;
@@ -929,6 +937,12 @@ mod tests {
         assert_eq!(out[5], "");
         assert_eq!(out[7], "`-n`, `--dry-run`: Don't actually add the files.");
         assert_eq!(out[9], "CPU: The brain of the computer.");
+        // A continuation: the term leads to the block attached under it.
+        let out = lines_of("Install using `pacman`::\n+\n $ sudo pacman -S ruby-rouge\n\nNext.\n");
+        assert_eq!(out[0], "Install using `pacman`:");
+        assert_eq!(out[1], "```");
+        assert_eq!(out[2], "$ sudo pacman -S ruby-rouge");
+        assert_eq!(out[3], "```");
     }
 
     #[test]
@@ -969,6 +983,10 @@ mod tests {
         assert_eq!(
             inline("Plain https://tig.dev here.", &a),
             "Plain https://tig.dev here."
+        );
+        assert_eq!(
+            inline("In the {url-repo}[Rouge repository^].", &a),
+            "In the Rouge repository."
         );
     }
 

@@ -1483,10 +1483,17 @@ pub(crate) fn unreference(text: &str) -> String {
     })
 }
 
-/// Spaces left by removed markers: `word  .` → `word.`.
+/// Spaces left by removed markers: `word  .` → `word.`. Code blocks are left as written: a
+/// command's own `.` (`git ls-remote . master`, `docker build .`) is no marker's leftover.
 fn tidy(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    let mut fences = Fences::default();
     for line in text.lines() {
+        if fences.line(line) != FenceLine::Outside {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            continue;
+        }
         let mut l = line.to_owned();
         while l.contains("  ") && !l.trim_start().is_empty() && !line.starts_with("    ") {
             l = l.replace("  ", " ");
@@ -2212,6 +2219,15 @@ const PICK_ASK: &str = "The numbers of the sentences that answer it:";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tidying_leaves_code_blocks_as_written() {
+        let text = "Set the variable  [1] :\n\n```\n$ TIG_LS_REMOTE=\"git ls-remote . master\" tig\ncolor  default  white\n```\nDone .\n";
+        assert_eq!(
+            tidy(text),
+            "Set the variable [1]:\n\n```\n$ TIG_LS_REMOTE=\"git ls-remote . master\" tig\ncolor  default  white\n```\nDone.\n"
+        );
+    }
 
     fn source(title: &str, snippet: &str) -> SourceRecord {
         SourceRecord {
