@@ -376,6 +376,7 @@ fn inline(line: &str, attributes: &HashMap<String, String>) -> String {
     static XREF: OnceLock<Regex> = OnceLock::new();
     static ANCHOR: OnceLock<Regex> = OnceLock::new();
     static INDEX: OnceLock<Regex> = OnceLock::new();
+    static ROLE: OnceLock<Regex> = OnceLock::new();
     let text = substitute(line, attributes);
     let text = regex(&LITERAL, r"`\+([^`]*?)\+`").replace_all(&text, "`$1`");
     let text = regex(&MACRO, r"\b([a-z][\w-]*):([^\s\[\]]*)\[([^\]]*)\]").replace_all(
@@ -442,6 +443,12 @@ fn inline(line: &str, attributes: &HashMap<String, String>) -> String {
             }
         });
     let text = regex(&ANCHOR, r"\[\[[^\[\]\n]*\]\]").replace_all(&text, "");
+    // A role or id on a span (`[.path]_fonts_`, `[.term]*front matter*`, `[.line-through]#x#`):
+    // the span as marked, `#` marks dropped.
+    let text = regex(&ROLE, r"\[[.#][\w.#-]*\](?:#([^#\n]+)#|([_*`]))")
+        .replace_all(&text, |c: &Captures| {
+            c.get(1).or(c.get(2)).map_or("", |m| m.as_str()).to_owned()
+        });
     let text = regex(
         &INDEX,
         r"\(\(\((?:[^()]|\([^()]*\))*\)\)\)|\(\(([^()]+)\)\)",
@@ -983,6 +990,13 @@ mod tests {
         assert_eq!(
             inline("Plain https://tig.dev here.", &a),
             "Plain https://tig.dev here."
+        );
+        assert_eq!(
+            inline(
+                "Put it in [.path]_fonts_, see [.line-through]#old-name#.",
+                &a
+            ),
+            "Put it in _fonts_, see old-name."
         );
         assert_eq!(
             inline("In the {url-repo}[Rouge repository^].", &a),
