@@ -565,8 +565,8 @@ impl<'a> Reader<'a> {
             self.flush_terms();
             let close = (i + 1..n).find(|&k| closes_fence(lines[k], ch, len));
             let end = close.unwrap_or(n - 1);
-            for k in i..=end {
-                self.out[k] = lines[k].to_owned();
+            for (out, line) in self.out[i..=end].iter_mut().zip(&lines[i..=end]) {
+                *out = (*line).to_owned();
             }
             if close.is_none() {
                 self.out[end].push_str(&format!("\n{}", ch.to_string().repeat(len)));
