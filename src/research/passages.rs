@@ -64,6 +64,9 @@ pub fn split(path: &str, text: &str) -> Vec<Passage> {
     } else if adoc::is_adoc(path) {
         markdown = adoc::as_markdown(text);
         markdown.as_str()
+    } else if let Some(rendered) = as_rendered(path, text) {
+        markdown = rendered;
+        markdown.as_str()
     } else {
         text
     };
@@ -137,6 +140,112 @@ pub fn split(path: &str, text: &str) -> Vec<Passage> {
     }
     flush(&mut current, &mut out);
     out
+}
+
+/// A Markdown page as a site generator renders it, line for line, when that differs from its
+/// text: the front matter (YAML between `---` lines, TOML between `+++` lines) blank but for
+/// its `title`, which heads the page (`# Authentication Settings`: Docusaurus, Hugo and Jekyll
+/// pages state their title there and nowhere else — 132 of pnpm's 144 pages have no `#`
+/// heading, so every section was headed without its page); outside code, Docusaurus's and
+/// MyST's admonition fences (`:::note`, `:::{warning}`, `:::`) and MDX's `import`/`export` lines and component tags
+/// alone on a line (`<CatalogMode />`) blank. `None` when nothing changes.
+fn as_rendered(path: &str, text: &str) -> Option<String> {
+    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    let mdx = ext.as_deref() == Some("mdx");
+    if !matches!(ext.as_deref(), Some("md" | "markdown" | "mdx")) {
+        return None;
+    }
+    static TITLE: OnceLock<Regex> = OnceLock::new();
+    static ADMONITION: OnceLock<Regex> = OnceLock::new();
+    static TAG: OnceLock<Regex> = OnceLock::new();
+    static IMPORT: OnceLock<Regex> = OnceLock::new();
+    let title = crate::research::citations::regex(
+        &TITLE,
+        r#"^title\s*[:=]\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*$"#,
+    );
+    let admonition = crate::research::citations::regex(
+        &ADMONITION,
+        r"^\s*:{3,}\s*(?:\{?([A-Za-z][\w-]*)\}?\s*(?:\[(.*)\]|\s(.*))?)?\s*$",
+    );
+    let tag = crate::research::citations::regex(&TAG, r"^\s*</?[A-Z][\w.]*(?:\s[^<>]*)?/?>\s*$");
+    let import =
+        crate::research::citations::regex(&IMPORT, r#"^import\s.*\sfrom\s+['"][^'"]+['"];?\s*$"#);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    let mut changed = false;
+    let mut start = 0;
+    let delimiter = lines.first().map(|l| l.trim_end());
+    if let Some(d @ ("---" | "+++")) = delimiter
+        && let Some(close) = (1..lines.len().min(200))
+            .find(|&k| lines[k].trim_end() == d || (d == "---" && lines[k].trim_end() == "..."))
+        && lines[1..close].iter().any(|l| {
+            l.split_once([':', '=']).is_some_and(|(k, _)| {
+                let k = k.trim();
+                !k.is_empty()
+                    && k.chars()
+                        .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+            })
+        })
+    {
+        for (k, line) in lines.iter().enumerate().take(close + 1) {
+            out[k] = match title.captures(line) {
+                Some(c) => {
+                    let t = c
+                        .get(1)
+                        .or(c.get(2))
+                        .or(c.get(3))
+                        .map_or("", |m| m.as_str());
+                    if t.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!("# {}", t.trim())
+                    }
+                }
+                None => String::new(),
+            };
+        }
+        changed = true;
+        start = close + 1;
+    }
+    let mut fences = Fences::default();
+    for k in start..lines.len() {
+        if fences.line(lines[k]) != FenceLine::Outside {
+            continue;
+        }
+        let line = lines[k];
+        if let Some(c) = admonition.captures(line) {
+            // An admonition's own title is text: `:::warning Removed in v11.0.0`.
+            out[k] = match (c.get(1), c.get(2).or(c.get(3))) {
+                (Some(kind), Some(t)) if !t.as_str().trim().is_empty() => {
+                    let kind = kind.as_str();
+                    let mut kind_chars = kind.chars();
+                    let first = kind_chars.next().map(|c| c.to_ascii_uppercase());
+                    format!(
+                        "{}{}: {}",
+                        first.unwrap_or(' '),
+                        kind_chars.as_str(),
+                        t.as_str().trim()
+                    )
+                }
+                _ => String::new(),
+            };
+            changed = true;
+        } else if tag.is_match(line)
+            || import.is_match(line)
+            || (mdx && line.starts_with("export "))
+        {
+            out[k] = String::new();
+            changed = true;
+        }
+    }
+    if !changed {
+        return None;
+    }
+    let mut joined = out.join("\n");
+    if text.ends_with('\n') {
+        joined.push('\n');
+    }
+    Some(joined)
 }
 
 /// Whether a block of prose leads to what follows it: its last line ends with a colon, as
@@ -1080,10 +1189,33 @@ mod tests {
                 .text
                 .contains("- a list item\n---\n\nA paragraph.")
         );
+        // Docusaurus's admonitions and MDX's lines are no text.
+        let page = "---\nid: npmrc\ntitle: \"Auth Settings\"\n---\n\nimport Tabs from '@theme/Tabs'\n\n## Files\n\n:::warning Removed in v11\n\nText.\n\n:::\n\n<CatalogMode />\n\n```js\nimport x from 'y'\n:::\n```\n";
+        let passages = split("docs/npmrc.md", page);
+        let files = passages
+            .iter()
+            .find(|p| p.heading == "Auth Settings › Files")
+            .expect("the section under the page's title");
+        assert_eq!(files.start_line, 8);
+        let text: String = passages.iter().map(|p| p.text.as_str()).collect();
+        assert!(text.contains("Warning: Removed in v11\n\nText."), "{text}");
+        assert!(
+            !text.contains("<CatalogMode") && !text.contains("import Tabs"),
+            "{text}"
+        );
+        assert!(text.contains("import x from 'y'\n:::\n```"), "{text}");
+        // MyST's fences too; mkdocstrings' `::: module.Name` is left alone.
+        let text = as_rendered(
+            "a.md",
+            ":::{warning}\nText.\n:::\n\n::: mkdocs.config.Config\n",
+        )
+        .expect("changed");
+        assert_eq!(text, "\nText.\n\n\n::: mkdocs.config.Config\n");
+        // Front matter is no setext heading: its title heads the page.
         assert!(
             split("x.md", "---\ntitle: front matter\n---\n\nText.\n")
                 .iter()
-                .all(|p| p.heading.is_empty())
+                .all(|p| p.heading == "front matter" && !p.text.contains("title:"))
         );
     }
 
