@@ -27,6 +27,7 @@ pub mod includes;
 pub mod index;
 pub mod judge;
 pub mod meaning;
+pub mod org;
 pub mod parts;
 pub mod passages;
 pub mod report;

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use crate::edit::text::{FenceLine, Fences};
-use crate::research::{adoc, rst};
+use crate::research::{adoc, org, rst};
 
 /// Whether `path` is prose (headings are Markdown `#` lines) rather than code.
 pub fn is_prose(path: &str) -> bool {
@@ -55,14 +55,17 @@ struct Block {
 
 /// Cuts `text` (the file at `path`) into passages.
 pub fn split(path: &str, text: &str) -> Vec<Passage> {
-    // reStructuredText and AsciiDoc are read as the Markdown they render as, line for line
-    // (`research::rst`, `research::adoc`).
+    // reStructuredText, AsciiDoc and Org are read as the Markdown they render as, line for line
+    // (`research::rst`, `research::adoc`, `research::org`).
     let markdown;
     let text = if rst::is_rst(path, text) {
         markdown = rst::as_markdown(text);
         markdown.as_str()
     } else if adoc::is_adoc(path) {
         markdown = adoc::as_markdown(text);
+        markdown.as_str()
+    } else if org::is_org(path) {
+        markdown = org::as_markdown(text);
         markdown.as_str()
     } else if let Some(rendered) = as_rendered(path, text) {
         markdown = rendered;
