@@ -49,6 +49,10 @@ pub fn as_markdown(text: &str) -> String {
             .captures(l)
             .is_some_and(|c| c[1].eq_ignore_ascii_case("title") && !c[2].trim().is_empty())
     });
+    // Description items whose text is on the lines under them (Magit's "- Key: s
+    // (magit-stage) ::" over "  Add the change at point to the staging area."): their
+    // indentation, terms and last line; the text opens with them.
+    let mut terms: Option<(String, Vec<String>, usize)> = None;
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
@@ -145,16 +149,36 @@ pub fn as_markdown(text: &str) -> String {
             }
         }
         if let Some(c) = description.captures(line) {
-            out[i] = format!(
-                "{}- {}: {}",
-                &c[1],
-                inline(c[2].trim()),
-                inline(c.get(3).map_or("", |m| m.as_str()))
-            )
-            .trim_end()
-            .to_owned();
+            let text = c.get(3).map_or("", |m| m.as_str().trim());
+            let (indent, mut all) = match terms.take() {
+                // Items stacked one under the other share the text under the last.
+                Some((indent, all, at)) if at + 1 == i && indent == c[1] => {
+                    out[at].clear();
+                    (indent, all)
+                }
+                _ => (c[1].to_owned(), Vec::new()),
+            };
+            all.push(inline(c[2].trim()));
+            if text.is_empty() {
+                // Written here as a lead-in, unless text comes under it.
+                out[i] = format!("{indent}- {}:", all.join(", "));
+                terms = Some((indent, all, i));
+            } else {
+                out[i] = format!("{indent}- {}: {}", all.join(", "), inline(text));
+            }
             i += 1;
             continue;
+        }
+        if let Some((indent, all, at)) = terms.take() {
+            let deeper = line.len() - line.trim_start().len() > indent.len();
+            if t.is_empty() {
+                terms = Some((indent, all, at));
+            } else if deeper {
+                out[at].clear();
+                out[i] = format!("{indent}- {}: {}", all.join(", "), inline(t));
+                i += 1;
+                continue;
+            }
         }
         // A table's rule: `|---+---|` as Markdown's.
         if t.starts_with("|-") && t.chars().all(|x| matches!(x, '|' | '-' | '+' | ':')) {
@@ -268,6 +292,18 @@ mod tests {
         assert_eq!(out[1], "- See the manual and faq.org.");
         assert_eq!(out[2], "Press `C-x g` to open **status**.");
         assert_eq!(out[4], "|---|---|");
+        // Terms over their text: the text opens with them.
+        let stacked = lines_of(
+            "- Key: C-c f b (magit-blame-addition) ::\n- Key: C-c f B b ::\n\n  Annotate each line with the commit that added it.\n  More.\n\n- Key: q ::\n* Next\n",
+        );
+        assert_eq!(stacked[0], "");
+        assert_eq!(stacked[1], "");
+        assert_eq!(
+            stacked[3],
+            "- Key: C-c f b (magit-blame-addition), Key: C-c f B b: Annotate each line with the commit that added it."
+        );
+        assert_eq!(stacked[4], "  More.");
+        assert_eq!(stacked[6], "- Key: q:");
     }
 
     #[test]
