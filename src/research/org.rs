@@ -331,4 +331,26 @@ mod tests {
             );
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_page_keeps_its_lines(lines in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::string::string_regex("[-*+=~:#|\\[\\] \ta-zé,]{0,12}").expect("pattern"),
+                proptest::sample::select(vec![
+                    "#+BEGIN_SRC sh".to_owned(), "#+END_SRC".to_owned(), "#+begin_comment".to_owned(),
+                    ":PROPERTIES:".to_owned(), ":END:".to_owned(), ":NOTES:".to_owned(),
+                    "* Headline".to_owned(), "- term ::".to_owned(), "  text".to_owned(),
+                    "".to_owned(), "#+TITLE: T".to_owned(), "|-+-|".to_owned(),
+                ]),
+            ],
+            0..30,
+        )) {
+            let page = lines.join("\n");
+            let out = as_markdown(&page);
+            let expected = page.split('\n').count();
+            let got = out.split('\n').count();
+            proptest::prop_assert!(got == expected || got == expected + 1, "{page:?} → {out:?}");
+        }
+    }
 }

@@ -1126,6 +1126,26 @@ pub fn question_parts(question: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #[test]
+        fn a_page_read_as_rendered_keeps_its_lines(lines in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::string::string_regex("[-+:=<>/{}'\" a-zA-Z`]{0,14}").expect("pattern"),
+                proptest::sample::select(vec![
+                    "---".to_owned(), "+++".to_owned(), "title: T".to_owned(), "title = \"T\"".to_owned(),
+                    ":::note".to_owned(), ":::".to_owned(), "```".to_owned(), "<Tabs>".to_owned(),
+                    "import A from 'b'".to_owned(), "".to_owned(), "...".to_owned(),
+                ]),
+            ],
+            0..30,
+        )) {
+            let page = lines.join("\n");
+            if let Some(out) = as_rendered("p.mdx", &page) {
+                proptest::prop_assert_eq!(out.split('\n').count(), page.split('\n').count(), "{:?} → {:?}", page, out);
+            }
+        }
+    }
+
     #[test]
     fn markdown_passages_carry_their_heading_path() {
         let text = "# Cache\n\nIntro line.\n\n## Eviction\n\nWhen full, the cache evicts the least recently used entry.\n\n```rust\nfn evict() {}\n\nfn other() {}\n```\n\n## Sizes\n\nAt most 1000 entries.\n";
