@@ -408,6 +408,27 @@ pub fn fence_line(line: &str) -> Option<(char, usize, &str)> {
     Some((ch, len, info))
 }
 
+/// A backtick fence that `lines` cannot close early: one backtick more than the longest run of
+/// them that opens one of the lines, and at least three.
+pub fn fence_for<'a>(lines: impl IntoIterator<Item = &'a str>) -> String {
+    let longest = lines
+        .into_iter()
+        .map(|l| l.trim_start().chars().take_while(|c| *c == '`').count())
+        .max()
+        .unwrap_or(0);
+    "`".repeat((longest + 1).max(3))
+}
+
+/// `lines` joined as `text`'s lines are: a line feed between them, and one after the last when
+/// `text` ends with one (the readers that rewrite a page line for line give back its shape).
+pub fn joined_like(lines: &[String], text: &str) -> String {
+    let mut joined = lines.join("\n");
+    if text.ends_with('\n') {
+        joined.push('\n');
+    }
+    joined
+}
+
 /// Whether `line` closes a block opened by a fence of `len` characters `ch`: the same character,
 /// at least as many, and no info string.
 pub fn closes_fence(line: &str, ch: char, len: usize) -> bool {

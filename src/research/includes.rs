@@ -353,12 +353,7 @@ pub fn shown(
 /// `body` in a fenced block marked `language`, its fence longer than any run of backticks that
 /// opens a line of it (a docstring's own fence would otherwise close the block early).
 fn fenced(body: &str, language: &str) -> String {
-    let longest = body
-        .lines()
-        .map(|l| l.trim_start().chars().take_while(|c| *c == '`').count())
-        .max()
-        .unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
+    let fence = crate::edit::text::fence_for(body.lines());
     format!("{fence}{language}\n{body}\n{fence}")
 }
 

@@ -24,10 +24,23 @@ use regex::Regex;
 use crate::edit::text::{FenceLine, Fences};
 use crate::research::{adoc, org, rst};
 
+/// Whether `out`, a page rewritten line for line, keeps the lines of `page`: as many, or one more
+/// when a code block left open at the page's end got its closing fence after its last line.
+#[cfg(test)]
+pub(crate) fn keeps_lines(page: &str, out: &str) -> bool {
+    let (expected, got) = (page.split('\n').count(), out.split('\n').count());
+    got == expected || (got == expected + 1 && out.trim_end().ends_with("```"))
+}
+
+/// The extension of the file at `path`, lower-cased (`None` without one).
+pub(crate) fn extension(path: &str) -> Option<String> {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())
+}
+
 /// Whether `path` is prose (headings are Markdown `#` lines) rather than code.
 pub fn is_prose(path: &str) -> bool {
-    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
-    match ext.as_deref() {
+    match extension(path).as_deref() {
         None => true,
         Some(e) => matches!(
             e,
@@ -153,7 +166,7 @@ pub fn split(path: &str, text: &str) -> Vec<Passage> {
 /// MyST's admonition fences (`:::note`, `:::{warning}`, `:::`) and MDX's `import`/`export` lines and component tags
 /// alone on a line (`<CatalogMode />`) blank. `None` when nothing changes.
 fn as_rendered(path: &str, text: &str) -> Option<String> {
-    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    let ext = extension(path);
     let mdx = ext.as_deref() == Some("mdx");
     if !matches!(ext.as_deref(), Some("md" | "markdown" | "mdx")) {
         return None;
@@ -244,11 +257,7 @@ fn as_rendered(path: &str, text: &str) -> Option<String> {
     if !changed {
         return None;
     }
-    let mut joined = out.join("\n");
-    if text.ends_with('\n') {
-        joined.push('\n');
-    }
-    Some(joined)
+    Some(crate::edit::text::joined_like(&out, text))
 }
 
 /// Whether a block of prose leads to what follows it: its last line ends with a colon, as
