@@ -228,31 +228,55 @@ fn dlist_term(t: &str) -> Option<(String, Option<String>)> {
     Some((name.to_owned(), c.get(2).map(|m| m.as_str().to_owned())))
 }
 
-/// A term as the page shows it, in code when it names something (one word, written as code or
-/// emphasis, or an option): `'core.editor'` → `` `core.editor` ``, `--dry-run` → `` `--dry-run` ``.
+/// A term as the page shows it (its macros and references read first, [`inline`]), in code
+/// when it names something: one word, or a list of them (`*-v, --verbose*`), written in
+/// emphasis or as an option, or holding `.`, `_`, `/`, `=` or `$` (`'core.editor'` →
+/// `` `core.editor` ``, `*--fop-opts*='FOP_OPTS'` → `` `--fop-opts=FOP_OPTS` ``); else a name in
+/// emphasis before the rest (`'diff-options' (string)`, Tig's variables).
 fn term_text(term: &str, attributes: &HashMap<String, String>) -> String {
-    let t = term.trim();
-    if t.starts_with('`') && t.ends_with('`') && t.len() > 1 {
-        return t.to_owned();
+    let t = inline(term.trim(), attributes);
+    if t.contains('`') {
+        return t;
     }
     let wrapped = ['\'', '_', '*', '+']
         .into_iter()
         .find(|&q| t.len() > 2 && t.starts_with(q) && t.ends_with(q))
         .map(|q| t.trim_matches(q));
-    let inner = wrapped.unwrap_or(t);
-    let one_word = !inner.chars().any(char::is_whitespace) && !inner.contains('`');
-    if one_word && (wrapped.is_some() || inner.starts_with('-') || inner.contains(['.', '_', '/']))
-    {
-        return format!("`{inner}`");
-    }
-    // A name in emphasis before the rest: `'diff-options' (string)` (Tig's variables).
-    static NAMED: OnceLock<Regex> = OnceLock::new();
-    let named = regex(&NAMED, r"^(['_*+])([^\s'_*+`]+)(['_*+])(\s)");
-    let t = match named.captures(t) {
-        Some(c) if c[1] == c[3] => format!("`{}`{}", &c[2], &t[c[1].len() + c[2].len() + 1..]),
-        _ => t.to_owned(),
+    // Emphasis inside the names (`*--fop-opts*='FOP_OPTS'`, `*-o, --out-file*=_OUT_FILE_`); a
+    // `*` of a glob stays (`'color.*'`).
+    static PAIR: OnceLock<Regex> = OnceLock::new();
+    let plain = regex(&PAIR, r"\*([^*]+)\*|'([^'\s]+)'|=_(\S+)_$").replace_all(
+        wrapped.unwrap_or(&t),
+        |c: &Captures| match c.get(3) {
+            Some(v) => format!("={}", v.as_str()),
+            None => c.get(1).or(c.get(2)).map_or("", |m| m.as_str()).to_owned(),
+        },
+    );
+    let names: Vec<String> = plain.split(", ").map(str::to_owned).collect();
+    let is_name = |n: &String| {
+        !n.is_empty()
+            && !n.chars().any(char::is_whitespace)
+            && (wrapped.is_some()
+                || n.starts_with('-')
+                || n.contains(['.', '_', '/', '=', '$'])
+                // A lower-case word alone is a name in a definition list: an attribute
+                // (`toclevels`, `pygments-style`), a subcommand (`blame`), a value (`true`).
+                || (n.starts_with(|c: char| c.is_ascii_lowercase())
+                    && n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')))
     };
-    inline(&t, attributes)
+    if names.iter().all(is_name) {
+        return names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+    }
+    static NAMED: OnceLock<Regex> = OnceLock::new();
+    let named = regex(&NAMED, r"^(['_*+])([^\s'_*+`]+)(['_*+])(\s.*)$");
+    match named.captures(&t) {
+        Some(c) if c[1] == c[3] => format!("`{}`{}", &c[2], &c[4]),
+        _ => t,
+    }
 }
 
 /// An attribute entry (`:name: value`, `:name!:`): its name and value.
@@ -930,6 +954,30 @@ mod tests {
         assert_eq!(out[5], "");
         assert_eq!(out[7], "`-n`, `--dry-run`: Don't actually add the files.");
         assert_eq!(out[9], "CPU: The brain of the computer.");
+        // Terms on inputs nobody here wrote (AsciiDoc.py's and Asciidoctor's manuals).
+        let a = HashMap::new();
+        assert_eq!(
+            term_text("*--fop-opts*='FOP_OPTS'", &a),
+            "`--fop-opts=FOP_OPTS`"
+        );
+        assert_eq!(term_text("*-v, --verbose*", &a), "`-v`, `--verbose`");
+        assert_eq!(term_text("'color.*'", &a), "`color.*`");
+        assert_eq!(
+            term_text("*-o, --out-file*=_OUT_FILE_", &a),
+            "`-o`, `--out-file=OUT_FILE`"
+        );
+        assert_eq!(term_text("xref:html-backend:index.adoc[HTML]", &a), "HTML");
+        assert_eq!(
+            term_text("'diff-options' (string)", &a),
+            "`diff-options` (string)"
+        );
+        assert_eq!(
+            term_text("`-S`, `--safe-mode=SAFE_MODE`", &a),
+            "`-S`, `--safe-mode=SAFE_MODE`"
+        );
+        assert_eq!(term_text("The main view", &a), "The main view");
+        assert_eq!(term_text("pygments-style", &a), "`pygments-style`");
+        assert_eq!(term_text("Purpose", &a), "Purpose");
         // A continuation: the term leads to the block attached under it.
         let out = lines_of("Install using `pacman`::\n+\n $ sudo pacman -S ruby-rouge\n\nNext.\n");
         assert_eq!(out[0], "Install using `pacman`:");
