@@ -164,7 +164,14 @@ pub fn split(path: &str, text: &str) -> Vec<Passage> {
 /// pages state their title there and nowhere else — 132 of pnpm's 144 pages have no `#`
 /// heading, so every section was headed without its page); outside code, Docusaurus's and
 /// MyST's admonition fences (`:::note`, `:::{warning}`, `:::`) and MDX's `import`/`export` lines and component tags
-/// alone on a line (`<CatalogMode />`) blank. `None` when nothing changes.
+/// alone on a line (`<CatalogMode />`) blank; Python-Markdown's admonitions and collapsible
+/// blocks (`!!! note`, `??? tip "Title"`, MkDocs' sites) as their title, with the box's indented
+/// text dedented, and content tabs (`=== "pyproject.toml"`) as the first tab open, their labels
+/// blank and their text dedented; Hugo's shortcodes alone on a line (`{{% note %}}`,
+/// `{{< tabs >}}`) blank. Read as text, `!!! note` ended a sentence at `!!!` and left the note's
+/// first sentence opening "note When not …" (Hatch's docs), no sentence to quote, and
+/// `{{% note %}}` opened Poetry's notes the same way; a tab's label took the code its lead-in
+/// introduces. `None` when nothing changes.
 fn as_rendered(path: &str, text: &str) -> Option<String> {
     let ext = extension(path);
     let mdx = ext.as_deref() == Some("mdx");
@@ -186,6 +193,16 @@ fn as_rendered(path: &str, text: &str) -> Option<String> {
     let tag = crate::research::citations::regex(&TAG, r"^\s*</?[A-Z][\w.]*(?:\s[^<>]*)?/?>\s*$");
     let import =
         crate::research::citations::regex(&IMPORT, r#"^import\s.*\sfrom\s+['"][^'"]+['"];?\s*$"#);
+    static BOXED: OnceLock<Regex> = OnceLock::new();
+    static TABBED: OnceLock<Regex> = OnceLock::new();
+    static SHORTCODES: OnceLock<Regex> = OnceLock::new();
+    let boxed = crate::research::citations::regex(
+        &BOXED,
+        r#"^(\s*)(?:!!!|\?\?\?\+?)\s*([A-Za-z][\w-]*)(?:\s+[A-Za-z][\w-]*)*(?:\s+"([^"]*)")?\s*$"#,
+    );
+    let tabbed = crate::research::citations::regex(&TABBED, r#"^(\s*)===[!+]?\s+"[^"]*"\s*$"#);
+    let shortcodes =
+        crate::research::citations::regex(&SHORTCODES, r"^\s*(?:\{\{[<%].*?[%>]\}\}\s*)+$");
     let lines: Vec<&str> = text.lines().collect();
     let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
     let mut changed = false;
@@ -225,24 +242,47 @@ fn as_rendered(path: &str, text: &str) -> Option<String> {
     }
     let mut fences = Fences::default();
     for k in start..lines.len() {
-        if fences.line(lines[k]) != FenceLine::Outside {
+        if fences.line(&out[k]) != FenceLine::Outside {
             continue;
         }
-        let line = lines[k];
-        if let Some(c) = admonition.captures(line) {
+        let line = out[k].clone();
+        let line = line.as_str();
+        // A box or a tab: its text is the lines under it indented four columns more.
+        let opened = boxed
+            .captures(line)
+            .map(|c| {
+                let title = c.get(3).map_or("", |t| t.as_str().trim());
+                (c[1].to_owned(), titled(&c[2], title))
+            })
+            .or_else(|| {
+                tabbed
+                    .captures(line)
+                    .map(|c| (c[1].to_owned(), String::new()))
+            });
+        if let Some((indent, label)) = opened {
+            out[k] = if label.is_empty() {
+                label
+            } else {
+                format!("{indent}{label}")
+            };
+            let width = columns(&indent) + 4;
+            for next in out.iter_mut().skip(k + 1) {
+                if next.trim().is_empty() {
+                    continue;
+                }
+                if columns(&next[..next.len() - next.trim_start().len()]) < width {
+                    break;
+                }
+                *next = dedented(next, 4);
+            }
+            changed = true;
+        } else if shortcodes.is_match(line) {
+            out[k] = String::new();
+            changed = true;
+        } else if let Some(c) = admonition.captures(line) {
             // An admonition's own title is text: `:::warning Removed in v11.0.0`.
             out[k] = match (c.get(1), c.get(2).or(c.get(3))) {
-                (Some(kind), Some(t)) if !t.as_str().trim().is_empty() => {
-                    let kind = kind.as_str();
-                    let mut kind_chars = kind.chars();
-                    let first = kind_chars.next().map(|c| c.to_ascii_uppercase());
-                    format!(
-                        "{}{}: {}",
-                        first.unwrap_or(' '),
-                        kind_chars.as_str(),
-                        t.as_str().trim()
-                    )
-                }
+                (Some(kind), Some(t)) => titled(kind.as_str(), t.as_str().trim()),
                 _ => String::new(),
             };
             changed = true;
@@ -258,6 +298,33 @@ fn as_rendered(path: &str, text: &str) -> Option<String> {
         return None;
     }
     Some(crate::edit::text::joined_like(&out, text))
+}
+
+/// An admonition's title line as its page shows it: "Warning: Removed in v11" (its kind, then
+/// its title); nothing when it has no title of its own.
+fn titled(kind: &str, title: &str) -> String {
+    if title.is_empty() {
+        return String::new();
+    }
+    let mut chars = kind.chars();
+    let first = chars
+        .next()
+        .map_or(String::new(), |c| c.to_uppercase().collect());
+    format!("{first}{}: {title}", chars.as_str())
+}
+
+/// The width of leading whitespace `indent` in columns, a tab to the next multiple of four.
+fn columns(indent: &str) -> usize {
+    indent
+        .chars()
+        .fold(0, |at, c| if c == '\t' { at / 4 * 4 + 4 } else { at + 1 })
+}
+
+/// `line` with `by` columns of its leading whitespace taken away (a tab counted as it reaches).
+fn dedented(line: &str, by: usize) -> String {
+    let rest = line.trim_start();
+    let width = columns(&line[..line.len() - rest.len()]);
+    format!("{}{rest}", " ".repeat(width.saturating_sub(by)))
 }
 
 /// Whether a block of prose leads to what follows it: its last line ends with a colon, as
@@ -1144,6 +1211,9 @@ mod tests {
                     "---".to_owned(), "+++".to_owned(), "title: T".to_owned(), "title = \"T\"".to_owned(),
                     ":::note".to_owned(), ":::".to_owned(), "```".to_owned(), "<Tabs>".to_owned(),
                     "import A from 'b'".to_owned(), "".to_owned(), "...".to_owned(),
+                    "!!! note".to_owned(), "??? tip \"T\"".to_owned(), "=== \"Tab\"".to_owned(),
+                    "    indented".to_owned(), "\tin a tab".to_owned(), "{{% note %}}".to_owned(),
+                    "    ```".to_owned(),
                 ]),
             ],
             0..30,
@@ -1243,6 +1313,19 @@ mod tests {
         )
         .expect("changed");
         assert_eq!(text, "\nText.\n\n\n::: mkdocs.config.Config\n");
+        // MkDocs' admonitions and content tabs, Hugo's shortcodes.
+        let page = "Text.\n\n!!! note\n    When not persisting config, there is no need to extend it.\n\n    ```toml\n    [x]\n    ```\n\n??? tip \"What is `uv.lock`?\"\n\tA lockfile.\n\n  !!! warning inline end \"Deprecated\"\n      Nested text.\n\nAfter.\n\nRun:\n\n=== \"pyproject.toml\"\n\n    ```toml\n    [tool.ruff]\n    ```\n\n=== \"ruff.toml\"\n\n    Plain.\n\n{{% note %}}\nIf you only want the runtime dependencies, use `--only main`.\n{{% /note %}}\n{{< tab \"macOS\" >}} {{< /tab >}}\nSee [it]({{< relref \"cli\" >}}).\n";
+        let text = as_rendered("docs/a.md", page).expect("changed");
+        assert!(keeps_lines(page, &text), "{text}");
+        assert_eq!(
+            text,
+            "Text.\n\n\nWhen not persisting config, there is no need to extend it.\n\n```toml\n[x]\n```\n\nTip: What is `uv.lock`?\nA lockfile.\n\n  Warning: Deprecated\n  Nested text.\n\nAfter.\n\nRun:\n\n\n\n```toml\n[tool.ruff]\n```\n\n\n\nPlain.\n\n\nIf you only want the runtime dependencies, use `--only main`.\n\n\nSee [it]({{< relref \"cli\" >}}).\n"
+        );
+        // Inside code they are code.
+        assert_eq!(
+            as_rendered("a.md", "```\n!!! note\n    x\n{{% note %}}\n```\n"),
+            None
+        );
         // Front matter is no setext heading: its title heads the page.
         assert!(
             split("x.md", "---\ntitle: front matter\n---\n\nText.\n")

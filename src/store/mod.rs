@@ -532,6 +532,14 @@ UPDATE passage_file SET mtime_ns = -1;
 UPDATE passage_file SET mtime_ns = -1
     WHERE path LIKE '%.rst' OR path LIKE '%.rest' OR path LIKE '%.txt';
 "#,
+    // 13: AsciiDoc and Org are read as the Markdown they render as (`research::adoc`,
+    // `research::org`), and Markdown as its site renders it (front matter, admonitions, content
+    // tabs, shortcodes: `research::passages`): those pages are read again on the next search.
+    r#"
+UPDATE passage_file SET mtime_ns = -1
+    WHERE path LIKE '%.adoc' OR path LIKE '%.asciidoc' OR path LIKE '%.org'
+       OR path LIKE '%.md' OR path LIKE '%.markdown' OR path LIKE '%.mdx';
+"#,
 ];
 
 /// The `answered` column: what became of the model's sentences and the parts of the question.

@@ -333,9 +333,9 @@ fn a_roots_ranking_does_not_depend_on_other_roots() {
 }
 
 #[test]
-fn a_library_indexed_before_restructured_text_was_read_as_markdown_reads_its_pages_again() {
-    // As after the newest migration that changes how passages are cut (reStructuredText read
-    // as Markdown): its pages are read again, other files are not.
+fn a_library_indexed_before_a_reader_changed_reads_its_pages_again() {
+    // As after the newest migration that changes how passages are cut (AsciiDoc, Org and
+    // Markdown read as they render): those pages are read again, other files are not.
     use passages::{FileStamp, IndexedFile};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lib.sqlite3");
@@ -356,8 +356,10 @@ fn a_library_indexed_before_restructured_text_was_read_as_markdown_reads_its_pag
     {
         let library = Library::open(&path).unwrap();
         let files = [
-            file("docs/quickstart.rst", "Quickstart\n=========="),
-            file("man/direnv.1.md", "NAME\n----"),
+            file("docs/quickstart.adoc", "= Quickstart"),
+            file("notes/setup.org", "* Setup"),
+            file("docs/guide.md", "!!! note"),
+            file("src/lib.rs", "fn main() {}"),
         ];
         library.update_passages("/w", &files, &[]).unwrap();
         library
@@ -367,11 +369,10 @@ fn a_library_indexed_before_restructured_text_was_read_as_markdown_reads_its_pag
     }
     let library = Library::open(&path).unwrap();
     let known = library.passage_files("/w").unwrap();
-    assert_ne!(
-        known["docs/quickstart.rst"], stamp,
-        "read again as if changed"
-    );
-    assert_eq!(known["man/direnv.1.md"], stamp, "not read again");
+    for page in ["docs/quickstart.adoc", "notes/setup.org", "docs/guide.md"] {
+        assert_ne!(known[page], stamp, "{page} read again as if changed");
+    }
+    assert_eq!(known["src/lib.rs"], stamp, "not read again");
     // Its passages are still found until then.
     assert_eq!(
         library
