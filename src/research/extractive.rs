@@ -213,6 +213,17 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
             Some(t[at..].trim_start_matches('>').trim()).filter(|text| !is_alert_marker(text))
         };
         match text {
+            // A line all in bold opening a paragraph heads what follows it (an admonition's
+            // title, `passages::as_rendered`, is written over its text with no blank line
+            // between): it is no sentence, and not the text's first words.
+            Some(text)
+                if !code_file
+                    && current.trim().is_empty()
+                    && list_prefix(t).is_none()
+                    && bold_heading(text) =>
+            {
+                attachable = false;
+            }
             Some(text) if !text.is_empty() => {
                 if list_prefix(t).is_some() && !code_file {
                     flush(&mut current, &mut out, &mut attachable, &mut item, at);
@@ -1969,6 +1980,23 @@ mod tests {
         assert!(
             said.iter().any(|x| x.contains("The **default** behaviour")),
             "{said:#?}"
+        );
+        // A line in bold over its paragraph (an admonition's title, as MkDocs' pages are read)
+        // heads it.
+        let tip = [source(
+            "docs/customization.md",
+            "**Tip: How to integrate with third-party JavaScript libraries**\nIt is likely that you \
+             will want to run your code only once the page has been fully loaded.\n",
+        )];
+        let said: Vec<String> = all_sentences(&tip)
+            .into_iter()
+            .map(|x| x.candidate.sentence)
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "It is likely that you will want to run your code only once the page has been fully loaded."
+            ],
         );
         assert!(bold_heading("__Install Poetry__"));
         assert!(!bold_heading("**Note**: read this first."));

@@ -300,8 +300,11 @@ fn as_rendered(path: &str, text: &str) -> Option<String> {
     Some(crate::edit::text::joined_like(&out, text))
 }
 
-/// An admonition's title line as its page shows it: "Warning: Removed in v11" (its kind, then
-/// its title); nothing when it has no title of its own.
+/// An admonition's title line as its page shows it, a title bar in bold: "**Warning: Removed in
+/// v11**" (its kind, then its title), which heads the box's text and is no sentence to quote
+/// (`extractive`); nothing when it has no title of its own. Plain, "Info: Enabling or disabling
+/// code copy buttons for a specific code block" was listed third among the sentences to pick
+/// for "how do I get a copy button on every code block" (Material for MkDocs' docs).
 fn titled(kind: &str, title: &str) -> String {
     if title.is_empty() {
         return String::new();
@@ -310,7 +313,7 @@ fn titled(kind: &str, title: &str) -> String {
     let first = chars
         .next()
         .map_or(String::new(), |c| c.to_uppercase().collect());
-    format!("{first}{}: {title}", chars.as_str())
+    format!("**{first}{}: {title}**", chars.as_str())
 }
 
 /// The width of leading whitespace `indent` in columns, a tab to the next multiple of four.
@@ -1300,7 +1303,10 @@ mod tests {
             .expect("the section under the page's title");
         assert_eq!(files.start_line, 8);
         let text: String = passages.iter().map(|p| p.text.as_str()).collect();
-        assert!(text.contains("Warning: Removed in v11\n\nText."), "{text}");
+        assert!(
+            text.contains("**Warning: Removed in v11**\n\nText."),
+            "{text}"
+        );
         assert!(
             !text.contains("<CatalogMode") && !text.contains("import Tabs"),
             "{text}"
@@ -1319,7 +1325,7 @@ mod tests {
         assert!(keeps_lines(page, &text), "{text}");
         assert_eq!(
             text,
-            "Text.\n\n\nWhen not persisting config, there is no need to extend it.\n\n```toml\n[x]\n```\n\nTip: What is `uv.lock`?\nA lockfile.\n\n  Warning: Deprecated\n  Nested text.\n\nAfter.\n\nRun:\n\n\n\n```toml\n[tool.ruff]\n```\n\n\n\nPlain.\n\n\nIf you only want the runtime dependencies, use `--only main`.\n\n\nSee [it]({{< relref \"cli\" >}}).\n"
+            "Text.\n\n\nWhen not persisting config, there is no need to extend it.\n\n```toml\n[x]\n```\n\n**Tip: What is `uv.lock`?**\nA lockfile.\n\n  **Warning: Deprecated**\n  Nested text.\n\nAfter.\n\nRun:\n\n\n\n```toml\n[tool.ruff]\n```\n\n\n\nPlain.\n\n\nIf you only want the runtime dependencies, use `--only main`.\n\n\nSee [it]({{< relref \"cli\" >}}).\n"
         );
         // Inside code they are code.
         assert_eq!(
