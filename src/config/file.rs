@@ -403,7 +403,8 @@ pub struct SourceTable {
     /// The rate limiter: at least this long between requests.
     #[schemars(range(min = 0, max = 600_000))]
     pub min_interval_ms: Option<u64>,
-    /// Results asked for (default: 5 × depth).
+    /// Results asked for (default: 5 × depth; the workspace's passages 12 × depth, shared by the
+    /// parts of a question).
     #[schemars(range(min = 1, max = 200))]
     pub max_results: Option<u32>,
     /// Feed URLs (feeds only).
