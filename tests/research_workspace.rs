@@ -1165,7 +1165,7 @@ fn a_part_is_ranked_by_meaning_with_an_embedding_model() {
 /// With an embedding model, the sentences a part's pick lists are in the order of the part's
 /// words fused with their nearness to the part: the display setting, which says "redraws",
 /// not "flickering", is listed second, above sentences that hold more of the part's words; and
-/// the sentences the model picked are taken nearest the part first: it names three, the
+/// the sentences the model picked are taken nearest the part first: it names two, the
 /// display setting second, and the display setting is the one printed for the part (the first
 /// taken decides the passage the others must be of). In the model's order the third listed
 /// would be printed, with the first, of the same passage.
@@ -1176,7 +1176,7 @@ fn the_pick_nearest_the_part_is_taken_first() {
     let model = runtime
         .block_on(ReplayServer::start(vec![
             scripted("(1)"),
-            scripted("(3) (2) (1)"),
+            scripted("(3) (2)"),
         ]))
         .unwrap();
     let env = Env::with_research(
@@ -1218,6 +1218,45 @@ fn the_pick_nearest_the_part_is_taken_first() {
         "{asked:?}"
     );
     assert!(asked.iter().any(|t| t == &third), "{asked:?}");
+}
+
+/// A model that names most of the list says little about which sentence answers: its picks are
+/// taken in its own order (the list's), not nearest the part. Named "(3) (1) (2) …", the third
+/// listed is printed with the first, of the same passage, and the display setting is not.
+#[test]
+fn a_pick_naming_most_of_the_list_keeps_its_order() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (url, _asked) = embeddings_server();
+    let model = runtime
+        .block_on(ReplayServer::start(vec![
+            scripted("(1)"),
+            scripted("(3) (1) (2) (4) (5) (6) (7) (8)"),
+        ]))
+        .unwrap();
+    let env = Env::with_research(
+        Some(&model.url()),
+        &format!("embeddings = \"emb/test-embed\"\n[providers.emb]\nbase_url = \"{url}/v1\"\n"),
+    );
+    widget_docs(&env);
+    let (run, _) = env.json(&[WIDGET_QUESTION, "--sources", "workspace", "--no-verify"]);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "a pick a part: {run}");
+    let listed = user_message(&requests[1]);
+    let third = listed
+        .lines()
+        .find_map(|l| l.strip_prefix("(3) "))
+        .expect("a numbered list")
+        .split("  \u{2014} ")
+        .next()
+        .unwrap()
+        .to_owned();
+    let synthesis = run["synthesis"].as_str().unwrap();
+    let part = synthesis
+        .split("flickering")
+        .nth(1)
+        .expect("the part's heading");
+    assert!(part.contains(third.trim_end_matches('.')), "{synthesis}");
+    assert!(!part.contains(DISPLAY_SENTENCE), "{synthesis}");
 }
 
 /// With nothing configured, the embedding model inside patchwise ranks the parts' passages as
