@@ -1171,53 +1171,27 @@ fn a_part_is_ranked_by_meaning_with_an_embedding_model() {
 /// would be printed, with the first, of the same passage.
 #[test]
 fn the_pick_nearest_the_part_is_taken_first() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let (url, asked) = embeddings_server();
-    let model = runtime
-        .block_on(ReplayServer::start(vec![
-            scripted("(1)"),
-            scripted("(3) (2)"),
-        ]))
-        .unwrap();
-    let env = Env::with_research(
-        Some(&model.url()),
-        &format!("embeddings = \"emb/test-embed\"\n[providers.emb]\nbase_url = \"{url}/v1\"\n"),
-    );
-    widget_docs(&env);
-    let (run, _) = env.json(&[WIDGET_QUESTION, "--sources", "workspace", "--no-verify"]);
-    let requests = model.requests();
-    assert_eq!(requests.len(), 2, "a pick a part: {run}");
-    let listed = user_message(&requests[1]);
-    let sentence = |k: usize| {
-        listed
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("({k}) ")))
-            .expect("a numbered list")
-            .split("  \u{2014} ")
-            .next()
-            .unwrap()
-            .to_owned()
-    };
+    let pick = WidgetPick::ask("(3) (2)");
     assert!(
-        sentence(2).starts_with(DISPLAY_SENTENCE),
-        "the display setting listed second, above sentences that hold more of the part's words: {listed}"
+        pick.sentence(2).starts_with(DISPLAY_SENTENCE),
+        "the display setting listed second, above sentences that hold more of the part's words: {}",
+        pick.listed
     );
-    let third = sentence(3);
-    let synthesis = run["synthesis"].as_str().unwrap();
-    let part = synthesis
-        .split("flickering")
-        .nth(1)
-        .expect("the part's heading");
-    assert!(part.contains(DISPLAY_SENTENCE), "{synthesis}");
-    assert!(!part.contains(third.trim_end_matches('.')), "{synthesis}");
+    let third = pick.sentence(3);
+    assert!(pick.part().contains(DISPLAY_SENTENCE), "{}", pick.run);
+    assert!(
+        !pick.part().contains(third.trim_end_matches('.')),
+        "{}",
+        pick.run
+    );
     // The listed sentences were embedded as sentences, each once for the listing (a passage is
     // embedded with its heading first), and the picks again for their order.
-    let asked = asked.lock().unwrap().clone();
     assert!(
-        asked.iter().any(|t| t.starts_with(DISPLAY_SENTENCE)),
-        "{asked:?}"
+        pick.asked.iter().any(|t| t.starts_with(DISPLAY_SENTENCE)),
+        "{:?}",
+        pick.asked
     );
-    assert!(asked.iter().any(|t| t == &third), "{asked:?}");
+    assert!(pick.asked.iter().any(|t| t == &third), "{:?}", pick.asked);
 }
 
 /// A model that names most of the list says little about which sentence answers: its picks are
@@ -1225,38 +1199,67 @@ fn the_pick_nearest_the_part_is_taken_first() {
 /// listed is printed with the first, of the same passage, and the display setting is not.
 #[test]
 fn a_pick_naming_most_of_the_list_keeps_its_order() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let (url, _asked) = embeddings_server();
-    let model = runtime
-        .block_on(ReplayServer::start(vec![
-            scripted("(1)"),
-            scripted("(3) (1) (2) (4) (5) (6) (7) (8)"),
-        ]))
-        .unwrap();
-    let env = Env::with_research(
-        Some(&model.url()),
-        &format!("embeddings = \"emb/test-embed\"\n[providers.emb]\nbase_url = \"{url}/v1\"\n"),
+    let pick = WidgetPick::ask("(3) (1) (2) (4) (5) (6) (7) (8)");
+    let third = pick.sentence(3);
+    assert!(
+        pick.part().contains(third.trim_end_matches('.')),
+        "{}",
+        pick.run
     );
-    widget_docs(&env);
-    let (run, _) = env.json(&[WIDGET_QUESTION, "--sources", "workspace", "--no-verify"]);
-    let requests = model.requests();
-    assert_eq!(requests.len(), 2, "a pick a part: {run}");
-    let listed = user_message(&requests[1]);
-    let third = listed
-        .lines()
-        .find_map(|l| l.strip_prefix("(3) "))
-        .expect("a numbered list")
-        .split("  \u{2014} ")
-        .next()
-        .unwrap()
-        .to_owned();
-    let synthesis = run["synthesis"].as_str().unwrap();
-    let part = synthesis
-        .split("flickering")
-        .nth(1)
-        .expect("the part's heading");
-    assert!(part.contains(third.trim_end_matches('.')), "{synthesis}");
-    assert!(!part.contains(DISPLAY_SENTENCE), "{synthesis}");
+    assert!(!pick.part().contains(DISPLAY_SENTENCE), "{}", pick.run);
+}
+
+/// The widget question asked with an embedding model, its part's pick answered `reply`.
+struct WidgetPick {
+    /// The research record.
+    run: serde_json::Value,
+    /// The pick's prompt: the sentences listed.
+    listed: String,
+    /// The texts the embedding model was asked for.
+    asked: Vec<String>,
+}
+
+impl WidgetPick {
+    fn ask(reply: &str) -> WidgetPick {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let (url, asked) = embeddings_server();
+        let model = runtime
+            .block_on(ReplayServer::start(vec![scripted("(1)"), scripted(reply)]))
+            .unwrap();
+        let env = Env::with_research(
+            Some(&model.url()),
+            &format!("embeddings = \"emb/test-embed\"\n[providers.emb]\nbase_url = \"{url}/v1\"\n"),
+        );
+        widget_docs(&env);
+        let (run, _) = env.json(&[WIDGET_QUESTION, "--sources", "workspace", "--no-verify"]);
+        let requests = model.requests();
+        assert_eq!(requests.len(), 2, "a pick a part: {run}");
+        let listed = user_message(&requests[1]);
+        let asked = asked.lock().unwrap().clone();
+        WidgetPick { run, listed, asked }
+    }
+
+    /// The `k`th sentence listed, without its section.
+    fn sentence(&self, k: usize) -> String {
+        self.listed
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("({k}) ")))
+            .expect("a numbered list")
+            .split("  \u{2014} ")
+            .next()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// What the report printed under the part about flickering.
+    fn part(&self) -> &str {
+        self.run["synthesis"]
+            .as_str()
+            .unwrap()
+            .split("flickering")
+            .nth(1)
+            .expect("the part's heading")
+    }
 }
 
 /// With nothing configured, the embedding model inside patchwise ranks the parts' passages as
