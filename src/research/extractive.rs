@@ -1960,10 +1960,13 @@ mod tests {
             "docs/source/common_issues.rst",
             "## No errors reported for obviously wrong code\n\nThere are several common reasons why obviously wrong code is not\nflagged as an error.\n\n**The function containing the error is not annotated.**\n\n**A function annotated as returning a non-optional type returns 'None'\nand mypy doesn't complain**.\n\nFunctions that\ndo not have any annotations are not type-checked, and even the most blatant type\nerrors pass silently.  The solution is to add\nannotations.\n\n**When to use `install` vs `update`:**\n\n- Use `install` to set up the locked versions on a new machine.\n\nThe **default** behaviour is to check only annotated functions.\n",
         )];
-        let said: Vec<String> = all_sentences(&issues)
-            .into_iter()
-            .map(|x| x.candidate.sentence)
-            .collect();
+        let said_of = |sources: &[SourceRecord]| -> Vec<String> {
+            all_sentences(sources)
+                .into_iter()
+                .map(|x| x.candidate.sentence)
+                .collect()
+        };
+        let said = said_of(&issues);
         assert!(
             !said
                 .iter()
@@ -1988,12 +1991,8 @@ mod tests {
             "**Tip: How to integrate with third-party JavaScript libraries**\nIt is likely that you \
              will want to run your code only once the page has been fully loaded.\n",
         )];
-        let said: Vec<String> = all_sentences(&tip)
-            .into_iter()
-            .map(|x| x.candidate.sentence)
-            .collect();
         assert_eq!(
-            said,
+            said_of(&tip),
             [
                 "It is likely that you will want to run your code only once the page has been fully loaded."
             ],

@@ -591,9 +591,9 @@ async fn nearest_first(
 /// parts over nine corpora's questions, 2026-12-05) says little about which answers, and the
 /// list's own order (words and meaning together) chooses better than the nearest alone: over
 /// those 22 parts the nearest first printed a located sentence for 10, the list's order for
-/// about 13 (rclone's "can I just set a new password", where the nearest was "make sure the passwords
-/// are the same in the new encrypted remote" and the first named "you need to re-encrypt
-/// your data with a new password").
+/// about 13 (rclone's "can I just set a new password", where the nearest was "make sure the
+/// passwords are the same in the new encrypted remote" and the first named "you need to
+/// re-encrypt your data with a new password").
 fn reordered(named: usize, listed: usize) -> bool {
     named > 1 && named * 2 <= listed
 }

@@ -270,7 +270,7 @@ fn as_rendered(path: &str, text: &str) -> Option<String> {
                 if next.trim().is_empty() {
                     continue;
                 }
-                if columns(&next[..next.len() - next.trim_start().len()]) < width {
+                if columns(next) < width {
                     break;
                 }
                 *next = dedented(next, 4);
@@ -316,18 +316,15 @@ fn titled(kind: &str, title: &str) -> String {
     format!("**{first}{}: {title}**", chars.as_str())
 }
 
-/// The width of leading whitespace `indent` in columns, a tab to the next multiple of four.
-fn columns(indent: &str) -> usize {
-    indent
-        .chars()
-        .fold(0, |at, c| if c == '\t' { at / 4 * 4 + 4 } else { at + 1 })
+/// The columns `line` is indented by, a tab to the next multiple of four (Python-Markdown's).
+fn columns(line: &str) -> usize {
+    crate::edit::text::indent_cols(crate::edit::text::indent_of(line), 4)
 }
 
 /// `line` with `by` columns of its leading whitespace taken away (a tab counted as it reaches).
 fn dedented(line: &str, by: usize) -> String {
-    let rest = line.trim_start();
-    let width = columns(&line[..line.len() - rest.len()]);
-    format!("{}{rest}", " ".repeat(width.saturating_sub(by)))
+    let rest = &line[crate::edit::text::indent_of(line).len()..];
+    format!("{}{rest}", " ".repeat(columns(line).saturating_sub(by)))
 }
 
 /// Whether a block of prose leads to what follows it: its last line ends with a colon, as
