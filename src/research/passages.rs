@@ -1049,12 +1049,17 @@ fn asks(words: &[&str]) -> bool {
 /// modules …. Third, …"): over mypy's docs, "Second, … just want those errors gone for that
 /// one library" was asked together with "Third, … Why?" and only the third was answered
 /// (2026-12-05). One that only says what the asker wants ("I want to …", "we need …") stays
-/// context: of 80 questions users wrote on GitHub and in forums, such a statement before an
-/// opener was a request of its own once and the story of the question after it four times.
+/// context when a part was asked before it: of 80 questions users wrote on GitHub and in
+/// forums, such a statement before an opener was a request of its own once and the story of
+/// the question after it four times. With nothing asked before it, it is the matter the
+/// opener turns from ("For our API I'd rather get an error. Separately, can a model be made
+/// read-only?"): merged into the question after it, the question was one part, and over
+/// Pydantic's docs three of eight questions lost a part that way (2026-12-05).
 fn with_context(pieces: Vec<(String, Ends)>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut context: Option<(String, Ends)> = None;
-    for (piece, ends) in pieces {
+    let opened: Vec<bool> = pieces.iter().map(|(p, _)| opens_part(p)).collect();
+    for (k, (piece, ends)) in pieces.into_iter().enumerate() {
         let piece = match context.take() {
             Some((before, _)) if piece.trim().is_empty() => before,
             Some((before, Ends::BeforeOpener)) => {
@@ -1064,7 +1069,14 @@ fn with_context(pieces: Vec<(String, Ends)>) -> Vec<String> {
             None => piece,
         };
         let words: Vec<&str> = piece.split_whitespace().collect();
-        let own = asks(&words) || (ends == Ends::BeforeOpener && opens_part(&piece));
+        // "Also," or "Separately," (not "And") after a statement with no part before it: the
+        // statement is the matter the opener turns from, which merged into the question after
+        // it would leave the question one part.
+        let first_matter = ends == Ends::BeforeOpener
+            && out.is_empty()
+            && opened.get(k + 1).copied().unwrap_or(false);
+        let own =
+            asks(&words) || (ends == Ends::BeforeOpener && (opens_part(&piece) || first_matter));
         if ends != Ends::Asked && !own && !terms(&piece).is_empty() {
             context = Some((piece, ends));
         } else {
@@ -1639,14 +1651,26 @@ mod tests {
                 "Third, a colleague's global mypy can't find `httpx`, although it is installed. Why",
             ]
         );
-        // A sentence saying what the asker wants before another part is the story of the
-        // question after it (a user's forum post, 2020).
+        // A statement that a part was asked before is the story of the question after it.
         assert_eq!(
             question_parts(
-                "I am having an issue with my extension: to upgrade it the users need to upgrade the whole application. Another possibility is to install it from a file, but this is annoying for users. Is there a way to upgrade the extension alone?"
-            )
-            .len(),
-            1
+                "How do I pin the version? I want the build to be reproducible. Also, how do I update one package?"
+            ),
+            vec![
+                "How do I pin the version",
+                "I want the build to be reproducible. Also, how do I update one package",
+            ]
+        );
+        // With nothing asked before it, it is the matter the opener turns from: merged into
+        // the question after it, the question would be one part.
+        assert_eq!(
+            question_parts(
+                "Our importer silently drops unknown columns and I'd rather it failed loudly. Separately, our settings get changed by accident. Can the cache be made read-only?"
+            ),
+            vec![
+                "Our importer silently drops unknown columns and I'd rather it failed loudly.",
+                "Separately, our settings get changed by accident. Can the cache be made read-only",
+            ]
         );
         // "And" cuts; what it opens is a part when it asks, and a part
         // "Separately" opens is one though it asks nothing.

@@ -1996,7 +1996,7 @@ impl Stop {
                 "the model began copying the passages after its answer; it was stopped there and the copy left out"
             }
             Stop::Loop => {
-                "the model began writing the same block a third time; it was stopped there and the repeats left out"
+                "the model began writing the same block or sentence a third time; it was stopped there and the repeats left out"
             }
         }
     }
@@ -2008,6 +2008,7 @@ pub fn stop_reading(text: &str, shown: &[SourceRecord], done: bool) -> Option<(u
     [
         copying_passages_from(text, shown, done).map(|at| (at, Stop::Copy)),
         looping_from(text).map(|at| (at, Stop::Loop)),
+        sentence_looping_from(text).map(|at| (at, Stop::Loop)),
     ]
     .into_iter()
     .flatten()
@@ -2052,6 +2053,56 @@ pub fn looping_from(text: &str) -> Option<usize> {
             && blocks.iter().filter(|(_, b)| b == last).count() >= 3
         {
             return Some(*start);
+        }
+    }
+    None
+}
+
+/// Where the model began saying one sentence (forty characters or more, outside code) for the
+/// third time, in a paragraph or across paragraphs: the byte offset where that sentence
+/// begins. A loop inside one paragraph has no block to repeat ([`looping_from`]):
+/// Qwen2.5-Coder-1.5B, asked over Pydantic's docs about validators, wrote "The `data` property
+/// is `None` for model validators." and the like until its output limit, 36 repeats left out
+/// after 105 s (2026-12-05). Only complete sentences count: a stop, `!` or `?` and then a space
+/// or a line's end.
+pub fn sentence_looping_from(text: &str) -> Option<usize> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut fences = Fences::default();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let line_start = at;
+        at += line.len();
+        let outside = if line.ends_with('\n') {
+            fences.line(line) == FenceLine::Outside
+        } else {
+            // The last line, still being written: inside a fence when one is open.
+            !fences.is_open()
+        };
+        if !outside {
+            continue;
+        }
+        let mut start = 0;
+        let bytes = line.as_bytes();
+        for (i, b) in bytes.iter().enumerate() {
+            if !matches!(b, b'.' | b'!' | b'?') {
+                continue;
+            }
+            let next = bytes.get(i + 1);
+            if !next.is_some_and(|n| n.is_ascii_whitespace()) {
+                continue;
+            }
+            let sentence = line[start..=i].trim();
+            let begins =
+                line_start + start + (line[start..].len() - line[start..].trim_start().len());
+            start = i + 1;
+            if sentence.chars().count() < 40 {
+                continue;
+            }
+            let count = seen.entry(sentence.to_owned()).or_insert(0);
+            *count += 1;
+            if *count >= 3 {
+                return Some(begins);
+            }
         }
     }
     None
@@ -2896,6 +2947,36 @@ mod tests {
         assert_eq!(
             looping_from(&three),
             Some(three.rfind("```python").unwrap())
+        );
+    }
+
+    #[test]
+    fn a_sentence_said_a_third_time_is_a_loop() {
+        let said = "The `data` property is `None` for model validators [1]. ";
+        let answer = format!("Validators run after parsing [1]. {said}{said}");
+        assert_eq!(sentence_looping_from(&answer), None);
+        let looped = format!("{answer}{said}and more");
+        assert_eq!(sentence_looping_from(&looped), Some(answer.len()));
+        // Across paragraphs too, and a sentence still being written is not one.
+        let lines = format!(
+            "{}\n\n{}\n\n{}",
+            said.trim(),
+            said.trim(),
+            said.trim_end_matches(". ")
+        );
+        assert_eq!(sentence_looping_from(&lines), None);
+        let ended = format!("{lines}.\n");
+        assert_eq!(sentence_looping_from(&ended), ended.rfind("The `data`"));
+        // Short sentences and code do not count.
+        assert_eq!(
+            sentence_looping_from("It works. It works. It works. It works. "),
+            None
+        );
+        let code = format!("```text\n{said}\n{said}\n{said}\n```\n");
+        assert_eq!(sentence_looping_from(&code), None);
+        assert_eq!(
+            stop_reading(&looped, &[], false),
+            Some((answer.len(), Stop::Loop))
         );
     }
 
