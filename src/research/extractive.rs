@@ -139,6 +139,9 @@ fn units(s: &SourceRecord) -> Vec<Unit> {
                     {
                         last.code = shortened(&b);
                     }
+                    if !code_file {
+                        out.extend(commented(&b, at));
+                    }
                 }
                 attachable = false;
                 continue;
@@ -300,6 +303,103 @@ fn shortened(block: &str) -> Option<String> {
     out.push_str("\u{2026}\n");
     out.push_str(close);
     Some(out)
+}
+
+/// Languages of a fenced block whose comments are not the writer's words: a console session
+/// shows what a program printed (Typer's "# Are you sure you want to delete it? [y/N]:"), and a
+/// block without a language may be anything.
+const NOT_COMMENTED: [&str; 7] = [
+    "",
+    "console",
+    "shell-session",
+    "text",
+    "output",
+    "log",
+    "diff",
+];
+
+/// The fewest words a comment needs to be a sentence of its own ("# Page title" names a line).
+const COMMENT_WORDS: usize = 4;
+
+/// The comments of a documentation page's code example that say what the lines under them do,
+/// each a unit whose code is those lines: "# Get editor completions based on the config
+/// schema" over `"$schema" = '…'` in Starship's first configuration example is the only place
+/// its docs say how an editor completes the file's keys, and fzf's "# Use ~~ as the trigger
+/// sequence instead of the default **" says how that is changed. A comment line (`# `, `// `,
+/// `-- `; lines in a row are one comment) of [`COMMENT_WORDS`] words or more, opening with a
+/// letter, followed by at least one line of code before a blank line or the next comment.
+/// `block` is the fenced block with its fences; `close` the line of its closing fence.
+fn commented(block: &str, close: usize) -> Vec<Unit> {
+    let lines: Vec<&str> = block.lines().collect();
+    let Some(open) = lines.first() else {
+        return Vec::new();
+    };
+    let lang = open
+        .trim()
+        .trim_start_matches(['`', '~'])
+        .split(|c: char| c.is_whitespace() || c == '{' || c == ',')
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if NOT_COMMENTED.contains(&lang.as_str()) {
+        return Vec::new();
+    }
+    let comment = |line: &str| -> Option<String> {
+        let t = line.trim();
+        ["# ", "// ", "-- "]
+            .iter()
+            .find_map(|m| t.strip_prefix(m))
+            .map(|rest| rest.trim().to_owned())
+    };
+    let body = &lines[1..lines.len().saturating_sub(1)];
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < body.len() {
+        let mut said: Vec<String> = Vec::new();
+        while let Some(text) = body.get(i).and_then(|l| comment(l)) {
+            said.push(text);
+            i += 1;
+        }
+        let text = said.join(" ");
+        let mut code: Vec<&str> = Vec::new();
+        while let Some(line) = body.get(i) {
+            if line.trim().is_empty() || comment(line).is_some() {
+                break;
+            }
+            code.push(line);
+            i += 1;
+        }
+        let reads = text.split_whitespace().count() >= COMMENT_WORDS
+            && text.chars().next().is_some_and(char::is_alphabetic);
+        if reads && !code.is_empty() {
+            // A lead-in to its lines, as the page shows them under it, opening as a sentence
+            // does ("# unignore in file picker and global search").
+            let mut chars = text.chars();
+            let text = chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect::<String>())
+                .unwrap_or_default();
+            let text = match text.strip_suffix('.') {
+                Some(said) => format!("{said}:"),
+                None if text.ends_with([':', '!', '?']) => text,
+                None => format!("{text}:"),
+            };
+            let fenced = format!("{open}\n{}\n{}", code.join("\n"), lines[lines.len() - 1]);
+            if let Some(code) = shortened(&fenced) {
+                out.push(Unit {
+                    text,
+                    code: Some(code),
+                    item: false,
+                    block: true,
+                    next: close,
+                });
+            }
+        }
+        if said.is_empty() && code.is_empty() {
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Whether `sentence` leads to what follows it: it ends with `:`, or says "the following" or
@@ -1308,8 +1408,13 @@ pub fn choices(sources: &[SourceRecord], part: &QuestionPart, most: usize) -> Ve
         .map(|(i, x)| (parts::share(&x.candidate.sentence, part), i))
         .collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    // A sentence the passages say twice is listed once: pnpm's catalogs page comments two
+    // examples alike ("# Can be referenced through "catalog:react18""), and the two copies of
+    // two comments took half of a list of eight.
+    let mut listed = std::collections::HashSet::new();
     ranked
         .into_iter()
+        .filter(|(_, i)| listed.insert(pool[*i].candidate.sentence.as_str()))
         .take(most)
         .map(|(_, i)| (i, pool[i].candidate.sentence.clone()))
         .collect()
@@ -1543,6 +1648,57 @@ mod tests {
             },
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_comment_over_example_lines_is_a_sentence_with_its_lines() {
+        // Starship's first configuration example, shortened: the lead-in keeps the block,
+        // and the comments that say what the lines under them do are sentences of their own.
+        let page = "# Configuration\n\nAll configuration is done in this file:\n\n```toml\n# Get editor completions based on the config schema\n\"$schema\" = 'https://starship.rs/config-schema.json'\n\n# Blank lines\nadd_newline = true\n\n# disable the package module, hiding it\n# from the prompt completely.\n[package]\ndisabled = true\n\n# A comment with nothing under it\n```\n\n```console\n$ starship init\n# Are you sure you want to do that now? [y/N]:\nn\n```\n";
+        let units = units(&source("docs/config/README.md", page));
+        let said: Vec<(&str, Option<&str>)> = units
+            .iter()
+            .map(|u| (u.text.as_str(), u.code.as_deref()))
+            .collect();
+        assert_eq!(said.len(), 3, "{said:#?}");
+        assert_eq!(said[0].0, "All configuration is done in this file:");
+        assert!(said[0].1.is_some_and(|c| c.contains("add_newline = true")));
+        assert_eq!(
+            said[1],
+            (
+                "Get editor completions based on the config schema:",
+                Some("```toml\n\"$schema\" = 'https://starship.rs/config-schema.json'\n```")
+            )
+        );
+        // Lines in a row are one comment; it opens as a sentence; a short one is no sentence.
+        assert_eq!(
+            said[2],
+            (
+                "Disable the package module, hiding it from the prompt completely:",
+                Some("```toml\n[package]\ndisabled = true\n```")
+            )
+        );
+        // Listed for a pick as any sentence is, with its lines.
+        let all = all_sentences(&[source("docs/config/README.md", page)]);
+        let schema = all
+            .iter()
+            .find(|s| s.candidate.sentence.starts_with("Get editor"))
+            .expect("listed");
+        assert!(schema.answer && schema.candidate.code.is_some());
+        // Said alike in two examples, it is listed once.
+        let twice = format!(
+            "{page}\n```yaml\n# Get editor completions based on the config schema\nschema: x\n```\n"
+        );
+        let part = parts::parts_of("how do I get editor completions for the config").remove(0);
+        let listed = choices(&[source("docs/config/README.md", &twice)], &part, 8);
+        assert_eq!(
+            listed
+                .iter()
+                .filter(|(_, t)| t.starts_with("Get editor"))
+                .count(),
+            1,
+            "{listed:?}"
+        );
     }
 
     #[test]
