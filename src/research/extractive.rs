@@ -334,9 +334,9 @@ fn commented(block: &str, close: usize) -> Vec<Unit> {
     let Some(open) = lines.first() else {
         return Vec::new();
     };
-    let lang = open
-        .trim()
-        .trim_start_matches(['`', '~'])
+    let lang = crate::edit::text::fence_line(open)
+        .map(|(_, _, info)| info)
+        .unwrap_or("")
         .split(|c: char| c.is_whitespace() || c == '{' || c == ',')
         .next()
         .unwrap_or("")
@@ -374,11 +374,7 @@ fn commented(block: &str, close: usize) -> Vec<Unit> {
         if reads && !code.is_empty() {
             // A lead-in to its lines, as the page shows them under it, opening as a sentence
             // does ("# unignore in file picker and global search").
-            let mut chars = text.chars();
-            let text = chars
-                .next()
-                .map(|c| c.to_uppercase().chain(chars).collect::<String>())
-                .unwrap_or_default();
+            let text = crate::research::synthesis::capitalized(&text);
             let text = match text.strip_suffix('.') {
                 Some(said) => format!("{said}:"),
                 None if text.ends_with([':', '!', '?']) => text,

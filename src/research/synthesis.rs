@@ -1837,7 +1837,7 @@ fn opens_with_question_word(text: &str) -> bool {
 }
 
 /// `text` with its first letter upper-case.
-fn capitalized(text: &str) -> String {
+pub(crate) fn capitalized(text: &str) -> String {
     let mut chars = text.chars();
     match chars.next() {
         Some(first) => format!("{}{}", first.to_uppercase(), chars.as_str()),
