@@ -884,18 +884,13 @@ fn a_part_is_answered_with_the_sentences_the_model_named_as_the_passages_write_t
         .block_on(ReplayServer::start(vec![
             scripted("(1), (2)"),
             scripted("[1] Store › Write-ahead log\nThe store always keeps its writes safe in a journal before it answers [1]."),
-            scripted("I do not know."),
             scripted("[1] Outgoing requests are retried when they fail with a connection error, a timeout, or an HTTP 502, 503 or 504 status"),
         ]))
         .unwrap();
     let env = Env::with_research(Some(&model.url()), "");
     let (run, _) = env.json(&[QUESTION, "--sources", "workspace"]);
     let requests = model.requests();
-    assert_eq!(
-        requests.len(),
-        4,
-        "one call a part, the part that kept nothing once more"
-    );
+    assert_eq!(requests.len(), 3, "one call a part");
     let first = requests[0].json();
     let system = first["messages"][0]["content"].as_str().unwrap();
     assert!(
@@ -1362,8 +1357,8 @@ fn a_failing_embedding_model_leaves_the_words_order() {
 }
 
 /// A part its own pass left unanswered, with no sentence to quote, ends with a pointer that
-/// names the passages it was asked over first (its best three, then its next three: a small
-/// model may have missed the answer there), then the passages about it the model was not shown.
+/// names the passages it was asked over first (a small model may have missed the answer
+/// there), then the passages about it the model was not shown.
 #[test]
 fn an_unanswered_part_points_to_the_passages_it_was_asked_over_then_to_unread_ones() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -1371,14 +1366,13 @@ fn an_unanswered_part_points_to_the_passages_it_was_asked_over_then_to_unread_on
         .block_on(ReplayServer::start(vec![
             scripted("When the cache is full it evicts the least recently used entry first [1]."),
             scripted("I do not know."),
-            scripted("I do not know."),
         ]))
         .unwrap();
     let env = Env::with_research(Some(&model.url()), "quote_parts = false\n");
-    // Seven passages hold the part's words, in headings and settings only: no sentence to quote.
+    // Five passages hold the part's words, in headings and settings only: no sentence to quote.
     let docs = env.workspace.join("docs/flux");
     std::fs::create_dir_all(&docs).unwrap();
-    for i in 0..7 {
+    for i in 0..5 {
         std::fs::write(
             docs.join(format!("flux-{i}.md")),
             format!(
@@ -1399,23 +1393,8 @@ tuning = {i}
         "workspace",
     ]);
     let requests = model.requests();
-    assert_eq!(
-        requests.len(),
-        3,
-        "one call a part, the second part once more"
-    );
-    let asked = format!(
-        "{}\n{}",
-        user_message(&requests[1]),
-        user_message(&requests[2])
-    );
-    assert!(
-        run["notes"].to_string().contains(
-            "asked the model once more about \u{201c}how do I tune the flux capacitor\u{201d} with its next 3 passages: 0 supported sentences kept"
-        ),
-        "{}",
-        run["notes"]
-    );
+    assert_eq!(requests.len(), 2, "one call a part");
+    let asked = user_message(&requests[1]);
     let synthesis = run["synthesis"].as_str().unwrap();
     let line = synthesis
         .lines()
@@ -1441,14 +1420,7 @@ tuning = {i}
             .to_owned()
     };
     let (again, unread) = (numbers(again), numbers(unread));
-    assert!(
-        line.contains(
-            "asked with the best 3 and then the next 3, the model wrote nothing they support"
-        ),
-        "{line}"
-    );
-    assert_eq!(again.len(), 6, "{line}");
-    assert!(!unread.is_empty(), "{line}");
+    assert!(!again.is_empty() && !unread.is_empty(), "{line}");
     // The first are the passages of the part's prompt; the others are not among them.
     for n in &again {
         let path = title(*n);
@@ -1459,86 +1431,6 @@ tuning = {i}
         assert!(!again.contains(n), "{line}");
         assert!(title(*n).starts_with("docs/flux/"), "{line}");
     }
-}
-
-/// A part whose best three passages gave the model nothing to say is asked once more, over its
-/// next three, before the report may say it is not answered; what that answer cites is a
-/// passage of the second prompt.
-#[test]
-fn a_part_left_without_an_answer_is_asked_once_more_over_its_next_passages() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let model = runtime
-        .block_on(ReplayServer::start(vec![
-            scripted("When the cache is full it evicts the least recently used entry first [1]."),
-            scripted("I do not know."),
-            scripted("Set the tuning value of the flux capacitor in its settings table [1]."),
-        ]))
-        .unwrap();
-    let env = Env::with_research(Some(&model.url()), "quote_parts = false\n");
-    let docs = env.workspace.join("docs/flux");
-    std::fs::create_dir_all(&docs).unwrap();
-    for i in 0..6 {
-        std::fs::write(
-            docs.join(format!("flux-{i}.md")),
-            format!(
-                "# Flux capacitor tuning, profile {i}\n\nSet the tuning value of the flux capacitor in its settings table.\n"
-            ),
-        )
-        .unwrap();
-    }
-    let (run, _) = env.json(&[
-        "how does the cache evict entries, and how do I tune the flux capacitor",
-        "--sources",
-        "workspace",
-        "--no-verify",
-    ]);
-    let requests = model.requests();
-    assert_eq!(
-        requests.len(),
-        3,
-        "one call a part, the second part once more"
-    );
-    let files = |i: usize| -> Vec<String> {
-        let asked = user_message(&requests[i]);
-        (0..6)
-            .map(|n| format!("docs/flux/flux-{n}.md"))
-            .filter(|f| asked.contains(f.as_str()))
-            .collect()
-    };
-    let (first, next) = (files(1), files(2));
-    assert_eq!(first.len(), 3, "{first:?}");
-    assert_eq!(next.len(), 3, "{next:?}");
-    assert!(
-        first.iter().all(|f| !next.contains(f)),
-        "{first:?} {next:?}"
-    );
-    let synthesis = run["synthesis"].as_str().unwrap();
-    assert!(
-        synthesis.contains("Set the tuning value of the flux capacitor in its settings table")
-            && !synthesis.contains("Not answered"),
-        "{synthesis}"
-    );
-    let notes = run["notes"].to_string();
-    assert!(
-        notes.contains("asked the model about \u{201c}how do I tune the flux capacitor\u{201d} with its 3 best passages: 0 supported sentences kept")
-            && notes.contains("asked the model once more about \u{201c}how do I tune the flux capacitor\u{201d} with its next 3 passages: 1 supported sentence kept"),
-        "{notes}"
-    );
-    let part = &run["parts"][1];
-    assert_eq!(part["answered"], true, "{part}");
-    let cited = part["sources"][0].as_u64().unwrap();
-    let title = run["sources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["n"] == cited)
-        .and_then(|s| s["title"].as_str())
-        .unwrap()
-        .to_owned();
-    assert!(
-        next.iter().any(|f| title.starts_with(f.as_str())),
-        "[{cited}] {title} not among {next:?}"
-    );
 }
 
 /// A part that points back at the part before it ("how many times does it try them") is
@@ -1553,13 +1445,7 @@ fn a_part_that_points_back_is_asked_again_with_the_part_before_it() {
     let again = || scripted("I do not know.");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let model = runtime
-        .block_on(ReplayServer::start(vec![
-            first,
-            again(),
-            again(),
-            again(),
-            again(),
-        ]))
+        .block_on(ReplayServer::start(vec![first, again(), again()]))
         .unwrap();
     let env = Env::new(Some(&model.url()));
     let (run, _) = env.json(&[
@@ -1569,29 +1455,21 @@ fn a_part_that_points_back_is_asked_again_with_the_part_before_it() {
         "--no-verify",
     ]);
     let requests = model.requests();
-    assert_eq!(
-        requests.len(),
-        5,
-        "one synthesis, a targeted call a part and one more for each"
-    );
+    assert_eq!(requests.len(), 3, "one synthesis, a targeted call a part");
     let asked = |i: usize| user_message(&requests[i]);
-    for i in [1, 2] {
-        assert!(
-            asked(i).starts_with("Question: how are requests retried\n"),
-            "{}",
-            asked(i)
-        );
-    }
-    for i in [3, 4] {
-        assert!(
-            asked(i).starts_with(
-                "Question: how are requests retried \u{2014} how many times does it try them\n"
-            ),
-            "{}",
-            asked(i)
-        );
-    }
-    assert!(asked(3).contains("docs/retry.md"), "{}", asked(3));
+    assert!(
+        asked(1).starts_with("Question: how are requests retried\n"),
+        "{}",
+        asked(1)
+    );
+    assert!(
+        asked(2).starts_with(
+            "Question: how are requests retried \u{2014} how many times does it try them\n"
+        ),
+        "{}",
+        asked(2)
+    );
+    assert!(asked(2).contains("docs/retry.md"), "{}", asked(2));
     let notes = run["notes"].to_string();
     assert!(
         notes.contains("(with the part before it, which it points back at)"),
@@ -1683,7 +1561,6 @@ fn an_answer_that_answers_no_part_has_each_part_asked_again() {
                 first,
                 cache.clone(),
                 wal.clone(),
-                wal.clone(),
                 retry.clone(),
             ]))
             .unwrap();
@@ -1708,10 +1585,9 @@ fn an_answer_that_answers_no_part_has_each_part_asked_again() {
             [
                 "Question: how does the cache evict entries",
                 "Question: how does the store use its write-ahead log",
-                "Question: how does the store use its write-ahead log",
                 "Question: how are requests retried"
             ],
-            "one targeted call a part, in order, the part that kept nothing once more"
+            "one targeted call a part, in order"
         );
         assert!(!synthesis.contains("Extractive synthesis"), "{synthesis}");
         assert!(
@@ -1772,9 +1648,6 @@ fn the_targeted_pass_is_checked_by_the_model_too() {
                 scripted("YES"),
                 again.clone(),
                 scripted(verdict),
-                scripted(verdict),
-                // Rejected, the part is asked once more over its next passages.
-                scripted("I do not know."),
             ]))
             .unwrap();
         let env = Env::new(Some(&model.url()));
@@ -1797,37 +1670,8 @@ fn the_targeted_pass_is_checked_by_the_model_too() {
         );
         let checked: Vec<(String, String)> = requests[3..]
             .iter()
-            .map(|r| r.json())
-            .filter(|r| {
-                r["messages"].as_array().unwrap().last().unwrap()["content"]
-                    .as_str()
-                    .is_some_and(|c| c.starts_with("QUOTE: "))
-            })
-            .map(|r| judge_pair(&r))
+            .map(|r| judge_pair(&r.json()))
             .collect();
-        // Rejected, the part is asked once more, over passages the first pass did not show.
-        let targeted: Vec<&String> = asked
-            .iter()
-            .filter(|a| a.starts_with("Question: how are requests retried\n"))
-            .collect();
-        assert_eq!(
-            targeted.len(),
-            if verdict == "NO" { 2 } else { 1 },
-            "{asked:?}"
-        );
-        if let [first, next] = targeted[..] {
-            let passages = |a: &str| -> Vec<String> {
-                a.lines()
-                    .filter(|l| l.starts_with('['))
-                    .map(|l| l.split_once(' ').map_or("", |(_, t)| t).to_owned())
-                    .collect()
-            };
-            let (first, next) = (passages(first), passages(next));
-            assert!(
-                !next.is_empty() && next.iter().all(|t| !first.contains(t)),
-                "{first:?} {next:?}"
-            );
-        }
         assert!(
             checked.iter().any(
                 |(statement, quote)| statement.starts_with("A request that fails")
@@ -2109,9 +1953,8 @@ fn the_model_judges_each_citation_when_asked() {
     let (run, stderr) = env.json(&[QUESTION, "--sources", "workspace", "--verify"]);
     assert_eq!(run["synthesis_kind"], "model", "{stderr}");
     // The synthesis, a call per pair, and the targeted pass for the part whose sentence the
-    // check rejected (answered "YES", nothing a passage supports), then once more over its
-    // next passages.
-    assert_eq!(model.requests().len(), 1 + pairs.len() + 2);
+    // check rejected (answered "YES", nothing a passage supports).
+    assert_eq!(model.requests().len(), 1 + pairs.len() + 1);
     let synthesis = run["synthesis"].as_str().unwrap();
     assert!(
         !synthesis.starts_with("Retries") && !synthesis.contains(". Retries use"),

@@ -900,117 +900,122 @@ impl Research {
                 asked_again.searched.insert(p, hold);
                 continue;
             }
-            // The part's best passages first; when the model quotes nothing of them (or writes
-            // nothing they support), its next best once more before the report may say it is
-            // not answered ([`LOOKS`]).
-            let mut asked_over: Vec<usize> = Vec::new();
-            let mut kept: Vec<AnsweredAgain> = Vec::new();
-            let mut looks = 0;
-            let which = |once_more: bool, n: usize| {
-                if once_more {
-                    format!("next {n}")
-                } else {
-                    format!("{n} best")
+            let picked: Vec<usize> = ranked.into_iter().take(synthesis::PART_PASSAGES).collect();
+            let sources: Vec<SourceRecord> =
+                picked.iter().map(|i| candidates[*i].clone()).collect();
+            progress(
+                Phase::Synthesis,
+                91,
+                &format!(
+                    "asking {}{again} about \u{201c}{}\u{201d} with its {} best passage{}",
+                    writer.name(),
+                    part.text,
+                    sources.len(),
+                    plural(sources.len())
+                ),
+            );
+            let (result, used) = self
+                .ask_part(
+                    writer,
+                    &asked,
+                    &by,
+                    &sources,
+                    by_meaning.as_ref(),
+                    judge_deadline(plan.deadline, plan.budget, Instant::now()),
+                    cancel,
+                )
+                .await;
+            asked_again.usage += used;
+            let (answer, shown) = match result {
+                Ok((answer, shown)) => {
+                    asked_again
+                        .shown
+                        .insert(p, picked[..shown.min(picked.len())].to_vec());
+                    (answer, shown)
+                }
+                Err(why) => {
+                    asked_again.notes.push(format!(
+                        "asking the model{again} about \u{201c}{}\u{201d} gave no answer ({why})",
+                        part.text
+                    ));
+                    asked_again.searched.insert(p, hold);
+                    continue;
                 }
             };
-            // The next look starts after the passages the last one showed (a long passage may
-            // leave the third out of a prompt).
-            while looks < LOOKS && asked_over.len() < ranked.len() {
-                let once_more = looks > 0;
-                if once_more && (cancel.is_cancelled() || Instant::now() >= plan.deadline) {
-                    break;
-                }
-                let from = asked_over.len();
-                let picked = &ranked[from..ranked.len().min(from + synthesis::PART_PASSAGES)];
-                let sources: Vec<SourceRecord> =
-                    picked.iter().map(|i| candidates[*i].clone()).collect();
-                progress(
-                    Phase::Synthesis,
-                    91,
-                    &format!(
-                        "asking {}{} about \u{201c}{}\u{201d} with its {} passage{}",
-                        writer.name(),
-                        if once_more { " once more" } else { again },
-                        part.text,
-                        which(once_more, sources.len()),
-                        plural(sources.len())
-                    ),
-                );
-                let (result, used) = self
-                    .ask_part(
-                        writer,
-                        &asked,
-                        &by,
-                        &sources,
-                        by_meaning.as_ref(),
-                        judge_deadline(plan.deadline, plan.budget, Instant::now()),
-                        cancel,
-                    )
-                    .await;
-                asked_again.usage += used;
-                let (answer, shown) = match result {
-                    Ok(answered) => answered,
-                    Err(why) => {
-                        asked_again.notes.push(format!(
-                            "asking the model{} about \u{201c}{}\u{201d} gave no answer ({why})",
-                            if once_more { " once more" } else { again },
-                            part.text
-                        ));
-                        break;
-                    }
-                };
-                looks += 1;
-                asked_over.extend_from_slice(&picked[..shown.min(picked.len())]);
-                asked_again.shown.insert(p, asked_over.clone());
-                kept = self
-                    .kept_for_part(
+            let mut v = synthesis::validate_answer(&asked, &answer, &sources[..shown]);
+            // The model's check, as for the synthesis: a sentence of the targeted pass is as
+            // likely to cite a passage that holds its words without saying it (bat's
+            // configuration file "located in `$(bat --config-dir)/syntaxes`", 0.625 by overlap,
+            // was the syntaxes section's).
+            if plan.verify && !v.claims.is_empty() {
+                let mut counts = SentenceCounts::default();
+                let (judged, said, used) = self
+                    .judged(
                         plan,
                         writer,
-                        part,
                         &asked,
-                        &by,
                         &answer,
-                        &sources,
-                        shown,
-                        picked,
+                        &sources[..shown],
+                        v,
                         progress,
                         cancel,
-                        &mut asked_again,
-                        if once_more { " once more" } else { again },
+                        &mut counts,
                     )
                     .await;
-                asked_again.notes.push(format!(
-                    "asked the model{} about \u{201c}{}\u{201d}{} with its {} passage{}: {} supported sentence{} kept",
-                    if once_more { " once more" } else { again },
-                    part.text,
-                    if asked == part.text {
-                        ""
-                    } else {
-                        " (with the part before it, which it points back at)"
-                    },
-                    which(once_more, shown),
-                    plural(shown),
-                    kept.len(),
-                    plural(kept.len())
-                ));
-                if !kept.is_empty() {
-                    break;
-                }
+                v = judged;
+                asked_again.notes.extend(said.into_iter().map(|note| {
+                    format!("asked{again} about \u{201c}{}\u{201d}: {note}", part.text)
+                }));
+                asked_again.usage += used;
             }
-            if looks == 0 {
-                asked_again.searched.insert(p, hold);
-            } else if kept.is_empty() {
-                let first = asked_over.len().min(synthesis::PART_PASSAGES);
-                let next = asked_over.len() - first;
+            // The model was asked this part alone: a supported sentence of its answer that
+            // holds any of the part's weighed words answers it, in whatever words, and the
+            // supported sentences around it go with it. Keeping only the sentences that hold
+            // the part's words dropped right ones that say the rest of the answer ("For most
+            // users, this should mean that it works transparently." after attrs' sentence on
+            // `cached_property` in slotted classes): in the answers read sentence by sentence
+            // (docs/research.md, "Ruff's and attrs' docs") it dropped 9 right sentences, 1
+            // partly right and no wrong one. An answer none of whose sentences holds a word of
+            // the part is about something else, and nothing of it is kept.
+            let on_part = v.claims.iter().any(|c| parts::share(&c.text, &by) > 1e-9);
+            let kept: Vec<AnsweredAgain> = v
+                .claims
+                .iter()
+                .filter(|_| on_part)
+                .map(|c| {
+                    let numbers = c
+                        .sources
+                        .iter()
+                        .filter_map(|n| v.order.get(*n as usize - 1))
+                        .map(|old| picked[*old as usize - 1] as u32 + 1)
+                        .collect();
+                    let claim = ValidClaim {
+                        sources: numbers,
+                        under: vec![part.text.clone()],
+                        ..c.clone()
+                    };
+                    (claim, synthesis::code_led_to(&v.text, &c.text))
+                })
+                .filter(|(a, _)| !a.sources.is_empty())
+                .collect();
+            asked_again.notes.push(format!(
+                "asked the model{again} about \u{201c}{}\u{201d}{} with its {} best passage{}: {} supported sentence{} kept",
+                part.text,
+                if asked == part.text {
+                    ""
+                } else {
+                    " (with the part before it, which it points back at)"
+                },
+                shown,
+                plural(shown),
+                kept.len(),
+                plural(kept.len())
+            ));
+            if kept.is_empty() {
                 asked_again.searched.insert(
                     p,
                     format!(
-                        "{hold}; asked{again} with the best {first}{}, the model {}",
-                        if next > 0 {
-                            format!(" and then the next {next}")
-                        } else {
-                            String::new()
-                        },
+                        "{hold}; asked{again} with the best {shown}, the model {}",
                         if self.settings.quote_parts {
                             "quoted no sentence of them about it"
                         } else {
@@ -1023,86 +1028,6 @@ impl Research {
             }
         }
         asked_again
-    }
-
-    /// The sentences of one answer of the targeted pass ([`Research::ask_again`]) kept for
-    /// `part`: checked by overlap with the passages shown (`sources[..shown]`, the candidates
-    /// `picked`), by the model's check when it is on, and kept when one of them holds a word
-    /// of the part; their citations in the candidates' numbering.
-    #[allow(clippy::too_many_arguments)]
-    async fn kept_for_part(
-        &self,
-        plan: &Plan,
-        writer: &dyn ChatModel,
-        part: &parts::QuestionPart,
-        asked: &str,
-        by: &parts::QuestionPart,
-        answer: &str,
-        sources: &[SourceRecord],
-        shown: usize,
-        picked: &[usize],
-        progress: ProgressFn<'_>,
-        cancel: &CancellationToken,
-        asked_again: &mut AskedAgain,
-        again: &str,
-    ) -> Vec<AnsweredAgain> {
-        let mut v = synthesis::validate_answer(asked, answer, &sources[..shown]);
-        // The model's check, as for the synthesis: a sentence of the targeted pass is as
-        // likely to cite a passage that holds its words without saying it (bat's
-        // configuration file "located in `$(bat --config-dir)/syntaxes`", 0.625 by overlap,
-        // was the syntaxes section's).
-        if plan.verify && !v.claims.is_empty() {
-            let mut counts = SentenceCounts::default();
-            let (judged, said, used) = self
-                .judged(
-                    plan,
-                    writer,
-                    asked,
-                    answer,
-                    &sources[..shown],
-                    v,
-                    progress,
-                    cancel,
-                    &mut counts,
-                )
-                .await;
-            v = judged;
-            asked_again.notes.extend(
-                said.into_iter().map(|note| {
-                    format!("asked{again} about \u{201c}{}\u{201d}: {note}", part.text)
-                }),
-            );
-            asked_again.usage += used;
-        }
-        // The model was asked this part alone: a supported sentence of its answer that
-        // holds any of the part's weighed words answers it, in whatever words, and the
-        // supported sentences around it go with it. Keeping only the sentences that hold
-        // the part's words dropped right ones that say the rest of the answer ("For most
-        // users, this should mean that it works transparently." after attrs' sentence on
-        // `cached_property` in slotted classes): in the answers read sentence by sentence
-        // (docs/research.md, "Ruff's and attrs' docs") it dropped 9 right sentences, 1
-        // partly right and no wrong one. An answer none of whose sentences holds a word of
-        // the part is about something else, and nothing of it is kept.
-        let on_part = v.claims.iter().any(|c| parts::share(&c.text, by) > 1e-9);
-        v.claims
-            .iter()
-            .filter(|_| on_part)
-            .map(|c| {
-                let numbers = c
-                    .sources
-                    .iter()
-                    .filter_map(|n| v.order.get(*n as usize - 1))
-                    .map(|old| picked[*old as usize - 1] as u32 + 1)
-                    .collect();
-                let claim = ValidClaim {
-                    sources: numbers,
-                    under: vec![part.text.clone()],
-                    ..c.clone()
-                };
-                (claim, synthesis::code_led_to(&v.text, &c.text))
-            })
-            .filter(|(a, _)| !a.sources.is_empty())
-            .collect()
     }
 
     /// The judge's pass over a validated model answer: a call per kept citation and per
@@ -1298,16 +1223,6 @@ impl Research {
         Ok(ResearchRun { record, report })
     }
 }
-
-/// How many times a part is asked over its passages ([`Research::ask_again`]): its best
-/// [`synthesis::PART_PASSAGES`], then, when the model quoted nothing of them, its next best
-/// once more. The answer is often further down than the third: of the 349 located parts of
-/// 27 corpora split as located, the part's first three passages held it for 273, its first six
-/// for 300 (2026-12-05). Shown six at once, the list of sentences to pick from held a located
-/// one no more often (the best three's sentences crowd out the others'); asked again only when
-/// the first ask gave nothing, the next three cost a call only where the report would
-/// otherwise say the part is not answered.
-const LOOKS: usize = 2;
 
 /// A supported sentence of the targeted pass and the code block it leads in to.
 type AnsweredAgain = (ValidClaim, Option<String>);
