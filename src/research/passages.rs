@@ -1075,8 +1075,13 @@ fn with_context(pieces: Vec<(String, Ends)>) -> Vec<String> {
         let first_matter = ends == Ends::BeforeOpener
             && out.is_empty()
             && opened.get(k + 1).copied().unwrap_or(false);
-        let own =
-            asks(&words) || (ends == Ends::BeforeOpener && (opens_part(&piece) || first_matter));
+        // A want said after a question is another request; said before anything was asked,
+        // it is the story's goal, which the question after it serves ("I want to perform
+        // digital aneurysm removal … And the three python scripts are in my path. … Do you
+        // know how to use this script").
+        let request = !out.is_empty() && says_a_want(&piece);
+        let own = asks(&words)
+            || (ends == Ends::BeforeOpener && (opens_part(&piece) || first_matter || request));
         if ends != Ends::Asked && !own && !terms(&piece).is_empty() {
             context = Some((piece, ends));
         } else {
@@ -1085,6 +1090,32 @@ fn with_context(pieces: Vec<(String, Ends)>) -> Vec<String> {
     }
     out.extend(context.map(|(piece, _)| piece));
     out
+}
+
+/// Whether the last sentence of `piece` says what the asker wants ("I'd like …", "we need
+/// …", "I'd also like …", after a lead-in and its comma: "While I'm at it, I'd like …"). After
+/// a question and before a sentence that turns to another matter ([`with_context`]: "And",
+/// "Also", …), such a statement is a request of its own, not the context of what follows:
+/// "I'd like chezmoi to ask me for it when a new machine is set up, but not ask again … And at
+/// work we spin up short-lived dev containers … Is there a mode for that?" was asked as one
+/// part, and only the containers were answered.
+fn says_a_want(piece: &str) -> bool {
+    static WANT: OnceLock<Regex> = OnceLock::new();
+    let want = WANT.get_or_init(|| {
+        Regex::new(
+            r"(?i)^(?:[^,.;:?!]{1,40},\s+)?(?:i|we)(?:'d|\u{2019}d| would)?(?:\s+(?:also|really|just|still))?\s+(?:like|want|need|love|prefer|rather)\b",
+        )
+        .expect("a valid pattern")
+    });
+    // The last sentence: after the last ". ", "! " or "; " (not a dot inside a name, as in
+    // `config.toml`).
+    let text = piece.trim().trim_end_matches(['.', '!', ';']);
+    let start = [". ", "! ", "; "]
+        .iter()
+        .filter_map(|end| text.rfind(end).map(|i| i + end.len()))
+        .max()
+        .unwrap_or(0);
+    want.is_match(text[start..].trim_start())
 }
 
 /// The parts of a question, each a question of its own: split at `?`, `;`, new lines, and at
@@ -1654,11 +1685,41 @@ mod tests {
         // A statement that a part was asked before is the story of the question after it.
         assert_eq!(
             question_parts(
-                "How do I pin the version? I want the build to be reproducible. Also, how do I update one package?"
+                "How do I pin the version? Our builds must be reproducible. Also, how do I update one package?"
             ),
             vec![
                 "How do I pin the version",
-                "I want the build to be reproducible. Also, how do I update one package",
+                "Our builds must be reproducible. Also, how do I update one package",
+            ]
+        );
+        // Unless it says what the asker wants: that is another request.
+        assert_eq!(
+            question_parts(
+                "Can old prompts shrink to an arrow? While I'm at it, I'd like the info on the right side of `starship.toml`'s line. And one more thing: my clock never shows up. What am I missing?"
+            ),
+            vec![
+                "Can old prompts shrink to an arrow",
+                "While I'm at it, I'd like the info on the right side of `starship.toml`'s line.",
+                "one more thing: my clock never shows up. What am I missing",
+            ]
+        );
+        assert_eq!(
+            question_parts(
+                "How do I pin the version? We'd also like the build to be reproducible. Also, how do I update one package?"
+            ),
+            vec![
+                "How do I pin the version",
+                "We'd also like the build to be reproducible.",
+                "how do I update one package",
+            ]
+        );
+        // Said before anything was asked, a want is the story's goal.
+        assert_eq!(
+            question_parts(
+                "I want to remove the aneurysm as the tutorial does. And the scripts are in my path. Do you know how to run this script?"
+            ),
+            vec![
+                "I want to remove the aneurysm as the tutorial does. And the scripts are in my path. Do you know how to run this script?"
             ]
         );
         // With nothing asked before it, it is the matter the opener turns from: merged into
