@@ -31,6 +31,7 @@ pub mod org;
 pub mod parts;
 pub mod passages;
 pub mod report;
+pub mod roff;
 pub mod rst;
 mod run;
 pub mod sources;

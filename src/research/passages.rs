@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use crate::edit::text::{FenceLine, Fences};
-use crate::research::{adoc, org, rst};
+use crate::research::{adoc, org, roff, rst};
 
 /// Whether `out`, a page rewritten line for line, keeps the lines of `page`: as many, or one more
 /// when a code block left open at the page's end got its closing fence after its last line.
@@ -40,6 +40,9 @@ pub(crate) fn extension(path: &str) -> Option<String> {
 
 /// Whether `path` is prose (headings are Markdown `#` lines) rather than code.
 pub fn is_prose(path: &str) -> bool {
+    if roff::is_manual(path) {
+        return true;
+    }
     match extension(path).as_deref() {
         None => true,
         Some(e) => matches!(
@@ -68,10 +71,14 @@ struct Block {
 
 /// Cuts `text` (the file at `path`) into passages.
 pub fn split(path: &str, text: &str) -> Vec<Passage> {
-    // reStructuredText, AsciiDoc and Org are read as the Markdown they render as, line for line
-    // (`research::rst`, `research::adoc`, `research::org`).
+    // Man pages, reStructuredText, AsciiDoc and Org are read as the Markdown they render as,
+    // line for line (`research::roff`, `research::rst`, `research::adoc`, `research::org`).
     let markdown;
-    let text = if rst::is_rst(path, text) {
+    let roff_page = roff::is_roff(path, text);
+    let text = if roff_page {
+        markdown = roff::as_markdown(text);
+        markdown.as_str()
+    } else if rst::is_rst(path, text) {
         markdown = rst::as_markdown(text);
         markdown.as_str()
     } else if adoc::is_adoc(path) {
@@ -412,7 +419,18 @@ fn blocks(lines: &[&str], prose: bool) -> Vec<Block> {
             });
             continue;
         }
-        if prose && let Some((level, title)) = markdown_heading(trimmed) {
+        // Four spaces in (a tab is four) a line is an indented example, not a heading: "    #
+        // Single expression" in a man page's example, a shell comment in a README's indented
+        // block (CommonMark allows a heading three spaces in at most).
+        let indent: usize = line
+            .chars()
+            .take_while(|c| c.is_whitespace())
+            .map(|c| if c == '\t' { 4 } else { 1 })
+            .sum();
+        if prose
+            && indent < 4
+            && let Some((level, title)) = markdown_heading(trimmed)
+        {
             if let Some(b) = open.take() {
                 blocks.push(b);
             }
