@@ -167,11 +167,11 @@ pub fn as_markdown(text: &str) -> String {
             tagged[i] = true;
         }
     }
-    if let Some(open) = fence {
-        if let Some(last) = out.last_mut() {
-            last.push('\n');
-            last.push_str(open);
-        }
+    if let Some(open) = fence
+        && let Some(last) = out.last_mut()
+    {
+        last.push('\n');
+        last.push_str(open);
     }
     fence_literals(&mut out, &literal);
     open_descriptions(&mut out, &tagged, &literal);
