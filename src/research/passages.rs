@@ -74,8 +74,7 @@ pub fn split(path: &str, text: &str) -> Vec<Passage> {
     // Man pages, reStructuredText, AsciiDoc and Org are read as the Markdown they render as,
     // line for line (`research::roff`, `research::rst`, `research::adoc`, `research::org`).
     let markdown;
-    let roff_page = roff::is_roff(path, text);
-    let text = if roff_page {
+    let text = if roff::is_roff(path, text) {
         markdown = roff::as_markdown(text);
         markdown.as_str()
     } else if rst::is_rst(path, text) {

@@ -54,7 +54,7 @@ pub fn as_markdown(text: &str) -> String {
     // The lines that are a tag (`.TP`'s, `.IP`'s label), which open their description.
     let mut tagged = vec![false; lines.len()];
     // Inside a no-fill or example block: its fence.
-    let mut fence: Option<&str> = None;
+    let mut fence: Option<String> = None;
     // What the next text line becomes: a heading (`.SH` alone), a tag (`.TP`), a list item.
     let mut next: Option<Next> = None;
     // Inside an ignored block or a macro's definition (`.ig`, `.de`): the request that ends it.
@@ -78,10 +78,10 @@ pub fn as_markdown(text: &str) -> String {
             skipping = Some(end.map_or_else(|| ".".to_owned(), |e| e.to_owned()));
             continue;
         }
-        if let Some(open) = fence {
+        if let Some(open) = &fence {
             match request {
                 Some("fi" | "EE") => {
-                    out[i] = open.to_owned();
+                    out[i] = open.clone();
                     fence = None;
                 }
                 Some(_) => {}
@@ -143,17 +143,16 @@ pub fn as_markdown(text: &str) -> String {
             "nf" | "EX" => {
                 let body: Vec<&str> = lines[i + 1..]
                     .iter()
-                    .take_while(|l| !matches!(request_name(l), Some("fi" | "EE")))
+                    .take_while(|l| !matches!(self::request(l).0, Some("fi" | "EE")))
                     .copied()
                     .collect();
                 let open = crate::edit::text::fence_for(body.iter().copied());
-                fence = Some(if open.len() > 3 { "````" } else { "```" });
+                fence = Some(open.clone());
                 open
             }
             "B" | "I" | "SM" | "SB" => placed(joined, &mut next),
             "BR" | "RB" | "IR" | "RI" | "BI" | "IB" => placed(words.concat(), &mut next),
             // A tag may be set in a font too (`.B "\-\-tmux"` under `.TP`).
-            "UR" | "MT" => String::new(),
             // Paragraph breaks, indentation, spacing, fonts, strings, macros and comments.
             _ => String::new(),
         };
@@ -171,7 +170,7 @@ pub fn as_markdown(text: &str) -> String {
         && let Some(last) = out.last_mut()
     {
         last.push('\n');
-        last.push_str(open);
+        last.push_str(&open);
     }
     fence_literals(&mut out, &literal);
     open_descriptions(&mut out, &tagged, &literal);
@@ -279,11 +278,6 @@ fn request(line: &str) -> (Option<&str>, &str) {
     (Some(&rest[..end]), rest[end..].trim_start())
 }
 
-/// The name of the request `line` makes, if any.
-fn request_name(line: &str) -> Option<&str> {
-    request(line).0
-}
-
 /// A request's arguments: words, or quoted strings with their spaces (`"\-\-height" "HEIGHT"`),
 /// each with its escapes read ([`text_of`]). An unclosed quote runs to the end of the line.
 fn arguments(args: &str) -> Vec<String> {
@@ -340,17 +334,9 @@ fn text_of(line: &str) -> String {
             '.' => out.push('.'),
             '\'' => out.push('\''),
             '`' => out.push('`'),
-            'f' => {
-                // `\fB`, `\f(CW`, `\f[BI]`
-                match chars.next() {
-                    Some('(') => {
-                        chars.next();
-                        chars.next();
-                    }
-                    Some('[') => while chars.next().is_some_and(|c| c != ']') {},
-                    _ => {}
-                }
-            }
+            // A font (`\fB`, `\f(CW`, `\f[BI]`) and a string (`\*(xx`, `\*[name]`), whose
+            // text is not known here.
+            'f' | '*' => skip_argument(&mut chars, false),
             's' => {
                 // `\s+2`, `\s0`, `\s[12]`
                 chars.next_if(|c| *c == '+' || *c == '-');
@@ -374,33 +360,28 @@ fn text_of(line: &str) -> String {
                 }
                 out.push_str(special(&name));
             }
-            '*' => {
-                // A string: `\*(xx`, `\*[name]`, `\*x`; what it holds is not known here.
-                match chars.next() {
-                    Some('(') => {
-                        chars.next();
-                        chars.next();
-                    }
-                    Some('[') => while chars.next().is_some_and(|c| c != ']') {},
-                    _ => {}
-                }
-            }
+            // Registers, colours, motions and the like: their argument goes with them.
             'n' | 'm' | 'k' | 'h' | 'v' | 'w' | 'o' | 'z' | 'X' | 'Y' | 'g' | 'V' | 'R' => {
-                // Registers, colours, motions and the like: their argument goes with them.
-                match chars.next() {
-                    Some('(') => {
-                        chars.next();
-                        chars.next();
-                    }
-                    Some('[') => while chars.next().is_some_and(|c| c != ']') {},
-                    Some('\'') => while chars.next().is_some_and(|c| c != '\'') {},
-                    _ => {}
-                }
+                skip_argument(&mut chars, true)
             }
             other => out.push(other),
         }
     }
     out
+}
+
+/// Skips an escape's argument: one character, two after `(`, a name in `[…]`, and with
+/// `quoted` a string in `'…'` (`\h'2m'`). An argument cut at the end of the line ends there.
+fn skip_argument(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, quoted: bool) {
+    match chars.next() {
+        Some('(') => {
+            chars.next();
+            chars.next();
+        }
+        Some('[') => while chars.next().is_some_and(|c| c != ']') {},
+        Some('\'') if quoted => while chars.next().is_some_and(|c| c != '\'') {},
+        _ => {}
+    }
 }
 
 /// The character a named special character prints (`\(em`, `\[lq]`); nothing for one this
@@ -608,6 +589,9 @@ A bullet \(em with a dash.
             ),
             "\n\n\n\n\n\nfzf\n\n\nMost options have a --no- form. text\n\n\n`+i, --no-ignore-case`: Case-sensitive\n"
         );
+        // A block that holds a fence of four backticks closes with the fence it opened with.
+        let md = as_markdown(".nf\n`````\n.fi\n");
+        assert_eq!(md, "``````\n`````\n``````\n");
         // A block never closed is fenced to the end of the page.
         let md = as_markdown(".nf\nnever closed\n");
         assert_eq!(md.matches("```").count(), 2, "{md}");
