@@ -863,10 +863,22 @@ fn quoted_marks_kept(prose: &str, asked: char) -> String {
     let chars: Vec<char> = prose.chars().collect();
     let mut out = String::with_capacity(prose.len());
     let mut straight = 0usize;
+    // A straight single quote opens a quotation at a word's start ("ask 'are you sure?'
+    // before …") and closes it at a word's end; between letters it is an apostrophe.
+    let mut single = false;
     let mut open: Vec<char> = Vec::new();
     for (k, &c) in chars.iter().enumerate() {
         match c {
             '"' => straight += 1,
+            '\'' => {
+                let before = k.checked_sub(1).map(|b| chars[b]);
+                let after = chars.get(k + 1);
+                if before.is_none_or(|b| b.is_whitespace() || matches!(b, '(' | '[')) {
+                    single = after.is_some_and(|a| !a.is_whitespace());
+                } else if after.is_none_or(|a| !a.is_alphanumeric()) {
+                    single = false;
+                }
+            }
             '\u{201c}' | '\u{2018}' | '\u{ab}' | '(' => open.push(c),
             '\u{201d}' | '\u{2019}' | '\u{bb}' | ')' => {
                 let opener = match c {
@@ -887,6 +899,7 @@ fn quoted_marks_kept(prose: &str, asked: char) -> String {
         }
         let closes = chars.get(k + 1).is_some_and(|next| match next {
             '"' => straight % 2 == 1,
+            '\'' => single,
             '\u{201d}' => open.contains(&'\u{201c}'),
             '\u{2019}' => open.contains(&'\u{2018}'),
             '\u{bb}' => open.contains(&'\u{ab}'),
@@ -1610,6 +1623,21 @@ mod tests {
         let parts = question_parts("Is it slow?) or fast? Why does it hang?");
         assert_eq!(parts.len(), 3, "{parts:?}");
         assert_eq!(parts[0], "Is it slow", "{parts:?}");
+        // Straight single quotes: a quotation opens at a word's start, and an apostrophe
+        // between letters opens nothing (mise's question 2, 2026-12-06, left "' before it
+        // actually does that." a part of its own).
+        assert_eq!(
+            question_parts(
+                "Third, we have a `db:reset` task that wipes the local database; I'd like it to stop and ask 'are you sure?' before it actually does that. Can mise do that?"
+            ),
+            vec![
+                "Third, we have a `db:reset` task that wipes the local database; I'd like it to stop and ask 'are you sure?' before it actually does that. Can mise do that?"
+            ]
+        );
+        let parts = question_parts("Why won't it start? And what's 'safe mode'? Who's asking?");
+        assert_eq!(parts.len(), 3, "{parts:?}");
+        let parts = question_parts("Where do the users' files go? How do I restore them?");
+        assert_eq!(parts, vec!["Where do the users' files go", "How do I restore them"]);
     }
 
     /// Two of Poetry's questions (2026-11-29): the statement a question opens with, and a
