@@ -1637,7 +1637,10 @@ mod tests {
         let parts = question_parts("Why won't it start? And what's 'safe mode'? Who's asking?");
         assert_eq!(parts.len(), 3, "{parts:?}");
         let parts = question_parts("Where do the users' files go? How do I restore them?");
-        assert_eq!(parts, vec!["Where do the users' files go", "How do I restore them"]);
+        assert_eq!(
+            parts,
+            vec!["Where do the users' files go", "How do I restore them"]
+        );
     }
 
     /// Two of Poetry's questions (2026-11-29): the statement a question opens with, and a
