@@ -322,8 +322,9 @@ fn titled(kind: &str, title: &str) -> String {
     format!("**{first}{}: {title}**", chars.as_str())
 }
 
-/// The columns `line` is indented by, a tab to the next multiple of four (Python-Markdown's).
-fn columns(line: &str) -> usize {
+/// The columns `line` is indented by, a tab to the next multiple of four (Python-Markdown's,
+/// and CommonMark's tab stops).
+pub(crate) fn columns(line: &str) -> usize {
     crate::edit::text::indent_cols(crate::edit::text::indent_of(line), 4)
 }
 
@@ -418,16 +419,11 @@ fn blocks(lines: &[&str], prose: bool) -> Vec<Block> {
             });
             continue;
         }
-        // Four spaces in (a tab is four) a line is an indented example, not a heading: "    #
-        // Single expression" in a man page's example, a shell comment in a README's indented
-        // block (CommonMark allows a heading three spaces in at most).
-        let indent: usize = line
-            .chars()
-            .take_while(|c| c.is_whitespace())
-            .map(|c| if c == '\t' { 4 } else { 1 })
-            .sum();
+        // Four columns in (a tab to the next multiple of four) a line is an indented example,
+        // not a heading: "    # Single expression" in a man page's example, a shell comment in
+        // a README's indented block (CommonMark allows a heading three spaces in at most).
         if prose
-            && indent < 4
+            && columns(line) < 4
             && let Some((level, title)) = markdown_heading(trimmed)
         {
             if let Some(b) = open.take() {
@@ -1296,6 +1292,16 @@ mod tests {
                 proptest::prop_assert_eq!(out.split('\n').count(), page.split('\n').count(), "{:?} → {:?}", page, out);
             }
         }
+    }
+
+    /// Four columns in, a `#` line is an indented example's comment, not a heading (just's
+    /// README, direnv's stdlib page); three spaces in it still heads a section (CommonMark).
+    #[test]
+    fn a_line_four_columns_in_is_no_heading() {
+        let text = "# Guide\n\nRun it:\n\n    # start the server\n    serve\n\n\t# a tab is four\n\n   ## Later\n\nMore.\n";
+        let passages = split("README.md", text);
+        let headings: Vec<&str> = passages.iter().map(|p| p.heading.as_str()).collect();
+        assert_eq!(headings, vec!["Guide", "Guide › Later"], "{passages:#?}");
     }
 
     #[test]

@@ -227,7 +227,7 @@ fn fence_literals(out: &mut [String], literal: &[bool]) {
         } else {
             // No room for a fence: four spaces in, no line of it reads as a heading.
             for k in start..=end {
-                let indent = out[k].len() - out[k].trim_start().len();
+                let indent = crate::research::passages::columns(&out[k]);
                 if literal[k] && indent < 4 {
                     out[k].insert_str(0, &" ".repeat(4 - indent));
                 }
