@@ -199,6 +199,15 @@ pub fn search(
             library.search_passages(&key, &q, max.saturating_mul(3).max(10))?,
             &words,
         );
+        tracing::debug!(
+            ?part,
+            hits = ?hits
+                .iter()
+                .take(12)
+                .map(|h| format!("{}:{}-{}", h.path, h.passage.start_line, h.passage.end_line))
+                .collect::<Vec<_>>(),
+            "a query's hits"
+        );
         if let Some(p) = part {
             for (place, hit) in hits.iter().enumerate() {
                 ranks.entry(hit.id).or_default().push((p, place));
