@@ -201,11 +201,7 @@ pub fn search(
         );
         tracing::debug!(
             ?part,
-            hits = ?hits
-                .iter()
-                .take(12)
-                .map(|h| format!("{}:{}-{}", h.path, h.passage.start_line, h.passage.end_line))
-                .collect::<Vec<_>>(),
+            hits = ?hits.iter().take(12).map(PassageHit::lines).collect::<Vec<_>>(),
             "a query's hits"
         );
         if let Some(p) = part {

@@ -35,6 +35,16 @@ pub struct PassageHit {
     pub rank: f64,
 }
 
+impl PassageHit {
+    /// Where it is: `docs/guide.md:12-30` (its path and its first and last lines).
+    pub fn lines(&self) -> String {
+        format!(
+            "{}:{}-{}",
+            self.path, self.passage.start_line, self.passage.end_line
+        )
+    }
+}
+
 /// A file's state when it was indexed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {

@@ -172,7 +172,7 @@ pub fn passage_record(
     retrieved_at: &str,
 ) -> SourceRecord {
     let p = &hit.passage;
-    let lines = format!("{}:{}-{}", hit.path, p.start_line, p.end_line);
+    let lines = hit.lines();
     let title = if p.heading.is_empty() {
         lines
     } else {
