@@ -854,7 +854,8 @@ fn asides(words: &[&str]) -> Vec<bool> {
 /// the sentence going on after that ("pressing `d` should pop up a small "Delete this note?" box with Yes and
 /// No buttons", a dialog's title quoted in a Textual question, 2026-12-04, was asked as two
 /// parts cut at its `?`). A closing `"` counts when a `"` opened before it; `”`, `’`, `»`
-/// and `)` when their opening mark did.
+/// and `)` when their opening mark did. A closing mark after a `?` that does end a question
+/// ends it too, before `asked`: the question after it does not open with it.
 fn quoted_marks_kept(prose: &str, asked: char) -> String {
     let chars: Vec<char> = prose.chars().collect();
     let mut out = String::with_capacity(prose.len());
@@ -863,6 +864,8 @@ fn quoted_marks_kept(prose: &str, asked: char) -> String {
     // before …") and closes it at a word's end; between letters it is an apostrophe.
     let mut single = false;
     let mut open: Vec<char> = Vec::new();
+    // The closing mark after a `?` that ends a question, pushed before the end with it.
+    let mut pushed = false;
     for (k, &c) in chars.iter().enumerate() {
         match c {
             '"' => straight += 1,
@@ -890,7 +893,9 @@ fn quoted_marks_kept(prose: &str, asked: char) -> String {
             _ => {}
         }
         if c != '?' {
-            out.push(c);
+            if !std::mem::take(&mut pushed) {
+                out.push(c);
+            }
             continue;
         }
         let closes = chars.get(k + 1).is_some_and(|next| match next {
@@ -910,7 +915,16 @@ fn quoted_marks_kept(prose: &str, asked: char) -> String {
             .is_some_and(|c| {
                 c.is_lowercase() || matches!(c, ',' | '`' | '-' | '\u{2014}' | '\u{2013}')
             });
-        out.push(if closes && goes_on { c } else { asked });
+        if closes && goes_on {
+            out.push(c);
+        } else if closes {
+            // `Should the flag be "--force?" Then …`: the quotation ends with the question,
+            // and the next one does not open with its closing mark.
+            out.extend([chars[k + 1], asked]);
+            pushed = true;
+        } else {
+            out.push(asked);
+        }
     }
     out
 }
@@ -1603,50 +1617,53 @@ mod tests {
     /// dialog's quoted title. A quotation that ends its sentence still ends it.
     #[test]
     fn a_quoted_question_mark_does_not_end_a_part() {
-        assert_eq!(
-            question_parts(
-                "Pressing `d` should pop up a small \"Delete this note?\" box with Yes and No buttons; right now it hides the list. How do I make it a proper dialog? And how does it hand the answer back?"
+        // (question, its parts)
+        let cases: [(&str, &[&str]); 7] = [
+            (
+                "Pressing `d` should pop up a small \"Delete this note?\" box with Yes and No buttons; right now it hides the list. How do I make it a proper dialog? And how does it hand the answer back?",
+                &[
+                    "Pressing `d` should pop up a small \"Delete this note?\" box with Yes and No buttons; right now it hides the list. How do I make it a proper dialog",
+                    "how does it hand the answer back",
+                ],
             ),
-            vec![
-                "Pressing `d` should pop up a small \"Delete this note?\" box with Yes and No buttons; right now it hides the list. How do I make it a proper dialog",
-                "how does it hand the answer back"
-            ]
-        );
-        // Curly quotes and an aside alike: one part, the question whole.
-        assert_eq!(
-            question_parts(
-                "The prompt \u{201c}Overwrite?\u{201d} shows twice (is that a bug?) when I run it. How do I turn it off?"
+            // Curly quotes and an aside alike: one part, the question whole.
+            (
+                "The prompt \u{201c}Overwrite?\u{201d} shows twice (is that a bug?) when I run it. How do I turn it off?",
+                &[
+                    "The prompt \u{201c}Overwrite?\u{201d} shows twice (is that a bug?) when I run it. How do I turn it off?",
+                ],
             ),
-            vec![
-                "The prompt \u{201c}Overwrite?\u{201d} shows twice (is that a bug?) when I run it. How do I turn it off?"
-            ]
-        );
-        // A new sentence after the quotation, or a closing mark no opening one went before:
-        // the part ends at the `?`.
-        let parts = question_parts("Should the flag be \"--force?\" Then how do I reset it?");
-        assert_eq!(parts.len(), 2, "{parts:?}");
-        assert!(parts[0].ends_with("--force"), "{parts:?}");
-        let parts = question_parts("Is it slow?) or fast? Why does it hang?");
-        assert_eq!(parts.len(), 3, "{parts:?}");
-        assert_eq!(parts[0], "Is it slow", "{parts:?}");
-        // Straight single quotes: a quotation opens at a word's start, and an apostrophe
-        // between letters opens nothing (mise's question 2, 2026-12-06, left "' before it
-        // actually does that." a part of its own).
-        assert_eq!(
-            question_parts(
-                "Third, we have a `db:reset` task that wipes the local database; I'd like it to stop and ask 'are you sure?' before it actually does that. Can mise do that?"
+            // A new sentence after the quotation: the part ends with its closing mark. A
+            // closing mark no opening one went before is no quotation's: the `?` ends the part.
+            (
+                "Should the flag be \"--force?\" Then how do I reset it?",
+                &["Should the flag be \"--force\"", "Then how do I reset it"],
             ),
-            vec![
-                "Third, we have a `db:reset` task that wipes the local database; I'd like it to stop and ask 'are you sure?' before it actually does that. Can mise do that?"
-            ]
-        );
-        let parts = question_parts("Why won't it start? And what's 'safe mode'? Who's asking?");
-        assert_eq!(parts.len(), 3, "{parts:?}");
-        let parts = question_parts("Where do the users' files go? How do I restore them?");
-        assert_eq!(
-            parts,
-            vec!["Where do the users' files go", "How do I restore them"]
-        );
+            (
+                "Is it slow?) or fast? Why does it hang?",
+                &["Is it slow", ") or fast", "Why does it hang"],
+            ),
+            // Straight single quotes: a quotation opens at a word's start, and an apostrophe
+            // between letters opens nothing (mise's question 2, 2026-12-06, left "' before it
+            // actually does that." a part of its own).
+            (
+                "Third, we have a `db:reset` task that wipes the local database; I'd like it to stop and ask 'are you sure?' before it actually does that. Can mise do that?",
+                &[
+                    "Third, we have a `db:reset` task that wipes the local database; I'd like it to stop and ask 'are you sure?' before it actually does that. Can mise do that?",
+                ],
+            ),
+            (
+                "Why won't it start? And what's 'safe mode'? Who's asking?",
+                &["Why won't it start", "what's 'safe mode'", "Who's asking"],
+            ),
+            (
+                "Where do the users' files go? How do I restore them?",
+                &["Where do the users' files go", "How do I restore them"],
+            ),
+        ];
+        for (question, parts) in cases {
+            assert_eq!(question_parts(question), parts, "{question}");
+        }
     }
 
     /// Two of Poetry's questions (2026-11-29): the statement a question opens with, and a
