@@ -36,7 +36,7 @@ pub struct PassageHit {
 }
 
 impl PassageHit {
-    /// Where it is: `docs/guide.md:12-30` (its path and its first and last lines).
+    /// Where it is: its path, its first line and its last (`README.md:12-30`).
     pub fn lines(&self) -> String {
         format!(
             "{}:{}-{}",
